@@ -1,0 +1,73 @@
+// msomni-run: validate a job config and run it (or, with --dry-run, print the plan).
+#include "run_options.hpp"
+
+#include "config/config_loader.hpp"
+#include "core/log.hpp"
+#include "device/device_info.hpp"
+#include "nccl/nccl_info.hpp"
+
+#include <cstdio>
+#include <iostream>
+
+namespace {
+
+constexpr int exit_ok = 0;
+constexpr int exit_runtime = 1;
+constexpr int exit_config = 2;
+
+void print_environment() {
+  const auto dev = msomni::kernels::probe_devices();
+  const auto be = msomni::transport::probe_backends();
+  std::cout << "  environment:  UCX " << be.ucx_version << ", NCCL "
+            << (be.nccl_compiled ? be.nccl_version : std::string("not compiled")) << ", CUDA "
+            << (dev.cuda_compiled ? "compiled" : "not compiled") << "; GPUs: ";
+  if (dev.gpus.empty()) std::cout << "none (" << dev.status << ")";
+  for (const auto& g : dev.gpus)
+    std::cout << "[" << g.index << "] " << g.name << " " << (g.memory_bytes >> 30) << " GiB sm_"
+              << g.compute_major << g.compute_minor << " ";
+  std::cout << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string usage_error;
+  const auto opts = msomni::apps::parse_run_options(argc, argv, usage_error);
+  if (!opts) {
+    std::cerr << "msomni-run: " << usage_error << "\n\n" << msomni::apps::run_usage();
+    return exit_config;
+  }
+  if (opts->help) {
+    std::cout << msomni::apps::run_usage();
+    return exit_ok;
+  }
+  if (opts->version) {
+    std::cout << "msomni-run 0.1.0\n";
+    return exit_ok;
+  }
+  msomni::log::level lvl;
+  msomni::log::parse_level(opts->log_level, lvl);
+  msomni::log::set_level(lvl);
+
+  msomni::config::job_config cfg;
+  try {
+    cfg = msomni::config::load_file(opts->config_path, opts->overrides);
+  } catch (const msomni::config::config_errors& e) {
+    std::cerr << "msomni-run: the configuration is invalid; nothing was started.\n" << e.what();
+    return exit_config;
+  }
+  if (auto env = msomni::config::check_environment(cfg); !env.empty()) {
+    std::cerr << "msomni-run: the configuration does not fit this machine; nothing was started.\n";
+    for (const auto& e : env) std::cerr << e.to_string() << "\n";
+    return exit_config;
+  }
+  if (opts->dry_run) {
+    std::cout << msomni::config::render_plan(cfg);
+    print_environment();
+    std::cout << "dry run: configuration valid, nothing started.\n";
+    return exit_ok;
+  }
+  std::cerr << "msomni-run: launching the training job is not built yet (the orchestration issue "
+               "adds it); use --dry-run to validate and print the plan.\n";
+  return exit_runtime;
+}

@@ -1,0 +1,35 @@
+// Loading a job config: TOML file + --set overrides -> validated job_config, or every error
+// found, each as FILE:LINE:COL: key.path: reason.
+#pragma once
+
+#include "config/config_error.hpp"
+#include "config/job_config.hpp"
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace msomni::config {
+
+// Parses and validates; throws config_errors listing every problem.
+job_config load_file(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// Same, from text in memory; `source_name` is what errors call the file.
+job_config load_string(std::string_view toml_text, const std::string& source_name,
+                       const std::vector<std::string>& overrides = {});
+
+// Checks against the environment (paths exist, ports free, directories writable).
+// Relative data paths resolve against the config file's directory.
+std::vector<config_error> check_environment(const job_config& cfg);
+
+// Where a local data uri points: relative paths are taken from the config file's directory.
+std::filesystem::path resolve_data_path(const job_config& cfg, const std::string& uri);
+
+// Human-readable resolved plan for --dry-run.
+std::string render_plan(const job_config& cfg);
+
+// Stable 64-bit hash of the resolved configuration (for checkpoint manifests).
+uint64_t config_hash(const job_config& cfg);
+
+}  // namespace msomni::config

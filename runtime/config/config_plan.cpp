@@ -1,0 +1,88 @@
+// The resolved plan printed by `msomni-run --dry-run`, and the stable config hash.
+#include "config/config_loader.hpp"
+
+#include <sstream>
+
+namespace msomni::config {
+
+namespace {
+
+// Ranks are placed on nodes in order, filling each node's slots (one local node by default).
+std::vector<std::string> placement(const job_config& cfg) {
+  std::vector<std::string> out;
+  const auto replicas = cfg.elasticity.replicas;
+  if (cfg.cluster.nodes.empty()) {
+    for (int64_t r = 0; r < replicas; ++r)
+      out.push_back("rank " + std::to_string(r) + " -> local (" + cfg.cluster.control_host + ")");
+    return out;
+  }
+  int64_t rank = 0;
+  for (const auto& n : cfg.cluster.nodes)
+    for (int64_t s = 0; s < n.slots && rank < replicas; ++s, ++rank)
+      out.push_back("rank " + std::to_string(rank) + " -> " + n.name + " (" + n.host + ", rack " +
+                    n.rack + ", switch " + n.switch_name + ")");
+  return out;
+}
+
+}  // namespace
+
+std::string render_plan(const job_config& c) {
+  std::ostringstream os;
+  const auto& t = c.training;
+  const auto& e = c.elasticity;
+  os << "msomni plan for " << c.source_path << "\n";
+  os << "  job:          " << c.job.name << " (class " << to_string(c.job.klass) << ")\n";
+  os << "  model:        " << c.model.name << (c.model.plugin.empty() ? "" : " from " + c.model.plugin)
+     << ", d_model " << c.model.d_model << ", " << c.model.n_layers << " layers, "
+     << c.model.n_heads << " heads, image " << c.model.image_size << "px / patch "
+     << c.model.patch_size << "\n";
+  os << "  ranks:        " << e.replicas << " data-parallel replicas (min " << e.min_replicas
+     << ", max " << e.max_replicas << "), one process each\n";
+  for (const auto& p : placement(c)) os << "                " << p << "\n";
+  os << "  batch:        global " << t.global_batch << " = micro " << t.micro_batch << " x accum "
+     << t.grad_accum << " x replicas " << e.replicas << "\n";
+  os << "  training:     " << t.steps << " steps, lr " << t.lr << ", seed " << t.seed << ", device "
+     << t.device << "\n";
+  os << "  data:         mix " << c.data.mix_strategy << (c.data.shuffle ? ", shuffled" : "") << "\n";
+  double total = 0;
+  for (const auto& s : c.data.sources) total += s.weight;
+  for (const auto& s : c.data.sources)
+    os << "                " << s.name << ": " << to_string(s.kind) << " from " << s.uri
+       << " (weight " << s.weight << ", share " << (total > 0 ? 100.0 * s.weight / total : 0)
+       << "%)\n";
+  os << "  checkpoints:  " << c.checkpoint.dir << " every " << c.checkpoint.interval_steps
+     << " steps, keep " << c.checkpoint.keep << ", zstd level " << c.checkpoint.zstd_level
+     << (c.checkpoint.async ? ", async" : "") << "\n";
+  os << "  elasticity:   heartbeat " << e.heartbeat_interval_s << " s x " << e.heartbeat_misses
+     << " misses, grace period " << e.grace_period_s << " s\n";
+  os << "  control:      " << c.cluster.control_host << ":"
+     << (c.cluster.control_port ? std::to_string(c.cluster.control_port) : "auto") << "\n";
+  os << "  config hash:  " << std::hex << config_hash(c) << std::dec << "\n";
+  os << "  defaults filled in (" << c.defaults_filled.size() << "):\n";
+  for (const auto& d : c.defaults_filled) os << "                " << d << "\n";
+  return os.str();
+}
+
+uint64_t config_hash(const job_config& c) {
+  // FNV-1a over the plan minus its own hash line and the file name: stable across runs and
+  // machines, changed by any resolved value.
+  std::ostringstream os;
+  const auto& t = c.training;
+  const auto& m = c.model;
+  os << c.job.name << '|' << m.name << '|' << m.plugin << '|' << m.d_model << '|' << m.n_layers
+     << '|' << m.n_heads << '|' << m.d_ff << '|' << m.image_size << '|' << m.patch_size << '|'
+     << m.video_frames << '|' << m.max_seq_len << '|' << m.vocab_size << '|' << t.micro_batch
+     << '|' << t.grad_accum << '|' << t.steps << '|' << t.lr << '|' << t.seed << '|'
+     << t.weight_decay << '|' << t.grad_clip << '|' << t.warmup_steps << '|'
+     << c.data.mix_strategy << '|' << c.data.shuffle;
+  for (const auto& s : c.data.sources)
+    os << '|' << s.name << ',' << s.uri << ',' << s.weight << ',' << to_string(s.kind);
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char ch : os.str()) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace msomni::config

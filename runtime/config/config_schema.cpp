@@ -1,0 +1,276 @@
+// The schema: which keys each section has, their types, ranges and defaults, and the
+// cross-section rules (batch arithmetic, replica bounds, model shape).
+#include "config/config_schema.hpp"
+
+#include <set>
+#include <sstream>
+
+namespace msomni::config {
+
+namespace {
+
+constexpr int64_t big = int64_t{1} << 40;
+
+void read_job(table_reader& r, job_section& s) {
+  r.read("name", s.name);
+  r.read_enum("class", s.klass,
+              {{"critical", job_class::critical},
+               {"regular", job_class::regular},
+               {"best_effort", job_class::best_effort}});
+  r.finish();
+}
+
+void read_model(table_reader& r, model_section& s) {
+  r.read("name", s.name);
+  r.read("plugin", s.plugin);
+  r.read("d_model", s.d_model, 8, 65536);
+  r.read("n_layers", s.n_layers, 1, 1024);
+  r.read("n_heads", s.n_heads, 1, 1024);
+  r.read("d_ff", s.d_ff, 8, 1 << 20);
+  r.read("image_size", s.image_size, 8, 4096);
+  r.read("patch_size", s.patch_size, 2, 512);
+  r.read("video_frames", s.video_frames, 1, 64);
+  r.read("max_seq_len", s.max_seq_len, 8, 1 << 20);
+  r.read("vocab_size", s.vocab_size, 260, 1 << 20);
+  r.finish();
+  auto& ctx = r.context();
+  if (s.d_model % s.n_heads != 0)
+    ctx.fail(r.key_path("n_heads"), r.node("n_heads") ? r.node("n_heads") : r.anchor(),
+             "d_model " + std::to_string(s.d_model) + " is not divisible by n_heads " +
+                 std::to_string(s.n_heads));
+  if (s.image_size % s.patch_size != 0)
+    ctx.fail(r.key_path("patch_size"), r.node("patch_size") ? r.node("patch_size") : r.anchor(),
+             "image_size " + std::to_string(s.image_size) + " is not divisible by patch_size " +
+                 std::to_string(s.patch_size));
+  const int64_t side = s.image_size / std::max<int64_t>(s.patch_size, 1);
+  const int64_t patches = side * side * s.video_frames;
+  if (patches + 16 > s.max_seq_len)
+    ctx.fail(r.key_path("max_seq_len"), r.node("max_seq_len") ? r.node("max_seq_len") : r.anchor(),
+             "too short for " + std::to_string(patches) +
+                 " video patches plus 16 text tokens (needs >= " + std::to_string(patches + 16) + ")");
+}
+
+void read_sources(table_reader& r, data_section& s) {
+  auto& ctx = r.context();
+  const auto* arr = r.array("sources");
+  if (!arr || arr->empty()) {
+    ctx.fail(r.key_path("sources"), arr ? static_cast<const toml::node*>(arr) : r.anchor(),
+             "at least one [[data.sources]] table is required");
+    return;
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const auto path = r.key_path("sources") + "[" + std::to_string(i) + "]";
+    const auto* node = arr->get(i);
+    if (!node->is_table()) {
+      ctx.fail(path, node, "expected table, got " + type_name_of(*node));
+      continue;
+    }
+    data_source src;
+    src.name = "source" + std::to_string(i);
+    table_reader sr(ctx, node->as_table(), path, node);
+    sr.read("name", src.name);
+    sr.require_string("uri", src.uri);
+    sr.read("weight", src.weight, 0.0, 1e6);
+    if (!sr.node("modality"))
+      ctx.fail(sr.key_path("modality"), node, "required key is missing (image, video or text)");
+    sr.read_enum("modality", src.kind,
+                 {{"image", modality::image}, {"video", modality::video}, {"text", modality::text}});
+    sr.finish();
+    if (!names.insert(src.name).second)
+      ctx.fail(sr.key_path("name"), sr.node("name") ? sr.node("name") : node,
+               "duplicate source name \"" + src.name + "\"");
+    s.sources.push_back(std::move(src));
+  }
+  double total = 0;
+  for (const auto& src : s.sources) total += src.weight;
+  if (!s.sources.empty() && total <= 0)
+    ctx.fail(r.key_path("sources"), arr, "source weights sum to 0");
+}
+
+void read_data(table_reader& r, data_section& s) {
+  r.read("mix_strategy", s.mix_strategy, {"balanced_by_weight", "fixed_weight"});
+  r.read("shuffle", s.shuffle);
+  read_sources(r, s);
+  r.finish();
+}
+
+void read_training(table_reader& r, training_section& s) {
+  r.read("global_batch", s.global_batch, 1, 1 << 24);
+  r.read("micro_batch", s.micro_batch, 1, 1 << 20);
+  r.read("grad_accum", s.grad_accum, 1, 1 << 16);
+  r.read("steps", s.steps, 1, big);
+  r.read("lr", s.lr, 1e-9, 10.0);
+  r.read("seed", s.seed, 0, INT64_MAX);
+  r.read("weight_decay", s.weight_decay, 0.0, 1.0);
+  r.read("grad_clip", s.grad_clip, 0.0, 1e6);
+  r.read("warmup_steps", s.warmup_steps, 0, big);
+  r.read("device", s.device, {"auto", "cpu", "cuda"});
+  r.finish();
+}
+
+void read_elasticity(table_reader& r, elasticity_section& s) {
+  r.read("replicas", s.replicas, 1, 65536);
+  r.read("min_replicas", s.min_replicas, 1, 65536);
+  r.read("max_replicas", s.max_replicas, 1, 65536);
+  r.read("grace_period_s", s.grace_period_s, 0.0, 86400.0);
+  r.read("heartbeat_interval_s", s.heartbeat_interval_s, 0.01, 3600.0);
+  r.read("heartbeat_misses", s.heartbeat_misses, 1, 100);
+  r.read("scale_up_utilization", s.scale_up_utilization, 0.0, 1.0);
+  r.read("scale_up_sustain_s", s.scale_up_sustain_s, 0.0, 86400.0);
+  r.read("scale_down_utilization", s.scale_down_utilization, 0.0, 1.0);
+  r.read("scale_down_sustain_s", s.scale_down_sustain_s, 0.0, 86400.0);
+  r.finish();
+  if (s.scale_down_utilization >= s.scale_up_utilization)
+    r.context().fail(r.key_path("scale_down_utilization"),
+                     r.node("scale_down_utilization") ? r.node("scale_down_utilization") : r.anchor(),
+                     "must be below scale_up_utilization");
+}
+
+void read_checkpoint(table_reader& r, checkpoint_section& s) {
+  r.read("dir", s.dir);
+  r.read("interval_steps", s.interval_steps, 1, big);
+  r.read("keep", s.keep, 1, 1000);
+  r.read("zstd_level", s.zstd_level, -7, 22);
+  r.read("zstd_threads", s.zstd_threads, 0, 256);
+  r.read("async", s.async);
+  r.read("incremental", s.incremental);
+  r.finish();
+  if (s.dir.empty()) r.context().fail(r.key_path("dir"), r.node("dir"), "must not be empty");
+}
+
+void read_memory(table_reader& r, memory_section& s) {
+  r.read("sequence_length", s.sequence_length, 2, 100000);
+  r.read("horizon_steps", s.horizon_steps, 1, 10000);
+  r.read("sample_interval_ms", s.sample_interval_ms, 1.0, 3.6e6);
+  r.read("safety_margin_gb", s.safety_margin_gb, 0.0, 1024.0);
+  r.read("pca_dims", s.pca_dims, 1, 4096);
+  r.read("device_memory_gb", s.device_memory_gb, 0.1, 65536.0);
+  r.finish();
+}
+
+void read_io(table_reader& r, io_section& s) {
+  r.read("prefetch_depth", s.prefetch_depth, 1, 1024);
+  r.read("decode_workers", s.decode_workers, 1, 1024);
+  r.read("queue_capacity", s.queue_capacity, 1, 1 << 20);
+  r.read("downgrade_video", s.downgrade_video);
+  r.read("max_data_wait_ms", s.max_data_wait_ms, 0.0, 3.6e6);
+  if (const auto* t = r.table("modality_weights")) {
+    table_reader mw(r.context(), t, r.key_path("modality_weights"), t);
+    for (auto& [name, weight] : s.modality_weights) mw.read(name, weight, 0.0, 1e6);
+    mw.finish();
+  } else {
+    for (const auto& [name, weight] : s.modality_weights)
+      r.context().note_default(r.key_path("modality_weights") + "." + name,
+                               (std::ostringstream() << weight).str());
+  }
+  r.finish();
+}
+
+void read_scheduler(table_reader& r, scheduler_section& s) {
+  r.read("step_window", s.step_window, 2, 1 << 20);
+  r.read("idle_threshold", s.idle_threshold, 0.0, 1.0);
+  r.read("safety_factor", s.safety_factor, 0.0, 100.0);
+  r.read("drain_period_s", s.drain_period_s, 0.0, 86400.0);
+  r.read("min_run_window_s", s.min_run_window_s, 0.0, 30 * 86400.0);
+  r.read("reservation_window_s", s.reservation_window_s, 0.001, 86400.0);
+  r.read("critical_slowdown_budget", s.critical_slowdown_budget, 0.0, 1.0);
+  r.read("queue_capacity", s.queue_capacity, 1, 1 << 24);
+  r.finish();
+}
+
+void read_cluster(table_reader& r, cluster_section& s) {
+  auto& ctx = r.context();
+  r.read("control_host", s.control_host);
+  r.read("control_port", s.control_port, 0, 65535);
+  r.read("metrics_port", s.metrics_port, 0, 65535);
+  if (const auto* arr = r.array("nodes")) {
+    std::set<std::string> names;
+    for (size_t i = 0; i < arr->size(); ++i) {
+      const auto path = r.key_path("nodes") + "[" + std::to_string(i) + "]";
+      const auto* node = arr->get(i);
+      if (!node->is_table()) {
+        ctx.fail(path, node, "expected table, got " + type_name_of(*node));
+        continue;
+      }
+      cluster_node n;
+      table_reader nr(ctx, node->as_table(), path, node);
+      nr.require_string("name", n.name);
+      nr.read("host", n.host);
+      nr.read("rack", n.rack);
+      nr.read("switch", n.switch_name);
+      nr.read("slots", n.slots, 1, 1024);
+      nr.finish();
+      if (!n.name.empty() && !names.insert(n.name).second)
+        ctx.fail(nr.key_path("name"), nr.node("name"), "duplicate node name \"" + n.name + "\"");
+      s.nodes.push_back(std::move(n));
+    }
+  }
+  r.finish();
+}
+
+// Rules that span sections; reported at the key a person would edit.
+void check_cross_section(table_reader& training, table_reader& elastic, job_config& c) {
+  auto& ctx = training.context();
+  const auto& t = c.training;
+  const auto& e = c.elasticity;
+  const int64_t product = t.micro_batch * t.grad_accum * e.replicas;
+  if (t.global_batch != product) {
+    const auto* n = training.node("global_batch");
+    ctx.fail("training.global_batch", n ? n : training.anchor(),
+             "inconsistent batch arithmetic: global_batch " + std::to_string(t.global_batch) +
+                 " != micro_batch " + std::to_string(t.micro_batch) + " x grad_accum " +
+                 std::to_string(t.grad_accum) + " x elasticity.replicas " +
+                 std::to_string(e.replicas) + " = " + std::to_string(product));
+  }
+  if (e.min_replicas > e.replicas || e.replicas > e.max_replicas) {
+    const auto* n = elastic.node("replicas");
+    ctx.fail("elasticity.replicas", n ? n : elastic.anchor(),
+             "replicas " + std::to_string(e.replicas) + " must lie within [min_replicas " +
+                 std::to_string(e.min_replicas) + ", max_replicas " +
+                 std::to_string(e.max_replicas) + "]");
+  }
+  if (!c.cluster.nodes.empty()) {
+    int64_t slots = 0;
+    for (const auto& n : c.cluster.nodes) slots += n.slots;
+    if (slots < e.max_replicas) {
+      const auto* n = elastic.node("max_replicas");
+      ctx.fail("elasticity.max_replicas", n ? n : elastic.anchor(),
+               "max_replicas " + std::to_string(e.max_replicas) + " exceeds the " +
+                   std::to_string(slots) + " slots of [[cluster.nodes]]");
+    }
+  }
+}
+
+}  // namespace
+
+void read_schema(const toml::table& root, reader_context& ctx, job_config& c) {
+  table_reader top(ctx, &root, "", &root);
+  auto section = [&](std::string_view name) {
+    return table_reader(ctx, top.table(name), std::string(name), &root);
+  };
+  auto job = section("job");
+  read_job(job, c.job);
+  auto model = section("model");
+  read_model(model, c.model);
+  auto data = section("data");
+  read_data(data, c.data);
+  auto training = section("training");
+  read_training(training, c.training);
+  auto elastic = section("elasticity");
+  read_elasticity(elastic, c.elasticity);
+  auto ckpt = section("checkpoint");
+  read_checkpoint(ckpt, c.checkpoint);
+  auto memory = section("memory");
+  read_memory(memory, c.memory);
+  auto io = section("io");
+  read_io(io, c.io);
+  auto sched = section("scheduler");
+  read_scheduler(sched, c.scheduler);
+  auto cluster = section("cluster");
+  read_cluster(cluster, c.cluster);
+  top.finish();
+  check_cross_section(training, elastic, c);
+}
+
+}  // namespace msomni::config

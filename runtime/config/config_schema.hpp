@@ -1,0 +1,11 @@
+// The schema reader: TOML document -> job_config, with located errors in the context.
+#pragma once
+
+#include "config/config_reader.hpp"
+#include "config/job_config.hpp"
+
+namespace msomni::config {
+
+void read_schema(const toml::table& root, reader_context& ctx, job_config& out);
+
+}  // namespace msomni::config

@@ -1,0 +1,149 @@
+// The typed, fully resolved job configuration: one struct per TOML section (SPEC R1).
+// Defaults here are the seed defaults; config_loader fills them and records which it used.
+#pragma once
+
+#include "core/modality.hpp"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace msomni::config {
+
+enum class job_class : uint8_t { critical, regular, best_effort };
+using ::msomni::modality;
+
+const char* to_string(job_class c);
+
+struct job_section {
+  std::string name = "msomni-job";
+  job_class klass = job_class::regular;
+};
+
+struct model_section {
+  std::string name = "fuyu-tiny";
+  std::string plugin;          // shared library that registers `name`; empty = built in
+  int64_t d_model = 128;
+  int64_t n_layers = 2;
+  int64_t n_heads = 4;
+  int64_t d_ff = 512;
+  int64_t image_size = 32;     // square images are resized to this many pixels
+  int64_t patch_size = 8;
+  int64_t video_frames = 2;    // frames sampled per video sample
+  int64_t max_seq_len = 256;   // patches + text tokens
+  int64_t vocab_size = 260;    // 256 bytes + specials
+};
+
+struct data_source {
+  std::string name;
+  std::string uri;             // path, file://path, or synthetic://<kind>
+  double weight = 1.0;
+  modality kind = modality::image;
+};
+
+struct data_section {
+  std::string mix_strategy = "balanced_by_weight";
+  bool shuffle = true;
+  std::vector<data_source> sources;
+};
+
+struct training_section {
+  int64_t global_batch = 8;
+  int64_t micro_batch = 2;
+  int64_t grad_accum = 2;
+  int64_t steps = 100;
+  double lr = 3e-4;
+  int64_t seed = 1234;
+  double weight_decay = 0.01;
+  double grad_clip = 1.0;
+  int64_t warmup_steps = 0;
+  std::string device = "auto";  // auto | cpu | cuda
+};
+
+struct elasticity_section {
+  int64_t replicas = 2;
+  int64_t min_replicas = 1;
+  int64_t max_replicas = 2;
+  double grace_period_s = 120.0;
+  double heartbeat_interval_s = 10.0;
+  int64_t heartbeat_misses = 3;
+  double scale_up_utilization = 0.90;
+  double scale_up_sustain_s = 180.0;
+  double scale_down_utilization = 0.65;
+  double scale_down_sustain_s = 600.0;
+};
+
+struct checkpoint_section {
+  std::string dir = "checkpoints";  // relative paths are under the run directory
+  int64_t interval_steps = 50;
+  int64_t keep = 3;
+  int64_t zstd_level = 1;
+  int64_t zstd_threads = 2;
+  bool async = true;
+  bool incremental = true;
+};
+
+struct memory_section {
+  int64_t sequence_length = 200;
+  int64_t horizon_steps = 10;
+  double sample_interval_ms = 100.0;
+  double safety_margin_gb = 3.5;
+  int64_t pca_dims = 16;
+  double device_memory_gb = 80.0;
+};
+
+struct io_section {
+  int64_t prefetch_depth = 3;
+  int64_t decode_workers = 2;
+  int64_t queue_capacity = 64;
+  bool downgrade_video = true;
+  double max_data_wait_ms = 200.0;
+  std::map<std::string, double> modality_weights = {{"image", 1.0}, {"video", 1.0}, {"text", 1.0}};
+};
+
+struct scheduler_section {
+  int64_t step_window = 200;
+  double idle_threshold = 0.35;
+  double safety_factor = 2.0;
+  double drain_period_s = 600.0;
+  double min_run_window_s = 7200.0;
+  double reservation_window_s = 60.0;
+  double critical_slowdown_budget = 0.02;
+  int64_t queue_capacity = 1024;
+};
+
+struct cluster_node {
+  std::string name;
+  std::string host = "127.0.0.1";
+  std::string rack = "rack0";
+  std::string switch_name = "switch0";
+  int64_t slots = 2;           // rank processes (GPUs) this node can host
+};
+
+struct cluster_section {
+  std::string control_host = "127.0.0.1";
+  int64_t control_port = 0;    // 0 = pick a free port at start-up
+  int64_t metrics_port = 0;    // Prometheus endpoint; 0 = pick a free port
+  std::vector<cluster_node> nodes;  // empty = one local node with enough slots
+};
+
+struct job_config {
+  std::string source_path;     // the TOML file it came from
+  job_section job;
+  model_section model;
+  data_section data;
+  training_section training;
+  elasticity_section elasticity;
+  checkpoint_section checkpoint;
+  memory_section memory;
+  io_section io;
+  scheduler_section scheduler;
+  cluster_section cluster;
+  // "key.path = value" for every key the file left out and the loader filled in.
+  std::vector<std::string> defaults_filled;
+  // "FILE:LINE:COL" of every key the file (or --set) gave, for later semantic errors.
+  std::map<std::string, std::string> key_locations;
+};
+
+}  // namespace msomni::config

@@ -1,0 +1,48 @@
+// The message catalog: every message type that crosses an actor boundary, declared once and
+// given a CAF type ID here. register_catalog() adds all of them to an actor system; the
+// round-trip test walks the same ID block, so a type is registered iff it is listed here.
+// Adding a message: declare it (struct + inspect) in a *_messages.hpp, add CAF_ADD_TYPE_ID
+// below, add a sample to tests/runtime/catalog_samples.hpp.
+#pragma once
+
+#include "messages/control_messages.hpp"
+#include "messages/data_messages.hpp"
+#include "messages/scheduling_messages.hpp"
+#include "messages/training_messages.hpp"
+
+#include <caf/type_id.hpp>
+
+namespace caf {
+class actor_system_config;
+}
+
+CAF_BEGIN_TYPE_ID_BLOCK(msomni, caf::first_custom_type_id)
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::heartbeat))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::rank_ready))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::join_world))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::decommission))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::decommissioned))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::peer_down))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::scale_request))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::scale_reply))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::step_record))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::checkpoint_request))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::checkpoint_done))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::credit_grant))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::downgrade_notice))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::source_cursor))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::preempt_notice))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::job_released))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::memory_sample))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::memory_advice))
+CAF_END_TYPE_ID_BLOCK(msomni)
+
+namespace msomni {
+
+// Adds every catalog type to `cfg` (call once, before constructing the actor system).
+void register_catalog(caf::actor_system_config& cfg);
+
+// Number of types in the catalog.
+constexpr size_t catalog_size = caf::id_block::msomni::end - caf::id_block::msomni::begin;
+
+}  // namespace msomni

@@ -1,0 +1,51 @@
+// Data-pipeline flow control: credits upstream, downgrades, resumable cursors.
+#pragma once
+
+#include "core/modality.hpp"
+
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace msomni::msg {
+
+// downstream stage -> upstream stage: you may send `credits` more items of `kind`.
+struct credit_grant {
+  uint64_t epoch = 0;
+  modality kind = modality::image;
+  uint32_t credits = 0;
+  bool operator==(const credit_grant&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, credit_grant& x) {
+  return f(caf::meta::type_name("credit_grant"), x.epoch, x.kind, x.credits);
+}
+
+// mixer -> decoders/metrics: a video sample was decoded keyframe-only, and why.
+struct downgrade_notice {
+  std::string sample_key;
+  std::string reason;
+  bool operator==(const downgrade_notice&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, downgrade_notice& x) {
+  return f(caf::meta::type_name("downgrade_notice"), x.sample_key, x.reason);
+}
+
+// reader -> checkpoint: where a source stands, enough to resume exactly.
+struct source_cursor {
+  std::string source;
+  uint64_t epoch = 0;
+  uint64_t shard = 0;
+  uint64_t offset = 0;
+  uint64_t samples_read = 0;
+  bool operator==(const source_cursor&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, source_cursor& x) {
+  return f(caf::meta::type_name("source_cursor"), x.source, x.epoch, x.shard, x.offset,
+           x.samples_read);
+}
+
+}  // namespace msomni::msg

@@ -1,0 +1,58 @@
+// Messages of the training loop: per-step records and checkpoint commands.
+#pragma once
+
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace msomni::msg {
+
+// rank worker -> orchestrator/scheduler/metrics, one per optimizer step.
+struct step_record {
+  uint64_t step = 0;
+  uint32_t world_size = 0;
+  double loss = 0;
+  int64_t step_time_ns = 0;
+  double tokens_per_s = 0;
+  int64_t data_wait_ns = 0;
+  uint64_t downgraded_samples = 0;
+  bool operator==(const step_record&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_record& x) {
+  return f(caf::meta::type_name("step_record"), x.step, x.world_size, x.loss, x.step_time_ns,
+           x.tokens_per_s, x.data_wait_ns, x.downgraded_samples);
+}
+
+// orchestrator -> rank checkpoint writers: save at `step`. Idempotent per (epoch, step).
+struct checkpoint_request {
+  uint64_t epoch = 0;
+  uint64_t step = 0;
+  bool incremental = false;
+  std::vector<uint32_t> ranks;  // the shards to write; empty = all
+  bool operator==(const checkpoint_request&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_request& x) {
+  return f(caf::meta::type_name("checkpoint_request"), x.epoch, x.step, x.incremental, x.ranks);
+}
+
+// checkpoint writer -> orchestrator: one shard written (or failed, with why).
+struct checkpoint_done {
+  uint64_t step = 0;
+  uint32_t rank = 0;
+  bool ok = false;
+  uint64_t bytes = 0;
+  uint64_t checksum = 0;
+  std::string error;
+  bool operator==(const checkpoint_done&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_done& x) {
+  return f(caf::meta::type_name("checkpoint_done"), x.step, x.rank, x.ok, x.bytes, x.checksum,
+           x.error);
+}
+
+}  // namespace msomni::msg

@@ -1,0 +1,40 @@
+// Every file in configs/ loads, fits this machine, and dry-runs through the real binary.
+#include "config/config_loader.hpp"
+#include "support/process_runner.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+TEST_CASE("every config in configs/ is valid") {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(MSOMNI_SOURCE_DIR) / "configs")) {
+    if (entry.path().extension() != ".toml") continue;
+    ++count;
+    const auto path = entry.path().string();
+    CAPTURE(path);
+    msomni::config::job_config cfg;
+    try {
+      cfg = msomni::config::load_file(path);
+    } catch (const msomni::config::config_errors& e) {
+      FAIL(e.what());
+    }
+    const auto env = msomni::config::check_environment(cfg);
+    for (const auto& e : env) MESSAGE(e.to_string());
+    CHECK(env.empty());
+    const auto r = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " " + path + " --dry-run");
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("dry run: configuration valid") != std::string::npos);
+  }
+  CHECK(count >= 2);
+}
+
+TEST_CASE("msomni-run --help exits 0 and a usage error exits 2") {
+  auto r = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " --help");
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("usage: msomni-run") == 0);
+  r = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " --bogus x.toml");
+  CHECK(r.exit_code == 2);
+}

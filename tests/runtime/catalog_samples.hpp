@@ -1,0 +1,31 @@
+// One filled-in sample per catalog type. The round-trip test asks for a sample of every type
+// in the catalog's ID block, so a new message without a sample here fails to compile.
+#pragma once
+
+#include "messages/catalog.hpp"
+
+namespace msomni::testing {
+
+template <class T>
+struct tag {};
+
+inline msg::heartbeat sample(tag<msg::heartbeat>) { return {"node-a", 3, 7, 42, -5}; }
+inline msg::rank_ready sample(tag<msg::rank_ready>) { return {2, 9, 1200}; }
+inline msg::join_world sample(tag<msg::join_world>) { return {4, 3, {0, 2, 5}, 1600}; }
+inline msg::decommission sample(tag<msg::decommission>) { return {5, {1, 3}, 123456789, "scale-down to 2"}; }
+inline msg::decommissioned sample(tag<msg::decommissioned>) { return {3, 5, 1601}; }
+inline msg::peer_down sample(tag<msg::peer_down>) { return {"node-b", 6, 8, "UCS_ERR_CONNECTION_RESET"}; }
+inline msg::scale_request sample(tag<msg::scale_request>) { return {77, 4, 120.5, "cli:root"}; }
+inline msg::scale_reply sample(tag<msg::scale_reply>) { return {77, true, "at barrier 1700"}; }
+inline msg::step_record sample(tag<msg::step_record>) { return {10, 2, 3.25, 1000000, 1234.5, 2000, 1}; }
+inline msg::checkpoint_request sample(tag<msg::checkpoint_request>) { return {4, 200, true, {1, 2}}; }
+inline msg::checkpoint_done sample(tag<msg::checkpoint_done>) { return {200, 1, false, 4096, 0xdeadbeefcafef00dull, "ENOSPC"}; }
+inline msg::credit_grant sample(tag<msg::credit_grant>) { return {2, modality::video, 3}; }
+inline msg::downgrade_notice sample(tag<msg::downgrade_notice>) { return {"shard-0003/000123", "tensor stage saturated"}; }
+inline msg::source_cursor sample(tag<msg::source_cursor>) { return {"videos", 1, 12, 65536, 999}; }
+inline msg::preempt_notice sample(tag<msg::preempt_notice>) { return {"be-17", 3, 600, "critical job needs GPUs"}; }
+inline msg::job_released sample(tag<msg::job_released>) { return {"be-17", 3, 4400}; }
+inline msg::memory_sample sample(tag<msg::memory_sample>) { return {1, 88, 123, 40ull << 30, 44ull << 30}; }
+inline msg::memory_advice sample(tag<msg::memory_advice>) { return {msg::advice_kind::reserve, 3.5, 1, "", "peak in 4 steps"}; }
+
+}  // namespace msomni::testing
