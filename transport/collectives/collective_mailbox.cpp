@@ -1,0 +1,128 @@
+// collective_mailbox (see collective_mailbox.hpp).
+#include "collectives/collective_mailbox.hpp"
+
+#include "collectives/communicator.hpp"
+
+#include <cstring>
+
+namespace msomni::transport {
+
+chunk_range chunk_of(size_t n, size_t parts, size_t i) {
+  const size_t base = n / parts, extra = n % parts;
+  return {i * base + std::min(i, extra), base + (i < extra ? 1 : 0)};
+}
+
+std::byte* collective_mailbox::buffer_for(const std::string& peer, const frame_header& h) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const chunk_key key{h.a, h.b, h.c};
+  if (key.epoch < min_epoch_) {
+    ++dropped_;
+    return nullptr;
+  }
+  auto& s = slots_[key];
+  if (s.dest) {
+    if (s.bytes != h.payload_size || s.peer != peer) {
+      ++dropped_;
+      return nullptr;
+    }
+    return s.dest;
+  }
+  if (staged_bytes_ + h.payload_size > max_staged_bytes_) {
+    ++dropped_;
+    s.failed = true;  // the waiting collective fails loudly rather than hangs
+    cv_.notify_all();
+    return nullptr;
+  }
+  s.peer = peer;
+  s.staged.resize(h.payload_size);
+  staged_bytes_ += h.payload_size;
+  return s.staged.data();
+}
+
+void collective_mailbox::on_done(const std::string&, const frame_header& h, std::byte*, bool ok) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = slots_.find({h.a, h.b, h.c});
+  if (it == slots_.end()) return;
+  it->second.arrived = ok;
+  it->second.failed = !ok;
+  cv_.notify_all();
+}
+
+void collective_mailbox::on_peer_down(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  down_.insert(peer);
+  cv_.notify_all();
+}
+
+void collective_mailbox::on_peer_up(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  down_.erase(peer);
+}
+
+void collective_mailbox::expect(const chunk_key& key, const std::string& peer, std::byte* dest,
+                                size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& s = slots_[key];
+  s.peer = peer;
+  s.bytes = bytes;
+  s.want = dest;
+  if (!s.staged.empty() || s.arrived) return;  // it came first; wait() copies it
+  s.dest = dest;
+}
+
+void collective_mailbox::wait(const chunk_key& key, const std::string& peer,
+                              std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto& s = slots_[key];
+  const bool ok = cv_.wait_until(lock, deadline, [&] {
+    return s.arrived || s.failed || down_.count(peer) > 0;
+  });
+  auto fail = [&](const std::string& why) {
+    slots_.erase(key);
+    throw collective_error("collective epoch " + std::to_string(key.epoch) + " op " +
+                           std::to_string(key.seq) + " step " + std::to_string(key.step) + ": " + why);
+  };
+  if (!s.arrived) {
+    staged_bytes_ -= s.staged.size();
+    if (down_.count(peer)) fail("peer " + peer + " is down");
+    if (s.failed) fail("chunk from " + peer + " failed (transfer error or staging pool full)");
+    if (!ok) fail("timed out waiting for " + peer);
+  }
+  if (!s.staged.empty()) {
+    // The chunk arrived before expect(): copy it to where the collective wanted it.
+    if (s.staged.size() != s.bytes) fail("chunk from " + peer + " has the wrong size");
+    std::memcpy(s.want, s.staged.data(), s.bytes);
+    staged_bytes_ -= s.staged.size();
+  }
+  slots_.erase(key);
+}
+
+void collective_mailbox::retire_below(uint64_t epoch) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  min_epoch_ = std::max(min_epoch_, epoch);
+  for (auto it = slots_.begin(); it != slots_.end();) {
+    if (it->first.epoch < epoch) {
+      staged_bytes_ -= it->second.staged.size();
+      it = slots_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+bool collective_mailbox::is_down(const std::string& peer) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return down_.count(peer) > 0;
+}
+
+size_t collective_mailbox::staged_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return staged_bytes_;
+}
+
+uint64_t collective_mailbox::dropped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return dropped_;
+}
+
+}  // namespace msomni::transport

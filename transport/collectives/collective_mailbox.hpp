@@ -1,0 +1,71 @@
+// Receives collective chunks for every communicator of this process. A chunk lands straight
+// in the buffer its collective registered for it (zero-copy through UCX rendezvous); one that
+// arrives before its receiver is ready is staged in a bounded pool and copied on wait().
+// Keyed by (epoch, sequence, step). Peer-down events fail waits that need that peer.
+#pragma once
+
+#include "frame/frame.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace msomni::transport {
+
+struct chunk_key {
+  uint64_t epoch = 0;
+  uint64_t seq = 0;
+  uint64_t step = 0;
+  auto operator<=>(const chunk_key&) const = default;
+};
+
+class collective_mailbox {
+ public:
+  explicit collective_mailbox(size_t max_staged_bytes = size_t{512} << 20)
+      : max_staged_bytes_(max_staged_bytes) {}
+
+  // Progress thread: where to put an incoming chunk (nullptr = drop).
+  std::byte* buffer_for(const std::string& peer, const frame_header& h);
+  void on_done(const std::string& peer, const frame_header& h, std::byte* buffer, bool ok);
+  void on_peer_down(const std::string& peer);
+  void on_peer_up(const std::string& peer);
+
+  // Collective thread: announce where chunk `key` from `peer` goes, then wait for it.
+  void expect(const chunk_key& key, const std::string& peer, std::byte* dest, size_t bytes);
+  // Throws collective_error when `peer` is down or the deadline passes.
+  void wait(const chunk_key& key, const std::string& peer, std::chrono::steady_clock::time_point deadline);
+  // Drops staged chunks of epochs older than `epoch` (a rebuilt communicator).
+  void retire_below(uint64_t epoch);
+
+  bool is_down(const std::string& peer) const;
+  size_t staged_bytes() const;
+  uint64_t dropped() const;
+
+ private:
+  struct slot {
+    std::string peer;
+    std::byte* dest = nullptr;      // receive straight here (set when expect() came first)
+    std::byte* want = nullptr;      // where the collective wants the bytes
+    size_t bytes = 0;
+    std::vector<std::byte> staged;  // used when the chunk came first
+    bool arrived = false;
+    bool failed = false;
+  };
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<chunk_key, slot> slots_;
+  std::set<std::string> down_;
+  size_t max_staged_bytes_;
+  size_t staged_bytes_ = 0;
+  uint64_t min_epoch_ = 0;
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace msomni::transport

@@ -1,0 +1,90 @@
+// One UCX context + worker per process, with a progress thread that sleeps on the worker's
+// event fd while idle (no busy polling). Listens on host:port, connects to peers by address,
+// learns peer names from a HELLO exchange, and carries frames (frame.hpp) as UCX active
+// messages: small frames eager and ordered per peer, bulk frames by rendezvous straight into
+// a buffer the receiver chooses. A peer whose endpoint fails (UCX error callback) or that is
+// silent for keepalive_interval x keepalive_misses is reported down, exactly once.
+//
+// Peer states:  connecting --HELLO--> up --error/timeout/goodbye--> down (final)
+//
+// Threading: every UCX call happens on the progress thread. send()/connect() enqueue
+// commands (bounded queue) and wake it through an eventfd. Handlers run on the progress
+// thread and must not block.
+#pragma once
+
+#include "frame/frame.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace msomni::transport {
+
+struct ucx_node_options {
+  std::string name;                         // unique node name in the job
+  std::string listen_host = "127.0.0.1";    // loopback by default
+  uint16_t listen_port = 0;                 // 0 = any free port
+  std::chrono::milliseconds keepalive_interval{250};
+  int keepalive_misses = 6;                 // silent this many intervals -> down
+  size_t max_queued_commands = 1 << 16;     // bound of the send queue
+};
+
+struct ucx_node_handlers {
+  // An eager frame (hello/keepalive are handled inside). `payload` is valid during the call.
+  std::function<void(const std::string& peer, const frame_header&, std::span<const std::byte>)> on_frame;
+  // Where to put a bulk/collective payload of h.payload_size bytes; nullptr drops it.
+  std::function<std::byte*(const std::string& peer, const frame_header&)> on_bulk_buffer;
+  // The payload is in the buffer (ok) or the transfer failed (!ok).
+  std::function<void(const std::string& peer, const frame_header&, std::byte* buffer, bool ok)> on_bulk_done;
+  // A peer came up (up = true) or went down, with the reason.
+  std::function<void(const std::string& peer, bool up, const std::string& reason)> on_peer;
+};
+
+struct ucx_node_counters {
+  std::atomic<uint64_t> frames_sent{0};
+  std::atomic<uint64_t> frames_received{0};
+  std::atomic<uint64_t> frames_dropped{0};     // malformed, unknown peer, or no buffer
+  std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> bytes_received{0};
+  std::atomic<uint64_t> sends_rejected{0};     // queue full or peer not up
+  std::atomic<uint64_t> peers_down{0};
+  std::atomic<uint64_t> queue_depth{0};
+  std::atomic<uint64_t> queue_depth_max{0};
+};
+
+class ucx_node {
+ public:
+  ucx_node(ucx_node_options options, ucx_node_handlers handlers);
+  ~ucx_node();
+  ucx_node(const ucx_node&) = delete;
+  ucx_node& operator=(const ucx_node&) = delete;
+
+  const std::string& name() const;
+  std::string address() const;  // "host:port" this node listens on
+
+  // Starts connecting; the peer becomes usable when its HELLO arrives.
+  void connect(const std::string& host_port);
+  bool wait_up(const std::string& peer, std::chrono::milliseconds timeout) const;
+  bool is_up(const std::string& peer) const;
+  std::vector<std::string> peers_up() const;
+
+  // Eager, ordered per peer. False when the peer is not up or the queue is full.
+  bool send(const std::string& peer, frame_header h, std::vector<std::byte> payload);
+  // Zero-copy: `data` (h.payload_size bytes) must stay valid until `done` runs.
+  bool send_bulk(const std::string& peer, frame_header h, const void* data,
+                 std::function<void(bool ok)> done);
+
+  const ucx_node_counters& counters() const;
+
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace msomni::transport
