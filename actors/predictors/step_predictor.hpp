@@ -1,0 +1,97 @@
+// Step-time predictor core (SPEC R7): keeps the last N step records of each job in a ring
+// buffer and turns them into a forecast of how much of the job's GPU time will sit idle
+// (data waits, checkpoints, pipeline bubbles) and where the next idle windows fall. No
+// clock, no threads: callers pass records in and read forecasts out, live or simulated.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace msomni::predict {
+
+// One optimizer step as the scheduler sees it. Times in seconds.
+struct step_sample {
+  double step_s = 0;          // wall time of the whole step, including the idle parts below
+  double data_wait_s = 0;     // GPU waited for the input pipeline
+  double checkpoint_s = 0;    // GPU waited for a checkpoint / evaluation phase in this step
+  double bubble_share = 0;    // pipeline-bubble share of the compute part, 0..1
+};
+
+// Fraction of a step during which the job's GPUs do no work of their own.
+double idle_share(const step_sample& s);
+
+// Fixed-capacity ring of the most recent samples; the oldest is overwritten.
+class step_ring {
+ public:
+  explicit step_ring(size_t capacity);
+  void push(const step_sample& s);
+  size_t size() const noexcept { return size_; }
+  size_t capacity() const noexcept { return buf_.size(); }
+  uint64_t total_pushed() const noexcept { return pushed_; }
+  // i = 0 is the oldest kept sample.
+  const step_sample& at(size_t i) const;
+
+ private:
+  std::vector<step_sample> buf_;
+  size_t head_ = 0;  // next slot to write
+  size_t size_ = 0;
+  uint64_t pushed_ = 0;
+};
+
+struct step_stats {
+  size_t samples = 0;
+  double step_mean_s = 0;
+  double step_std_s = 0;
+  double idle_mean = 0;        // mean idle share per step
+  double idle_std = 0;         // std of the per-step idle share
+  double last_idle = 0;        // idle share of the most recent sample
+  double checkpoint_every_steps = 0;  // mean gap between steps with a checkpoint phase; 0 = none seen
+  double checkpoint_mean_s = 0;
+};
+
+// A predicted stretch of idle GPU time, relative to the last observed step.
+struct idle_window {
+  double start_in_s = 0;
+  double length_s = 0;
+};
+
+struct idle_forecast {
+  double horizon_s = 0;
+  double idle_mean = 0;       // expected idle share over the horizon
+  double idle_std = 0;        // std of that share over the horizon (per-step std / sqrt(steps))
+  double lendable_share = 0;  // idle_mean - safety_factor * idle_std, never below 0
+  double last_idle = 0;       // the newest observation (what a predictor-less policy uses)
+  double confidence = 0;      // 0..1: history fill times stability (1 - coefficient of variation)
+  std::vector<idle_window> windows;  // predicted checkpoint/evaluation windows in the horizon
+};
+
+struct predictor_params {
+  size_t window_steps = 200;     // ring capacity per job ([scheduler] step_window)
+  double safety_factor = 2.0;    // alpha ([scheduler] safety_factor)
+  size_t max_jobs = 4096;        // bound on tracked jobs; a new job past it is refused
+  size_t max_windows = 16;       // bound on windows returned per forecast
+};
+
+class step_predictor {
+ public:
+  explicit step_predictor(predictor_params p);
+
+  // False when the job table is full (the record is dropped, never grows unbounded).
+  bool observe(const std::string& job, const step_sample& s);
+  void forget(const std::string& job);
+  bool knows(const std::string& job) const { return rings_.count(job) != 0; }
+  size_t jobs() const noexcept { return rings_.size(); }
+
+  step_stats stats(const std::string& job) const;
+  idle_forecast forecast(const std::string& job, double horizon_s) const;
+  const predictor_params& params() const noexcept { return params_; }
+
+ private:
+  predictor_params params_;
+  std::map<std::string, step_ring> rings_;
+};
+
+}  // namespace msomni::predict

@@ -1,0 +1,322 @@
+// Scheduler policy core: queue order, starts, reclaiming GPUs for higher classes, drains.
+// Co-location (window) lives in scheduler_colocation.cpp.
+#include "scheduler_core.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace msomni::sched {
+
+namespace {
+bool preemptible(job_class c) { return c != job_class::critical; }
+uint32_t per_replica(const job_request& r) { return std::max<uint32_t>(1, r.gpus_per_replica); }
+uint32_t full_replicas(const job_request& r) {
+  return std::max<uint32_t>(1, r.gpus / per_replica(r));
+}
+}  // namespace
+
+scheduler_core::scheduler_core(topology topo, scheduler_params params)
+    : params_(params), place_(std::move(topo)) {}
+
+scheduler_core::queue_key scheduler_core::key_of(const job_state& j) const {
+  return {static_cast<uint8_t>(j.req.klass), j.submit_s, j.order, j.req.id};
+}
+
+const job_state* scheduler_core::find(const std::string& job) const {
+  auto it = jobs_.find(job);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+void scheduler_core::emit(double now_s, command c, std::vector<command>& out) {
+  ++decisions_total_;
+  if (params_.decision_log_capacity > 0) {
+    if (log_.size() >= params_.decision_log_capacity) log_.pop_front();
+    log_.push_back({now_s, c});
+  }
+  out.push_back(std::move(c));
+}
+
+std::vector<command> scheduler_core::submit(const job_request& req, double now_s) {
+  std::vector<command> out;
+  command rej = make_command(command_kind::reject, req.id, 0);
+  if (jobs_.count(req.id)) rej.reason = "duplicate job id";
+  else if (req.gpus == 0 || req.gpus > place_.total()) rej.reason = "needs more GPUs than the cluster has";
+  else if (req.gpus % per_replica(req) != 0) rej.reason = "gpus not a multiple of gpus_per_replica";
+  else if (pending_.size() >= params_.queue_capacity) rej.reason = "queue full (queue_capacity)";
+  if (!rej.reason.empty()) {
+    emit(now_s, rej, out);
+    return out;
+  }
+  job_state j;
+  j.req = req;
+  j.req.gpus_per_replica = per_replica(req);
+  j.req.min_replicas = std::clamp<uint32_t>(req.min_replicas, 1, full_replicas(j.req));
+  if (!preemptible(req.klass)) j.req.min_replicas = full_replicas(j.req);
+  j.submit_s = now_s;
+  j.order = next_order_++;
+  auto& stored = jobs_.emplace(req.id, j).first->second;
+  pending_.insert(key_of(stored));
+  schedule(now_s, out);
+  return out;
+}
+
+void scheduler_core::start(job_state& j, uint32_t replicas, double now_s, std::string reason,
+                           std::vector<command>& out) {
+  uint32_t count = replicas * j.req.gpus_per_replica;
+  auto choice = place_.choose(count);
+  if (!choice) throw std::logic_error("start without enough free GPUs: " + j.req.id);
+  place_.take(j.req.id, choice->gpus);
+  if (!choice->single_node) ++multi_node_;
+  if (!choice->single_switch) {
+    ++cross_switch_;
+    reason += "; spans switches (no single switch had room)";
+  }
+  pending_.erase(key_of(j));
+  j.phase = job_phase::running;
+  j.gpus = choice->gpus;
+  j.replicas = replicas;
+  j.run_since_s = now_s;
+  ++j.epoch;
+  command c = make_command(command_kind::start, j.req.id, j.epoch);
+  c.gpus = j.gpus;
+  c.replicas = replicas;
+  c.reason = std::move(reason);
+  emit(now_s, std::move(c), out);
+}
+
+uint32_t scheduler_core::draining_gpus() const {
+  uint32_t n = 0;
+  for (const auto& [id, j] : jobs_)
+    if (j.phase == job_phase::draining)
+      n += static_cast<uint32_t>(j.gpus.size()) - j.keep_replicas * j.req.gpus_per_replica;
+  return n;
+}
+
+void scheduler_core::schedule(double now_s, std::vector<command>& out) {
+  if (pending_.empty()) {
+    grow(now_s, out);
+    return;
+  }
+  uint32_t free_now = place_.free_count();
+  // GPUs that are free or will be once the notices already sent are answered; a blocked
+  // job claims its share of them so that one drain is not promised to two jobs.
+  int64_t pool = static_cast<int64_t>(free_now) + draining_gpus();
+  bool any_blocked = false, critical_blocked = false;
+  std::vector<queue_key> order(pending_.begin(), pending_.end());
+  for (const auto& key : order) {
+    if (params_.policy == policy_kind::exclusive && any_blocked) break;  // strict priority
+    job_state& j = jobs_.at(std::get<3>(key));
+    // A waiting critical job keeps every lower class out of the GPUs it is owed.
+    if (critical_blocked && j.req.klass != job_class::critical) break;
+    // Behind a blocked job only work that gives way at once may fill in (omni); greedy
+    // fills with anything preemptible.
+    if (any_blocked && params_.policy == policy_kind::omni && j.req.klass != job_class::best_effort)
+      continue;
+    uint32_t need = j.req.gpus;
+    uint32_t gpr = j.req.gpus_per_replica;
+    int64_t usable = std::min<int64_t>(free_now, std::max<int64_t>(pool, 0));
+    if (usable >= need) {
+      start(j, full_replicas(j.req), now_s,
+            any_blocked ? "backfill: fits in free GPUs behind a blocked job" : "fits in free GPUs",
+            out);
+      free_now -= need;
+      pool -= need;
+      continue;
+    }
+    uint32_t min_need = j.req.min_replicas * gpr;
+    if (params_.policy == policy_kind::omni && preemptible(j.req.klass) && !any_blocked &&
+        usable >= min_need) {
+      uint32_t r = static_cast<uint32_t>(usable / gpr);
+      start(j, r, now_s,
+            "elastic start at " + std::to_string(r) + " of " +
+                std::to_string(full_replicas(j.req)) + " replicas (cluster full)",
+            out);
+      free_now -= r * gpr;
+      pool -= r * gpr;
+      continue;
+    }
+    if (params_.policy != policy_kind::exclusive && pool < need)
+      pool += reclaim(j, static_cast<uint32_t>(need - std::max<int64_t>(pool, 0)), now_s, out);
+    pool -= need;
+    any_blocked = true;
+    if (j.req.klass == job_class::critical) critical_blocked = true;
+  }
+  if (!any_blocked) grow(now_s, out);
+}
+
+void scheduler_core::grow(double now_s, std::vector<command>& out) {
+  if (params_.policy != policy_kind::omni) return;
+  std::vector<queue_key> running;
+  for (auto& [id, j] : jobs_)
+    if (j.phase == job_phase::running && j.replicas < full_replicas(j.req)) running.push_back(key_of(j));
+  std::sort(running.begin(), running.end());
+  for (const auto& key : running) {
+    job_state& j = jobs_.at(std::get<3>(key));
+    uint32_t add = std::min(full_replicas(j.req) - j.replicas,
+                            place_.free_count() / j.req.gpus_per_replica);
+    if (add == 0) continue;
+    auto choice = place_.choose_near(add * j.req.gpus_per_replica, j.gpus);
+    if (!choice) continue;
+    place_.take(j.req.id, choice->gpus);
+    j.gpus.insert(j.gpus.end(), choice->gpus.begin(), choice->gpus.end());
+    j.replicas += add;
+    command c = make_command(command_kind::resize, j.req.id, j.epoch);
+    c.gpus = j.gpus;
+    c.replicas = j.replicas;
+    c.reason = "grow: free GPUs and nobody waiting";
+    emit(now_s, std::move(c), out);
+  }
+}
+
+bool scheduler_core::may_preempt(const job_state& v, const job_state& claimant, double now_s) const {
+  if (v.phase != job_phase::running || v.req.klass <= claimant.req.klass) return false;
+  if (params_.policy == policy_kind::greedy) return true;  // greedy ignores the run window
+  if (v.req.klass == job_class::best_effort) return true;
+  return now_s - v.run_since_s >= params_.min_run_window_s;
+}
+
+bool scheduler_core::may_shrink(const job_state& v, const job_state& claimant) const {
+  return params_.policy == policy_kind::omni && v.phase == job_phase::running &&
+         v.req.klass > claimant.req.klass && v.replicas > v.req.min_replicas;
+}
+
+uint32_t scheduler_core::reclaim(const job_state& claimant, uint32_t deficit, double now_s,
+                                 std::vector<command>& out) {
+  // Plan first: cheapest victims first (best-effort, then shrinking regular jobs that keep
+  // running, then whole regular jobs past their run window), newest first within a kind so
+  // the least work is put at risk.
+  struct cand { int kind; double since; std::string id; uint32_t gain; uint32_t keep; };
+  std::vector<cand> cands;
+  for (const auto& [id, v] : jobs_) {
+    uint32_t held = static_cast<uint32_t>(v.gpus.size());
+    if (v.req.klass == job_class::best_effort && may_preempt(v, claimant, now_s))
+      cands.push_back({0, -v.run_since_s, id, held, 0});
+    else if (may_shrink(v, claimant))
+      cands.push_back({1, -v.run_since_s, id, (v.replicas - v.req.min_replicas) * v.req.gpus_per_replica,
+                       v.req.min_replicas});
+    else if (may_preempt(v, claimant, now_s))
+      cands.push_back({2, -v.run_since_s, id, held, 0});
+  }
+  std::sort(cands.begin(), cands.end(), [](const cand& a, const cand& b) {
+    return std::tie(a.kind, a.since, a.id) < std::tie(b.kind, b.since, b.id);
+  });
+  std::vector<const cand*> chosen;
+  uint32_t gained = 0;
+  for (const auto& c : cands) {
+    if (gained >= deficit) break;
+    chosen.push_back(&c);
+    gained += c.gain;
+  }
+  // A regular claimant only disturbs others when that actually makes room; a critical one
+  // takes what there is, since every GPU reclaimed now shortens its wait.
+  if (gained < deficit && claimant.req.klass != job_class::critical) return 0;
+  for (const cand* c : chosen) {
+    job_state& v = jobs_.at(c->id);
+    std::string why = (c->keep > 0 ? "shrink to " + std::to_string(c->keep) + " replicas for " : "make room for ") +
+                      std::string(to_string(claimant.req.klass)) + " job " + claimant.req.id;
+    notice(v, c->keep, now_s, std::move(why), out);
+  }
+  return gained;
+}
+
+void scheduler_core::notice(job_state& v, uint32_t keep, double now_s, std::string reason,
+                            std::vector<command>& out) {
+  double drain = v.req.klass == job_class::best_effort ? params_.best_effort_drain_s
+                                                       : params_.drain_period_s;
+  v.phase = job_phase::draining;
+  v.keep_replicas = keep;
+  v.drain_deadline_s = now_s + drain;
+  ++v.epoch;
+  command c = make_command(command_kind::preempt, v.req.id, v.epoch);
+  c.keep_replicas = keep;
+  c.drain_s = drain;
+  c.reason = std::move(reason);
+  emit(now_s, std::move(c), out);
+}
+
+void scheduler_core::to_pending(job_state& j) {
+  j.phase = job_phase::pending;
+  j.gpus.clear();
+  j.replicas = 0;
+  j.host.clear();
+  j.share = 0;
+  pending_.insert(key_of(j));
+}
+
+void scheduler_core::complete_drain(job_state& v, double now_s) {
+  uint32_t keep = v.keep_replicas * v.req.gpus_per_replica;
+  std::vector<uint32_t> gone(v.gpus.begin() + std::min<size_t>(keep, v.gpus.size()), v.gpus.end());
+  place_.give_back(v.req.id, gone);
+  v.gpus.resize(std::min<size_t>(keep, v.gpus.size()));
+  if (v.keep_replicas > 0) {
+    v.phase = job_phase::running;  // shrunk, still running: its run window goes on
+    v.replicas = v.keep_replicas;
+  } else {
+    ++v.preemptions;
+    to_pending(v);
+  }
+  v.keep_replicas = 0;
+}
+
+std::vector<command> scheduler_core::released(const std::string& job, uint64_t epoch, double now_s) {
+  std::vector<command> out;
+  auto it = jobs_.find(job);
+  if (it == jobs_.end() || it->second.phase != job_phase::draining || it->second.epoch != epoch)
+    return out;  // repeated or stale: already handled
+  complete_drain(it->second, now_s);
+  schedule(now_s, out);
+  return out;
+}
+
+std::vector<command> scheduler_core::expire(double now_s) {
+  std::vector<command> out;
+  for (auto& [id, v] : jobs_) {
+    if (v.phase != job_phase::draining || v.drain_deadline_s > now_s) continue;
+    command c = make_command(command_kind::force_release, id, v.epoch);
+    c.keep_replicas = v.keep_replicas;
+    c.reason = "no job_released within the drain period";
+    emit(now_s, std::move(c), out);
+    complete_drain(v, now_s);
+  }
+  schedule(now_s, out);
+  return out;
+}
+
+double scheduler_core::next_deadline_s() const {
+  double best = -1;
+  for (const auto& [id, v] : jobs_)
+    if (v.phase == job_phase::draining && (best < 0 || v.drain_deadline_s < best)) best = v.drain_deadline_s;
+  return best;
+}
+
+std::vector<command> scheduler_core::finished(const std::string& job, double now_s) {
+  std::vector<command> out;
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return out;
+  job_state& j = it->second;
+  if (j.phase == job_phase::pending) return out;  // a late report of a job that was preempted
+  if (guest_of_.count(job)) evict_guest_of(job, now_s, "host finished", out);
+  if (j.phase == job_phase::guest) guest_of_.erase(j.host);
+  else place_.give_back(job, j.gpus);
+  forecasts_.erase(job);
+  jobs_.erase(it);
+  schedule(now_s, out);
+  return out;
+}
+
+bool scheduler_core::critical_starved_by_lower(double now_s) const {
+  uint32_t owed = 0;
+  const job_state* first = nullptr;
+  for (const auto& key : pending_) {
+    const job_state& j = jobs_.at(std::get<3>(key));
+    if (j.req.klass != job_class::critical) break;
+    owed += j.req.gpus;
+    if (!first) first = &j;
+  }
+  if (!first || owed <= place_.free_count() + draining_gpus()) return false;
+  for (const auto& [id, v] : jobs_)
+    if (may_preempt(v, *first, now_s) || may_shrink(v, *first)) return true;
+  return false;
+}
+
+}  // namespace msomni::sched

@@ -1,0 +1,110 @@
+// Scheduler policy core (SPEC R7): job classes, placement, graceful preemption with a drain
+// period, the anti-starvation run window, elastic shrink/grow at replica granularity, and
+// co-location of preemptible jobs into critical jobs' predicted idle share. No clock, no
+// threads, no files: events come in with `now_s`, commands go out as values, and every
+// command is logged with its reason. Used by the CAF shell and by msomni-sim alike.
+//
+// Job states:
+//   pending --start--> running --preempt--> draining --released/forced--> pending (resume)
+//      |                  |  ^                  (keep_replicas > 0: back to running, smaller)
+//      |                  +--+ resize (grow at once; shrink goes through draining)
+//      +--colocate--> guest --evict_guest--> pending
+//   running/guest --finished--> gone
+#pragma once
+
+#include "placement.hpp"
+#include "scheduler_types.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace msomni::sched {
+
+enum class job_phase : uint8_t { pending, running, draining, guest };
+
+struct job_state {
+  job_request req;
+  job_phase phase = job_phase::pending;
+  std::vector<uint32_t> gpus;
+  uint32_t replicas = 0;
+  uint64_t epoch = 0;          // bumped by every start and notice; stale replies are ignored
+  uint64_t order = 0;          // submission sequence: ties in the queue break by it
+  double submit_s = 0;
+  double run_since_s = 0;      // start of the current continuous run
+  double drain_deadline_s = 0;
+  uint32_t keep_replicas = 0;  // replicas that stay when the drain completes
+  std::string host;            // while a guest
+  double share = 0;            // while a guest
+  uint32_t preemptions = 0;
+};
+
+class scheduler_core {
+ public:
+  scheduler_core(topology topo, scheduler_params params);
+
+  // Each call returns the commands to carry out, in order.
+  std::vector<command> submit(const job_request& req, double now_s);
+  // Victim's job_released. Idempotent: a repeat or a stale epoch does nothing.
+  std::vector<command> released(const std::string& job, uint64_t epoch, double now_s);
+  std::vector<command> finished(const std::string& job, double now_s);
+  // Drain deadlines that passed become force_release; call at least at every deadline.
+  std::vector<command> expire(double now_s);
+  // One reservation window boundary: guests re-evaluated, new guests placed.
+  std::vector<command> window(double now_s);
+  void set_forecast(const std::string& host, const host_forecast& f) { forecasts_[host] = f; }
+
+  const job_state* find(const std::string& job) const;
+  const placement& gpus() const noexcept { return place_; }
+  const scheduler_params& params() const noexcept { return params_; }
+  size_t pending_count() const noexcept { return pending_.size(); }
+  size_t job_count() const noexcept { return jobs_.size(); }
+  const std::deque<decision>& log() const noexcept { return log_; }
+  uint64_t decisions_total() const noexcept { return decisions_total_; }
+  uint64_t cross_switch_placements() const noexcept { return cross_switch_; }
+  uint64_t multi_node_placements() const noexcept { return multi_node_; }
+  // Invariant probe: true when a critical job waits while a lower-class job that policy
+  // allows to be preempted or shrunk still runs without a notice.
+  bool critical_starved_by_lower(double now_s) const;
+  // The earliest pending drain deadline, or a negative number when nothing drains.
+  double next_deadline_s() const;
+
+ private:
+  using queue_key = std::tuple<uint8_t, double, uint64_t, std::string>;
+  queue_key key_of(const job_state& j) const;
+  void emit(double now_s, command c, std::vector<command>& out);
+  void schedule(double now_s, std::vector<command>& out);
+  void grow(double now_s, std::vector<command>& out);
+  void start(job_state& j, uint32_t replicas, double now_s, std::string reason,
+             std::vector<command>& out);
+  uint32_t reclaim(const job_state& claimant, uint32_t deficit, double now_s,
+                   std::vector<command>& out);
+  bool may_preempt(const job_state& victim, const job_state& claimant, double now_s) const;
+  bool may_shrink(const job_state& victim, const job_state& claimant) const;
+  void notice(job_state& v, uint32_t keep, double now_s, std::string reason,
+              std::vector<command>& out);
+  void complete_drain(job_state& v, double now_s);
+  void to_pending(job_state& j);
+  void evict_guest_of(const std::string& host, double now_s, std::string reason,
+                      std::vector<command>& out);
+  uint32_t draining_gpus() const;
+  double guest_share(const std::string& host) const;
+
+  scheduler_params params_;
+  placement place_;
+  std::map<std::string, job_state> jobs_;
+  std::set<queue_key> pending_;
+  std::map<std::string, host_forecast> forecasts_;
+  std::map<std::string, std::string> guest_of_;  // host -> guest
+  std::deque<decision> log_;
+  uint64_t decisions_total_ = 0;
+  uint64_t next_order_ = 0;
+  uint64_t cross_switch_ = 0;
+  uint64_t multi_node_ = 0;
+};
+
+}  // namespace msomni::sched

@@ -1,0 +1,93 @@
+// Values the scheduler core takes and returns: job requests, cluster topology, policy
+// parameters, and commands (each with the reason it was taken). Shared by the CAF shell
+// and the trace simulator; no CAF, no clock.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace msomni::sched {
+
+enum class job_class : uint8_t { critical = 0, regular = 1, best_effort = 2 };
+enum class policy_kind : uint8_t { omni, exclusive, greedy };
+
+const char* to_string(job_class c);
+const char* to_string(policy_kind p);
+bool parse_policy(const std::string& text, policy_kind& out);
+
+struct job_request {
+  std::string id;
+  job_class klass = job_class::regular;
+  uint32_t gpus = 1;              // at full size
+  uint32_t gpus_per_replica = 1;  // elastic unit: a data-parallel replica
+  uint32_t min_replicas = 1;      // preemptible jobs may be shrunk down to this
+};
+
+// Nodes in switch order: node i hangs under switch i / nodes_per_switch.
+struct topology {
+  std::vector<uint32_t> node_gpus;
+  uint32_t nodes_per_switch = 4;
+  static topology uniform(uint32_t gpus, uint32_t gpus_per_node, uint32_t nodes_per_switch);
+  uint32_t total_gpus() const;
+};
+
+struct scheduler_params {
+  policy_kind policy = policy_kind::omni;
+  double idle_threshold = 0.35;         // co-locate only when predicted idle share passes it
+  double min_confidence = 0.5;          // ... and the predictor is at least this sure
+  double drain_period_s = 600;          // notice -> forced release, regular jobs
+  double best_effort_drain_s = 0;       // best-effort is preemptible at any time
+  double min_run_window_s = 7200;       // a regular job runs this long before preemption
+  double reservation_window_s = 60;     // co-location is decided per window of this length
+  size_t queue_capacity = 1024;         // pending jobs; submissions past it are rejected
+  size_t decision_log_capacity = 4096;  // newest decisions kept
+};
+
+enum class command_kind : uint8_t {
+  start,          // job runs on `gpus` with `replicas` replicas
+  resize,         // running job now holds `gpus` (`replicas`); grown at once, shrunk via notice
+  preempt,        // notice: checkpoint within drain_s, then release (keep_replicas stay)
+  force_release,  // drain deadline passed without job_released: GPUs taken back
+  colocate,       // preemptible job runs as a guest in `host`'s idle share `share`
+  set_share,      // guest's share for the next reservation window
+  evict_guest,    // guest leaves its host at a window boundary and waits again
+  reject,         // refused at submission
+};
+const char* to_string(command_kind k);
+
+struct command {
+  command_kind kind = command_kind::start;
+  std::string job;
+  uint64_t epoch = 0;
+  std::vector<uint32_t> gpus;
+  uint32_t replicas = 0;
+  uint32_t keep_replicas = 0;
+  double drain_s = 0;
+  std::string host;
+  double share = 0;
+  std::string reason;
+};
+
+inline command make_command(command_kind k, std::string job, uint64_t epoch) {
+  command c;
+  c.kind = k;
+  c.job = std::move(job);
+  c.epoch = epoch;
+  return c;
+}
+
+struct decision {
+  double at_s = 0;
+  command cmd;
+};
+
+// What the core knows about a critical job's idle time, from the step predictor.
+struct host_forecast {
+  double idle_mean = 0;
+  double lendable_share = 0;  // mean minus the safety margin
+  double last_idle = 0;       // newest observation only
+  double confidence = 0;
+};
+
+}  // namespace msomni::sched

@@ -1,0 +1,68 @@
+// Step-time predictor core: ring bounds, statistics, lendable share and checkpoint windows.
+#include "step_predictor.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace msomni::predict;
+
+TEST_CASE("idle share counts waits and the bubble part of compute") {
+  CHECK(idle_share({10, 2, 0, 0}) == doctest::Approx(0.2));
+  CHECK(idle_share({10, 2, 0, 0.25}) == doctest::Approx(0.2 + 0.8 * 0.25));
+  CHECK(idle_share({10, 20, 0, 0}) == doctest::Approx(1.0));  // clamped
+  CHECK(idle_share({0, 1, 0, 0}) == 0);
+}
+
+TEST_CASE("the ring keeps only the newest samples") {
+  step_ring r(3);
+  for (int i = 1; i <= 5; ++i) r.push({double(i), 0, 0, 0});
+  CHECK(r.size() == 3);
+  CHECK(r.total_pushed() == 5);
+  CHECK(r.at(0).step_s == 3);
+  CHECK(r.at(2).step_s == 5);
+  CHECK_THROWS(r.at(3));
+}
+
+TEST_CASE("steady jobs get a lendable share near their idle mean, noisy ones less") {
+  step_predictor p({200, 2.0, 8, 16});
+  for (int i = 0; i < 200; ++i) {
+    p.observe("steady", {30, 6, 0, 0.25});                      // idle 0.2 + 0.8*0.25 = 0.4
+    p.observe("noisy", {30, (i % 2) ? 0.0 : 12.0, 0, 0.25});    // idle alternates 0.25 / 0.55
+  }
+  auto s = p.forecast("steady", 60);
+  auto n = p.forecast("noisy", 60);
+  CHECK(s.idle_mean == doctest::Approx(0.4));
+  CHECK(s.lendable_share == doctest::Approx(0.4));
+  CHECK(s.confidence == doctest::Approx(1.0));
+  CHECK(n.idle_mean == doctest::Approx(0.4));
+  CHECK(n.lendable_share < s.lendable_share);
+  CHECK(n.lendable_share > 0.0);
+  CHECK(p.stats("noisy").step_std_s == doctest::Approx(0.0));
+}
+
+TEST_CASE("confidence grows with history; unknown jobs lend nothing") {
+  step_predictor p({200, 2.0, 8, 16});
+  CHECK(p.forecast("nobody", 60).lendable_share == 0);
+  for (int i = 0; i < 50; ++i) p.observe("j", {30, 6, 0, 0});
+  CHECK(p.forecast("j", 60).confidence == doctest::Approx(0.25));
+}
+
+TEST_CASE("checkpoint phases become predicted idle windows") {
+  step_predictor p({200, 2.0, 8, 16});
+  for (int i = 0; i < 100; ++i) p.observe("j", {10, 0, (i % 20 == 19) ? 120.0 : 0.0, 0});
+  // Last checkpoint was the newest step (i = 99): the next is 20 steps of ~mean away.
+  auto f = p.forecast("j", 1000);
+  REQUIRE(!f.windows.empty());
+  CHECK(p.stats("j").checkpoint_every_steps == doctest::Approx(20));
+  CHECK(f.windows.front().length_s == doctest::Approx(120));
+  CHECK(f.windows.front().start_in_s == doctest::Approx(20 * p.stats("j").step_mean_s));
+}
+
+TEST_CASE("the job table is bounded") {
+  step_predictor p({10, 2.0, 2, 4});
+  CHECK(p.observe("a", {1, 0, 0, 0}));
+  CHECK(p.observe("b", {1, 0, 0, 0}));
+  CHECK_FALSE(p.observe("c", {1, 0, 0, 0}));
+  p.forget("a");
+  CHECK(p.observe("c", {1, 0, 0, 0}));
+  CHECK(p.jobs() == 2);
+}

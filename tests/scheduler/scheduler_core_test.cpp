@@ -1,0 +1,165 @@
+// Scheduler policy core: placement, classes, preemption with drain, run window, elastic
+// shrink/grow, co-location decisions, queue bounds, and a reason on every decision.
+#include "scheduler_core.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+using namespace msomni::sched;
+
+namespace {
+
+// 2 switches x 2 nodes x 4 GPUs.
+scheduler_core make(policy_kind p, size_t queue = 16) {
+  scheduler_params prm;
+  prm.policy = p;
+  prm.queue_capacity = queue;
+  return scheduler_core(topology::uniform(16, 4, 2), prm);
+}
+
+job_request req(std::string id, job_class c, uint32_t gpus, uint32_t per = 1, uint32_t min = 1) {
+  return {std::move(id), c, gpus, per, min};
+}
+
+const command* find_cmd(const std::vector<command>& cs, command_kind k, const std::string& job) {
+  for (const auto& c : cs)
+    if (c.kind == k && c.job == job) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("placement keeps a group under one switch and refuses double allocation") {
+  placement pl(topology::uniform(16, 4, 2));
+  auto small = pl.choose(2);
+  REQUIRE(small);
+  CHECK(small->single_node);
+  pl.take("a", small->gpus);
+  auto big = pl.choose(8);
+  REQUIRE(big);
+  CHECK(big->single_switch);
+  for (uint32_t g : big->gpus) CHECK(pl.switch_of(g) == 1);  // switch 0 is no longer whole
+  CHECK_THROWS_AS(pl.take("b", small->gpus), std::logic_error);
+  CHECK_THROWS_AS(pl.give_back("b", small->gpus), std::logic_error);
+  pl.give_back("a", small->gpus);
+  CHECK(pl.free_count() == 16);
+}
+
+TEST_CASE("a critical job takes best-effort GPUs at once and shrinks young regular jobs") {
+  auto s = make(policy_kind::omni);
+  s.submit(req("be", job_class::best_effort, 8), 0);
+  s.submit(req("reg", job_class::regular, 8, 2, 2), 0);
+  auto cs = s.submit(req("crit", job_class::critical, 12, 4), 10);
+  const command* be = find_cmd(cs, command_kind::preempt, "be");
+  const command* reg = find_cmd(cs, command_kind::preempt, "reg");
+  REQUIRE(be);
+  REQUIRE(reg);
+  CHECK(be->drain_s == 0);
+  CHECK(reg->keep_replicas == 2);  // inside its run window: shrunk, not stopped
+  CHECK(!find_cmd(cs, command_kind::start, "crit"));
+  CHECK_FALSE(s.critical_starved_by_lower(10));
+  CHECK(s.released("be", be->epoch, 10).empty());  // 8 of 12: still waiting
+  auto after = s.released("reg", reg->epoch, 30);
+  CHECK(find_cmd(after, command_kind::start, "crit"));
+  CHECK(s.find("reg")->phase == job_phase::running);
+  CHECK(s.find("reg")->replicas == 2);
+  CHECK(s.find("be")->phase == job_phase::pending);
+  // A repeated or stale job_released changes nothing.
+  CHECK(s.released("reg", reg->epoch, 31).empty());
+  CHECK(s.released("be", be->epoch - 1, 31).empty());
+}
+
+TEST_CASE("a regular job is preempted only after its minimum run window") {
+  auto s = make(policy_kind::omni);
+  s.submit(req("reg", job_class::regular, 16, 16), 0);  // one replica: nothing to shrink
+  auto early = s.submit(req("c1", job_class::critical, 4), 100);
+  CHECK(!find_cmd(early, command_kind::preempt, "reg"));
+  CHECK_FALSE(s.critical_starved_by_lower(100));  // protected by the window: not starving
+  CHECK(s.critical_starved_by_lower(7300));       // ... until the window has passed
+  auto later = s.expire(7300);
+  const command* n = find_cmd(later, command_kind::preempt, "reg");
+  REQUIRE(n);
+  CHECK(n->drain_s == 600);
+  CHECK(n->reason.find("c1") != std::string::npos);
+}
+
+TEST_CASE("a victim that never answers is released at the drain deadline and resumes later") {
+  auto s = make(policy_kind::omni);
+  s.submit(req("reg", job_class::regular, 16, 16), 0);
+  auto cs = s.submit(req("c1", job_class::critical, 16), 8000);
+  REQUIRE(find_cmd(cs, command_kind::preempt, "reg"));
+  CHECK(s.next_deadline_s() == doctest::Approx(8600));
+  CHECK(s.expire(8599).empty());
+  auto forced = s.expire(8600);
+  CHECK(find_cmd(forced, command_kind::force_release, "reg"));
+  CHECK(find_cmd(forced, command_kind::start, "c1"));
+  CHECK(s.find("reg")->preemptions == 1);
+  auto done = s.finished("c1", 9000);
+  CHECK(find_cmd(done, command_kind::start, "reg"));
+}
+
+TEST_CASE("exclusive never preempts; greedy ignores the run window") {
+  auto ex = make(policy_kind::exclusive);
+  ex.submit(req("reg", job_class::regular, 16), 0);
+  CHECK(ex.submit(req("c1", job_class::critical, 4), 9000).empty());
+  auto gr = make(policy_kind::greedy);
+  gr.submit(req("reg", job_class::regular, 16), 0);
+  CHECK(find_cmd(gr.submit(req("c1", job_class::critical, 4), 1), command_kind::preempt, "reg"));
+}
+
+TEST_CASE("omni co-locates only above the idle threshold, with the safety margin") {
+  auto s = make(policy_kind::omni);
+  s.submit(req("crit", job_class::critical, 16), 0);
+  s.submit(req("reg", job_class::regular, 4), 1);
+  s.set_forecast("crit", {0.30, 0.25, 0.5, 1.0});
+  CHECK(s.window(60).empty());
+  s.set_forecast("crit", {0.45, 0.38, 0.5, 1.0});
+  auto cs = s.window(120);
+  const command* g = find_cmd(cs, command_kind::colocate, "reg");
+  REQUIRE(g);
+  CHECK(g->share == doctest::Approx(0.38));
+  CHECK(g->host == "crit");
+  CHECK(g->gpus.size() == 4);
+  s.set_forecast("crit", {0.20, 0.1, 0.5, 1.0});
+  CHECK(find_cmd(s.window(180), command_kind::evict_guest, "reg"));
+  CHECK(s.find("reg")->phase == job_phase::pending);
+}
+
+TEST_CASE("greedy lends the last observed idle share without a threshold") {
+  auto s = make(policy_kind::greedy);
+  s.submit(req("crit", job_class::critical, 16), 0);
+  s.submit(req("be", job_class::best_effort, 2), 1);
+  s.set_forecast("crit", {0.10, 0.0, 0.2, 0.1});
+  const command* g = find_cmd(s.window(60), command_kind::colocate, "be");
+  REQUIRE(g);
+  CHECK(g->share == doctest::Approx(0.2));
+}
+
+TEST_CASE("elastic start when full, grow back when room frees up") {
+  auto s = make(policy_kind::omni);
+  s.submit(req("a", job_class::critical, 12, 4), 0);
+  auto cs = s.submit(req("b", job_class::regular, 8, 2, 1), 1);
+  const command* st = find_cmd(cs, command_kind::start, "b");
+  REQUIRE(st);
+  CHECK(st->replicas == 2);
+  auto grown = s.finished("a", 50);
+  const command* rs = find_cmd(grown, command_kind::resize, "b");
+  REQUIRE(rs);
+  CHECK(rs->replicas == 4);
+  CHECK(rs->gpus.size() == 8);
+}
+
+TEST_CASE("queue is bounded and every decision carries a reason") {
+  auto s = make(policy_kind::omni, 2);
+  s.submit(req("x", job_class::critical, 16), 0);
+  s.submit(req("p1", job_class::regular, 1), 0);
+  s.submit(req("p2", job_class::regular, 1), 0);
+  auto cs = s.submit(req("p3", job_class::regular, 1), 0);
+  REQUIRE(find_cmd(cs, command_kind::reject, "p3"));
+  CHECK(find_cmd(s.submit(req("huge", job_class::regular, 17), 0), command_kind::reject, "huge"));
+  CHECK(s.pending_count() == 2);
+  CHECK(!s.log().empty());
+  for (const auto& d : s.log()) CHECK_FALSE(d.cmd.reason.empty());
+}
