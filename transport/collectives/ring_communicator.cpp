@@ -4,18 +4,44 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 
 namespace msomni::transport {
 
 namespace {
 
-// Completion of one zero-copy send, waited on by the collective's thread.
-struct send_flag {
-  std::mutex m;
-  std::condition_variable cv;
-  bool done = false;
-  bool ok = false;
+// Segments travel independently so a ring step's transfer overlaps the reduction of the
+// segments that already landed, and a reduced segment moves on at once.
+constexpr size_t segment_bytes = 256 * 1024;
+
+uint64_t step_key(uint64_t step, size_t segment) { return (step << 32) | segment; }
+
+// Outstanding zero-copy sends, waited on before their bytes may change.
+// Shared with the completion callbacks, so a collective that throws never leaves a
+// callback pointing at freed memory.
+class send_tracker : public std::enable_shared_from_this<send_tracker> {
+ public:
+  std::function<void(bool)> start() {
+    std::lock_guard<std::mutex> lock(m_);
+    ++pending_;
+    return [self = shared_from_this()](bool ok) {
+      std::lock_guard<std::mutex> lock(self->m_);
+      --self->pending_;
+      self->failed_ = self->failed_ || !ok;
+      self->cv_.notify_all();
+    };
+  }
+  bool wait_all(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(m_);
+    return cv_.wait_for(lock, timeout, [&] { return pending_ == 0; }) && !failed_;
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  size_t pending_ = 0;
+  bool failed_ = false;
 };
 
 }  // namespace
@@ -33,62 +59,81 @@ ring_communicator::ring_communicator(transport_hub& hub, std::vector<std::string
   hub_.mailbox().retire_below(epoch_);
 }
 
-void ring_communicator::send_to_next(uint64_t seq, uint64_t step, std::span<const std::byte> send) {
-  if (send.empty()) return;
+void ring_communicator::send_segment(uint64_t seq, uint64_t key, std::span<const std::byte> bytes,
+                                     std::function<void(bool)> done) {
   const auto& next = members_[(rank_ + 1) % members_.size()];
-  auto flag = std::make_shared<send_flag>();
-  frame_header h{frame_kind::collective, 0, epoch_, seq, step, send.size()};
-  const bool queued = hub_.node().send_bulk(next, h, send.data(), [flag](bool ok) {
-    std::lock_guard<std::mutex> lock(flag->m);
-    flag->done = true;
-    flag->ok = ok;
-    flag->cv.notify_all();
-  });
-  if (!queued) throw collective_error("ring: cannot send to " + next + " (down or queue full)");
-  std::unique_lock<std::mutex> lock(flag->m);
-  if (!flag->cv.wait_for(lock, timeout_, [&] { return flag->done; }) || !flag->ok)
-    throw collective_error("ring: send to " + next + " failed or timed out");
+  frame_header h{frame_kind::collective, 0, epoch_, seq, key, bytes.size()};
+  if (!hub_.node().send_bulk(next, h, bytes.data(), done)) {
+    done(false);
+    throw collective_error("ring epoch " + std::to_string(epoch_) + ": cannot send to " + next +
+                           " (down or queue full)");
+  }
 }
 
-void ring_communicator::recv_from_prev(uint64_t seq, uint64_t step, std::span<std::byte> recv) {
-  if (recv.empty()) return;
-  const auto& prev = members_[(rank_ + members_.size() - 1) % members_.size()];
-  hub_.mailbox().wait({epoch_, seq, step}, prev, std::chrono::steady_clock::now() + timeout_);
-}
-
-void ring_communicator::exchange(uint64_t seq, uint64_t step, std::span<const std::byte> send,
-                                 std::span<std::byte> recv) {
-  const auto& prev = members_[(rank_ + members_.size() - 1) % members_.size()];
-  if (!recv.empty()) hub_.mailbox().expect({epoch_, seq, step}, prev, recv.data(), recv.size());
-  send_to_next(seq, step, send);
-  recv_from_prev(seq, step, recv);
+const std::string& ring_communicator::prev() const {
+  return members_[(rank_ + members_.size() - 1) % members_.size()];
 }
 
 void ring_communicator::all_reduce(std::span<float> data, reduce_op op) {
   const size_t n = members_.size();
   const uint64_t seq = ++seq_;
   if (n > 1 && !data.empty()) {
-    scratch_.resize(chunk_of(data.size(), n, 0).count);
-    auto bytes_of = [&](size_t chunk) {
-      const auto r = chunk_of(data.size(), n, chunk);
+    // Global steps t = 0 .. 2(n-1)-1: t < n-1 reduce-scatter, then all-gather. The chunk
+    // received at step t is the chunk sent at step t+1, segment by segment.
+    const size_t steps = 2 * (n - 1);
+    auto recv_chunk = [&](size_t t) { return (rank_ + 2 * n - t - 1) % n; };
+    auto chunk_bytes = [&](size_t c) {
+      const auto r = chunk_of(data.size(), n, c);
       return std::as_writable_bytes(data.subspan(r.offset, r.count));
     };
-    // Reduce-scatter: after step s, chunk (rank - s - 1) holds s + 2 contributions.
-    for (size_t s = 0; s + 1 < n; ++s) {
-      const size_t send_chunk = (rank_ + n - s) % n;
-      const size_t recv_chunk = (rank_ + n - s - 1) % n;
-      const auto r = chunk_of(data.size(), n, recv_chunk);
-      auto scratch = std::as_writable_bytes(std::span<float>(scratch_.data(), r.count));
-      exchange(seq, s, bytes_of(send_chunk), scratch);
-      float* dst = data.data() + r.offset;
-      for (size_t i = 0; i < r.count; ++i) dst[i] += scratch_[i];
+    const size_t max_chunk = chunk_of(data.size(), n, 0).count * sizeof(float);
+    scratch_.resize(2 * ((max_chunk + sizeof(float) - 1) / sizeof(float)));
+    auto scratch_bytes = [&](size_t t, size_t bytes) {
+      auto* base = reinterpret_cast<std::byte*>(scratch_.data()) + (t % 2) * max_chunk;
+      return std::span<std::byte>(base, bytes);
+    };
+    auto segments = [](size_t bytes) { return (bytes + segment_bytes - 1) / segment_bytes; };
+    auto segment = [](std::span<std::byte> b, size_t i) {
+      const size_t off = i * segment_bytes;
+      return b.subspan(off, std::min(segment_bytes, b.size() - off));
+    };
+    auto sends = std::make_shared<send_tracker>();
+    auto post_expects = [&](size_t t) {
+      auto target = chunk_bytes(recv_chunk(t));
+      auto into = t < n - 1 ? scratch_bytes(t, target.size()) : target;
+      for (size_t i = 0; i < segments(into.size()); ++i) {
+        auto seg = segment(into, i);
+        hub_.mailbox().expect({epoch_, seq, step_key(t, i)}, prev(), seg.data(), seg.size());
+      }
+    };
+    const auto deadline = [&] { return std::chrono::steady_clock::now() + timeout_; };
+    post_expects(0);
+    {
+      auto own = chunk_bytes(static_cast<size_t>(rank_));
+      for (size_t i = 0; i < segments(own.size()); ++i) send_segment(seq, step_key(0, i), segment(own, i), sends->start());
     }
-    // All-gather: the fully reduced chunk (rank + 1) travels round the ring.
-    for (size_t s = 0; s + 1 < n; ++s) {
-      const size_t send_chunk = (rank_ + 1 + n - s) % n;
-      const size_t recv_chunk = (rank_ + n - s) % n;
-      exchange(seq, n + s, bytes_of(send_chunk), bytes_of(recv_chunk));
+    for (size_t t = 0; t < steps; ++t) {
+      if (t + 1 < steps) {
+        // All-gather overwrites chunks that earlier steps sent: those sends must be done.
+        if (t + 1 >= n - 1 && !sends->wait_all(timeout_))
+          throw collective_error("ring epoch " + std::to_string(epoch_) + ": a send failed or timed out");
+        post_expects(t + 1);
+      }
+      auto target = chunk_bytes(recv_chunk(t));
+      auto landed = t < n - 1 ? scratch_bytes(t, target.size()) : target;
+      for (size_t i = 0; i < segments(target.size()); ++i) {
+        hub_.mailbox().wait({epoch_, seq, step_key(t, i)}, prev(), deadline());
+        auto seg = segment(target, i);
+        if (t < n - 1) {
+          auto* dst = reinterpret_cast<float*>(seg.data());
+          const auto* src = reinterpret_cast<const float*>(segment(landed, i).data());
+          for (size_t k = 0; k < seg.size() / sizeof(float); ++k) dst[k] += src[k];
+        }
+        if (t + 1 < steps) send_segment(seq, step_key(t + 1, i), seg, sends->start());
+      }
     }
+    if (!sends->wait_all(timeout_))
+      throw collective_error("ring epoch " + std::to_string(epoch_) + ": a send failed or timed out");
   }
   if (op == reduce_op::mean) {
     const float inv = 1.0f / static_cast<float>(n);
@@ -102,12 +147,22 @@ void ring_communicator::broadcast(std::span<std::byte> data, int root) {
   if (n < 2 || data.empty()) return;
   if (root < 0 || static_cast<size_t>(root) >= n) throw collective_error("broadcast: bad root");
   const size_t dist = (rank_ + n - root) % n;  // hops from the root
-  const auto& prev = members_[(rank_ + n - 1) % n];
-  if (dist != 0) {
-    hub_.mailbox().expect({epoch_, seq, 0}, prev, data.data(), data.size());
-    recv_from_prev(seq, 0, data);
+  const size_t count = (data.size() + segment_bytes - 1) / segment_bytes;
+  auto segment = [&](size_t i) {
+    const size_t off = i * segment_bytes;
+    return data.subspan(off, std::min(segment_bytes, data.size() - off));
+  };
+  if (dist != 0)
+    for (size_t i = 0; i < count; ++i)
+      hub_.mailbox().expect({epoch_, seq, step_key(0, i)}, prev(), segment(i).data(), segment(i).size());
+  auto sends = std::make_shared<send_tracker>();
+  for (size_t i = 0; i < count; ++i) {
+    if (dist != 0)
+      hub_.mailbox().wait({epoch_, seq, step_key(0, i)}, prev(), std::chrono::steady_clock::now() + timeout_);
+    if (dist + 1 < n) send_segment(seq, step_key(0, i), segment(i), sends->start());
   }
-  if (dist + 1 < n) send_to_next(seq, 0, data);
+  if (!sends->wait_all(timeout_))
+    throw collective_error("ring epoch " + std::to_string(epoch_) + ": a broadcast send failed or timed out");
 }
 
 }  // namespace msomni::transport

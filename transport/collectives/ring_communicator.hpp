@@ -8,6 +8,7 @@
 #include "hub/transport_hub.hpp"
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,11 +27,10 @@ class ring_communicator final : public communicator {
   void broadcast(std::span<std::byte> data, int root) override;
 
  private:
-  // Sends `send` to the next member and receives `recv` from the previous one, as step
-  // `step` of operation `seq`; returns when both are done.
-  void exchange(uint64_t seq, uint64_t step, std::span<const std::byte> send, std::span<std::byte> recv);
-  void send_to_next(uint64_t seq, uint64_t step, std::span<const std::byte> send);
-  void recv_from_prev(uint64_t seq, uint64_t step, std::span<std::byte> recv);
+  // Queues one segment for the next member as frame step `key` of operation `seq`.
+  void send_segment(uint64_t seq, uint64_t key, std::span<const std::byte> bytes,
+                    std::function<void(bool)> done);
+  const std::string& prev() const;
 
   transport_hub& hub_;
   std::vector<std::string> members_;

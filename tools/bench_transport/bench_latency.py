@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Small-message latency and rate: msomni (raw ucx_node frames and CAF request/response
+through the gateway) vs ucx_perftest (ucp_am_lat, ucp_am_bw) on the same transport (TCP
+loopback: msomni's endpoints use peer error handling, which rules out shared memory), and
+ucx_perftest on shared memory for reference. Prints a markdown table.
+
+usage: tools/bench_transport/bench_latency.py BUILD_DIR"""
+import os
+import re
+import subprocess
+import sys
+import time
+
+
+def run_msomni(build):
+    node = os.path.join(build, "tools/bench_transport/msomni-bench-latency-node")
+    procs = [subprocess.Popen([node, f"lat{i}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for i in range(2)]
+    addrs = [p.stdout.readline().strip() for p in procs]
+    for p in procs:
+        for a in addrs:
+            p.stdin.write("PEER" + a[4:] + "\n")
+        p.stdin.write("GO\n")
+        p.stdin.flush()
+    out = {}
+    for line in procs[1].stdout:
+        if line.startswith("DONE"):
+            break
+        k, v = line.split()
+        out[k] = float(v)
+    for p in procs:
+        p.stdin.close()
+        p.wait(timeout=60)
+    return out
+
+
+def perftest(test, tls, size=8, iters=200000):
+    env = dict(os.environ)
+    env.pop("UCX_TLS", None)
+    if tls:
+        env["UCX_TLS"] = tls
+    port = "13377"
+    server = subprocess.Popen(["ucx_perftest", "-p", port], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    time.sleep(1.0)
+    out = subprocess.run(["ucx_perftest", "127.0.0.1", "-p", port, "-t", test, "-s", str(size), "-n", str(iters)],
+                         env=env, capture_output=True, text=True, timeout=300)
+    server.wait(timeout=30)
+    final = [l for l in out.stdout.splitlines() if re.match(r"^\s*Final:", l)]
+    if not final:
+        raise RuntimeError(out.stdout + out.stderr)
+    cols = final[0].split()
+    # Final: iterations, typical/avg/overall latency (us), bw avg/overall (MB/s), msgrate avg/overall
+    return {"lat_us": float(cols[3]), "rate": float(cols[-1])}
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    ours = run_msomni(build)
+    tcp_lat, tcp_bw = perftest("ucp_am_lat", "tcp"), perftest("ucp_am_bw", "tcp")
+    shm_lat, shm_bw = perftest("ucp_am_lat", ""), perftest("ucp_am_bw", "")
+    print("| metric (8-byte messages) | msomni | ucx_perftest tcp | ucx_perftest shm | msomni / perftest tcp |")
+    print("|---|---|---|---|---|")
+    print(f"| one-way latency, raw frames (us) | {ours['LAT_FRAME']:.2f} | {tcp_lat['lat_us']:.2f} | {shm_lat['lat_us']:.2f} "
+          f"| {ours['LAT_FRAME'] / tcp_lat['lat_us']:.2f}x slower |")
+    print(f"| one-way latency, CAF request/response (us) | {ours['LAT_ACTOR']:.2f} | {tcp_lat['lat_us']:.2f} | "
+          f"{shm_lat['lat_us']:.2f} | {ours['LAT_ACTOR'] / tcp_lat['lat_us']:.2f}x slower |")
+    print(f"| message rate, raw frames (msg/s) | {ours['RATE_FRAME']:.0f} | {tcp_bw['rate']:.0f} | {shm_bw['rate']:.0f} "
+          f"| {ours['RATE_FRAME'] / tcp_bw['rate']:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+// One side of the small-message benchmark (driven by bench_latency.py; ADDR/PEER/GO protocol
+// as in the transport tests). The first node by name answers; the other measures:
+//   LAT_FRAME  <us>   one-way latency of an 8-byte frame (ping-pong RTT / 2), raw ucx_node
+//   RATE_FRAME <m/s>  one-way rate of 8-byte frames, raw ucx_node
+//   LAT_ACTOR  <us>   one-way latency of a typed CAF request/response through the gateway
+#include "gateway/gateway.hpp"
+#include "hub/transport_hub.hpp"
+#include "messages/catalog.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+
+using namespace msomni;
+using namespace msomni::transport;
+using namespace std::chrono_literals;
+
+int main(int argc, char** argv) {
+  const std::string name = argc > 1 ? argv[1] : "lat0";
+  caf::actor_system_config cfg;
+  register_catalog(cfg);
+  cfg.set("scheduler.max-threads", 1);
+  caf::actor_system sys{cfg};
+  transport_hub hub({name});
+  gateway gw(sys, hub);
+  gw.publish("echo", sys.spawn([](caf::event_based_actor*) -> caf::behavior {
+    return {[](const msg::scale_request& r) { return msg::scale_reply{r.request_id, true, ""}; }};
+  }));
+
+  // Raw frames: the answering side echoes pings (c == 1) and counts stream frames (c == 2).
+  std::mutex m;
+  std::condition_variable cv;
+  uint64_t pongs = 0, stream = 0;
+  std::string peer_name;
+  const uint64_t stream_total = 200000;
+  hub.on_actor_frame([&](const std::string& peer, const frame_header& h, std::span<const std::byte>) {
+    if (h.c == 1) hub.node().send(peer, {frame_kind::actor_message, 0, 0, 0, 3, 0}, std::vector<std::byte>(8));
+    if (h.c == 2 && ++stream == stream_total) hub.node().send(peer, {frame_kind::actor_message, 0, 0, 0, 4, 0}, std::vector<std::byte>(8));
+    if (h.c == 3 || h.c == 4) {
+      std::lock_guard<std::mutex> lock(m);
+      ++pongs;
+      cv.notify_all();
+    }
+  });
+  std::cout << "ADDR " << name << " " << hub.node().address() << std::endl;
+  std::string other, other_addr;
+  for (std::string line; std::getline(std::cin, line) && line != "GO";) {
+    std::istringstream in(line);
+    std::string tag, n, a;
+    in >> tag >> n >> a;
+    if (n != name) other = n, other_addr = a;
+  }
+  if (other < name) hub.node().connect(other_addr);
+  if (!hub.node().wait_up(other, 20s)) return 1;
+  const bool measurer = name > other;
+  if (measurer) {
+    auto wait_pongs = [&](uint64_t want) {
+      std::unique_lock<std::mutex> lock(m);
+      cv.wait(lock, [&] { return pongs >= want; });
+    };
+    const int iters = 20000;
+    for (int i = 0; i < 1000; ++i) {  // warm-up
+      hub.node().send(other, {frame_kind::actor_message, 0, 0, 0, 1, 0}, std::vector<std::byte>(8));
+      wait_pongs(i + 1);
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) {
+      hub.node().send(other, {frame_kind::actor_message, 0, 0, 0, 1, 0}, std::vector<std::byte>(8));
+      wait_pongs(1000 + i + 1);
+    }
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << "LAT_FRAME " << s / iters / 2 * 1e6 << std::endl;
+
+    t0 = std::chrono::steady_clock::now();
+    for (uint64_t i = 0; i < stream_total;)
+      if (hub.node().send(other, {frame_kind::actor_message, 0, 0, 0, 2, 0}, std::vector<std::byte>(8))) ++i;
+    wait_pongs(1000 + iters + 1);
+    s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << "RATE_FRAME " << stream_total / s << std::endl;
+
+    caf::scoped_actor self{sys};
+    auto echo = gw.remote_actor(other, "echo");
+    const int req = 5000;
+    for (int i = 0; i < req + 500; ++i) {
+      if (i == 500) t0 = std::chrono::steady_clock::now();
+      self->request(echo, 10s, msg::scale_request{static_cast<uint64_t>(i), 0, 0, ""}).receive(
+          [](const msg::scale_reply&) {}, [](caf::error&) { std::exit(1); });
+    }
+    s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << "LAT_ACTOR " << s / req / 2 * 1e6 << std::endl;
+  }
+  std::cout << "DONE" << std::endl;
+  for (std::string line; std::getline(std::cin, line);) {
+  }
+  return 0;
+}
