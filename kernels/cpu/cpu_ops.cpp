@@ -1,0 +1,116 @@
+// CPU reference backend: memory, GEMM through OpenBLAS, bias/column sums and embeddings.
+// OpenMP loops are split so that every output element is written by exactly one thread,
+// which keeps results independent of scheduling.
+#include "cpu/cpu_ops.hpp"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <thread>
+
+namespace msomni::kernels {
+
+cpu_ops::cpu_ops(int threads) {
+  threads_ = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+  if (threads_ <= 0) threads_ = 1;
+  openblas_set_num_threads(threads_);
+}
+
+std::string cpu_ops::describe() const {
+  return "cpu (OpenBLAS + OpenMP, " + std::to_string(threads_) + " threads)";
+}
+
+void* cpu_ops::allocate(size_t bytes) {
+  // 64-byte alignment suits AVX-512 loads; aligned_alloc needs a multiple of the alignment.
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+void cpu_ops::release(void* p) noexcept { std::free(p); }
+void cpu_ops::upload(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void cpu_ops::download(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void cpu_ops::copy(void* dst, const void* src, size_t bytes) { std::memmove(dst, src, bytes); }
+void cpu_ops::zero(void* dst, size_t bytes) { std::memset(dst, 0, bytes); }
+
+void cpu_ops::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                   const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                   float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
+              static_cast<blasint>(ldc));
+}
+
+void cpu_ops::bias_add(float* y, const float* bias, int64_t rows, int64_t cols) {
+#pragma omp parallel for num_threads(threads_) if(parallel_worth(rows * cols)) schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] += bias[c];
+}
+
+void cpu_ops::column_sum_accumulate(const float* x, int64_t rows, int64_t cols, float* out) {
+  // Parallel over columns so each column's sum runs over rows in order on one thread.
+#pragma omp parallel for num_threads(threads_) if(parallel_worth(rows * cols)) schedule(static)
+  for (int64_t c = 0; c < cols; ++c) {
+    float s = 0;
+    for (int64_t r = 0; r < rows; ++r) s += x[r * cols + c];
+    out[c] += s;
+  }
+}
+
+void cpu_ops::token_embed_forward(const int32_t* tokens, const int32_t* offsets,
+                                  const float* table, int64_t batch, int64_t text_len,
+                                  int64_t seq_len, int64_t dim, float* x) {
+#pragma omp parallel for collapse(2) num_threads(threads_) if(parallel_worth(batch * text_len * dim)) schedule(static)
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < text_len; ++t) {
+      const float* src = table + static_cast<int64_t>(tokens[b * text_len + t]) * dim;
+      float* dst = x + (b * seq_len + offsets[b] + t) * dim;
+      std::memcpy(dst, src, sizeof(float) * dim);
+    }
+}
+
+void cpu_ops::token_embed_backward(const int32_t* tokens, const int32_t* offsets,
+                                   const float* d_x, int64_t batch, int64_t text_len,
+                                   int64_t seq_len, int64_t dim, int64_t vocab,
+                                   float* d_table) {
+  // Each thread owns a range of vocabulary rows and scans every position in order: no two
+  // threads write the same row, and each row's sum has a fixed order.
+#pragma omp parallel for num_threads(threads_) if(parallel_worth(vocab * batch * text_len)) schedule(static)
+  for (int64_t v = 0; v < vocab; ++v) {
+    float* row = d_table + v * dim;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t t = 0; t < text_len; ++t) {
+        if (tokens[b * text_len + t] != v) continue;
+        const float* src = d_x + (b * seq_len + offsets[b] + t) * dim;
+        for (int64_t d = 0; d < dim; ++d) row[d] += src[d];
+      }
+  }
+}
+
+void cpu_ops::position_embed_forward(const float* pos, int64_t batch, int64_t seq_len,
+                                     int64_t dim, float* x) {
+#pragma omp parallel for collapse(2) num_threads(threads_) if(parallel_worth(batch * seq_len * dim)) schedule(static)
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t s = 0; s < seq_len; ++s)
+      for (int64_t d = 0; d < dim; ++d) x[(b * seq_len + s) * dim + d] += pos[s * dim + d];
+}
+
+void cpu_ops::position_embed_backward(const float* d_x, int64_t batch, int64_t seq_len,
+                                      int64_t dim, float* d_pos) {
+#pragma omp parallel for num_threads(threads_) if(parallel_worth(batch * seq_len * dim)) schedule(static)
+  for (int64_t s = 0; s < seq_len; ++s)
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t d = 0; d < dim; ++d) d_pos[s * dim + d] += d_x[(b * seq_len + s) * dim + d];
+}
+
+std::unique_ptr<ops> make_cpu_ops(int threads) { return std::make_unique<cpu_ops>(threads); }
+
+}  // namespace msomni::kernels
