@@ -1,0 +1,271 @@
+// Shard encoding and verified decoding (layout in shard_codec.hpp).
+#include "shard_codec.hpp"
+
+#include "checkpoint_error.hpp"
+#include "core/check.hpp"
+#include "manifest.hpp"
+
+#include <xxhash.h>
+#include <zstd.h>
+
+#include <cstring>
+#include <set>
+
+namespace msomni::ckpt {
+
+namespace {
+
+constexpr char header_magic[8] = {'M', 'S', 'O', 'S', 'H', 'R', 'D', '1'};
+constexpr char footer_magic[8] = {'M', 'S', 'O', 'S', 'H', 'E', 'N', 'D'};
+constexpr uint32_t format_version = 1;
+constexpr size_t header_bytes = 32;
+constexpr size_t footer_bytes = 32;
+constexpr size_t max_name_bytes = 4096;
+constexpr size_t max_dims = 16;
+
+template <class T>
+void put(std::string& out, T v) {
+  char b[sizeof v];
+  std::memcpy(b, &v, sizeof v);
+  out.append(b, sizeof v);
+}
+
+// Bounds-checked little-endian reader over the index; a short read means a corrupt shard.
+class reader {
+ public:
+  reader(std::span<const uint8_t> b, const std::string& where) : b_(b), where_(where) {}
+  template <class T>
+  T get() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, b_.data() + pos_, sizeof v);
+    pos_ += sizeof v;
+    return v;
+  }
+  std::string str(size_t n) {
+    need(n);
+    std::string s(reinterpret_cast<const char*>(b_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  bool done() const { return pos_ == b_.size(); }
+
+ private:
+  void need(size_t n) {
+    if (b_.size() - pos_ < n) throw checkpoint_error(where_ + ": index truncated");
+  }
+  std::span<const uint8_t> b_;
+  const std::string& where_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+uint64_t xxh3_of(std::span<const uint8_t> bytes) {
+  return XXH3_64bits(bytes.data(), bytes.size());
+}
+
+struct shard_encoder::impl {
+  ZSTD_CCtx* cctx = nullptr;
+  std::vector<uint8_t> buf;
+  XXH3_state_t* file_hash = nullptr;
+};
+
+shard_encoder::shard_encoder(codec_options opts) : impl_(std::make_unique<impl>()) {
+  impl_->cctx = ZSTD_createCCtx();
+  impl_->file_hash = XXH3_createState();
+  if (!impl_->cctx || !impl_->file_hash) throw checkpoint_error("out of memory creating encoder");
+  MSOMNI_CHECK_ZSTD(ZSTD_CCtx_setParameter(impl_->cctx, ZSTD_c_compressionLevel, opts.zstd_level));
+  MSOMNI_CHECK_ZSTD(ZSTD_CCtx_setParameter(impl_->cctx, ZSTD_c_nbWorkers, opts.zstd_threads));
+}
+
+shard_encoder::~shard_encoder() {
+  ZSTD_freeCCtx(impl_->cctx);
+  XXH3_freeState(impl_->file_hash);
+}
+
+shard_summary shard_encoder::encode(const rank_state& state, uint32_t rank, uint64_t step,
+                                    byte_sink& out) {
+  shard_summary sum;
+  XXH3_64bits_reset(impl_->file_hash);
+  XXH3_state_t* meta_hash = XXH3_createState();
+  XXH3_64bits_reset(meta_hash);
+  auto emit = [&](const void* p, size_t n) {
+    out.write(p, n);
+    XXH3_64bits_update(impl_->file_hash, p, n);
+    sum.bytes += n;
+  };
+  std::set<std::string> names;
+  for (const auto& t : state.tensors) names.insert(t.name);
+  for (const auto& b : state.blobs) names.insert(b.name);
+  if (names.size() != state.tensors.size() + state.blobs.size()) {
+    XXH3_freeState(meta_hash);
+    throw checkpoint_error("rank " + std::to_string(rank) + ": duplicate entry names in state");
+  }
+  std::string header(header_magic, sizeof header_magic);
+  put(header, format_version);
+  put(header, rank);
+  put(header, step);
+  put(header, static_cast<uint32_t>(names.size()));
+  put(header, uint32_t{0});
+  XXH3_64bits_update(meta_hash, header.data(), header.size());
+  emit(header.data(), header.size());
+
+  std::string index;
+  auto add_entry = [&](const std::string& name, entry_kind kind, const std::vector<int64_t>& shape,
+                       const void* raw, size_t raw_size) {
+    if (name.empty() || name.size() > max_name_bytes || shape.size() > max_dims)
+      throw checkpoint_error("rank " + std::to_string(rank) + ": bad entry name or rank: '" +
+                             name + "'");
+    const size_t bound = ZSTD_compressBound(raw_size);
+    if (impl_->buf.size() < bound) impl_->buf.resize(bound);
+    const size_t csize = MSOMNI_CHECK_ZSTD(
+        ZSTD_compress2(impl_->cctx, impl_->buf.data(), impl_->buf.size(), raw, raw_size));
+    const uint64_t offset = sum.bytes;
+    emit(impl_->buf.data(), csize);
+    put(index, static_cast<uint16_t>(name.size()));
+    index += name;
+    put(index, static_cast<uint8_t>(kind));
+    put(index, static_cast<uint8_t>(shape.size()));
+    for (int64_t d : shape) put(index, d);
+    put(index, offset);
+    put(index, static_cast<uint64_t>(csize));
+    put(index, static_cast<uint64_t>(raw_size));
+    put(index, XXH3_64bits(impl_->buf.data(), csize));
+    put(index, XXH3_64bits(raw, raw_size));
+    sum.raw_bytes += raw_size;
+    ++sum.entries;
+  };
+  try {
+    for (const auto& t : state.tensors) {
+      int64_t n = 1;
+      bool negative = false;
+      for (int64_t d : t.shape) {
+        n *= d;
+        negative = negative || d < 0;
+      }
+      if (negative || n != static_cast<int64_t>(t.values.size()))
+        throw checkpoint_error("rank " + std::to_string(rank) + ": tensor '" + t.name +
+                               "' shape holds " + std::to_string(n) + " values but has " +
+                               std::to_string(t.values.size()));
+      add_entry(t.name, entry_kind::tensor_f32, t.shape, t.values.data(),
+                t.values.size() * sizeof(float));
+    }
+    for (const auto& b : state.blobs)
+      add_entry(b.name, entry_kind::blob, {}, b.bytes.data(), b.bytes.size());
+  } catch (...) {
+    XXH3_freeState(meta_hash);
+    throw;
+  }
+  const uint64_t index_offset = sum.bytes;
+  emit(index.data(), index.size());
+  XXH3_64bits_update(meta_hash, index.data(), index.size());
+  std::string footer;
+  put(footer, index_offset);
+  put(footer, static_cast<uint64_t>(index.size()));
+  put(footer, static_cast<uint64_t>(XXH3_64bits_digest(meta_hash)));
+  footer.append(footer_magic, sizeof footer_magic);
+  XXH3_freeState(meta_hash);
+  emit(footer.data(), footer.size());
+  sum.xxh3 = XXH3_64bits_digest(impl_->file_hash);
+  return sum;
+}
+
+shard_layout read_shard_layout(std::span<const uint8_t> bytes, const std::string& where) {
+  if (bytes.size() < header_bytes + footer_bytes)
+    throw checkpoint_error(where + ": " + std::to_string(bytes.size()) +
+                           " bytes is too short for a shard (torn write?)");
+  const uint8_t* foot = bytes.data() + bytes.size() - footer_bytes;
+  if (std::memcmp(foot + 24, footer_magic, 8) != 0)
+    throw checkpoint_error(where + ": footer magic missing (torn or not a shard)");
+  if (std::memcmp(bytes.data(), header_magic, 8) != 0)
+    throw checkpoint_error(where + ": header magic missing (not a shard)");
+  uint64_t index_offset, index_size, meta_xxh3;
+  std::memcpy(&index_offset, foot, 8);
+  std::memcpy(&index_size, foot + 8, 8);
+  std::memcpy(&meta_xxh3, foot + 16, 8);
+  const uint64_t frames_end = bytes.size() - footer_bytes;
+  if (index_offset < header_bytes || index_offset > frames_end ||
+      index_size != frames_end - index_offset)
+    throw checkpoint_error(where + ": footer index bounds out of range");
+  XXH3_state_t* h = XXH3_createState();
+  XXH3_64bits_reset(h);
+  XXH3_64bits_update(h, bytes.data(), header_bytes);
+  XXH3_64bits_update(h, bytes.data() + index_offset, index_size);
+  const uint64_t actual = XXH3_64bits_digest(h);
+  XXH3_freeState(h);
+  if (actual != meta_xxh3)
+    throw checkpoint_error(where + ": header/index checksum mismatch: expected " + hex64(meta_xxh3) +
+                           ", actual " + hex64(actual));
+  shard_layout out;
+  reader hr(bytes.subspan(8, header_bytes - 8), where);
+  const auto version = hr.get<uint32_t>();
+  if (version != format_version)
+    throw checkpoint_error(where + ": shard format version " + std::to_string(version) +
+                           ", this build reads " + std::to_string(format_version));
+  out.rank = hr.get<uint32_t>();
+  out.step = hr.get<uint64_t>();
+  const auto count = hr.get<uint32_t>();
+  reader r(bytes.subspan(index_offset, index_size), where);
+  for (uint32_t i = 0; i < count; ++i) {
+    entry_index e;
+    e.name = r.str(r.get<uint16_t>());
+    const auto kind = r.get<uint8_t>();
+    if (kind > 1) throw checkpoint_error(where + ": entry '" + e.name + "' has unknown kind");
+    e.kind = static_cast<entry_kind>(kind);
+    const auto ndim = r.get<uint8_t>();
+    for (uint8_t d = 0; d < ndim; ++d) e.shape.push_back(r.get<int64_t>());
+    e.offset = r.get<uint64_t>();
+    e.compressed_size = r.get<uint64_t>();
+    e.raw_size = r.get<uint64_t>();
+    e.frame_xxh3 = r.get<uint64_t>();
+    e.raw_xxh3 = r.get<uint64_t>();
+    if (e.offset < header_bytes || e.offset > index_offset ||
+        e.compressed_size > index_offset - e.offset)
+      throw checkpoint_error(where + ": entry '" + e.name + "' frame out of bounds");
+    out.entries.push_back(std::move(e));
+  }
+  if (!r.done()) throw checkpoint_error(where + ": trailing bytes after the index");
+  return out;
+}
+
+rank_state decode_shard(std::span<const uint8_t> bytes, const std::string& where) {
+  const shard_layout layout = read_shard_layout(bytes, where);
+  rank_state state;
+  ZSTD_DCtx* dctx = ZSTD_createDCtx();
+  try {
+    for (const auto& e : layout.entries) {
+      const uint8_t* frame = bytes.data() + e.offset;
+      const uint64_t fh = XXH3_64bits(frame, e.compressed_size);
+      if (fh != e.frame_xxh3)
+        throw checkpoint_error(where + ": entry '" + e.name + "' frame checksum mismatch: expected " +
+                               hex64(e.frame_xxh3) + ", actual " + hex64(fh));
+      std::vector<uint8_t> raw(e.raw_size);
+      const size_t n = ZSTD_decompressDCtx(dctx, raw.data(), raw.size(), frame, e.compressed_size);
+      if (ZSTD_isError(n) || n != e.raw_size)
+        throw checkpoint_error(where + ": entry '" + e.name + "' does not decompress to " +
+                               std::to_string(e.raw_size) + " bytes" +
+                               (ZSTD_isError(n) ? std::string(": ") + ZSTD_getErrorName(n) : ""));
+      const uint64_t rh = XXH3_64bits(raw.data(), raw.size());
+      if (rh != e.raw_xxh3)
+        throw checkpoint_error(where + ": entry '" + e.name + "' content checksum mismatch: expected " +
+                               hex64(e.raw_xxh3) + ", actual " + hex64(rh));
+      if (e.kind == entry_kind::tensor_f32) {
+        if (e.raw_size % sizeof(float) != 0)
+          throw checkpoint_error(where + ": tensor '" + e.name + "' size not a multiple of 4");
+        tensor_entry t{e.name, e.shape, std::vector<float>(e.raw_size / sizeof(float))};
+        std::memcpy(t.values.data(), raw.data(), raw.size());
+        state.tensors.push_back(std::move(t));
+      } else {
+        state.blobs.push_back({e.name, std::move(raw)});
+      }
+    }
+  } catch (...) {
+    ZSTD_freeDCtx(dctx);
+    throw;
+  }
+  ZSTD_freeDCtx(dctx);
+  return state;
+}
+
+}  // namespace msomni::ckpt

@@ -1,0 +1,25 @@
+// The `msomni` control CLI: one entry per subcommand, so new ones (status, scale-down,
+// scale-up, preempt, ...) are added by writing a function and listing it in main.cpp.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace msomni::cli {
+
+// Exit codes shared by every subcommand.
+constexpr int exit_ok = 0;
+constexpr int exit_failed = 1;   // the command ran and found a problem (e.g. corrupt checkpoint)
+constexpr int exit_usage = 2;
+
+struct command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+};
+
+// `msomni ckpt ls|verify|export DIR ...`
+int run_ckpt(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace msomni::cli

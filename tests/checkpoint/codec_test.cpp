@@ -1,0 +1,137 @@
+// Shard and manifest encoding: bit-exact round trips, and every flipped bit is detected.
+#include "checkpoint_error.hpp"
+#include "manifest.hpp"
+#include "shard_codec.hpp"
+#include "test_states.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace msomni::ckpt;
+using msomni::ckpt::testing::make_state;
+
+namespace {
+
+std::vector<uint8_t> encode(const rank_state& s, codec_options o = {}) {
+  shard_encoder enc(o);
+  memory_sink sink;
+  const auto sum = enc.encode(s, 3, 77, sink);
+  REQUIRE(sum.bytes == sink.bytes.size());
+  REQUIRE(sum.xxh3 == xxh3_of(sink.bytes));
+  return sink.bytes;
+}
+
+}  // namespace
+
+TEST_CASE("shard round trip is bit-exact for tensors - RNG states and blobs") {
+  for (int level : {-5, 1, 3}) {
+    const rank_state s = make_state(42, 10, 3, 4096);
+    const auto bytes = encode(s, {level, level == 3 ? 2 : 0});
+    const rank_state back = decode_shard(bytes, "mem");
+    CHECK(back == s);
+    // The RNG stream continues exactly where it was saved.
+    auto saved = s.get_rng("rng/data");
+    auto loaded = back.get_rng("rng/data");
+    REQUIRE(saved);
+    REQUIRE(loaded);
+    for (int i = 0; i < 5; ++i) CHECK(saved->next() == loaded->next());
+    CHECK(back.get_u64("counter/step") == 10u);
+    const auto layout = read_shard_layout(bytes, "mem");
+    CHECK(layout.rank == 3);
+    CHECK(layout.step == 77);
+    CHECK(layout.entries.size() == s.tensors.size() + s.blobs.size());
+  }
+}
+
+TEST_CASE("special float values survive (NaN payloads - -0 - denormals)") {
+  rank_state s;
+  std::vector<float> v = {-0.0f, 1e-45f, std::numeric_limits<float>::infinity()};
+  uint32_t nan_bits = 0x7fc00123u;
+  float nan;
+  std::memcpy(&nan, &nan_bits, 4);
+  v.push_back(nan);
+  s.put_tensor("param/x", {4}, v);
+  s.put_blob("empty", {});
+  const auto back = decode_shard(encode(s), "mem");
+  REQUIRE(back.tensors.size() == 1);
+  CHECK(std::memcmp(back.tensors[0].values.data(), v.data(), v.size() * 4) == 0);
+  CHECK(back.blobs[0].bytes.empty());
+}
+
+TEST_CASE("every single flipped bit in a shard is detected by decoding alone") {
+  const rank_state s = make_state(7, 1, 0, 64);
+  const auto good = encode(s);
+  size_t detected = 0, total = 0;
+  for (size_t byte = 0; byte < good.size(); ++byte)
+    for (int bit = 0; bit < 8; ++bit) {
+      auto bad = good;
+      bad[byte] ^= static_cast<uint8_t>(1u << bit);
+      ++total;
+      try {
+        (void)decode_shard(bad, "mem");
+      } catch (const checkpoint_error&) {
+        ++detected;
+      }
+    }
+  CHECK(total == good.size() * 8);
+  CHECK(detected == total);
+}
+
+TEST_CASE("errors name the entry and the expected and actual checksum") {
+  const auto good = encode(make_state(7, 1, 0, 4096));
+  const auto layout = read_shard_layout(good, "mem");
+  const auto& e = layout.entries[0];
+  auto bad = good;
+  bad[e.offset + e.compressed_size / 2] ^= 0x10;
+  try {
+    (void)decode_shard(bad, "/x/shard-00000.bin");
+    FAIL("corruption not detected");
+  } catch (const checkpoint_error& err) {
+    const std::string w = err.what();
+    CHECK(w.find("/x/shard-00000.bin") != std::string::npos);
+    CHECK(w.find("'" + e.name + "'") != std::string::npos);
+    CHECK(w.find("expected " + hex64(e.frame_xxh3)) != std::string::npos);
+    CHECK(w.find("actual") != std::string::npos);
+  }
+}
+
+TEST_CASE("truncated shards are refused") {
+  const auto good = encode(make_state(1, 1, 0, 256));
+  for (size_t keep : {size_t{0}, size_t{10}, good.size() / 2, good.size() - 1}) {
+    std::vector<uint8_t> cut(good.begin(), good.begin() + keep);
+    CHECK_THROWS_AS(decode_shard(cut, "mem"), checkpoint_error);
+  }
+}
+
+TEST_CASE("encoding refuses duplicate names and shapes that do not match the values") {
+  rank_state dup;
+  dup.put_blob("a", {1});
+  dup.put_blob("a", {2});
+  CHECK_THROWS_AS(encode(dup), checkpoint_error);
+  rank_state shape;
+  shape.put_tensor("t", {2, 3}, std::vector<float>(5));
+  CHECK_THROWS_AS(encode(shape), checkpoint_error);
+}
+
+TEST_CASE("manifest round trip - and any changed byte is refused") {
+  manifest m;
+  m.meta = {120, 480, 2, 0xfeedfacecafebeefull, 9};
+  m.kind = checkpoint_kind::incremental;
+  m.base_step = 100;
+  m.shards = {{0, 1000, 0x1111, 4000, 8, "step-00000100"}, {1, 2000, 0x2222, 4000, 8, "step-00000120"}};
+  const std::string text = render_manifest(m);
+  CHECK(parse_manifest(text, "M") == m);
+  for (size_t i = 0; i < text.size(); ++i) {
+    std::string bad = text;
+    bad[i] ^= 0x01;
+    CHECK_THROWS_AS(parse_manifest(bad, "M"), checkpoint_error);
+  }
+  CHECK_THROWS_AS(parse_manifest(text.substr(0, text.size() / 2), "M"), checkpoint_error);
+}
+
+TEST_CASE("checkpoint directory names have one spelling per step") {
+  CHECK(checkpoint_dir_name(5) == "step-00000005");
+  CHECK(parse_checkpoint_dir_name("step-00000005") == 5u);
+  CHECK(parse_checkpoint_dir_name("step-5") == std::nullopt);
+  CHECK(parse_checkpoint_dir_name("step-000000x5") == std::nullopt);
+  CHECK(parse_checkpoint_dir_name("step-123456789") == 123456789u);
+}
