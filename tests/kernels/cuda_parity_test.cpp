@@ -29,9 +29,9 @@ void expect_parity(const char* test, const std::function<outputs(kernels::ops&)>
   const outputs have = op(*gpu);
   for (const auto& [name, ref] : want) {
     const auto err = test::compare(have.at(name), ref);
-    MESSAGE(test << " " << name << ": rel_l2 " << err.rel_l2 << " max_abs " << err.max_abs);
-    CHECK_MESSAGE(err.rel_l2 <= tol.rel_l2, test << " " << name << " rel_l2 " << err.rel_l2);
-    CHECK_MESSAGE(err.max_abs <= tol.max_abs, test << " " << name << " max_abs " << err.max_abs);
+    MESSAGE(std::string(test) << " " << name << ": rel_l2 " << err.rel_l2 << " max_abs " << err.max_abs);
+    CHECK_MESSAGE(err.rel_l2 <= tol.rel_l2, std::string(test) << " " << name << " rel_l2 " << err.rel_l2);
+    CHECK_MESSAGE(err.max_abs <= tol.max_abs, std::string(test) << " " << name << " max_abs " << err.max_abs);
   }
 }
 
