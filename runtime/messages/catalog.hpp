@@ -35,6 +35,7 @@ CAF_ADD_TYPE_ID(msomni, (msomni::msg::preempt_notice))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::job_released))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::memory_sample))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::memory_advice))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::stage_pressure))
 CAF_END_TYPE_ID_BLOCK(msomni)
 
 namespace msomni {

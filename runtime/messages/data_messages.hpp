@@ -10,16 +10,36 @@
 
 namespace msomni::msg {
 
-// downstream stage -> upstream stage: you may send `credits` more items of `kind`.
+// downstream stage -> upstream stage: you may send `credits` more items of `source` (whose
+// modality is `kind`). Credits add up; `epoch` is the pipeline generation (bumped on every
+// restore), so grants from before a restore are recognised and dropped.
 struct credit_grant {
   uint64_t epoch = 0;
   modality kind = modality::image;
   uint32_t credits = 0;
+  uint32_t source = 0;
   bool operator==(const credit_grant&) const = default;
 };
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, credit_grant& x) {
-  return f(caf::meta::type_name("credit_grant"), x.epoch, x.kind, x.credits);
+  return f(caf::meta::type_name("credit_grant"), x.epoch, x.kind, x.credits, x.source);
+}
+
+// tensor stage -> decoder pool: how far behind the tensor stage is. `saturated` is the
+// tensor core's hysteresis decision; while it holds, video is decoded keyframe-only.
+// Idempotent: the latest notice of the current epoch wins.
+struct stage_pressure {
+  uint64_t epoch = 0;
+  uint32_t backlog = 0;      // decoded samples waiting to be packed
+  uint32_t capacity = 0;     // slots the tensor stage grants in total
+  uint32_t ready_batches = 0;
+  bool saturated = false;
+  bool operator==(const stage_pressure&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_pressure& x) {
+  return f(caf::meta::type_name("stage_pressure"), x.epoch, x.backlog, x.capacity, x.ready_batches,
+           x.saturated);
 }
 
 // mixer -> decoders/metrics: a video sample was decoded keyframe-only, and why.

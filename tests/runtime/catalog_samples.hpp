@@ -20,12 +20,13 @@ inline msg::scale_reply sample(tag<msg::scale_reply>) { return {77, true, "at ba
 inline msg::step_record sample(tag<msg::step_record>) { return {10, 2, 3.25, 1000000, 1234.5, 2000, 1}; }
 inline msg::checkpoint_request sample(tag<msg::checkpoint_request>) { return {4, 200, true, {1, 2}}; }
 inline msg::checkpoint_done sample(tag<msg::checkpoint_done>) { return {200, 1, false, 4096, 0xdeadbeefcafef00dull, "ENOSPC"}; }
-inline msg::credit_grant sample(tag<msg::credit_grant>) { return {2, modality::video, 3}; }
+inline msg::credit_grant sample(tag<msg::credit_grant>) { return {2, modality::video, 3, 1}; }
 inline msg::downgrade_notice sample(tag<msg::downgrade_notice>) { return {"shard-0003/000123", "tensor stage saturated"}; }
 inline msg::source_cursor sample(tag<msg::source_cursor>) { return {"videos", 1, 12, 65536, 999}; }
 inline msg::preempt_notice sample(tag<msg::preempt_notice>) { return {"be-17", 3, 600, "critical job needs GPUs"}; }
 inline msg::job_released sample(tag<msg::job_released>) { return {"be-17", 3, 4400}; }
 inline msg::memory_sample sample(tag<msg::memory_sample>) { return {1, 88, 123, 40ull << 30, 44ull << 30}; }
 inline msg::memory_advice sample(tag<msg::memory_advice>) { return {msg::advice_kind::reserve, 3.5, 1, "", "peak in 4 steps"}; }
+inline msg::stage_pressure sample(tag<msg::stage_pressure>) { return {2, 14, 16, 1, true}; }
 
 }  // namespace msomni::testing

@@ -1,0 +1,162 @@
+// Config -> pipeline limits, and the in-thread driver of the three stage cores.
+#include "data_pipeline.hpp"
+
+#include "config/job_config.hpp"
+#include "pipeline_state.hpp"
+#include "tensorizer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+namespace msomni::data {
+namespace {
+
+mixer_core make_mixer(const pipeline_setup& s, rank_slot slot) {
+  std::vector<double> w;
+  for (const auto& src : s.sources) w.push_back(src.weight);
+  return mixer_core(w, s.mix, s.seed, slot.rank);
+}
+
+template <class F>
+std::vector<std::invoke_result_t<F, const source_spec&>> per_source(const pipeline_setup& s, F f) {
+  std::vector<std::invoke_result_t<F, const source_spec&>> out;
+  for (const auto& src : s.sources) out.push_back(f(src));
+  return out;
+}
+
+double ms_between(time_point a, time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+}  // namespace
+
+pipeline_setup make_pipeline_setup(const config::job_config& cfg) {
+  pipeline_setup s;
+  if (cfg.data.sources.empty()) throw std::invalid_argument("data: no [[data.sources]] configured");
+  double total = 0;
+  for (const auto& d : cfg.data.sources) {
+    if (d.uri.rfind("synthetic://", 0) == 0)
+      throw std::invalid_argument("data source '" + d.name + "': synthetic:// uris are not shards; generate some with msomni-gen-dataset");
+    s.sources.push_back({d.name.empty() ? d.uri : d.name, d.uri, d.kind, d.weight});
+    total += d.weight;
+  }
+  s.shape = {cfg.training.micro_batch, cfg.model.image_size, cfg.model.patch_size, cfg.model.video_frames, cfg.model.max_seq_len};
+  s.shape.validate();
+  s.mix = parse_mix_strategy(cfg.data.mix_strategy);
+  s.shuffle = cfg.data.shuffle;
+  s.seed = uint64_t(cfg.training.seed);
+  std::array<double, modality_count> mw{1, 1, 1};
+  double mean = 0;
+  for (int m = 0; m < modality_count; ++m) {
+    auto it = cfg.io.modality_weights.find(to_string(modality(m)));
+    if (it != cfg.io.modality_weights.end()) mw[m] = it->second;
+    mean += mw[m] / modality_count;
+  }
+  for (const auto& src : s.sources) {
+    const double want = double(cfg.io.prefetch_depth) * double(cfg.training.micro_batch) * (src.weight / total) *
+                        (mean > 0 ? mw[size_t(src.kind)] / mean : 1.0);
+    s.depth.push_back(uint32_t(std::clamp<double>(std::ceil(want), 2.0, double(cfg.io.queue_capacity))));
+  }
+  s.pool.source_kinds = per_source(s, [](const source_spec& x) { return x.kind; });
+  s.pool.depth = s.depth;
+  s.pool.modality_weights = mw;
+  s.pool.workers = uint32_t(cfg.io.decode_workers);
+  s.pool.downgrade_video = cfg.io.downgrade_video;
+  s.pool.adaptive_quotas = s.mix == mix_strategy::balanced_by_weight;
+  s.batch_queue = uint32_t(std::max<int64_t>(1, cfg.io.prefetch_depth));
+  s.max_data_wait_ms = cfg.io.max_data_wait_ms;
+  return s;
+}
+
+data_pipeline::data_pipeline(pipeline_setup setup, rank_slot slot, std::shared_ptr<const storage> st, const clock* clk)
+    : setup_(std::move(setup)), slot_(slot),
+      own_clock_(clk ? nullptr : std::make_unique<real_clock>()), clock_(clk ? clk : own_clock_.get()),
+      started_(clock_->now()),
+      reader_core_(setup_.sources.size()),
+      pool_(setup_.pool),
+      tensor_(per_source(setup_, [](const source_spec& x) { return x.name; }), setup_.pool.source_kinds, setup_.depth,
+              make_mixer(setup_, slot), uint32_t(setup_.shape.batch), setup_.batch_queue),
+      decoder_({int(setup_.shape.image_size), int(setup_.shape.video_frames), size_t(setup_.shape.max_tokens())}) {
+  for (uint32_t i = 0; i < setup_.sources.size(); ++i)
+    readers_.emplace_back(i, setup_.sources[i], slot, setup_.seed, setup_.shuffle, st);
+  for (const auto& g : pool_.initial_reader_credits()) reader_core_.on_credit(g);
+  for (const auto& g : tensor_.initial_credits()) pool_.on_tensor_credit(g);
+  metrics_.tensor.queue_capacity = setup_.batch_queue;
+  metrics_.decoder.queue_capacity = std::accumulate(setup_.depth.begin(), setup_.depth.end(), 0u);
+  metrics_.reader.queue_capacity = metrics_.decoder.queue_capacity;
+}
+
+data_pipeline::~data_pipeline() = default;
+
+bool data_pipeline::step() {
+  bool moved = false;
+  while (auto s = reader_core_.next_read()) {
+    raw_sample raw = readers_[*s].next();
+    ++metrics_.reader.items;
+    pool_.on_raw(std::move(raw));
+    moved = true;
+  }
+  std::vector<msg::credit_grant> upstream;
+  while (auto d = pool_.next_dispatch(upstream)) {
+    const time_point t0 = clock_->now();
+    decoded_sample out = decoder_.decode(d->sample, d->keyframe_only);
+    const double ms = ms_between(t0, clock_->now());
+    const size_t m = size_t(out.kind);
+    if (d->sample.kind == modality::video && d->needs_worker) ++metrics_.videos;
+    if (d->needs_worker) {
+      pool_.on_done(d->sample.kind, ms);
+      ++metrics_.decoded[m];
+      metrics_.decode_ms[m] += ms;
+    }
+    ++metrics_.decoder.items;
+    tensor_.on_decoded(std::move(out));
+    moved = true;
+  }
+  for (const auto& g : upstream) reader_core_.on_credit(g);
+  metrics_.downgrades = pool_.downgrades();
+  return moved;
+}
+
+micro_batch data_pipeline::next_batch() {
+  const time_point t0 = clock_->now();
+  while (true) {
+    std::vector<msg::credit_grant> upstream;
+    auto samples = tensor_.next_batch(upstream, bad_);
+    for (const auto& g : upstream) pool_.on_tensor_credit(g);
+    if (samples) {
+      micro_batch b = pack_micro_batch(setup_.shape, *samples);
+      tensor_.on_batch_taken();  // handed straight to the caller
+      b.index = metrics_.batches++;
+      ++metrics_.tensor.items;
+      const time_point t1 = clock_->now();
+      const double wait = ms_between(t0, t1);
+      metrics_.data_wait_ms_total += wait;
+      metrics_.data_wait_ms_max = std::max(metrics_.data_wait_ms_max, wait);
+      const double secs = std::max(1e-9, ms_between(started_, t1) / 1000.0);
+      for (auto* g : {&metrics_.reader, &metrics_.decoder, &metrics_.tensor}) g->items_per_s = double(g->items) / secs;
+      metrics_.decoder.queue_fill = pool_.queued();
+      metrics_.tensor.queue_fill = tensor_.backlog();
+      return b;
+    }
+    // Grants from the tensor stage may let the pool start decodes; a round that moves
+    // nothing while a batch is still incomplete would be a credit bug, not slow data.
+    if (!step() && upstream.empty()) throw std::logic_error("data pipeline stalled: no stage can make progress");
+  }
+}
+
+std::vector<uint8_t> data_pipeline::save_state() const { return encode_position(tensor_.position_after_last_batch()); }
+
+void data_pipeline::restore_state(std::span<const uint8_t> bytes) {
+  const pipeline_position p = decode_position(bytes);
+  if (p.cursors.size() != readers_.size()) throw std::invalid_argument("data pipeline state is for a different source list");
+  for (size_t i = 0; i < readers_.size(); ++i) readers_[i].seek(p.cursors[i]);
+  tensor_.restore(p);
+  // Everything in flight belongs to the old position: rebuild the pool and the credits.
+  reader_core_ = reader_core(readers_.size());
+  pool_ = decode_pool_core(setup_.pool);
+  for (const auto& g : pool_.initial_reader_credits()) reader_core_.on_credit(g);
+  for (const auto& g : tensor_.initial_credits()) pool_.on_tensor_credit(g);
+  metrics_.batches = p.batches;
+}
+
+}  // namespace msomni::data

@@ -1,0 +1,212 @@
+// Credit accounting, decode dispatch with quotas and downgrade, and batch assembly in mixer
+// order (see flow_cores.hpp for the protocol).
+#include "flow_cores.hpp"
+
+#include "core/log.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <utility>
+
+namespace msomni::data {
+
+void reader_core::on_credit(const msg::credit_grant& g) { credits_.at(g.source) += g.credits; }
+
+std::optional<uint32_t> reader_core::next_read() {
+  for (size_t k = 0; k < credits_.size(); ++k) {
+    const size_t s = (next_ + k) % credits_.size();
+    if (credits_[s] > 0) {
+      --credits_[s];
+      next_ = s + 1;
+      return uint32_t(s);
+    }
+  }
+  return std::nullopt;
+}
+
+decode_pool_core::decode_pool_core(pool_limits limits) : limits_(std::move(limits)) {
+  if (limits_.workers == 0) throw std::invalid_argument("decode pool needs at least one worker");
+  if (limits_.depth.size() != limits_.source_kinds.size()) throw std::invalid_argument("decode pool: depth per source");
+  queues_.resize(limits_.source_kinds.size());
+  tensor_credits_.assign(limits_.source_kinds.size(), 0);
+  for (auto k : limits_.source_kinds) present_[size_t(k)] = true;
+  recompute_quotas();
+}
+
+std::vector<msg::credit_grant> decode_pool_core::initial_reader_credits() const {
+  std::vector<msg::credit_grant> out;
+  for (uint32_t s = 0; s < limits_.depth.size(); ++s) out.push_back({0, limits_.source_kinds[s], limits_.depth[s], s});
+  return out;
+}
+
+void decode_pool_core::on_raw(raw_sample s) {
+  auto& q = queues_.at(s.pos.source);
+  if (q.size() >= limits_.depth[s.pos.source]) throw std::logic_error("decode pool: reader sent past its credits for " + s.key);
+  q.push_back(std::move(s));
+}
+
+void decode_pool_core::on_tensor_credit(const msg::credit_grant& g) { tensor_credits_.at(g.source) += g.credits; }
+
+uint32_t decode_pool_core::queued() const {
+  uint32_t n = 0;
+  for (const auto& q : queues_) n += uint32_t(q.size());
+  return n;
+}
+
+// Quota of modality m: its share of the workers, by modality weight times the decode cost
+// of its samples (balanced: a slow modality gets more workers so its rate holds). Every
+// present modality keeps at least one worker, so none can starve.
+void decode_pool_core::recompute_quotas() {
+  std::array<double, modality_count> want{};
+  double sum = 0;
+  for (int m = 0; m < modality_count; ++m) {
+    if (!present_[m]) continue;
+    want[m] = std::max(1e-6, limits_.modality_weights[m]) * (limits_.adaptive_quotas ? cost_ms_[m] : 1.0);
+    sum += want[m];
+  }
+  for (int m = 0; m < modality_count; ++m)
+    quota_[m] = present_[m] ? std::max<uint32_t>(1, uint32_t(std::lround(limits_.workers * want[m] / sum))) : 0;
+}
+
+std::optional<dispatch> decode_pool_core::next_dispatch(std::vector<msg::credit_grant>& upstream) {
+  for (size_t k = 0; k < queues_.size(); ++k) {
+    const size_t s = (rr_ + k) % queues_.size();
+    auto& q = queues_[s];
+    if (q.empty() || tensor_credits_[s] == 0) continue;
+    const raw_sample& head = q.front();
+    const size_t m = size_t(head.kind);
+    const bool needs_worker = !head.bad && head.kind != modality::text;
+    if (needs_worker && (busy_total_ >= limits_.workers || busy_[m] >= quota_[m])) continue;
+    dispatch d{std::move(q.front()), false, needs_worker};
+    q.pop_front();
+    --tensor_credits_[s];
+    rr_ = s + 1;
+    upstream.push_back({0, d.sample.kind, 1, uint32_t(s)});
+    if (needs_worker) {
+      ++busy_[m];
+      ++busy_total_;
+    }
+    if (needs_worker && d.sample.kind == modality::video && saturated_ && limits_.downgrade_video) {
+      d.keyframe_only = true;
+      ++downgrades_;
+      MSOMNI_LOG(info, "data.decode") << "downgrade " << d.sample.key << " to keyframe-only: tensor stage saturated ("
+                                      << downgrades_ << " so far)";
+    }
+    return d;
+  }
+  return std::nullopt;
+}
+
+void decode_pool_core::on_done(modality kind, double decode_ms) {
+  const size_t m = size_t(kind);
+  if (busy_[m] == 0 || busy_total_ == 0) throw std::logic_error("decode pool: on_done without a running decode");
+  --busy_[m];
+  --busy_total_;
+  if (decode_ms > 0) {
+    cost_ms_[m] = 0.9 * cost_ms_[m] + 0.1 * decode_ms;
+    recompute_quotas();
+  }
+}
+
+tensor_core::tensor_core(std::vector<std::string> names, std::vector<modality> kinds, std::vector<uint32_t> depth,
+                         mixer_core mixer, uint32_t batch_size, uint32_t batch_queue_capacity)
+    : kinds_(std::move(kinds)), depth_(std::move(depth)), mixer_(std::move(mixer)), batch_size_(batch_size),
+      batch_queue_capacity_(std::max<uint32_t>(1, batch_queue_capacity)) {
+  if (names.size() != kinds_.size() || depth_.size() != kinds_.size() || mixer_.sources() != kinds_.size())
+    throw std::invalid_argument("tensor stage: per-source sizes differ");
+  if (batch_size_ == 0) throw std::invalid_argument("tensor stage: batch size 0");
+  buffers_.resize(kinds_.size());
+  next_seq_.assign(kinds_.size(), 0);
+  bad_run_.assign(kinds_.size(), 0);
+  for (const auto& n : names) cursors_.push_back({n, 0, 0, 0, 0});
+  capacity_ = std::accumulate(depth_.begin(), depth_.end(), 0u);
+  last_position_ = {cursors_, mixer_.state(), 0};
+}
+
+std::vector<msg::credit_grant> tensor_core::initial_credits() const {
+  std::vector<msg::credit_grant> out;
+  for (uint32_t s = 0; s < depth_.size(); ++s) out.push_back({0, kinds_[s], depth_[s], s});
+  return out;
+}
+
+void tensor_core::on_decoded(decoded_sample s) {
+  const uint32_t src = s.pos.source;
+  if (s.pos.seq < next_seq_.at(src)) return;  // a duplicate from before a restore: already consumed
+  buffers_[src].emplace(s.pos.seq, std::move(s));
+  ++backlog_;
+}
+
+std::optional<std::vector<decoded_sample>> tensor_core::next_batch(std::vector<msg::credit_grant>& upstream,
+                                                                   bad_data_counts& bad) {
+  if (ready_batches_ >= batch_queue_capacity_) return std::nullopt;
+  while (slots_.size() < batch_size_) {
+    if (!pending_source_) pending_source_ = mixer_.next_source();
+    const uint32_t src = *pending_source_;
+    auto it = buffers_[src].find(next_seq_[src]);
+    if (it == buffers_[src].end()) return std::nullopt;  // the sample this slot needs is not here yet
+    decoded_sample x = std::move(it->second);
+    buffers_[src].erase(it);
+    --backlog_;
+    ++next_seq_[src];
+    cursors_[src] = x.pos.after;
+    upstream.push_back({0, kinds_[src], 1, src});
+    for (const auto& [reason, shard] : x.shard_problems) {
+      bad.add(reason, shard);
+      MSOMNI_LOG(warn, "data.tensor") << "shard " << shard << ": " << to_string(reason);
+    }
+    if (x.bad) {
+      bad.add(x.reason, x.key);
+      MSOMNI_LOG(warn, "data.tensor") << "skipped bad sample " << x.key << ": " << to_string(x.reason);
+      if (++bad_run_[src] >= max_bad_run)
+        throw std::runtime_error("data source '" + cursors_[src].source + "': " + std::to_string(bad_run_[src]) +
+                                 " bad samples in a row (last " + x.key + ": " + to_string(x.reason) + ")");
+      continue;  // same slot, same source: the mix stays exact
+    }
+    bad_run_[src] = 0;
+    pending_source_.reset();
+    slots_.push_back(std::move(x));
+  }
+  ++ready_batches_;
+  ++last_position_.batches;
+  last_position_.cursors = cursors_;
+  last_position_.mixer = mixer_.state();
+  return std::exchange(slots_, {});
+}
+
+void tensor_core::restore(const pipeline_position& p) {
+  if (p.cursors.size() != cursors_.size()) throw std::invalid_argument("tensor stage: position has the wrong number of sources");
+  mixer_.restore(p.mixer);
+  cursors_ = p.cursors;
+  last_position_ = p;
+  for (auto& b : buffers_) b.clear();
+  std::fill(next_seq_.begin(), next_seq_.end(), 0);
+  std::fill(bad_run_.begin(), bad_run_.end(), 0);
+  slots_.clear();
+  pending_source_.reset();
+  ready_batches_ = 0;
+  backlog_ = 0;
+  saturated_ = false;
+}
+
+void tensor_core::on_batch_timing(double pack_ms, uint32_t unique_frames, uint32_t full_frames, double pull_interval_ms) {
+  if (unique_frames == 0 || pull_interval_ms <= 0) return;
+  const double per_frame = pack_ms / unique_frames;
+  const double a = timed_ ? 0.2 : 1.0;  // first sample seeds the averages
+  ms_per_frame_ += a * (per_frame - ms_per_frame_);
+  full_frames_ += a * (double(full_frames) - full_frames_);
+  pull_interval_ms_ += a * (pull_interval_ms - pull_interval_ms_);
+  timed_ = true;
+}
+
+msg::stage_pressure tensor_core::pressure(uint64_t epoch, uint32_t packed_waiting) {
+  if (timed_) {
+    const double full_batch_ms = ms_per_frame_ * full_frames_;
+    if (full_batch_ms > pull_interval_ms_) saturated_ = true;
+    else if (full_batch_ms < 0.8 * pull_interval_ms_) saturated_ = false;
+  }
+  return {epoch, backlog_, capacity_, packed_waiting, saturated_};
+}
+
+}  // namespace msomni::data

@@ -1,0 +1,163 @@
+// Policy cores of the three stages' flow control. No threads, files or clocks: drivers (the
+// in-thread data_pipeline, the CAF actor shells, the simulation tests) feed them events and
+// carry out what they return.
+//
+//   reader --raw--> decode pool --decoded--> tensor stage --micro_batch--> rank worker
+//          <-credit-            <-credit------              <-pull----------
+//                               <-stage_pressure-
+//
+// Credits are per source. The decode pool grants the reader one credit per raw sample that
+// leaves its queue; the tensor stage grants the pool one per sample it consumes, and the pool
+// starts a decode only while it holds one (so every decoded sample has a slot). Dispatch is
+// in sequence order within a source, which with per-source credits rules out deadlock: the
+// sample the mixer waits for is always queued, decoding, or first in line for a credit.
+// Downgrade: while the tensor stage says it is saturated, video is decoded keyframe-only.
+#pragma once
+
+#include "core/modality.hpp"
+#include "messages/data_messages.hpp"
+#include "mixer_core.hpp"
+#include "sample.hpp"
+
+#include <array>
+#include <deque>
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace msomni::data {
+
+class reader_core {
+ public:
+  explicit reader_core(size_t sources) : credits_(sources, 0) {}
+  void on_credit(const msg::credit_grant& g);
+  // The source to read one sample from now (taking its credit), round-robin; none = wait.
+  std::optional<uint32_t> next_read();
+  uint32_t credits(uint32_t source) const { return credits_.at(source); }
+
+ private:
+  std::vector<uint32_t> credits_;
+  size_t next_ = 0;
+};
+
+struct pool_limits {
+  std::vector<modality> source_kinds;
+  std::vector<uint32_t> depth;                  // raw queue slots per source
+  std::array<double, modality_count> modality_weights{1, 1, 1};
+  uint32_t workers = 2;
+  bool downgrade_video = true;
+  bool adaptive_quotas = true;                  // balanced_by_weight: quotas follow decode cost
+};
+
+struct dispatch {
+  raw_sample sample;
+  bool keyframe_only = false;
+  bool needs_worker = true;  // false for samples already known bad: they pass straight through
+};
+
+class decode_pool_core {
+ public:
+  explicit decode_pool_core(pool_limits limits);
+
+  std::vector<msg::credit_grant> initial_reader_credits() const;
+  void on_raw(raw_sample s);                    // throws std::logic_error past the credit bound
+  void on_tensor_credit(const msg::credit_grant& g);
+  void on_pressure(const msg::stage_pressure& p) { saturated_ = p.saturated; }
+  // The next sample to decode, if a worker, a quota slot and a tensor credit allow one.
+  // Grants for the reader are appended to `upstream`.
+  std::optional<dispatch> next_dispatch(std::vector<msg::credit_grant>& upstream);
+  // A worker finished a sample of `kind` that took `decode_ms` (feeds adaptive quotas).
+  void on_done(modality kind, double decode_ms);
+
+  uint32_t quota(modality m) const { return quota_[size_t(m)]; }
+  uint32_t busy(modality m) const { return busy_[size_t(m)]; }
+  uint32_t queued() const;
+  uint64_t downgrades() const noexcept { return downgrades_; }
+  bool saturated() const noexcept { return saturated_; }
+
+ private:
+  void recompute_quotas();
+
+  pool_limits limits_;
+  std::vector<std::deque<raw_sample>> queues_;  // per source, in sequence order
+  std::vector<uint32_t> tensor_credits_;
+  std::array<uint32_t, modality_count> quota_{};
+  std::array<uint32_t, modality_count> busy_{};
+  std::array<double, modality_count> cost_ms_{1, 1, 1};  // moving average per modality
+  std::array<bool, modality_count> present_{};
+  uint32_t busy_total_ = 0;
+  size_t rr_ = 0;
+  bool saturated_ = false;
+  uint64_t downgrades_ = 0;
+};
+
+// The tensor stage's state as checkpoints see it: where every source stands after the last
+// sample the consumer received, and the mixer that picks the next slot.
+struct pipeline_position {
+  std::vector<msg::source_cursor> cursors;
+  mixer_state mixer;
+  uint64_t batches = 0;
+  bool operator==(const pipeline_position&) const = default;
+};
+
+class tensor_core {
+ public:
+  static constexpr uint64_t max_bad_run = 10000;
+  tensor_core(std::vector<std::string> source_names, std::vector<modality> source_kinds,
+              std::vector<uint32_t> depth, mixer_core mixer, uint32_t batch_size,
+              uint32_t batch_queue_capacity);
+
+  std::vector<msg::credit_grant> initial_credits() const;
+  void on_decoded(decoded_sample s);
+  // Fills batch slots in mixer order from the reorder buffers. Bad samples met on the way
+  // are consumed (their cursor position counts), recorded in `bad` and replaced by the next
+  // sample of the same source. Returns B good samples when a batch is complete; grants for
+  // the decode pool are appended to `upstream`. Nothing is returned while the ready-batch
+  // queue is full (the consumer is behind; that is backpressure, not saturation).
+  // Throws std::runtime_error when a source delivers max_bad_run bad samples in a row: a
+  // source that is all damage must stop the job with a reason, not spin forever.
+  std::optional<std::vector<decoded_sample>> next_batch(std::vector<msg::credit_grant>& upstream,
+                                                        bad_data_counts& bad);
+  // The driver handed a packed batch to the consumer / the consumer took one.
+  void on_batch_taken() { if (ready_batches_ > 0) --ready_batches_; }
+  uint32_t ready_batches() const noexcept { return ready_batches_; }
+
+  // Position after the most recently completed batch (packed order = delivery order).
+  pipeline_position position_after_last_batch() const { return last_position_; }
+  void restore(const pipeline_position& p);
+
+  // Timing of one packed batch, measured by the driver: how long packing took, how many
+  // distinct frames it converted, how many it would have converted with no video downgraded,
+  // and the consumer's step (from taking a batch to asking for the next, waiting excluded).
+  void on_batch_timing(double pack_ms, uint32_t unique_frames, uint32_t full_frames, double consumer_step_ms);
+  // Saturated = packing a batch at full quality would take longer than the consumer's step
+  // (estimated per converted frame, so the estimate does not move when downgrades make the
+  // actual batches cheaper: deciding on actual batch times flaps, because decodes run several
+  // batches ahead). Enter above the step, leave below 0.8 of it.
+  msg::stage_pressure pressure(uint64_t epoch, uint32_t packed_waiting);
+  uint32_t backlog() const noexcept { return backlog_; }
+  uint32_t capacity() const noexcept { return capacity_; }
+
+ private:
+  std::vector<modality> kinds_;
+  std::vector<uint32_t> depth_;
+  mixer_core mixer_;
+  uint32_t batch_size_;
+  uint32_t batch_queue_capacity_;
+  std::vector<std::map<uint64_t, decoded_sample>> buffers_;  // per source, by sequence
+  std::vector<uint64_t> next_seq_;
+  std::vector<uint64_t> bad_run_;               // consecutive bad samples per source
+  std::vector<decoded_sample> slots_;           // the batch being filled
+  std::optional<uint32_t> pending_source_;      // mixer draw not yet satisfied
+  std::vector<msg::source_cursor> cursors_;     // after the last consumed sample per source
+  mixer_state mixer_at_batch_start_;
+  pipeline_position last_position_;
+  uint32_t ready_batches_ = 0;
+  uint32_t backlog_ = 0;
+  uint32_t capacity_ = 0;
+  bool saturated_ = false;
+  double ms_per_frame_ = 0, full_frames_ = 0, pull_interval_ms_ = 0;  // moving averages
+  bool timed_ = false;
+};
+
+}  // namespace msomni::data

@@ -1,0 +1,330 @@
+// FFmpeg decode of in-memory images and videos, swscale resize, frame sampling, tokenizing.
+#include "media_decoder.hpp"
+
+#include "core/check.hpp"
+#include "core/log.hpp"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
+#include <libavutil/log.h>
+#include <libswscale/swscale.h>
+}
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <new>
+#include <tuple>
+
+namespace msomni::data {
+namespace {
+
+// Custom AVIO over a byte span: the demuxer reads the .mp4 straight from the tar member.
+struct memory_reader {
+  const uint8_t* data;
+  int64_t size;
+  int64_t pos = 0;
+};
+
+int read_memory(void* opaque, uint8_t* buf, int n) {
+  auto* r = static_cast<memory_reader*>(opaque);
+  const int64_t k = std::min<int64_t>(n, r->size - r->pos);
+  if (k <= 0) return AVERROR_EOF;
+  std::memcpy(buf, r->data + r->pos, size_t(k));
+  r->pos += k;
+  return int(k);
+}
+
+int64_t seek_memory(void* opaque, int64_t offset, int whence) {
+  auto* r = static_cast<memory_reader*>(opaque);
+  if (whence & AVSEEK_SIZE) return r->size;
+  int64_t base = (whence & 3) == SEEK_CUR ? r->pos : (whence & 3) == SEEK_END ? r->size : 0;
+  const int64_t to = base + offset;
+  if (to < 0 || to > r->size) return AVERROR(EINVAL);
+  r->pos = to;
+  return to;
+}
+
+// The JPEG decoders in FFmpeg tolerate a missing EOI and show a half image; a cut file is
+// damaged data for us, so check both markers before decoding.
+bool jpeg_markers_ok(const std::vector<uint8_t>& b) {
+  return b.size() >= 4 && b[0] == 0xFF && b[1] == 0xD8 && b[b.size() - 2] == 0xFF && b[b.size() - 1] == 0xD9;
+}
+
+AVPixelFormat unjpeg(AVPixelFormat f, bool& full_range) {
+  full_range = true;
+  switch (f) {
+    case AV_PIX_FMT_YUVJ420P: return AV_PIX_FMT_YUV420P;
+    case AV_PIX_FMT_YUVJ422P: return AV_PIX_FMT_YUV422P;
+    case AV_PIX_FMT_YUVJ444P: return AV_PIX_FMT_YUV444P;
+    case AV_PIX_FMT_YUVJ440P: return AV_PIX_FMT_YUV440P;
+    default: full_range = false; return f;
+  }
+}
+
+struct frame_deleter { void operator()(AVFrame* f) const { av_frame_free(&f); } };
+struct packet_deleter { void operator()(AVPacket* p) const { av_packet_free(&p); } };
+struct codec_deleter { void operator()(AVCodecContext* c) const { avcodec_free_context(&c); } };
+using frame_ptr = std::unique_ptr<AVFrame, frame_deleter>;
+using packet_ptr = std::unique_ptr<AVPacket, packet_deleter>;
+using codec_ptr = std::unique_ptr<AVCodecContext, codec_deleter>;
+
+template <class T>
+T* not_null(T* p, const char* what) {
+  if (!p) ::msomni::fail_call("FFmpeg", what, AVERROR(ENOMEM), "allocation failed", __FILE__, __LINE__);
+  return p;
+}
+
+// Closes the demuxer and frees the custom IO context (FFmpeg does not own a custom pb).
+struct demux_guard {
+  AVFormatContext* fmt = nullptr;
+  AVIOContext* io = nullptr;
+  ~demux_guard() {
+    avformat_close_input(&fmt);
+    if (io) av_freep(&io->buffer);
+    avio_context_free(&io);
+  }
+};
+
+}  // namespace
+
+struct media_decoder::impl {
+  // One scaler per (format, size, range): switching the range of a cached context with
+  // sws_setColorspaceDetails does not always rebuild its tables, so output would depend on
+  // what was decoded before, and batches would differ after a restore.
+  std::map<std::tuple<int, int, int, bool>, SwsContext*> scalers;
+  std::map<AVCodecID, codec_ptr> image_codecs;  // reused across samples, flushed between
+  frame_ptr frame{not_null(av_frame_alloc(), "av_frame_alloc")};
+  packet_ptr packet{not_null(av_packet_alloc(), "av_packet_alloc")};
+  std::vector<uint8_t> padded;
+
+  ~impl() {
+    for (auto& [key, s] : scalers) sws_freeContext(s);
+  }
+
+  // Converts `f` to RGB24 at size x size into dst (size*size*3 bytes).
+  void resize_into(const AVFrame* f, int size, uint8_t* dst) {
+    bool full_range = false;
+    const AVPixelFormat src_fmt = unjpeg(AVPixelFormat(f->format), full_range);
+    SwsContext*& sws = scalers[{int(src_fmt), f->width, f->height, full_range}];
+    if (!sws) {
+      sws = sws_getContext(f->width, f->height, src_fmt, size, size, AV_PIX_FMT_RGB24, SWS_BILINEAR, nullptr, nullptr, nullptr);
+      if (!sws) ::msomni::fail_call("FFmpeg", "sws_getContext", AVERROR(EINVAL), "no scaler for this format", __FILE__, __LINE__);
+      const int* coeffs = sws_getCoefficients(SWS_CS_DEFAULT);
+      sws_setColorspaceDetails(sws, coeffs, full_range ? 1 : 0, coeffs, 1, 0, 1 << 16, 1 << 16);
+    }
+    uint8_t* planes[4] = {dst, nullptr, nullptr, nullptr};
+    int strides[4] = {size * 3, 0, 0, 0};
+    MSOMNI_CHECK_FFMPEG(sws_scale(sws, f->data, f->linesize, 0, f->height, planes, strides));
+  }
+
+  // MJPEG contexts are reused (flushed) across samples. PNG contexts are not: after a flush
+  // the PNG decoder's output still depended on the previous image (seen in FFmpeg 5.1).
+  AVCodecContext* image_codec(AVCodecID id) {
+    auto& slot = image_codecs[id];
+    if (id == AV_CODEC_ID_PNG) slot.reset();
+    if (!slot) {
+      const AVCodec* codec = not_null(avcodec_find_decoder(id), "avcodec_find_decoder");
+      slot.reset(not_null(avcodec_alloc_context3(codec), "avcodec_alloc_context3"));
+      slot->thread_count = 1;  // parallelism comes from decode workers, not codec threads
+      slot->err_recognition = AV_EF_EXPLODE | AV_EF_CRCCHECK;
+      MSOMNI_CHECK_FFMPEG(avcodec_open2(slot.get(), codec, nullptr));
+    } else {
+      avcodec_flush_buffers(slot.get());
+    }
+    return slot.get();
+  }
+
+  bool decode_image(const raw_sample& in, int size, decoded_sample& out) {
+    const bool png = in.media_ext == "png";
+    if (!png && !jpeg_markers_ok(in.media)) return false;
+    AVCodecContext* ctx = image_codec(png ? AV_CODEC_ID_PNG : AV_CODEC_ID_MJPEG);
+    padded.assign(in.media.begin(), in.media.end());
+    padded.resize(in.media.size() + AV_INPUT_BUFFER_PADDING_SIZE, 0);
+    packet->data = padded.data();
+    packet->size = int(in.media.size());
+    int rc = avcodec_send_packet(ctx, packet.get());
+    packet->data = nullptr;
+    packet->size = 0;
+    if (rc < 0) return false;
+    avcodec_send_packet(ctx, nullptr);  // drain: single-packet images
+    rc = avcodec_receive_frame(ctx, frame.get());
+    if (rc < 0 || frame->decode_error_flags != 0 || (frame->flags & AV_FRAME_FLAG_CORRUPT)) return false;
+    out.pixels.resize(size_t(size) * size * 3);
+    resize_into(frame.get(), size, out.pixels.data());
+    av_frame_unref(frame.get());
+    out.frames = out.unique_frames = 1;
+    return true;
+  }
+
+  // nullptr on success, else what failed (for the debug log; the sample is then bad).
+  const char* decode_video(const raw_sample& in, const decode_options& o, bool keyframe_only, decoded_sample& out);
+};
+
+const char* media_decoder::impl::decode_video(const raw_sample& in, const decode_options& o, bool keyframe_only,
+                                       decoded_sample& out) {
+  memory_reader reader{in.media.data(), int64_t(in.media.size())};
+  demux_guard d;
+  constexpr int io_size = 32 * 1024;
+  auto* io_buf = static_cast<uint8_t*>(not_null(av_malloc(io_size), "av_malloc"));
+  d.io = avio_alloc_context(io_buf, io_size, 0, &reader, read_memory, nullptr, seek_memory);
+  if (!d.io) {
+    av_free(io_buf);
+    ::msomni::fail_call("FFmpeg", "avio_alloc_context", AVERROR(ENOMEM), "allocation failed", __FILE__, __LINE__);
+  }
+  d.fmt = not_null(avformat_alloc_context(), "avformat_alloc_context");
+  d.fmt->pb = d.io;
+  d.fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
+  // On failure avformat_open_input frees the context; the guard then sees nullptr.
+  if (avformat_open_input(&d.fmt, nullptr, av_find_input_format("mp4"), nullptr) < 0) return "avformat_open_input: not a readable MP4";
+  const int si = av_find_best_stream(d.fmt, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+  if (si < 0) return "no video stream";
+  AVStream* st = d.fmt->streams[si];
+  const AVCodec* codec = avcodec_find_decoder(st->codecpar->codec_id);
+  if (!codec) return "no decoder for the stream codec";
+  codec_ptr ctx{not_null(avcodec_alloc_context3(codec), "avcodec_alloc_context3")};
+  if (avcodec_parameters_to_context(ctx.get(), st->codecpar) < 0) return "avcodec_parameters_to_context failed";
+  ctx->thread_count = 1;
+  ctx->err_recognition = AV_EF_EXPLODE;
+  if (keyframe_only) ctx->skip_frame = AVDISCARD_NONKEY;
+  if (avcodec_open2(ctx.get(), codec, nullptr) < 0) return "avcodec_open2 failed";
+
+  const int64_t total = st->nb_frames;
+  if (total <= 0) return "stream has no frame count";  // our shards always carry a frame count in the moov
+  const auto wanted = sample_frame_indices(total, o.video_frames);
+  const size_t frame_bytes = size_t(o.image_size) * o.image_size * 3;
+  out.pixels.assign(frame_bytes * wanted.size(), 0);
+  const AVRational rate = st->avg_frame_rate.num > 0 ? st->avg_frame_rate : AVRational{25, 1};
+  int64_t decoded = 0, packets = 0, discarded = 0;
+  std::vector<bool> filled(wanted.size(), false);
+  bool damaged = false;
+  std::vector<std::pair<int64_t, std::vector<uint8_t>>> keyframes;  // (frame index, RGB)
+
+  // Full decode: frames arrive in display order, so a counter is the frame index. Keyframe
+  // mode: the index comes from the timestamp; each keyframe is kept and slots pick later.
+  auto take = [&](AVFrame* f) {
+    if (f->decode_error_flags != 0 || (f->flags & AV_FRAME_FLAG_CORRUPT)) damaged = true;
+    if (keyframe_only) {
+      const int64_t ts = f->best_effort_timestamp == AV_NOPTS_VALUE ? 0 : f->best_effort_timestamp;
+      const int64_t start = st->start_time == AV_NOPTS_VALUE ? 0 : st->start_time;
+      keyframes.emplace_back(av_rescale_q(ts - start, st->time_base, av_inv_q(rate)), std::vector<uint8_t>(frame_bytes));
+      resize_into(f, o.image_size, keyframes.back().second.data());
+    } else {
+      for (size_t i = 0; i < wanted.size(); ++i)
+        if (wanted[i] == decoded) {
+          resize_into(f, o.image_size, out.pixels.data() + i * frame_bytes);
+          filled[i] = true;
+        }
+    }
+    ++decoded;
+  };
+  auto drain = [&]() -> bool {
+    while (true) {
+      const int rc = avcodec_receive_frame(ctx.get(), frame.get());
+      if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return true;
+      if (rc < 0) return false;
+      take(frame.get());
+      av_frame_unref(frame.get());
+    }
+  };
+  while (!damaged) {
+    const int rc = av_read_frame(d.fmt, packet.get());
+    if (rc == AVERROR_EOF) break;
+    if (rc < 0) return "av_read_frame: damaged container";  // damaged container beyond the moov
+    if (packet->stream_index == si) {
+      ++packets;
+      if (packet->flags & AV_PKT_FLAG_DISCARD) ++discarded;  // cut by an edit list: never shown
+    }
+    const bool skip = packet->stream_index != si || (keyframe_only && !(packet->flags & AV_PKT_FLAG_KEY));
+    const int sent = skip ? 0 : avcodec_send_packet(ctx.get(), packet.get());
+    av_packet_unref(packet.get());
+    if (sent < 0 || !drain()) return "decode error on a packet";
+  }
+  if (damaged || avcodec_send_packet(ctx.get(), nullptr) < 0 || !drain() || damaged) return "decode error while draining or a corrupt frame";
+  if (packets < total) return "fewer packets than the container promises (truncated)";
+  if (keyframe_only) {
+    if (keyframes.empty()) return "no keyframe decoded";
+    std::sort(keyframes.begin(), keyframes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<size_t> used;
+    for (size_t i = 0; i < wanted.size(); ++i) {
+      size_t pick = 0;  // the nearest keyframe at or before the slot (the first one otherwise)
+      for (size_t k = 0; k < keyframes.size(); ++k)
+        if (keyframes[k].first <= wanted[i]) pick = k;
+      std::memcpy(out.pixels.data() + i * frame_bytes, keyframes[pick].second.data(), frame_bytes);
+      if (std::find(used.begin(), used.end(), pick) == used.end()) used.push_back(pick);
+    }
+    out.unique_frames = uint32_t(used.size());
+  } else {
+    if (decoded < packets - discarded) return "fewer frames decoded than packets sent";
+    // A slot past the last shown frame (edit lists can hide the tail) repeats the one before.
+    for (size_t i = 1; i < wanted.size(); ++i)
+      if (!filled[i] && filled[i - 1]) {
+        std::memcpy(out.pixels.data() + i * frame_bytes, out.pixels.data() + (i - 1) * frame_bytes, frame_bytes);
+        filled[i] = true;
+      }
+    if (!filled[0]) return "no frame decoded";
+    out.unique_frames = uint32_t(wanted.size());
+  }
+  out.frames = uint32_t(wanted.size());
+  return nullptr;
+}
+
+std::vector<int64_t> sample_frame_indices(int64_t total, int count) {
+  std::vector<int64_t> out;
+  for (int i = 0; i < count; ++i) out.push_back(std::min<int64_t>(total - 1, int64_t((i + 0.5) * double(total) / count)));
+  return out;
+}
+
+std::vector<int32_t> tokenize_bytes(std::string_view text, size_t max_tokens) {
+  const size_t n = std::min(text.size(), max_tokens >= 2 ? max_tokens - 2 : 0);
+  std::vector<int32_t> out;
+  out.reserve(n + 2);
+  out.push_back(token_bos);
+  for (size_t i = 0; i < n; ++i) out.push_back(int32_t(static_cast<unsigned char>(text[i])));
+  out.push_back(token_eos);
+  return out;
+}
+
+media_decoder::media_decoder(decode_options opts) : opts_(opts), impl_(std::make_unique<impl>()) {
+  // Damaged samples are expected and reported by the pipeline with their keys; FFmpeg's own
+  // per-packet complaints would flood stderr. A level someone lowered on purpose is kept.
+  if (av_log_get_level() == AV_LOG_INFO) av_log_set_level(AV_LOG_FATAL);
+}
+media_decoder::~media_decoder() = default;
+
+decoded_sample media_decoder::decode(const raw_sample& in, bool keyframe_only) {
+  decoded_sample out;
+  out.key = in.key;
+  out.kind = in.kind;
+  out.pos = in.pos;
+  out.shard_problems = in.shard_problems;
+  if (in.bad) {
+    out.bad = true;
+    out.reason = in.reason;
+    return out;
+  }
+  out.tokens = tokenize_bytes(in.caption, opts_.max_tokens);
+  bool ok = true;
+  if (in.kind == modality::image) {
+    ok = impl_->decode_image(in, opts_.image_size, out);
+    if (!ok) out.reason = bad_reason::corrupt_image;
+  } else if (in.kind == modality::video) {
+    out.downgraded = keyframe_only;
+    if (const char* why = impl_->decode_video(in, opts_, keyframe_only, out)) {
+      ok = false;
+      out.reason = bad_reason::corrupt_video;
+      MSOMNI_LOG(debug, "data.decode") << in.key << ": " << why;
+    }
+  }
+  if (!ok) {
+    out.bad = true;
+    out.pixels.clear();
+    out.tokens.clear();
+    out.frames = out.unique_frames = 0;
+  }
+  return out;
+}
+
+}  // namespace msomni::data

@@ -1,0 +1,53 @@
+// The decode stage's work on one sample: JPEG/PNG and MP4/H.264 from memory through
+// libavcodec/libavformat, libswscale resize to the model's square image size, video frame
+// sampling (`video_frames` evenly spaced frames, or keyframe-only when downgraded), and
+// byte-level text tokenization. Damaged media is reported as a bad decoded_sample, never
+// thrown; only allocation failures and misuse throw. One decoder per worker thread.
+#pragma once
+
+#include "sample.hpp"
+
+#include <memory>
+#include <string_view>
+
+namespace msomni::data {
+
+// Byte-level vocabulary: 0..255 are bytes, then the specials (model vocab_size >= 260).
+inline constexpr int32_t token_bos = 256;
+inline constexpr int32_t token_eos = 257;
+inline constexpr int32_t token_pad = 258;
+inline constexpr int32_t token_vocab_min = 260;
+
+// BOS, the UTF-8 bytes, EOS; the bytes are cut so the result fits max_tokens (>= 2).
+std::vector<int32_t> tokenize_bytes(std::string_view text, size_t max_tokens);
+
+struct decode_options {
+  int image_size = 32;
+  int video_frames = 2;
+  size_t max_tokens = 224;
+};
+
+class media_decoder {
+ public:
+  explicit media_decoder(decode_options opts);
+  ~media_decoder();
+  media_decoder(const media_decoder&) = delete;
+  media_decoder& operator=(const media_decoder&) = delete;
+
+  // Decodes `in` into a decoded_sample (bad with a reason when the media is damaged).
+  // keyframe_only applies to video: only keyframes are decoded (AVDISCARD_NONKEY) and each
+  // sampled slot takes the nearest keyframe at or before it.
+  decoded_sample decode(const raw_sample& in, bool keyframe_only);
+
+  const decode_options& options() const noexcept { return opts_; }
+
+ private:
+  struct impl;
+  decode_options opts_;
+  std::unique_ptr<impl> impl_;
+};
+
+// Evenly spaced frame indices: slot i takes frame floor((i + 0.5) * total / count).
+std::vector<int64_t> sample_frame_indices(int64_t total, int count);
+
+}  // namespace msomni::data

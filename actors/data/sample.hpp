@@ -1,0 +1,87 @@
+// The values that flow between data stages: a raw sample (tar members of one key), a decoded
+// sample (pixels/tokens), the reasons a sample can be bad, and the counters that report them.
+// Plain structs without CAF so cores, tests and the simulator include them cheaply.
+#pragma once
+
+#include "core/modality.hpp"
+#include "messages/data_messages.hpp"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace msomni::data {
+
+enum class bad_reason : uint8_t {
+  bad_tar_header = 0,   // a run of blocks in a shard that were not valid ustar headers
+  truncated_shard,      // a shard ended inside a header or a member's data
+  missing_member,       // a key lacks its media or its caption (.jpg/.png/.mp4 + .txt)
+  empty_caption,        // caption is empty or whitespace only
+  invalid_utf8,         // caption is not valid UTF-8
+  corrupt_image,        // JPEG/PNG failed to decode (truncated or damaged)
+  corrupt_video,        // MP4/H.264 failed to demux or decode
+  unreadable_shard,     // storage could not open or read the shard
+};
+inline constexpr int bad_reason_count = 8;
+const char* to_string(bad_reason r);
+
+// Counts per reason, plus the last few sample keys per reason for the report.
+struct bad_data_counts {
+  std::array<uint64_t, bad_reason_count> count{};
+  std::map<bad_reason, std::vector<std::string>> recent_keys;  // at most 8 per reason
+  uint64_t operator[](bad_reason r) const { return count[size_t(r)]; }
+  uint64_t total() const;
+  void add(bad_reason r, const std::string& key);
+  void merge(const bad_data_counts& other);
+  std::string report() const;  // one line: "bad_tar_header=1 corrupt_image=2 ..."
+};
+
+// Where a sample sits in its source: the cursor *after* it, and a per-source sequence
+// number so downstream stages can restore source order after parallel decoding.
+struct sample_position {
+  uint32_t source = 0;
+  uint64_t seq = 0;
+  msg::source_cursor after;
+};
+
+// Damage found in a shard as a whole (bad headers, truncation), carried by the next sample
+// read after it was found, so it is counted when that sample is consumed: the same moment
+// the cursor moves past it, which keeps counts exact across read-ahead and restores.
+using shard_problem = std::pair<bad_reason, std::string>;  // reason, shard name
+
+struct raw_sample {
+  std::string key;       // "<shard file name>/<member key>", unique and readable in logs
+  modality kind = modality::image;
+  sample_position pos;
+  std::vector<uint8_t> media;  // .jpg/.png/.mp4 bytes (empty for text)
+  std::string media_ext;       // "jpg", "png", "mp4" or ""
+  std::string caption;         // .txt contents
+  bool bad = false;            // already known bad at the raw stage (then `reason` says why)
+  bad_reason reason = bad_reason::missing_member;
+  std::vector<shard_problem> shard_problems;
+};
+
+struct decoded_sample {
+  std::string key;
+  modality kind = modality::image;
+  sample_position pos;
+  bool bad = false;
+  bad_reason reason = bad_reason::corrupt_image;
+  bool downgraded = false;        // video decoded keyframe-only
+  uint32_t frames = 0;            // frames held in `pixels` (1 for images, video_frames for video)
+  uint32_t unique_frames = 0;     // distinct decoded frames (1 when downgraded)
+  std::vector<uint8_t> pixels;    // frames x image_size x image_size x RGB
+  std::vector<int32_t> tokens;    // byte-level tokens with BOS/EOS
+  double decode_ms = 0;           // measured by the driver that decoded it (0 in pure tests)
+  std::vector<shard_problem> shard_problems;
+};
+
+// Raw-stage validation: which reason (if any) makes this sample unusable before decoding.
+// Pure: looks only at the members present and the caption bytes.
+bool check_raw_sample(raw_sample& s, bool has_media, bool has_caption);
+bool valid_utf8(std::string_view text);
+
+}  // namespace msomni::data

@@ -1,0 +1,37 @@
+// Where shards come from. Local and NFS paths today; an HTTP/S3 implementation later plugs in
+// behind the same two calls, so the reader never touches the file system directly.
+#pragma once
+
+#include "tar_format.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace msomni::data {
+
+class storage {
+ public:
+  virtual ~storage() = default;
+  // Shard paths of a source uri, sorted by name so every rank sees the same list.
+  // A uri is a directory (all *.tar inside), a single .tar file, or either with file://.
+  virtual std::vector<std::string> list_shards(const std::string& uri) const = 0;
+  // Opens one shard; nullptr when it cannot be opened (the caller counts it, never crashes).
+  virtual std::unique_ptr<byte_source> open(const std::string& path) const = 0;
+};
+
+// POSIX files read with pread (one descriptor per open shard).
+std::shared_ptr<storage> make_local_storage();
+
+// Whole file in memory: the decoder bench and tests use it to take storage out of timing.
+class memory_source final : public byte_source {
+ public:
+  explicit memory_source(std::vector<uint8_t> bytes) : bytes_(std::move(bytes)) {}
+  uint64_t size() const override { return bytes_.size(); }
+  size_t read_at(uint64_t offset, void* dst, size_t n) const override;
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+}  // namespace msomni::data

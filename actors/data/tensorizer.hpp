@@ -1,0 +1,16 @@
+// The tensor stage's packing: decoded samples -> one micro_batch. Pure arithmetic on the
+// samples given; a downgraded video's repeated keyframe is patchified once and copied, which
+// is what makes keyframe-only samples cheaper for this stage too.
+#pragma once
+
+#include "micro_batch.hpp"
+#include "sample.hpp"
+
+#include <vector>
+
+namespace msomni::data {
+
+// Packs exactly shape.batch good samples (throws std::invalid_argument otherwise).
+micro_batch pack_micro_batch(const batch_shape& shape, const std::vector<decoded_sample>& samples);
+
+}  // namespace msomni::data

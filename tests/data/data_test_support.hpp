@@ -1,0 +1,70 @@
+// Helpers for the data-pipeline tests: a temporary directory that cleans up after itself,
+// a small generated dataset, and job configs pointing at it. Nothing is committed as data:
+// every test renders its shards with the generator.
+#pragma once
+
+#include "config/job_config.hpp"
+#include "data_pipeline.hpp"
+#include "dataset_writer.hpp"
+#include "media_encode.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+namespace msomni::testing {
+
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string templ = (std::filesystem::temp_directory_path() / "msomni-data-XXXXXX").string();
+    if (!::mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = templ;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline gen::dataset_options tiny_dataset(const std::filesystem::path& out) {
+  gen::quiet_ffmpeg_logs();
+  gen::dataset_options o;
+  o.out_dir = out.string();
+  o.seed = 7;
+  o.images = 40;
+  o.videos = 12;
+  o.texts = 24;
+  o.samples_per_shard = 8;
+  o.image_size = 32;
+  o.video_size = 32;
+  o.video_length = 16;
+  o.video_gop = 8;
+  return o;
+}
+
+// A job reading <root>/images, videos and text with weights 2:1:1.
+inline config::job_config tiny_job(const std::filesystem::path& root) {
+  config::job_config c;
+  c.training.micro_batch = 4;
+  c.training.seed = 99;
+  c.model.image_size = 16;
+  c.model.patch_size = 8;
+  c.model.video_frames = 2;
+  c.model.max_seq_len = 96;
+  c.io.prefetch_depth = 2;
+  c.io.decode_workers = 2;
+  c.data.sources = {{"images", (root / "images").string(), 2.0, modality::image},
+                    {"videos", (root / "videos").string(), 1.0, modality::video},
+                    {"text", (root / "text").string(), 1.0, modality::text}};
+  return c;
+}
+
+}  // namespace msomni::testing

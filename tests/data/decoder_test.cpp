@@ -1,0 +1,125 @@
+// The decode stage's work on single samples: images and videos decode to the model's size,
+// keyframe-only decode picks real keyframes, tokens are bytes with BOS/EOS, packing places
+// patches and tokens where the model expects them.
+#include "media_decoder.hpp"
+#include "media_encode.hpp"
+#include "scene.hpp"
+#include "tensorizer.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+using namespace msomni;
+
+namespace {
+
+std::vector<std::vector<uint8_t>> moving_frames(int n, int size) {
+  gen::scene s;
+  s.colour = 0;  // red
+  s.motion = 1;  // moving right
+  s.cell_x = 0;
+  auto frames = std::vector<std::vector<uint8_t>>(size_t(n));
+  for (int t = 0; t < n; ++t) gen::render(s, size, t, n, frames[size_t(t)]);
+  return frames;
+}
+
+data::raw_sample raw_of(modality kind, std::vector<uint8_t> media, std::string ext) {
+  data::raw_sample r;
+  r.key = "test/0";
+  r.kind = kind;
+  r.media = std::move(media);
+  r.media_ext = std::move(ext);
+  r.caption = "a red circle";
+  return r;
+}
+
+// Mean red-minus-blue of the left and right halves of a frame: where the red shape is.
+double red_balance(const uint8_t* rgb, int size, bool right) {
+  double sum = 0;
+  for (int y = 0; y < size; ++y)
+    for (int x = right ? size / 2 : 0; x < (right ? size : size / 2); ++x) sum += double(rgb[(y * size + x) * 3]);
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("a video decodes to video_frames sampled frames and keyframe-only to keyframes") {
+  gen::quiet_ffmpeg_logs();
+  const auto mp4 = gen::encode_mp4(moving_frames(16, 32), {32, 10, 8});
+  data::media_decoder dec({16, 2, 64});
+  const auto full = dec.decode(raw_of(modality::video, mp4, "mp4"), false);
+  REQUIRE_MESSAGE(!full.bad, std::string(data::to_string(full.reason)));
+  CHECK(full.frames == 2);
+  CHECK(full.unique_frames == 2);
+  CHECK_FALSE(full.downgraded);
+  REQUIRE(full.pixels.size() == 2u * 16 * 16 * 3);
+  // Frame 4 has the shape on the left, frame 12 on the right.
+  CHECK(red_balance(full.pixels.data(), 16, false) > red_balance(full.pixels.data(), 16, true));
+  CHECK(red_balance(full.pixels.data() + 768, 16, true) > red_balance(full.pixels.data() + 768, 16, false));
+
+  const auto key = dec.decode(raw_of(modality::video, mp4, "mp4"), true);
+  REQUIRE_MESSAGE(!key.bad, std::string(data::to_string(key.reason)));
+  CHECK(key.downgraded);
+  CHECK(key.frames == 2);
+  CHECK(key.unique_frames == 2);  // slots 4 and 12 take keyframes 0 and 8
+  CHECK(key.pixels != full.pixels);
+}
+
+TEST_CASE("JPEG and PNG decode and resize and tokens are bytes between BOS and EOS") {
+  std::vector<uint8_t> rgb;
+  gen::scene s;
+  gen::render(s, 48, 0, 1, rgb);
+  data::media_decoder dec({16, 2, 8});
+  for (auto fmt : {gen::image_format::jpeg, gen::image_format::png}) {
+    const auto out = dec.decode(raw_of(modality::image, gen::encode_image(rgb, 48, fmt), fmt == gen::image_format::png ? "png" : "jpg"), false);
+    REQUIRE(!out.bad);
+    CHECK(out.pixels.size() == 16u * 16 * 3);
+    CHECK(out.tokens == std::vector<int32_t>{data::token_bos, 'a', ' ', 'r', 'e', 'd', ' ', data::token_eos});
+  }
+  CHECK(data::tokenize_bytes("hi", 64) == std::vector<int32_t>{data::token_bos, 'h', 'i', data::token_eos});
+}
+
+TEST_CASE("packing puts patches and masks and padding where the model expects them") {
+  data::batch_shape shape{2, 16, 8, 2, 40};
+  REQUIRE(shape.max_patches() == 8);
+  REQUIRE(shape.max_tokens() == 32);
+  data::decoded_sample img, txt;
+  img.kind = modality::image;
+  img.frames = img.unique_frames = 1;
+  img.pixels.assign(16 * 16 * 3, 255);
+  img.tokens = {data::token_bos, 'x', data::token_eos};
+  txt.kind = modality::text;
+  txt.tokens = {data::token_bos, data::token_eos};
+  const auto b = data::pack_micro_batch(shape, {img, txt});
+  CHECK(b.patches.size() == 2u * 8 * 192);
+  CHECK(b.patches[0] == doctest::Approx(1.0f));
+  CHECK(std::count(b.patch_mask.begin(), b.patch_mask.begin() + 8, 1) == 4);  // one frame of 4 patches
+  CHECK(std::count(b.patch_mask.begin() + 8, b.patch_mask.end(), 1) == 0);
+  CHECK(b.tokens[1] == 'x');
+  CHECK(b.tokens[3] == data::token_pad);
+  CHECK(std::count(b.token_mask.begin() + 32, b.token_mask.end(), 1) == 2);
+  CHECK_THROWS_AS(data::pack_micro_batch(shape, {img}), std::invalid_argument);
+}
+
+TEST_CASE("decoding does not depend on what the decoder decoded before") {
+  gen::quiet_ffmpeg_logs();
+  std::vector<data::raw_sample> samples;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<uint8_t> rgb;
+    rng_stream rng = rng_stream::derive(5, "test.order", uint64_t(i));
+    gen::render(gen::random_scene(rng, false), 32, 0, 1, rgb);
+    const bool png = i % 3 == 2;
+    samples.push_back(raw_of(modality::image, gen::encode_image(rgb, 32, png ? gen::image_format::png : gen::image_format::jpeg), png ? "png" : "jpg"));
+  }
+  const auto mp4 = gen::encode_mp4(moving_frames(16, 32), {32, 10, 8});
+  samples.push_back(raw_of(modality::video, mp4, "mp4"));
+  data::media_decoder forward({16, 2, 64});
+  std::vector<std::vector<uint8_t>> a;
+  for (const auto& s : samples) a.push_back(forward.decode(s, false).pixels);
+  for (size_t i = samples.size(); i-- > 0;) {
+    CAPTURE(i);
+    data::media_decoder fresh({16, 2, 64});
+    CHECK(fresh.decode(samples[i], false).pixels == a[i]);
+  }
+}

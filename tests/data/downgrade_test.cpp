@@ -1,0 +1,170 @@
+// Acceptance: modality downgrade. The real stage cores run in a discrete-event simulation on
+// simulated_clock with a slow tensor stage (packing costs per distinct frame, as in
+// tensorizer.cpp). With downgrade on, the tensor stage reports saturation, videos are
+// decoded keyframe-only, and after warm-up the rank never waits longer than the bound; the
+// same run with downgrade off waits past the bound on every step, so the test can fail.
+// Simulated time makes the bound exact and the run identical every time: no flaky timing.
+#include "core/clock.hpp"
+#include "flow_cores.hpp"
+
+#include <doctest/doctest.h>
+
+#include <deque>
+
+using namespace msomni;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct sim_costs {
+  nanos image_decode = 4ms, video_decode = 30ms, keyframe_decode = 5ms;
+  nanos pack_per_sample = 2ms, pack_per_frame = 12ms;  // the artificially slow tensor stage
+  nanos train_step = 80ms;
+  uint32_t video_frames = 4;
+};
+
+struct sim_result {
+  uint64_t batches = 0, videos = 0, downgrades = 0, downgraded_in_batches = 0;
+  double max_wait_ms = 0;  // after warm-up
+};
+
+sim_result simulate(bool downgrade, int batches_wanted, const sim_costs& c = {}) {
+  simulated_clock clock;
+  const std::vector<modality> kinds = {modality::image, modality::video};
+  const std::vector<uint32_t> depth = {8, 8};
+  data::reader_core reader(2);
+  data::pool_limits limits{kinds, depth, {1, 1, 1}, 2, downgrade, true};
+  data::decode_pool_core pool(limits);
+  data::tensor_core tensor({"images", "videos"}, kinds, depth,
+                           data::mixer_core({1, 1}, data::mix_strategy::balanced_by_weight, 1, 0), 4, 2);
+  for (const auto& g : pool.initial_reader_credits()) reader.on_credit(g);
+  for (const auto& g : tensor.initial_credits()) pool.on_tensor_credit(g);
+
+  std::vector<uint64_t> seq(2, 0);
+  std::deque<std::vector<data::decoded_sample>> packed;  // batches ready for the consumer
+  bool packing = false, consumer_waiting = false;
+  time_point wait_started{};
+  time_point last_pull{};
+  double last_interval_ms = 0;
+  sim_result r;
+  data::bad_data_counts bad;
+
+  std::function<void()> pump;
+  auto finish_pack = [&](std::vector<data::decoded_sample> b) {
+    packing = false;
+    packed.push_back(std::move(b));
+    pump();
+  };
+  pump = [&] {
+    // Reader: instant reads of synthetic samples while credits last.
+    while (auto s = reader.next_read()) {
+      data::raw_sample raw;
+      raw.kind = kinds[*s];
+      raw.key = std::string(to_string(raw.kind)) + "/" + std::to_string(seq[*s]);
+      raw.pos = {*s, seq[*s]++, {}};
+      pool.on_raw(std::move(raw));
+    }
+    // Decode pool: the tensor stage's latest pressure decides downgrades.
+    pool.on_pressure(tensor.pressure(0, uint32_t(packed.size())));
+    std::vector<msg::credit_grant> up;
+    while (auto d = pool.next_dispatch(up)) {
+      const bool video = d->sample.kind == modality::video;
+      r.videos += video;
+      const nanos cost = !video ? c.image_decode : d->keyframe_only ? c.keyframe_decode : c.video_decode;
+      data::decoded_sample out;
+      out.key = d->sample.key;
+      out.kind = d->sample.kind;
+      out.pos = d->sample.pos;
+      out.downgraded = d->keyframe_only;
+      out.frames = video ? c.video_frames : 1;
+      out.unique_frames = video && !d->keyframe_only ? c.video_frames : 1;
+      clock.schedule_after(cost, [&, out = std::move(out)]() mutable {
+        pool.on_done(out.kind, 0);
+        tensor.on_decoded(std::move(out));
+        pump();
+      });
+    }
+    for (const auto& g : up) reader.on_credit(g);
+    // Tensor stage: one packer; assembling a batch takes its slots, packing takes time.
+    if (!packing) {
+      std::vector<msg::credit_grant> grants;
+      if (auto b = tensor.next_batch(grants, bad)) {
+        packing = true;
+        nanos cost{0};
+        uint32_t unique = 0, full = 0;
+        for (const auto& x : *b) {
+          cost += c.pack_per_sample + c.pack_per_frame * x.unique_frames;
+          unique += x.unique_frames;
+          full += x.frames;
+        }
+        const double ms = std::chrono::duration<double, std::milli>(cost).count();
+        clock.schedule_after(cost, [&, b = std::move(*b), ms, unique, full]() mutable {
+          tensor.on_batch_timing(ms, unique, full, last_interval_ms);
+          finish_pack(std::move(b));
+        });
+      }
+      for (const auto& g : grants) pool.on_tensor_credit(g);
+      if (!grants.empty()) pump();
+    }
+    // Consumer: takes a batch, trains for train_step, asks again.
+    if (consumer_waiting && !packed.empty()) {
+      consumer_waiting = false;
+      const double wait = std::chrono::duration<double, std::milli>(clock.now() - wait_started).count();
+      if (r.batches >= 5) r.max_wait_ms = std::max(r.max_wait_ms, wait);  // 5 warm-up batches
+      for (const auto& x : packed.front()) r.downgraded_in_batches += x.downgraded;
+      packed.pop_front();
+      tensor.on_batch_taken();
+      last_pull = clock.now();
+      ++r.batches;
+      if (int(r.batches) < batches_wanted)
+        clock.schedule_after(c.train_step, [&] {
+          consumer_waiting = true;
+          wait_started = clock.now();
+          // The consumer's own step: from taking a batch to asking for the next (no waiting).
+          last_interval_ms = std::chrono::duration<double, std::milli>(clock.now() - last_pull).count();
+          pump();
+        });
+      pump();
+    }
+  };
+  consumer_waiting = true;
+  pump();
+  while (int(r.batches) < batches_wanted && clock.run_next()) {
+  }
+  r.downgrades = pool.downgrades();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a slow tensor stage makes videos keyframe-only and the rank's wait stays bounded") {
+  constexpr double bound_ms = 20;
+  const sim_result on = simulate(true, 200);
+  const sim_result off = simulate(false, 200);
+  MESSAGE("downgrade on: " << on.downgrades << "/" << on.videos << " videos downgraded, max wait " << on.max_wait_ms
+                           << " ms; off: max wait " << off.max_wait_ms << " ms");
+  REQUIRE(on.batches == 200);
+  REQUIRE(off.batches == 200);
+  CHECK(on.downgrades > 0);
+  CHECK(on.downgrades <= on.videos);
+  CHECK(on.downgraded_in_batches > 0);
+  CHECK(on.max_wait_ms <= bound_ms);
+  CHECK(off.downgrades == 0);
+  CHECK(off.max_wait_ms > bound_ms);  // without downgrade the same load stalls the rank
+}
+
+TEST_CASE("a fast tensor stage downgrades nothing") {
+  sim_costs fast;
+  fast.pack_per_frame = 1ms;
+  const sim_result r = simulate(true, 100, fast);
+  CHECK(r.batches == 100);
+  CHECK(r.downgrades == 0);
+  CHECK(r.max_wait_ms == 0);
+}
+
+TEST_CASE("the simulation is deterministic") {
+  const sim_result a = simulate(true, 60), b = simulate(true, 60);
+  CHECK(a.downgrades == b.downgrades);
+  CHECK(a.max_wait_ms == b.max_wait_ms);
+  CHECK(a.videos == b.videos);
+}
