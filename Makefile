@@ -8,6 +8,7 @@ JOBS ?= $(shell nproc)
 .PHONY: run test setup build
 run: build
 	$(BUILD_DIR)/apps/msomni-run/msomni-run configs/quickstart.toml --dry-run
+	$(BUILD_DIR)/apps/msomni-run/msomni-run configs/quickstart.toml --fresh
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 900

@@ -1,4 +1,5 @@
 // msomni-run: validate a job config and run it (or, with --dry-run, print the plan).
+#include "launch_job.hpp"
 #include "run_options.hpp"
 
 #include "config/config_loader.hpp"
@@ -67,7 +68,10 @@ int main(int argc, char** argv) {
     std::cout << "dry run: configuration valid, nothing started.\n";
     return exit_ok;
   }
-  std::cerr << "msomni-run: launching the training job is not built yet (the orchestration issue "
-               "adds it); use --dry-run to validate and print the plan.\n";
-  return exit_runtime;
+  try {
+    return msomni::apps::launch_job(cfg, *opts, argv[0]);
+  } catch (const std::exception& e) {
+    std::cerr << "msomni-run: " << e.what() << "\n";
+    return exit_runtime;
+  }
 }

@@ -177,13 +177,19 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
       for (auto it = named_ids.begin(); it != named_ids.end();)
         it = it->first.first == node ? named_ids.erase(it) : std::next(it);
     }
+    // A clean leave ends its actors normally; anything else is remote_link_unreachable.
+    const bool clean = reason == peer_left_reason;
     for (auto& p : victims) {
       static_cast<remote_proxy*>(caf::actor_cast<caf::abstract_actor*>(p))
-          ->kill_proxy(nullptr, caf::exit_reason::remote_link_unreachable);
+          ->kill_proxy(nullptr, clean ? caf::exit_reason::normal : caf::exit_reason::remote_link_unreachable);
       counters.proxies_killed++;
     }
-    MSOMNI_LOG(info, "gateway") << "node " << node << " down (" << reason << "): " << victims.size()
-                                << " proxies killed";
+    if (clean) {
+      MSOMNI_LOG(debug, "gateway") << "node " << node << " left: " << victims.size() << " proxies ended";
+    } else {
+      MSOMNI_LOG(info, "gateway") << "node " << node << " down (" << reason << "): " << victims.size()
+                                  << " proxies killed";
+    }
   }
 };
 

@@ -401,7 +401,7 @@ ucs_status_t ucx_node::impl::on_am(const void* header, size_t header_length, voi
   counters.frames_received++;
   switch (hdr->kind) {
     case frame_kind::keepalive: return UCS_OK;
-    case frame_kind::goodbye: mark_down(ep, "peer said goodbye"); return UCS_OK;
+    case frame_kind::goodbye: mark_down(ep, peer_left_reason); return UCS_OK;
     case frame_kind::actor_message:
       counters.bytes_received += length;
       if (rndv) return release();  // actor messages are always eager
@@ -458,7 +458,11 @@ void ucx_node::impl::mark_down(ucp_ep_h ep, const std::string& reason) {
   }
   changed.notify_all();
   counters.peers_down++;
-  MSOMNI_LOG(info, "ucx") << opt.name << ": peer " << name << " down: " << reason;
+  if (reason == peer_left_reason) {
+    MSOMNI_LOG(debug, "ucx") << opt.name << ": peer " << name << " left";
+  } else {
+    MSOMNI_LOG(info, "ucx") << opt.name << ": peer " << name << " down: " << reason;
+  }
   if (h.on_peer) h.on_peer(name, false, reason);
 }
 

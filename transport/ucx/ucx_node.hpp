@@ -25,6 +25,9 @@
 
 namespace msomni::transport {
 
+// The reason a peer that left cleanly (sent goodbye) is reported down with.
+inline constexpr const char* peer_left_reason = "peer said goodbye";
+
 struct ucx_node_options {
   std::string name;                         // unique node name in the job
   std::string listen_host = "127.0.0.1";    // loopback by default

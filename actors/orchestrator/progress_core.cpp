@@ -1,0 +1,42 @@
+// progress_core (see progress_core.hpp).
+#include "progress_core.hpp"
+
+#include <cstdio>
+
+namespace msomni::orchestrator {
+
+std::optional<std::string> progress_core::on_step(const msg::step_record& r, time_point now) {
+  if (r.step <= last_step_) return std::nullopt;
+  if (!first_at_) {
+    first_at_ = now;
+    first_step_ = r.step;
+  }
+  last_step_ = r.step;
+  last_loss_ = r.loss;
+  tokens_per_s_ = r.tokens_per_s;
+  last_at_ = now;
+  char line[384];
+  std::snprintf(line, sizeof line,
+                "{\"step\":%llu,\"loss\":%.9g,\"world_size\":%u,\"step_time_ms\":%.3f,\"tokens_per_s\":%.1f,"
+                "\"data_wait_ms\":%.3f,\"downgraded_samples\":%llu}",
+                static_cast<unsigned long long>(r.step), r.loss, r.world_size, r.step_time_ns / 1e6,
+                r.tokens_per_s, r.data_wait_ns / 1e6, static_cast<unsigned long long>(r.downgraded_samples));
+  return std::string(line);
+}
+
+std::string progress_core::progress_line() const {
+  char eta[32] = "--";
+  if (first_at_ && last_step_ > first_step_) {
+    const double per_step =
+        std::chrono::duration<double>(last_at_ - *first_at_).count() / static_cast<double>(last_step_ - first_step_);
+    const double left = per_step * static_cast<double>(total_ - std::min(total_, last_step_));
+    std::snprintf(eta, sizeof eta, "%dm%02ds", static_cast<int>(left) / 60, static_cast<int>(left) % 60);
+  }
+  char line[160];
+  std::snprintf(line, sizeof line, "step %llu/%llu  loss %.4f  %.0f tok/s  ETA %s",
+                static_cast<unsigned long long>(last_step_), static_cast<unsigned long long>(total_), last_loss_,
+                tokens_per_s_, eta);
+  return line;
+}
+
+}  // namespace msomni::orchestrator

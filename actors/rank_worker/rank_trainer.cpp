@@ -1,0 +1,110 @@
+// rank_trainer (see rank_trainer.hpp).
+#include "rank_trainer.hpp"
+
+#include "config/job_config.hpp"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace msomni::rank_worker {
+
+trainer_settings settings_from(const config::job_config& cfg) {
+  trainer_settings s;
+  s.grad_accum = cfg.training.grad_accum;
+  s.warmup_steps = cfg.training.warmup_steps;
+  s.optimizer.lr = cfg.training.lr;
+  s.optimizer.weight_decay = cfg.training.weight_decay;
+  s.optimizer.grad_clip = cfg.training.grad_clip;
+  return s;
+}
+
+rank_trainer::rank_trainer(model::trainable_model& m, transport::communicator& comm, batch_source& data,
+                           const clock& clk, trainer_settings settings)
+    : model_(m), comm_(&comm), data_(data), clock_(clk), settings_(settings) {}
+
+double rank_trainer::lr_at(uint64_t step) const {
+  if (settings_.warmup_steps <= 0 || static_cast<int64_t>(step) >= settings_.warmup_steps)
+    return settings_.optimizer.lr;
+  return settings_.optimizer.lr * static_cast<double>(step + 1) / static_cast<double>(settings_.warmup_steps);
+}
+
+msg::step_record rank_trainer::step() {
+  const auto start = clock_.now();
+  nanos data_wait{0};
+  double loss_sum = 0;  // sum over micro-batches of mean loss x target tokens
+  double targets = 0, inputs = 0;
+  model_.zero_gradients();
+  const float scale = 1.0f / static_cast<float>(settings_.grad_accum);
+  for (int64_t k = 0; k < settings_.grad_accum; ++k) {
+    const auto before = clock_.now();
+    const auto batch = data_.next();
+    data_wait += clock_.now() - before;
+    const auto rep = model_.forward_backward(batch, scale);
+    loss_sum += rep.loss * static_cast<double>(rep.target_tokens);
+    targets += static_cast<double>(rep.target_tokens);
+    inputs += static_cast<double>(rep.input_tokens);
+  }
+  // Gradients: a sum over ranks, scaled by 1/W inside the optimizer.
+  auto grads = model_.gradient_data();
+  if (model_.storage() == model::storage_kind::host) {
+    comm_->all_reduce(grads, transport::reduce_op::sum);
+  } else {
+    host_grads_.resize(grads.size());
+    model_.copy_to_host(model::buffer_role::gradients, host_grads_);
+    comm_->all_reduce(host_grads_, transport::reduce_op::sum);
+    model_.copy_from_host(model::buffer_role::gradients, host_grads_);
+  }
+  float stats[3] = {static_cast<float>(loss_sum), static_cast<float>(targets), static_cast<float>(inputs)};
+  comm_->all_reduce(stats, transport::reduce_op::sum);
+
+  auto opt = settings_.optimizer;
+  opt.lr = lr_at(step_);
+  opt.gradient_scale = 1.0 / comm_->size();
+  const auto rep = model_.optimizer_step(opt);
+  ++step_;
+
+  const auto elapsed = clock_.now() - start;
+  msg::step_record r;
+  r.step = step_;
+  r.world_size = static_cast<uint32_t>(comm_->size());
+  r.loss = stats[1] > 0 ? static_cast<double>(stats[0]) / static_cast<double>(stats[1]) : 0.0;
+  r.step_time_ns = elapsed.count();
+  r.tokens_per_s = elapsed.count() > 0 ? static_cast<double>(stats[2]) * 1e9 / static_cast<double>(elapsed.count()) : 0;
+  r.data_wait_ns = data_wait.count();
+  r.downgraded_samples = 0;
+  (void)rep;
+  return r;
+}
+
+model::model_state rank_trainer::save_state() const {
+  auto s = model_.save_state();
+  s.put_int64("trainer/step", static_cast<int64_t>(step_));
+  s.blobs.push_back({"data/position", data_.save_state()});
+  return s;
+}
+
+void rank_trainer::load_state(const model::model_state& s) {
+  const auto* step = s.find_blob("trainer/step");
+  const auto* data = s.find_blob("data/position");
+  if (!step || step->bytes.size() != sizeof(int64_t) || !data)
+    throw std::invalid_argument("rank_trainer: state lacks trainer/step or data/position");
+  model_.load_state(s);
+  int64_t v = 0;
+  std::memcpy(&v, step->bytes.data(), sizeof v);
+  step_ = static_cast<uint64_t>(v);
+  data_.restore_state(data->bytes);
+}
+
+uint64_t rank_trainer::parameter_checksum() const {
+  std::vector<float> host(static_cast<size_t>(model_.parameter_count()));
+  model_.copy_to_host(model::buffer_role::parameters, host);
+  uint64_t h = 14695981039346656037ull;
+  const auto* p = reinterpret_cast<const unsigned char*>(host.data());
+  for (size_t i = 0; i < host.size() * sizeof(float); ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace msomni::rank_worker

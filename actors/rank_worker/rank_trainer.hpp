@@ -1,0 +1,59 @@
+// The training loop of one data-parallel rank, as a plain object the actor shell and the
+// rank process drive: one call = one optimizer step (grad_accum micro-batches, a sum
+// all-reduce of the flat gradient buffer, AdamW with gradient_scale = 1/world). Time comes
+// from an injected clock. Deterministic: same seed, data and world size -> same bits.
+#pragma once
+
+#include "batch_source.hpp"
+#include "collectives/communicator.hpp"
+#include "core/clock.hpp"
+#include "messages/training_messages.hpp"
+#include "model/model.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace msomni::rank_worker {
+
+struct trainer_settings {
+  int64_t grad_accum = 1;
+  int64_t warmup_steps = 0;
+  model::optimizer_settings optimizer;  // lr is the peak; gradient_scale is set per step
+};
+
+trainer_settings settings_from(const config::job_config& cfg);
+
+class rank_trainer {
+ public:
+  rank_trainer(model::trainable_model& m, transport::communicator& comm, batch_source& data,
+               const clock& clk, trainer_settings settings);
+
+  // One optimizer step; the record's loss is the mean over all ranks' target tokens.
+  // Throws transport::collective_error when a peer is lost mid-step.
+  msg::step_record step();
+
+  // After an elastic change: the same model and data, a new membership.
+  void rebind(transport::communicator& comm) { comm_ = &comm; }
+
+  uint64_t steps_done() const { return step_; }
+
+  // Everything needed to continue exactly: model state plus "trainer/step" and "data/position".
+  model::model_state save_state() const;
+  void load_state(const model::model_state& s);
+
+  // xxhash-free checksum of the parameters (FNV-1a over their bits) for bit-exact comparisons.
+  uint64_t parameter_checksum() const;
+
+ private:
+  double lr_at(uint64_t step) const;
+
+  model::trainable_model& model_;
+  transport::communicator* comm_;
+  batch_source& data_;
+  const clock& clock_;
+  trainer_settings settings_;
+  uint64_t step_ = 0;
+  std::vector<float> host_grads_;  // staging when the model keeps gradients on a GPU
+};
+
+}  // namespace msomni::rank_worker

@@ -1,0 +1,135 @@
+// msomni-rank: one data-parallel rank in its own process. Standalone mode (used by tests and
+// benchmarks until the orchestrator drives ranks): prints "ADDR <name> <host:port>", reads
+// "PEER <name> <addr>" lines up to "GO", forms a ring of all named processes (rank = sorted
+// position), trains, and prints one "STEP {json}" line per optimizer step, then
+// "RESULT ok checksum=<hex>". With --control HOST:PORT (how msomni-run starts ranks) the
+// rank also joins the control process over UCX, publishes a "worker" actor the
+// orchestrator monitors, and rank 0 sends every step_record to its "orchestrator" actor.
+// Exit codes: 0 ok, 2 bad config or usage, 1 runtime failure.
+#include "collectives/ring_communicator.hpp"
+#include "gateway/gateway.hpp"
+#include "messages/catalog.hpp"
+#include "config/config_loader.hpp"
+#include "core/log.hpp"
+#include "hub/transport_hub.hpp"
+#include "builtin_models.hpp"
+#include "model/model_registry.hpp"
+#include "rank_trainer.hpp"
+#include "synthetic_source.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+using namespace msomni;
+using namespace std::chrono_literals;
+
+int main(int argc, char** argv) {
+  std::string config_path, name, control;
+  std::vector<std::string> sets;
+  int64_t steps = -1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << "msomni-rank: " << a << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--name") name = value();
+    else if (a == "--control") control = value();
+    else if (a == "--set") sets.push_back(value());
+    else if (a == "--steps") steps = std::stoll(value());
+    else if (a == "-h" || a == "--help") {
+      std::cout << "usage: msomni-rank CONFIG.toml --name NAME [--control HOST:PORT] [--set k=v]... [--steps N]\n";
+      return 0;
+    } else if (config_path.empty()) config_path = a;
+    else {
+      std::cerr << "msomni-rank: unexpected argument " << a << "\n";
+      return 2;
+    }
+  }
+  if (config_path.empty() || name.empty()) {
+    std::cerr << "msomni-rank: usage: msomni-rank CONFIG.toml --name NAME [--set k=v]... [--steps N]\n";
+    return 2;
+  }
+  config::job_config cfg;
+  try {
+    cfg = config::load_file(config_path, sets);
+  } catch (const config::config_errors& e) {
+    std::cerr << e.what();
+    return 2;
+  }
+  caf::actor_system_config caf_cfg;
+  register_catalog(caf_cfg);
+  caf_cfg.set("scheduler.max-threads", 1);
+  caf_cfg.set("logger.console-verbosity", caf::atom("quiet"));
+  caf::actor_system sys{caf_cfg};
+  try {
+    transport::transport_hub hub({name});
+    transport::gateway gw(sys, hub);
+    gw.publish("worker", sys.spawn([](caf::event_based_actor*) -> caf::behavior {
+      return {[](const msg::heartbeat&) {}};
+    }));
+    caf::actor orchestrator;
+    if (!control.empty()) {
+      hub.node().connect(control);
+      if (!hub.node().wait_up("control", 30s)) throw std::runtime_error("control process at " + control + " never answered");
+      orchestrator = gw.remote_actor("control", "orchestrator");
+    }
+    std::cout << "ADDR " << name << " " << hub.node().address() << std::endl;
+    std::vector<std::string> members{name};
+    std::vector<std::pair<std::string, std::string>> peers;
+    for (std::string line; std::getline(std::cin, line) && line != "GO";) {
+      std::istringstream in(line);
+      std::string tag, n, addr;
+      in >> tag >> n >> addr;
+      if (tag == "PEER" && n != name) peers.emplace_back(n, addr), members.push_back(n);
+    }
+    for (auto& [n, addr] : peers)
+      if (n < name) hub.node().connect(addr);
+    for (auto& [n, addr] : peers)
+      if (!hub.node().wait_up(n, 30s)) throw std::runtime_error("peer " + n + " never came up");
+    std::sort(members.begin(), members.end());
+    transport::ring_communicator ring(hub, members, 1);
+
+    model::model_registry registry;
+    models::register_builtin_models(registry);
+    model::model_context ctx{cfg.model, static_cast<uint64_t>(cfg.training.seed), model::compute_device::cpu, 0, 1};
+    auto model = model::create_model(ctx, registry, std::filesystem::path(config_path).parent_path().string());
+    rank_worker::synthetic_source data(cfg, static_cast<uint32_t>(ring.rank()));
+    real_clock clk;
+    rank_worker::rank_trainer trainer(*model, ring, data, clk, rank_worker::settings_from(cfg));
+    const int64_t total = steps >= 0 ? steps : cfg.training.steps;
+    for (int64_t s = 0; s < total; ++s) {
+      const auto r = trainer.step();
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "STEP {\"step\":%llu,\"loss\":%.17g,\"world_size\":%u,\"step_time_ms\":%.3f,"
+                    "\"tokens_per_s\":%.1f,\"data_wait_ms\":%.3f}",
+                    static_cast<unsigned long long>(r.step), r.loss, r.world_size, r.step_time_ns / 1e6,
+                    r.tokens_per_s, r.data_wait_ns / 1e6);
+      std::cout << line << std::endl;
+      if (orchestrator && ring.rank() == 0) caf::anon_send(orchestrator, r);
+    }
+    char sum[64];
+    std::snprintf(sum, sizeof sum, "%016llx", static_cast<unsigned long long>(trainer.parameter_checksum()));
+    std::cout << "RESULT ok checksum=" << sum << std::endl;
+    for (std::string line; std::getline(std::cin, line);) {
+    }
+  } catch (const std::exception& e) {
+    std::cout << "RESULT fail " << e.what() << std::endl;
+    std::cerr << "msomni-rank: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

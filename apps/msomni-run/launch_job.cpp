@@ -1,0 +1,171 @@
+// launch_job (see launch_job.hpp). What is here: launching, wiring, progress, journals and
+// failure detection (a dead rank stops the job with an event). What is not yet: elastic
+// scale-down/up, recovery from the last checkpoint, resume, and msomni-agent (issue 7).
+#include "launch_job.hpp"
+
+#include "core/child_process.hpp"
+#include "core/log.hpp"
+#include "gateway/gateway.hpp"
+#include "hub/transport_hub.hpp"
+#include "messages/catalog.hpp"
+#include "progress_core.hpp"
+#include "run_journal.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+namespace msomni::apps {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string random_token() {
+  unsigned char bytes[16] = {};
+  const int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::read(fd, bytes, sizeof bytes) != static_cast<ssize_t>(sizeof bytes))
+    throw std::runtime_error("cannot read /dev/urandom for the control token");
+  ::close(fd);
+  std::string hex;
+  for (unsigned char b : bytes) {
+    static const char* digits = "0123456789abcdef";
+    hex += digits[b >> 4];
+    hex += digits[b & 15];
+  }
+  return hex;
+}
+
+void write_control_file(const fs::path& run_dir, const std::string& address) {
+  const auto path = run_dir / "control.json";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot write " + path.string());
+  ::fchmod(fd, 0600);
+  const std::string text = "{\"address\":\"" + address + "\",\"token\":\"" + random_token() + "\"}\n";
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!ok) throw std::runtime_error("cannot write " + path.string());
+}
+
+std::string rank_binary(const char* argv0) {
+  if (const char* env = std::getenv("MSOMNI_RANK_BINARY")) return env;
+  const auto self = fs::read_symlink("/proc/self/exe");
+  for (auto candidate : {self.parent_path() / "msomni-rank", self.parent_path().parent_path() / "msomni-rank/msomni-rank"})
+    if (fs::exists(candidate)) return candidate.string();
+  throw std::runtime_error(std::string("cannot find msomni-rank next to ") + argv0 + " (set MSOMNI_RANK_BINARY)");
+}
+
+struct orchestrator_state {
+  orchestrator_state(uint64_t total, orchestrator::run_journal& j) : progress(total), journal(j) {}
+  orchestrator::progress_core progress;
+  orchestrator::run_journal& journal;
+  std::atomic<bool> failed{false};
+  bool tty = ::isatty(2);
+};
+
+// Receives step records (from rank 0) and down messages of the ranks it monitors.
+caf::behavior orchestrator_actor(caf::event_based_actor* self, std::shared_ptr<orchestrator_state> st,
+                                 std::vector<caf::actor> workers) {
+  for (auto& w : workers) self->monitor(w);
+  self->set_down_handler([st](caf::down_msg& d) {
+    if (d.reason == caf::exit_reason::normal) {
+      st->journal.event("rank_left", "a rank process finished and left cleanly");
+      return;
+    }
+    st->failed = true;
+    st->journal.event("rank_down", "a rank process died or went silent: " + caf::to_string(d.reason) +
+                                       "; elastic recovery is not built yet, the job stops");
+  });
+  return {[st](const msg::step_record& r) {
+    const auto line = st->progress.on_step(r, real_clock{}.now());
+    if (!line) return;
+    st->journal.metric(*line);
+    if (st->tty || r.step % 10 == 0 || st->progress.finished())
+      std::cerr << (st->tty ? "\r" : "") << st->progress.progress_line() << (st->tty ? "   " : "\n") << std::flush;
+  }};
+}
+
+}  // namespace
+
+int launch_job(const config::job_config& cfg, const run_options& opts, const char* argv0) {
+  const fs::path run_dir = opts.run_dir.empty() ? fs::path("runs") / cfg.job.name : fs::path(opts.run_dir);
+  fs::create_directories(run_dir);
+  if (opts.fresh) {
+    fs::remove(run_dir / "metrics.jsonl");
+    fs::remove(run_dir / "events.jsonl");
+  }
+  orchestrator::run_journal journal(run_dir);
+  if (!opts.fresh && fs::exists(run_dir / "metrics.jsonl") && fs::file_size(run_dir / "metrics.jsonl") > 0)
+    journal.event("resume_unavailable", "the run directory has earlier steps; resuming from a checkpoint is not "
+                                        "built yet, so this run starts over (use --fresh to clear the journals)");
+
+  caf::actor_system_config caf_cfg;
+  register_catalog(caf_cfg);
+  caf_cfg.set("scheduler.max-threads", 2);
+  caf_cfg.set("logger.console-verbosity", caf::atom("quiet"));
+  caf::actor_system sys{caf_cfg};
+  transport::ucx_node_options node_opt;
+  node_opt.name = "control";
+  node_opt.listen_host = cfg.cluster.control_host;
+  node_opt.listen_port = static_cast<uint16_t>(cfg.cluster.control_port);
+  transport::transport_hub hub(node_opt);
+  transport::gateway gw(sys, hub);
+  write_control_file(run_dir, hub.node().address());
+
+  // Start the ranks and wire them into one ring (they learn each other from us).
+  const auto binary = rank_binary(argv0);
+  std::vector<std::unique_ptr<child_process>> ranks;
+  std::vector<std::string> peers;
+  for (int64_t r = 0; r < cfg.elasticity.replicas; ++r) {
+    std::vector<std::string> args{cfg.source_path, "--name", "rank" + std::to_string(r), "--control", hub.node().address()};
+    for (const auto& s : opts.overrides) args.insert(args.end(), {"--set", s});
+    ranks.push_back(std::make_unique<child_process>(binary, args));
+    auto addr = ranks.back()->read_until("ADDR ", 30s);
+    if (!addr) throw std::runtime_error("rank " + std::to_string(r) + " did not start: " + ranks.back()->log);
+    peers.push_back("PEER" + addr->substr(4));
+  }
+  auto st = std::make_shared<orchestrator_state>(static_cast<uint64_t>(cfg.training.steps), journal);
+  for (auto& r : ranks) {
+    for (auto& p : peers) r->write_line(p);
+    r->write_line("GO");
+  }
+  for (int64_t r = 0; r < cfg.elasticity.replicas; ++r)
+    if (!hub.node().wait_up("rank" + std::to_string(r), 30s))
+      throw std::runtime_error("rank" + std::to_string(r) + " never connected to the control process");
+  std::vector<caf::actor> workers;
+  for (int64_t r = 0; r < cfg.elasticity.replicas; ++r) workers.push_back(gw.remote_actor("rank" + std::to_string(r), "worker"));
+  gw.publish("orchestrator", sys.spawn(orchestrator_actor, st, workers));
+  journal.event("job_started", std::to_string(cfg.elasticity.replicas) + " ranks, control at " + hub.node().address());
+
+  int failures = 0;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    auto result = ranks[r]->read_until("RESULT ", std::chrono::hours(24 * 30));
+    if (!result || result->rfind("RESULT ok", 0) != 0) {
+      ++failures;
+      journal.event("rank_failed", "rank" + std::to_string(r) + ": " + (result ? *result : "exited without a result"));
+      for (auto& other : ranks) other->kill9();  // no elastic recovery yet: stop the job cleanly
+      break;
+    }
+  }
+  for (auto& r : ranks) r->close_stdin();
+  for (auto& r : ranks) failures += r->wait(30s) != 0;
+  if (st->tty) std::cerr << "\n";
+  journal.event(failures ? "job_failed" : "job_finished", "last step " + std::to_string(st->progress.last_step()));
+  std::cout << (failures ? "job failed" : "job finished") << " at step " << st->progress.last_step() << "; run directory "
+            << run_dir.string() << "\n";
+  return failures ? 1 : 0;
+}
+
+}  // namespace msomni::apps
