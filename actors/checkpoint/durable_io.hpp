@@ -58,6 +58,7 @@ class durable_file : public byte_sink {
   io_fault_plan* faults_;
   int fd_ = -1;
   uint64_t written_ = 0;
+  uint64_t kicked_ = 0;  // bytes already handed to writeback
   bool committed_ = false;
 };
 

@@ -9,6 +9,7 @@
 #include <zstd.h>
 
 #include <cstring>
+#include <future>
 #include <set>
 
 namespace msomni::ckpt {
@@ -22,6 +23,8 @@ constexpr size_t header_bytes = 32;
 constexpr size_t footer_bytes = 32;
 constexpr size_t max_name_bytes = 4096;
 constexpr size_t max_dims = 16;
+// Frames at least this large are written while the next entry compresses.
+constexpr size_t async_write_min_bytes = 256 << 10;
 
 template <class T>
 void put(std::string& out, T v) {
@@ -67,7 +70,7 @@ uint64_t xxh3_of(std::span<const uint8_t> bytes) {
 
 struct shard_encoder::impl {
   ZSTD_CCtx* cctx = nullptr;
-  std::vector<uint8_t> buf;
+  std::vector<uint8_t> buf[2];  // compress into one while the other is being written
   XXH3_state_t* file_hash = nullptr;
 };
 
@@ -86,43 +89,78 @@ shard_encoder::~shard_encoder() {
 
 shard_summary shard_encoder::encode(const rank_state& state, uint32_t rank, uint64_t step,
                                     byte_sink& out) {
-  shard_summary sum;
-  XXH3_64bits_reset(impl_->file_hash);
-  XXH3_state_t* meta_hash = XXH3_createState();
-  XXH3_64bits_reset(meta_hash);
-  auto emit = [&](const void* p, size_t n) {
-    out.write(p, n);
-    XXH3_64bits_update(impl_->file_hash, p, n);
-    sum.bytes += n;
-  };
+  const std::string who = "rank " + std::to_string(rank);
   std::set<std::string> names;
   for (const auto& t : state.tensors) names.insert(t.name);
   for (const auto& b : state.blobs) names.insert(b.name);
-  if (names.size() != state.tensors.size() + state.blobs.size()) {
-    XXH3_freeState(meta_hash);
-    throw checkpoint_error("rank " + std::to_string(rank) + ": duplicate entry names in state");
+  if (names.size() != state.tensors.size() + state.blobs.size())
+    throw checkpoint_error(who + ": duplicate entry names in state");
+  for (const auto& t : state.tensors) {
+    int64_t n = 1;
+    bool negative = false;
+    for (int64_t d : t.shape) {
+      n *= d;
+      negative = negative || d < 0;
+    }
+    if (negative || n != static_cast<int64_t>(t.values.size()))
+      throw checkpoint_error(who + ": tensor '" + t.name + "' shape holds " + std::to_string(n) +
+                             " values but has " + std::to_string(t.values.size()));
   }
+  for (const auto& name : names)
+    if (name.empty() || name.size() > max_name_bytes)
+      throw checkpoint_error(who + ": bad entry name '" + name + "'");
+
+  shard_summary sum;
+  XXH3_state_t* file_hash = impl_->file_hash;
+  XXH3_64bits_reset(file_hash);
+  std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> meta_hash(XXH3_createState(),
+                                                                            XXH3_freeState);
+  XXH3_64bits_reset(meta_hash.get());
+  // Large frames are written on a helper thread while the next entry compresses: at most
+  // one write in flight, so two buffers suffice and the file stays in order.
+  std::future<void> pending;
+  struct drain {
+    std::future<void>& f;
+    ~drain() {
+      if (f.valid()) f.wait();  // never unwind while a write still uses our buffers
+    }
+  } drain_on_exit{pending};
+  auto settle = [&] {
+    if (pending.valid()) pending.get();  // rethrows the write's error (ENOSPC, ...)
+  };
+  auto emit = [&](const void* p, size_t n, bool async) {
+    settle();
+    sum.bytes += n;
+    auto job = [&out, file_hash, p, n] {
+      out.write(p, n);
+      XXH3_64bits_update(file_hash, p, n);
+    };
+    if (async) pending = std::async(std::launch::async, job);
+    else job();
+  };
   std::string header(header_magic, sizeof header_magic);
   put(header, format_version);
   put(header, rank);
   put(header, step);
   put(header, static_cast<uint32_t>(names.size()));
   put(header, uint32_t{0});
-  XXH3_64bits_update(meta_hash, header.data(), header.size());
-  emit(header.data(), header.size());
+  XXH3_64bits_update(meta_hash.get(), header.data(), header.size());
+  emit(header.data(), header.size(), false);
 
   std::string index;
+  int which = 0;
   auto add_entry = [&](const std::string& name, entry_kind kind, const std::vector<int64_t>& shape,
                        const void* raw, size_t raw_size) {
-    if (name.empty() || name.size() > max_name_bytes || shape.size() > max_dims)
-      throw checkpoint_error("rank " + std::to_string(rank) + ": bad entry name or rank: '" +
-                             name + "'");
+    if (shape.size() > max_dims) throw checkpoint_error(who + ": '" + name + "' has too many dims");
+    std::vector<uint8_t>& buf = impl_->buf[which];
+    which ^= 1;
     const size_t bound = ZSTD_compressBound(raw_size);
-    if (impl_->buf.size() < bound) impl_->buf.resize(bound);
+    if (buf.size() < bound) buf.resize(bound);
     const size_t csize = MSOMNI_CHECK_ZSTD(
-        ZSTD_compress2(impl_->cctx, impl_->buf.data(), impl_->buf.size(), raw, raw_size));
+        ZSTD_compress2(impl_->cctx, buf.data(), buf.size(), raw, raw_size));
+    const uint64_t frame_xxh3 = XXH3_64bits(buf.data(), csize);
     const uint64_t offset = sum.bytes;
-    emit(impl_->buf.data(), csize);
+    emit(buf.data(), csize, csize >= async_write_min_bytes);
     put(index, static_cast<uint16_t>(name.size()));
     index += name;
     put(index, static_cast<uint8_t>(kind));
@@ -131,43 +169,26 @@ shard_summary shard_encoder::encode(const rank_state& state, uint32_t rank, uint
     put(index, offset);
     put(index, static_cast<uint64_t>(csize));
     put(index, static_cast<uint64_t>(raw_size));
-    put(index, XXH3_64bits(impl_->buf.data(), csize));
+    put(index, frame_xxh3);
     put(index, XXH3_64bits(raw, raw_size));
     sum.raw_bytes += raw_size;
     ++sum.entries;
   };
-  try {
-    for (const auto& t : state.tensors) {
-      int64_t n = 1;
-      bool negative = false;
-      for (int64_t d : t.shape) {
-        n *= d;
-        negative = negative || d < 0;
-      }
-      if (negative || n != static_cast<int64_t>(t.values.size()))
-        throw checkpoint_error("rank " + std::to_string(rank) + ": tensor '" + t.name +
-                               "' shape holds " + std::to_string(n) + " values but has " +
-                               std::to_string(t.values.size()));
-      add_entry(t.name, entry_kind::tensor_f32, t.shape, t.values.data(),
-                t.values.size() * sizeof(float));
-    }
-    for (const auto& b : state.blobs)
-      add_entry(b.name, entry_kind::blob, {}, b.bytes.data(), b.bytes.size());
-  } catch (...) {
-    XXH3_freeState(meta_hash);
-    throw;
-  }
+  for (const auto& t : state.tensors)
+    add_entry(t.name, entry_kind::tensor_f32, t.shape, t.values.data(),
+              t.values.size() * sizeof(float));
+  for (const auto& b : state.blobs)
+    add_entry(b.name, entry_kind::blob, {}, b.bytes.data(), b.bytes.size());
   const uint64_t index_offset = sum.bytes;
-  emit(index.data(), index.size());
-  XXH3_64bits_update(meta_hash, index.data(), index.size());
+  emit(index.data(), index.size(), false);
+  XXH3_64bits_update(meta_hash.get(), index.data(), index.size());
   std::string footer;
   put(footer, index_offset);
   put(footer, static_cast<uint64_t>(index.size()));
-  put(footer, static_cast<uint64_t>(XXH3_64bits_digest(meta_hash)));
+  put(footer, static_cast<uint64_t>(XXH3_64bits_digest(meta_hash.get())));
   footer.append(footer_magic, sizeof footer_magic);
-  XXH3_freeState(meta_hash);
-  emit(footer.data(), footer.size());
-  sum.xxh3 = XXH3_64bits_digest(impl_->file_hash);
+  emit(footer.data(), footer.size(), false);
+  sum.xxh3 = XXH3_64bits_digest(file_hash);
   return sum;
 }
 
