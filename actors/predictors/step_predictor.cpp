@@ -50,23 +50,37 @@ step_stats step_predictor::stats(const std::string& job) const {
   if (it == rings_.end() || it->second.size() == 0) return st;
   const step_ring& r = it->second;
   st.samples = r.size();
-  double sum = 0, sum2 = 0, isum = 0, isum2 = 0, ck_sum = 0;
+  // Ordinary steps describe the rhythm; steps with a checkpoint/evaluation phase are
+  // forecast separately as idle windows (they only add idle time), so they stay out of the
+  // mean/std -- otherwise one 5-minute checkpoint would look like wild step-time noise.
+  double sum = 0, sum2 = 0, isum = 0, isum2 = 0, ck_sum = 0, n = 0;
   size_t ck_count = 0, first_ck = 0, last_ck = 0;
   for (size_t i = 0; i < r.size(); ++i) {
     const step_sample& s = r.at(i);
-    double idle = idle_share(s);
-    sum += s.step_s;
-    sum2 += s.step_s * s.step_s;
-    isum += idle;
-    isum2 += idle * idle;
     if (s.checkpoint_s > 0) {
       if (ck_count == 0) first_ck = i;
       last_ck = i;
       ++ck_count;
       ck_sum += s.checkpoint_s;
+      continue;
+    }
+    double idle = idle_share(s);
+    sum += s.step_s;
+    sum2 += s.step_s * s.step_s;
+    isum += idle;
+    isum2 += idle * idle;
+    n += 1;
+  }
+  if (n == 0) {  // only checkpoint steps so far: use them rather than nothing
+    for (size_t i = 0; i < r.size(); ++i) {
+      double idle = idle_share(r.at(i));
+      sum += r.at(i).step_s;
+      sum2 += r.at(i).step_s * r.at(i).step_s;
+      isum += idle;
+      isum2 += idle * idle;
+      n += 1;
     }
   }
-  double n = static_cast<double>(r.size());
   st.step_mean_s = sum / n;
   st.step_std_s = std::sqrt(std::max(0.0, sum2 / n - st.step_mean_s * st.step_mean_s));
   st.idle_mean = isum / n;

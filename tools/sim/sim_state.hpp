@@ -1,0 +1,101 @@
+// Internal state of the simulator engine: per-job bookkeeping and the engine class that
+// sim_engine.cpp (commands, accounting) and sim_timeline.cpp (windows, the critical-job
+// step model, arrivals, results) share. Not part of the tool's interface.
+#pragma once
+
+#include "core/clock.hpp"
+#include "core/rng.hpp"
+#include "scheduler_core.hpp"
+#include "sim_engine.hpp"
+#include "step_predictor.hpp"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace msomni::sim {
+
+struct sjob {
+  trace_job t;
+  size_t index = 0;
+  sched::job_class klass = sched::job_class::regular;
+  uint32_t gpr = 1, full_replicas = 1, min_replicas = 1;
+  double remaining_s = 0;     // time left running alone at full size
+  double progress_s = 0;
+  double last_ckpt_s = 0;     // progress saved by the last checkpoint
+  double rate = 0;            // alone-seconds per second (replicas / full replicas)
+  double last_t = 0, stall_until = 0, run_since = 0, first_start = -1, completion = -1;
+  uint32_t held = 0;
+  std::vector<uint32_t> gpu_list;  // same order as the core's
+  bool running = false, draining = false, guest = false, done = false, ever_preempted = false;
+  uint32_t keep_on_drain = 0;
+  uint64_t epoch = 0;
+  simulated_clock::timer_id finish_timer = 0;
+  // Guest.
+  size_t host = 0;
+  double share = 0, credited_until = 0;
+  // Critical-job step timeline.
+  bool timeline_ready = false;
+  double step_mean_s = 0, bubble = 0, data_wait_share = 0, ckpt_len_s = 0, eval_len_s = 0;
+  double timeline_s = 0, next_ckpt_s = 0, next_eval_s = 0;
+  double carry_s = 0, carry_idle = 0;   // unfinished part of the current step
+  double cur_idle = 0;                  // realised idle share of the current window
+  std::vector<predict::step_sample> window_samples;
+  double colocation_delay_s = 0;
+};
+
+// The id the scheduler core knows a job by: trace ids need not be unique across a slice.
+inline std::string sim_key(const sjob& j) { return j.t.id + "#" + std::to_string(j.index); }
+
+class engine {
+ public:
+  engine(const sim_options& opt, const trace& tr);
+  sim_result run();
+
+ private:
+  static sched::topology make_topology(const sim_options& opt, const trace& tr, sim_result& r);
+  static sched::scheduler_params with_policy(const sim_options& opt);
+  void build_jobs(const trace& tr);
+  double now() const;
+  time_point at(double s) const;
+  void account(double a, double b, double gpus, double& acc) const;
+  void settle(sjob& j);
+  void reschedule(sjob& j);
+  void take_gpus(sjob& j, const std::vector<uint32_t>& gpus);
+  void drop_gpus(sjob& j, size_t keep);
+  void release_local(sjob& j, uint32_t keep_replicas, double lost_s);
+  void victim_answers(size_t idx, uint64_t epoch, bool graceful);
+  void on_preempt(sjob& j, const sched::command& c);
+  void on_start(sjob& j, const sched::command& c);
+  void apply(const std::vector<sched::command>& cmds);
+  void arrive(size_t idx);
+  void finish(sjob& j);
+  void credit_guest(sjob& g, double until);
+  void complete(sjob& j);
+  void init_timeline(sjob& j);
+  void roll_window(sjob& j);
+  void tick();
+  void check_invariants();
+  void timeline_row();
+
+  sim_options opt_;
+  sim_result result_;
+  simulated_clock clk_;
+  sched::scheduler_core core_;
+  predict::step_predictor predictor_;
+  rng_stream rng_;
+  std::vector<sjob> jobs_;
+  std::map<std::string, size_t> index_;
+  std::vector<int64_t> owner_;         // independent GPU owner map: the double-allocation check
+  std::set<size_t> active_, guests_;   // jobs holding GPUs; guests
+  uint64_t unfinished_ = 0;
+  double t0_ = 0, t1_ = 1;             // measurement window
+  double window_start_ = 0, next_row_ = 0;
+  double allocated_gpu_s_ = 0, busy_gpu_s_ = 0, lost_gpu_s_ = 0, restart_gpu_s_ = 0,
+         drain_gpu_s_ = 0;
+  bool tick_armed_ = false;
+  std::vector<std::string> rows_;
+};
+
+}  // namespace msomni::sim

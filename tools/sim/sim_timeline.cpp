@@ -1,0 +1,325 @@
+// msomni-sim engine, time half: job set-up, arrivals, reservation-window ticks (the
+// critical-job step model, predictor feed, guest accounting), completions, invariants and
+// the final numbers.
+#include "sim_state.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace msomni::sim {
+
+using namespace msomni::sched;
+
+namespace {
+double uniform_in(rng_stream& r, double lo, double hi) { return lo + r.uniform() * (hi - lo); }
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+}  // namespace
+
+topology engine::make_topology(const sim_options& opt, const trace& tr, sim_result& r) {
+  if (!opt.node_list_path.empty()) {
+    topology t;
+    t.node_gpus = read_node_list(opt.node_list_path);
+    t.nodes_per_switch = opt.nodes_per_switch;
+    r.size_rule = "node list " + opt.node_list_path;
+    return t;
+  }
+  if (opt.gpus > 0) {
+    r.size_rule = "--gpus";
+    return topology::uniform(opt.gpus, opt.gpus_per_node, opt.nodes_per_switch);
+  }
+  // Auto size: the trace's mean GPU demand over its submission span at the target load,
+  // rounded up to whole nodes, never smaller than its largest job. One rule for every trace.
+  double demand = 0, first = 0, last = 0, biggest = 1;
+  for (size_t i = 0; i < tr.jobs.size(); ++i) {
+    demand += tr.jobs[i].duration_s * tr.jobs[i].gpus;
+    if (i == 0) first = tr.jobs[i].submit_s;
+    last = tr.jobs[i].submit_s;
+    biggest = std::max<double>(biggest, tr.jobs[i].gpus);
+  }
+  double span = std::max(last - first, 3600.0);
+  double g = std::max(biggest, std::ceil(demand / span / opt.target_load));
+  uint32_t per = std::max<uint32_t>(1, opt.gpus_per_node);
+  uint32_t gpus = static_cast<uint32_t>(std::ceil(g / per)) * per;
+  r.size_rule = "auto: ceil(sum(duration*gpus) / submit span / " + std::to_string(opt.target_load) +
+                ") to whole nodes";
+  return topology::uniform(gpus, per, opt.nodes_per_switch);
+}
+
+scheduler_params engine::with_policy(const sim_options& opt) {
+  scheduler_params p = opt.sched;
+  p.policy = opt.policy;
+  return p;
+}
+
+void engine::build_jobs(const trace& tr) {
+  double fc = 0.2, fr = 0.4;
+  bool use_trace = opt_.classes == "trace" || (opt_.classes == "auto" && tr.format == "alibaba-v2023");
+  if (opt_.classes != "auto" && opt_.classes != "trace") {
+    double fb = 0;
+    if (std::sscanf(opt_.classes.c_str(), "%lf,%lf,%lf", &fc, &fr, &fb) != 3 || fc < 0 || fr < 0 ||
+        fb < 0 || fc + fr + fb <= 0)
+      throw std::runtime_error("--classes: expected auto, trace, or C,R,B fractions");
+    double sum = fc + fr + fb;
+    fc /= sum;
+    fr /= sum;
+  }
+  rng_stream cls = rng_stream::derive(opt_.seed, "sim.classes");
+  for (const trace_job& t : tr.jobs) {
+    if (opt_.window_start_s >= 0 && t.submit_s < opt_.window_start_s) continue;
+    if (opt_.window_end_s >= 0 && t.submit_s >= opt_.window_end_s) break;
+    if (opt_.max_jobs && jobs_.size() >= opt_.max_jobs) break;
+    sjob j;
+    j.t = t;
+    j.index = jobs_.size();
+    double u = cls.uniform();  // drawn for every job so a class rule change shifts nothing else
+    if (use_trace && t.klass) j.klass = *t.klass;
+    else j.klass = u < fc ? job_class::critical : (u < fc + fr ? job_class::regular : job_class::best_effort);
+    j.gpr = (t.gpus % opt_.gpus_per_node == 0) ? opt_.gpus_per_node : t.gpus;
+    j.gpr = std::min(j.gpr, t.gpus);
+    j.full_replicas = t.gpus / j.gpr;
+    j.min_replicas = std::max<uint32_t>(1, j.full_replicas / 2);
+    j.remaining_s = t.duration_s;
+    index_[sim_key(j)] = j.index;
+    jobs_.push_back(std::move(j));
+  }
+  if (jobs_.empty()) throw std::runtime_error("no jobs in the selected slice of the trace");
+  t0_ = jobs_.front().t.submit_s;
+  t1_ = std::max(jobs_.back().t.submit_s, t0_ + 1);
+  unfinished_ = jobs_.size();
+  result_.jobs = jobs_.size();
+  result_.window_s = t1_ - t0_;
+}
+
+
+void engine::arrive(size_t idx) {
+  sjob& j = jobs_[idx];
+  j.last_t = now();
+  ++result_.per_class[to_string(j.klass)].submitted;
+  job_request r{sim_key(j), j.klass, j.t.gpus, j.gpr, j.min_replicas};
+  apply(core_.submit(r, now()));
+  check_invariants();
+  if (!tick_armed_) {
+    tick_armed_ = true;
+    window_start_ = now();
+    clk_.schedule_after(std::chrono::duration_cast<nanos>(
+                            std::chrono::duration<double>(opt_.sched.reservation_window_s)),
+                        [this] { tick(); });
+  }
+}
+
+void engine::init_timeline(sjob& j) {
+  rng_stream r = rng_stream::derive(opt_.seed, "sim.timeline", j.index);
+  const timeline_model& m = opt_.timeline;
+  j.step_mean_s = uniform_in(r, m.step_min_s, m.step_max_s);
+  j.bubble = uniform_in(r, m.bubble_min, m.bubble_max);
+  j.data_wait_share = uniform_in(r, m.data_wait_min, m.data_wait_max);
+  j.ckpt_len_s = uniform_in(r, m.checkpoint_min_s, m.checkpoint_max_s);
+  j.eval_len_s = uniform_in(r, m.eval_min_s, m.eval_max_s);
+  j.next_ckpt_s = m.checkpoint_every_s;
+  j.next_eval_s = m.eval_every_s;
+  j.timeline_ready = true;
+  roll_window(j);
+}
+
+// Consumes one reservation window of the job's step timeline: whole steps are generated as
+// needed (and queued for the predictor), a step that straddles the boundary carries over.
+void engine::roll_window(sjob& j) {
+  const timeline_model& m = opt_.timeline;
+  rng_stream r = rng_stream::derive(opt_.seed ^ static_cast<uint64_t>(j.timeline_s * 1000),
+                                    "sim.steps", j.index);
+  double need = opt_.sched.reservation_window_s, idle = 0;
+  for (int guard = 0; need > 1e-9 && guard < 100000; ++guard) {
+    if (j.carry_s <= 1e-9) {
+      predict::step_sample s;
+      double compute = j.step_mean_s * std::max(0.5, 1.0 + m.jitter * r.normal());
+      s.data_wait_s = std::max(0.0, j.data_wait_share * j.step_mean_s * (1.0 + m.data_wait_cv * r.normal()));
+      if (j.timeline_s >= j.next_ckpt_s) {
+        s.checkpoint_s += j.ckpt_len_s;
+        j.next_ckpt_s += m.checkpoint_every_s;
+      }
+      if (j.timeline_s >= j.next_eval_s) {
+        s.checkpoint_s += j.eval_len_s;
+        j.next_eval_s += m.eval_every_s;
+      }
+      s.step_s = compute + s.data_wait_s + s.checkpoint_s;
+      s.bubble_share = j.bubble;
+      j.carry_s = s.step_s;
+      j.carry_idle = predict::idle_share(s);
+      j.timeline_s += s.step_s;
+      if (j.window_samples.size() < 4096) j.window_samples.push_back(s);
+    }
+    double take = std::min(need, j.carry_s);
+    idle += take * j.carry_idle;
+    need -= take;
+    j.carry_s -= take;
+  }
+  j.cur_idle = idle / opt_.sched.reservation_window_s;
+}
+
+// Guest progress over [credited_until, until]: it gets its share of the host's GPUs unless
+// the host needed more than it actually left idle -- then the host waited for the guest's
+// eviction (critical slowdown) and the guest's slice is lost work.
+void engine::credit_guest(sjob& g, double until) {
+  sjob& h = jobs_[g.host];
+  double w = until - g.credited_until;
+  g.credited_until = until;
+  if (w <= 0) return;
+  if (g.share > h.cur_idle + 1e-12) {
+    double delay = (g.share - h.cur_idle) * w;
+    settle(h);
+    h.remaining_s += delay;
+    h.progress_s -= delay;
+    h.colocation_delay_s += delay;
+    reschedule(h);
+    lost_gpu_s_ += h.cur_idle * w * g.t.gpus;
+    ++result_.guest_shortfalls;
+    return;
+  }
+  double gain = g.share * opt_.share_efficiency * w;
+  gain = std::min(gain, g.remaining_s);
+  g.progress_s += gain;
+  g.remaining_s -= gain;
+  g.last_ckpt_s = g.progress_s;  // a guest's state is swapped out at every slice end
+  account(until - w, until, g.t.gpus * g.share * opt_.share_efficiency, busy_gpu_s_);
+}
+
+void engine::finish(sjob& j) {
+  j.finish_timer = 0;
+  settle(j);
+  for (size_t gi : std::vector<size_t>(guests_.begin(), guests_.end()))
+    if (jobs_[gi].host == j.index) credit_guest(jobs_[gi], now());
+  // A guest that overstayed pushed the host's end back; its rescheduled timer finishes it.
+  if (j.remaining_s > 1e-6) return;
+  drop_gpus(j, 0);
+  active_.erase(j.index);
+  complete(j);
+  predictor_.forget(sim_key(j));
+  apply(core_.finished(sim_key(j), now()));
+  check_invariants();
+}
+
+void engine::complete(sjob& j) {
+  if (j.done) throw std::logic_error("job " + sim_key(j) + " completed twice");
+  if (j.finish_timer) clk_.cancel(j.finish_timer);
+  j.finish_timer = 0;
+  j.running = j.guest = j.draining = false;
+  j.done = true;
+  j.completion = now();
+  guests_.erase(j.index);
+  --unfinished_;
+}
+
+void engine::tick() {
+  double t = now();
+  for (size_t i : active_) settle(jobs_[i]);
+  for (size_t gi : std::vector<size_t>(guests_.begin(), guests_.end())) {
+    sjob& g = jobs_[gi];
+    credit_guest(g, t);
+    if (g.remaining_s <= 1e-6) {
+      complete(g);
+      apply(core_.finished(sim_key(g), t));
+    }
+  }
+  for (size_t i : active_) {
+    sjob& j = jobs_[i];
+    if (j.klass != job_class::critical || !j.running) continue;
+    for (const auto& s : j.window_samples) predictor_.observe(sim_key(j), s);
+    j.window_samples.clear();
+    roll_window(j);
+    auto f = predictor_.forecast(sim_key(j), opt_.sched.reservation_window_s);
+    core_.set_forecast(sim_key(j), {f.idle_mean, f.lendable_share, f.last_idle, f.confidence});
+  }
+  apply(core_.window(t));
+  check_invariants();
+  if (t >= next_row_) timeline_row();
+  window_start_ = t;
+  if (unfinished_ > 0)
+    clk_.schedule_after(std::chrono::duration_cast<nanos>(
+                            std::chrono::duration<double>(opt_.sched.reservation_window_s)),
+                        [this] { tick(); });
+}
+
+void engine::check_invariants() {
+  if (opt_.policy != policy_kind::exclusive && core_.critical_starved_by_lower(now()))
+    ++result_.critical_starvation_events;
+}
+
+void engine::timeline_row() {
+  uint32_t alloc = 0, draining = 0;
+  for (size_t i : active_) {
+    alloc += jobs_[i].held;
+    if (jobs_[i].draining) ++draining;
+  }
+  std::ostringstream row;
+  row << now() << ',' << alloc << ',' << active_.size() << ',' << guests_.size() << ','
+      << core_.pending_count() << ',' << draining;
+  if (rows_.size() < 1000000) rows_.push_back(row.str());
+  next_row_ = now() + opt_.timeline_step_s;
+}
+
+sim_result engine::run() {
+  for (size_t i = 0; i < jobs_.size(); ++i)
+    clk_.schedule_at(at(jobs_[i].t.submit_s), [this, i] { arrive(i); });
+  while (clk_.run_next()) ++result_.events;
+  sim_result& r = result_;
+  r.sim_end_s = now();
+  double capacity = static_cast<double>(core_.gpus().total()) * (t1_ - t0_);
+  r.allocated_utilization = allocated_gpu_s_ / capacity;
+  r.busy_utilization = busy_gpu_s_ / capacity;
+  r.lost_work_gpu_hours = lost_gpu_s_ / 3600.0;
+  r.preempted_gpu_hours_lost = (lost_gpu_s_ + drain_gpu_s_ + restart_gpu_s_) / 3600.0;
+  r.decisions = core_.decisions_total();
+  r.cross_switch = core_.cross_switch_placements();
+  r.multi_node = core_.multi_node_placements();
+  std::map<std::string, std::vector<double>> jct;
+  std::vector<double> slow;
+  for (const sjob& j : jobs_) {
+    if (j.ever_preempted && !j.done) ++r.unresumed_preempted;
+    if (!j.done || j.completion < 0) continue;
+    auto& cs = r.per_class[to_string(j.klass)];
+    ++cs.completed;
+    jct[to_string(j.klass)].push_back(j.completion - j.t.submit_s);
+    if (j.klass == job_class::critical) {
+      slow.push_back((j.completion - j.t.submit_s) / j.t.duration_s - 1.0);
+      r.critical_queue_wait_s += j.first_start - j.t.submit_s;
+      r.critical_colocation_delay_s += j.colocation_delay_s;
+    }
+  }
+  for (auto& [k, v] : jct) {
+    r.per_class[k].jct_mean_s = mean(v);
+    r.per_class[k].jct_p95_s = percentile(v, 0.95);
+  }
+  r.critical_slowdown = mean(slow);
+  r.critical_slowdown_p95 = percentile(slow, 0.95);
+  r.critical_slowdown_max = slow.empty() ? 0 : *std::max_element(slow.begin(), slow.end());
+  if (!opt_.timeline_path.empty()) {
+    std::ofstream out(opt_.timeline_path);
+    if (!out) throw std::runtime_error(opt_.timeline_path + ": cannot write");
+    out << "t_s,allocated_gpus,jobs_holding_gpus,guests,pending,draining\n";
+    for (const auto& row : rows_) out << row << '\n';
+  }
+  return r;
+}
+
+sim_result run_simulation(const sim_options& opt, const trace& tr) {
+  engine e(opt, tr);
+  return e.run();
+}
+
+}  // namespace msomni::sim
