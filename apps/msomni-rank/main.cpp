@@ -15,6 +15,7 @@
 #include "builtin_models.hpp"
 #include "model/model_registry.hpp"
 #include "rank_trainer.hpp"
+#include "pipeline_source.hpp"
 #include "synthetic_source.hpp"
 
 #include <caf/actor_system.hpp>
@@ -106,9 +107,14 @@ int main(int argc, char** argv) {
     models::register_builtin_models(registry);
     model::model_context ctx{cfg.model, static_cast<uint64_t>(cfg.training.seed), model::compute_device::cpu, 0, 1};
     auto model = model::create_model(ctx, registry, std::filesystem::path(config_path).parent_path().string());
-    rank_worker::synthetic_source data(cfg, static_cast<uint32_t>(ring.rank()));
+    std::unique_ptr<rank_worker::batch_source> data;
+    if (rank_worker::all_synthetic(cfg))
+      data = std::make_unique<rank_worker::synthetic_source>(cfg, static_cast<uint32_t>(ring.rank()));
+    else
+      data = std::make_unique<rank_worker::pipeline_source>(cfg, static_cast<uint32_t>(ring.rank()),
+                                                            static_cast<uint32_t>(ring.size()));
     real_clock clk;
-    rank_worker::rank_trainer trainer(*model, ring, data, clk, rank_worker::settings_from(cfg));
+    rank_worker::rank_trainer trainer(*model, ring, *data, clk, rank_worker::settings_from(cfg));
     const int64_t total = steps >= 0 ? steps : cfg.training.steps;
     for (int64_t s = 0; s < total; ++s) {
       const auto r = trainer.step();

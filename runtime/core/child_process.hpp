@@ -77,6 +77,7 @@ class child_process {
     }
   }
   void kill9() { ::kill(pid_, SIGKILL); }
+  pid_t pid() const { return pid_; }
   // Waits for exit; SIGKILL after the timeout. Returns the exit code (128+signal if killed).
   int wait(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;

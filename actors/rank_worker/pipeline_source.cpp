@@ -1,0 +1,57 @@
+// pipeline_source (see pipeline_source.hpp).
+#include "pipeline_source.hpp"
+
+#include "config/config_loader.hpp"
+#include "model/text_tokens.hpp"
+
+namespace msomni::rank_worker {
+
+namespace {
+
+// The pipeline resolves data paths as given; configs name them relative to themselves.
+config::job_config with_resolved_paths(config::job_config cfg) {
+  for (auto& s : cfg.data.sources)
+    if (s.uri.rfind("synthetic://", 0) != 0) s.uri = config::resolve_data_path(cfg, s.uri).string();
+  return cfg;
+}
+
+}  // namespace
+
+bool all_synthetic(const config::job_config& cfg) {
+  for (const auto& s : cfg.data.sources)
+    if (s.uri.rfind("synthetic://", 0) != 0) return false;
+  return true;
+}
+
+pipeline_source::pipeline_source(const config::job_config& cfg, uint32_t rank, uint32_t world)
+    : pipe_(std::make_unique<data::data_pipeline>(data::make_pipeline_setup(with_resolved_paths(cfg)),
+                                                  data::rank_slot{rank, world})) {}
+
+model::micro_batch to_model_batch(const data::micro_batch& in) {
+  model::micro_batch mb;
+  const auto& s = in.shape;
+  mb.batch = s.batch;
+  mb.max_patches = s.max_patches();
+  mb.patch_dim = s.patch_dim();
+  mb.text_len = s.max_tokens();
+  mb.patches = in.patches;
+  mb.tokens = in.tokens;
+  mb.modalities = in.kinds;
+  for (int64_t b = 0; b < s.batch; ++b) {
+    int32_t count = 0;
+    for (int64_t p = 0; p < mb.max_patches; ++p) count += in.patch_mask[static_cast<size_t>(b * mb.max_patches + p)];
+    mb.patch_counts.push_back(count);
+    const std::vector<int32_t> row(in.tokens.begin() + b * mb.text_len, in.tokens.begin() + (b + 1) * mb.text_len);
+    const auto mask = model::text_loss_mask(row);
+    mb.loss_mask.insert(mb.loss_mask.end(), mask.begin(), mask.end());
+  }
+  return mb;
+}
+
+model::micro_batch pipeline_source::next() {
+  const auto b = pipe_->next_batch();
+  for (uint8_t d : b.downgraded) downgraded_ += d;
+  return to_model_batch(b);
+}
+
+}  // namespace msomni::rank_worker

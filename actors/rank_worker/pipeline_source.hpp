@@ -1,0 +1,36 @@
+// Batches from the real data pipeline (WebDataset shards decoded with FFmpeg), converted to
+// the model's micro-batch: patch counts from the patch mask (a sample's patches fill its
+// first slots), loss targets from the byte tokens (after BOS up to and including EOS), the
+// pixel scale kept as the pipeline delivers it. The pipeline's cursor is the saved state.
+#pragma once
+
+#include "batch_source.hpp"
+#include "data_pipeline.hpp"
+
+#include <memory>
+
+namespace msomni::rank_worker {
+
+class pipeline_source final : public batch_source {
+ public:
+  pipeline_source(const config::job_config& cfg, uint32_t rank, uint32_t world);
+
+  model::micro_batch next() override;
+  std::vector<uint8_t> save_state() const override { return pipe_->save_state(); }
+  void restore_state(std::span<const uint8_t> bytes) override { pipe_->restore_state(bytes); }
+
+  uint64_t downgraded_total() const { return downgraded_; }
+  const data::data_pipeline& pipeline() const { return *pipe_; }
+
+ private:
+  std::unique_ptr<data::data_pipeline> pipe_;
+  uint64_t downgraded_ = 0;
+};
+
+// The conversion alone, for tests.
+model::micro_batch to_model_batch(const data::micro_batch& in);
+
+// True when every data source is synthetic:// (then synthetic_source applies).
+bool all_synthetic(const config::job_config& cfg);
+
+}  // namespace msomni::rank_worker

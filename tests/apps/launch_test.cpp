@@ -1,0 +1,80 @@
+// msomni-run without --dry-run: a real control process and rank processes over UCX train
+// the quickstart; the run directory gets its journals and a private control file. A rank
+// killed with SIGKILL stops the job with a rank_down event and exit code 1 (elastic recovery
+// is the orchestration issue's).
+#include "core/child_process.hpp"
+#include "support/process_runner.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+size_t count_lines(const fs::path& p) {
+  const auto text = read_file(p);
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+std::string quickstart() { return std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml"; }
+
+}  // namespace
+
+TEST_CASE("msomni-run trains the quickstart with real rank processes") {
+  msomni::testing::temp_dir dir;
+  const auto run_dir = dir.path() / "run";
+  const auto r = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart() +
+                                              " --set training.steps=12 --run-dir " + run_dir.string());
+  CAPTURE(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("step 12/12") != std::string::npos);
+  CHECK(count_lines(run_dir / "metrics.jsonl") == 12);
+  const auto events = read_file(run_dir / "events.jsonl");
+  CHECK(events.find("\"event\":\"job_started\"") != std::string::npos);
+  CHECK(events.find("\"event\":\"job_finished\"") != std::string::npos);
+  CHECK(events.find("rank_down") == std::string::npos);
+  struct stat st {};
+  REQUIRE(::stat((run_dir / "control.json").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(read_file(run_dir / "control.json").find("\"token\":\"") != std::string::npos);
+}
+
+TEST_CASE("a rank killed with SIGKILL stops the job with a rank_down event") {
+  msomni::testing::temp_dir dir;
+  const auto run_dir = dir.path() / "run";
+  msomni::child_process job(MSOMNI_RUN_BINARY, {quickstart(), "--set", "training.steps=100000", "--run-dir",
+                                                run_dir.string()});
+  // Wait until training runs, then kill one of the job's rank processes.
+  for (int i = 0; i < 300 && (!fs::exists(run_dir / "metrics.jsonl") || count_lines(run_dir / "metrics.jsonl") < 3); ++i)
+    std::this_thread::sleep_for(100ms);
+  REQUIRE(count_lines(run_dir / "metrics.jsonl") >= 3);
+  const auto children = read_file("/proc/" + std::to_string(job.pid()) + "/task/" + std::to_string(job.pid()) + "/children");
+  std::istringstream ids(children);
+  pid_t victim = 0;
+  ids >> victim;
+  REQUIRE(victim > 0);
+  ::kill(victim, SIGKILL);
+  const int code = job.wait(60s);
+  CHECK(code == 1);
+  const auto events = read_file(run_dir / "events.jsonl");
+  CAPTURE(events);
+  CHECK((events.find("rank_down") != std::string::npos || events.find("rank_failed") != std::string::npos));
+  CHECK(events.find("\"event\":\"job_failed\"") != std::string::npos);
+}
