@@ -1,0 +1,309 @@
+// The data stages as CAF actors around the policy cores (see data_actors.hpp). Each handler
+// turns a message into core calls and the core's decisions into messages; no policy here.
+#include "data_actors.hpp"
+
+#include "pipeline_state.hpp"
+#include "tensorizer.hpp"
+
+#include <caf/all.hpp>
+
+#include <deque>
+
+// Samples and batches never leave the rank process, so they travel as shared pointers.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::raw_sample>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::decoded_sample>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::micro_batch>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::bad_data_counts>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::data_metrics>)
+
+namespace msomni::data {
+namespace {
+
+using wire_atom = caf::atom_constant<caf::atom("dwire")>;
+using pull_atom = caf::atom_constant<caf::atom("dpull")>;
+using save_atom = caf::atom_constant<caf::atom("dsave")>;
+using fail_atom = caf::atom_constant<caf::atom("dfail")>;
+using decode_atom = caf::atom_constant<caf::atom("ddecode")>;
+using done_atom = caf::atom_constant<caf::atom("ddone")>;
+using stats_atom = caf::atom_constant<caf::atom("dstats")>;
+
+using batch_ptr = std::shared_ptr<micro_batch>;
+
+double ms_since(const real_clock& c, time_point t) { return std::chrono::duration<double, std::milli>(c.now() - t).count(); }
+
+// reader: reads one sample per credit, in the reader core's order. Sender of credits: pool.
+struct reader_state {
+  std::shared_ptr<std::vector<source_reader>> readers;
+  std::unique_ptr<reader_core> core;
+};
+
+caf::behavior reader_actor(caf::stateful_actor<reader_state>* self, std::shared_ptr<std::vector<source_reader>> readers,
+                           caf::actor pool, caf::actor tensor) {
+  self->state.readers = std::move(readers);
+  self->state.core = std::make_unique<reader_core>(self->state.readers->size());
+  return {
+      // pool -> reader: additive, so a repeat would over-grant; the pool sends each once.
+      [=](const msg::credit_grant& g) {
+        auto& st = self->state;
+        st.core->on_credit(g);
+        try {
+          while (auto s = st.core->next_read()) self->send(pool, std::make_shared<raw_sample>((*st.readers)[*s].next()));
+        } catch (const std::exception& e) {
+          self->send(tensor, fail_atom::value, std::string(e.what()));
+        }
+      },
+  };
+}
+
+// worker: decodes one sample at a time with its own decoder and reports to the pool.
+caf::behavior worker_actor(caf::event_based_actor* self, decode_options opts, caf::actor pool) {
+  auto decoder = std::make_shared<media_decoder>(opts);
+  auto clock = std::make_shared<real_clock>();
+  return {
+      [=](decode_atom, uint32_t worker, const std::shared_ptr<raw_sample>& raw, bool keyframe_only) {
+        const time_point t0 = clock->now();
+        auto out = std::make_shared<decoded_sample>(decoder->decode(*raw, keyframe_only));
+        out->decode_ms = ms_since(*clock, t0);
+        self->send(pool, done_atom::value, worker, out);
+      },
+  };
+}
+
+struct pool_state {
+  std::unique_ptr<decode_pool_core> core;
+  std::unique_ptr<media_decoder> inline_decoder;  // text and already-bad samples: no worker needed
+  std::vector<caf::actor> workers;
+  std::vector<bool> busy;
+  caf::actor reader, tensor;
+};
+
+caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup setup, caf::actor tensor) {
+  auto& st = self->state;
+  st.core = std::make_unique<decode_pool_core>(setup.pool);
+  const decode_options opts{int(setup.shape.image_size), int(setup.shape.video_frames), size_t(setup.shape.max_tokens())};
+  st.inline_decoder = std::make_unique<media_decoder>(opts);
+  st.tensor = tensor;
+  for (uint32_t i = 0; i < setup.pool.workers; ++i)
+    st.workers.push_back(self->spawn<caf::linked>(worker_actor, opts, caf::actor_cast<caf::actor>(self)));
+  st.busy.assign(st.workers.size(), false);
+  auto dispatch = [self] {
+    auto& st = self->state;
+    std::vector<msg::credit_grant> up;
+    while (auto d = st.core->next_dispatch(up)) {
+      if (!d->needs_worker) {
+        self->send(st.tensor, std::make_shared<decoded_sample>(st.inline_decoder->decode(d->sample, false)));
+        continue;
+      }
+      const auto w = uint32_t(std::find(st.busy.begin(), st.busy.end(), false) - st.busy.begin());
+      st.busy.at(w) = true;  // the core never dispatches past the worker count
+      self->send(st.workers[w], decode_atom::value, w, std::make_shared<raw_sample>(std::move(d->sample)), d->keyframe_only);
+    }
+    for (const auto& g : up) self->send(st.reader, g);
+  };
+  return {
+      [=](wire_atom, caf::actor reader) {
+        self->state.reader = reader;
+        for (const auto& g : self->state.core->initial_reader_credits()) self->send(reader, g);
+      },
+      [=](const std::shared_ptr<raw_sample>& raw) {  // reader -> pool, within its credits
+        self->state.core->on_raw(std::move(*raw));
+        dispatch();
+      },
+      [=](const msg::credit_grant& g) {  // tensor -> pool
+        self->state.core->on_tensor_credit(g);
+        dispatch();
+      },
+      [=](const msg::stage_pressure& p) { self->state.core->on_pressure(p); },  // latest wins
+      [=](done_atom, uint32_t worker, const std::shared_ptr<decoded_sample>& out) {
+        auto& st = self->state;
+        st.busy.at(worker) = false;
+        st.core->on_done(out->kind, out->decode_ms);
+        self->send(st.tensor, out);
+        dispatch();
+      },
+      [=](stats_atom) { return self->state.core->downgrades(); },
+  };
+}
+
+struct packed_batch {
+  batch_ptr batch;
+  pipeline_position after;
+};
+
+struct tensor_state {
+  std::unique_ptr<tensor_core> core;
+  batch_shape shape;
+  caf::actor pool;
+  std::deque<packed_batch> packed;
+  std::deque<caf::response_promise> waiting;
+  pipeline_position delivered;
+  bad_data_counts bad;
+  data_metrics metrics;
+  std::string failure;
+  real_clock clock;
+  time_point last_delivery{}, wait_started{};
+  double consumer_step_ms = 0;
+};
+
+caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_setup setup, rank_slot slot,
+                           pipeline_position start) {
+  auto& st = self->state;
+  std::vector<std::string> names;
+  std::vector<double> weights;
+  for (const auto& s : setup.sources) {
+    names.push_back(s.name);
+    weights.push_back(s.weight);
+  }
+  st.core = std::make_unique<tensor_core>(names, setup.pool.source_kinds, setup.depth,
+                                          mixer_core(weights, setup.mix, setup.seed, slot.rank),
+                                          uint32_t(setup.shape.batch), setup.batch_queue);
+  st.core->restore(start);
+  st.delivered = start;
+  st.shape = setup.shape;
+  st.metrics.batches = start.batches;
+  auto serve = [self] {
+    auto& st = self->state;
+    while (!st.waiting.empty() && (!st.packed.empty() || !st.failure.empty())) {
+      batch_ptr b;
+      if (st.failure.empty()) {
+        b = st.packed.front().batch;
+        st.delivered = st.packed.front().after;
+        st.packed.pop_front();
+        st.core->on_batch_taken();
+        const double wait = ms_since(st.clock, st.wait_started);
+        st.metrics.data_wait_ms_total += wait;
+        st.metrics.data_wait_ms_max = std::max(st.metrics.data_wait_ms_max, wait);
+        st.last_delivery = st.clock.now();
+      }
+      st.waiting.front().deliver(b);  // nullptr = failed; the caller asks for the reason
+      st.waiting.pop_front();
+    }
+  };
+  auto pack = [self, serve] {
+    auto& st = self->state;
+    try {
+      while (true) {
+        std::vector<msg::credit_grant> up;
+        auto samples = st.core->next_batch(up, st.bad);
+        for (const auto& g : up) self->send(st.pool, g);
+        if (!samples) break;
+        const time_point t0 = st.clock.now();
+        auto b = std::make_shared<micro_batch>(pack_micro_batch(st.shape, *samples));
+        b->index = st.metrics.batches++;
+        uint32_t unique = 0, full = 0;
+        for (const auto& x : *samples) {
+          unique += x.unique_frames;
+          full += x.frames;
+        }
+        st.core->on_batch_timing(ms_since(st.clock, t0), unique, full, st.consumer_step_ms);
+        st.packed.push_back({b, st.core->position_after_last_batch()});
+      }
+    } catch (const std::exception& e) {
+      st.failure = e.what();
+    }
+    self->send(st.pool, st.core->pressure(0, uint32_t(st.packed.size())));
+    serve();
+  };
+  return {
+      [=](wire_atom, caf::actor pool) {
+        self->state.pool = pool;
+        for (const auto& g : self->state.core->initial_credits()) self->send(pool, g);
+      },
+      [=](const std::shared_ptr<decoded_sample>& s) {  // pool -> tensor, within its credits
+        self->state.core->on_decoded(std::move(*s));
+        pack();
+      },
+      [=](pull_atom) -> caf::result<batch_ptr> {  // rank -> tensor: one batch per request
+        auto& st = self->state;
+        st.wait_started = st.clock.now();
+        if (st.metrics.batches > 0) st.consumer_step_ms = ms_since(st.clock, st.last_delivery);
+        auto rp = self->make_response_promise();
+        st.waiting.push_back(rp);
+        serve();
+        pack();  // a delivery frees a queue slot: assemble what the buffers already hold
+        return caf::delegated<batch_ptr>{};
+      },
+      [=](save_atom) { return encode_position(self->state.delivered); },
+      [=](fail_atom, const std::string& why) {
+        self->state.failure = why;
+        serve();
+      },
+      [=](fail_atom) { return self->state.failure; },
+      [=](stats_atom) {
+        return std::make_shared<bad_data_counts>(self->state.bad);
+      },
+      [=](stats_atom, bool) {
+        auto m = std::make_shared<data_metrics>(self->state.metrics);
+        m->batches = self->state.delivered.batches;
+        return m;
+      },
+  };
+}
+
+}  // namespace
+
+struct actor_pipeline::impl {
+  caf::actor_system& sys;
+  caf::actor reader, pool, tensor;
+  caf::scoped_actor scope;
+  explicit impl(caf::actor_system& s) : sys(s), scope(s) {}
+
+  template <class T, class... Ts>
+  T ask(const caf::actor& who, Ts... xs) {
+    T out{};
+    std::string error;
+    scope->request(who, caf::infinite, xs...).receive([&](T& x) { out = std::move(x); },
+                                                       [&](caf::error& e) { error = sys.render(e); });
+    if (!error.empty()) throw std::runtime_error("data pipeline actor: " + error);
+    return out;
+  }
+};
+
+actor_pipeline::actor_pipeline(caf::actor_system& sys, pipeline_setup setup, rank_slot slot,
+                               std::shared_ptr<const storage> st, std::optional<std::vector<uint8_t>> state)
+    : impl_(std::make_unique<impl>(sys)) {
+  auto readers = std::make_shared<std::vector<source_reader>>();
+  for (uint32_t i = 0; i < setup.sources.size(); ++i) readers->emplace_back(i, setup.sources[i], slot, setup.seed, setup.shuffle, st);
+  pipeline_position start;
+  if (state) {
+    start = decode_position(*state);
+    if (start.cursors.size() != readers->size()) throw std::invalid_argument("data pipeline state is for a different source list");
+    for (size_t i = 0; i < readers->size(); ++i) (*readers)[i].seek(start.cursors[i]);
+  } else {
+    for (const auto& s : setup.sources) start.cursors.push_back({s.name, 0, 0, 0, 0});
+    std::vector<double> w;
+    for (const auto& s : setup.sources) w.push_back(s.weight);
+    start.mixer = mixer_core(w, setup.mix, setup.seed, slot.rank).state();
+  }
+  impl_->tensor = sys.spawn(tensor_actor, setup, slot, start);
+  impl_->pool = sys.spawn(pool_actor, setup, impl_->tensor);
+  impl_->reader = sys.spawn(reader_actor, readers, impl_->pool, impl_->tensor);
+  caf::anon_send(impl_->pool, wire_atom::value, impl_->reader);
+  caf::anon_send(impl_->tensor, wire_atom::value, impl_->pool);
+}
+
+actor_pipeline::~actor_pipeline() {
+  for (auto* a : {&impl_->reader, &impl_->pool, &impl_->tensor}) caf::anon_send_exit(*a, caf::exit_reason::user_shutdown);
+}
+
+micro_batch actor_pipeline::next_batch() {
+  auto b = impl_->ask<batch_ptr>(impl_->tensor, pull_atom::value);
+  if (!b) throw std::runtime_error("data pipeline failed: " + impl_->ask<std::string>(impl_->tensor, fail_atom::value));
+  return *b;
+}
+
+std::vector<uint8_t> actor_pipeline::save_state() { return impl_->ask<std::vector<uint8_t>>(impl_->tensor, save_atom::value); }
+
+uint64_t actor_pipeline::downgrades() { return impl_->ask<uint64_t>(impl_->pool, stats_atom::value); }
+
+bad_data_counts actor_pipeline::bad_data() {
+  return *impl_->ask<std::shared_ptr<bad_data_counts>>(impl_->tensor, stats_atom::value);
+}
+
+data_metrics actor_pipeline::metrics() {
+  auto m = *impl_->ask<std::shared_ptr<data_metrics>>(impl_->tensor, stats_atom::value, true);
+  m.downgrades = downgrades();
+  return m;
+}
+
+}  // namespace msomni::data

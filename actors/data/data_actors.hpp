@@ -1,0 +1,48 @@
+// CAF actor shells of the data pipeline: a reader actor, a decode-pool actor with one worker
+// actor per io.decode_workers (each owning a media_decoder, so decodes run in parallel on
+// CAF's scheduler), and a tensor actor that assembles and packs batches and answers pulls.
+// They run the same cores as data_pipeline and talk in catalog messages (credit_grant,
+// stage_pressure); samples and batches travel as shared pointers, which is safe because all
+// data stages of a rank live in the rank's process. CAF stays out of this header.
+#pragma once
+
+#include "data_pipeline.hpp"
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace caf {
+class actor_system;
+}
+
+namespace msomni::data {
+
+class actor_pipeline {
+ public:
+  // Spawns the stage actors in `sys`. `state` (from save_state) positions every source
+  // before the first read, so a restored pipeline never reads from the old position.
+  actor_pipeline(caf::actor_system& sys, pipeline_setup setup, rank_slot slot,
+                 std::shared_ptr<const storage> st = make_local_storage(),
+                 std::optional<std::vector<uint8_t>> state = std::nullopt);
+  ~actor_pipeline();  // stops the actors
+  actor_pipeline(const actor_pipeline&) = delete;
+  actor_pipeline& operator=(const actor_pipeline&) = delete;
+
+  // Blocks until the tensor actor has a batch. Throws std::runtime_error when the pipeline
+  // failed (e.g. a source that yields only damage), with the reason.
+  micro_batch next_batch();
+  // Position after the last batch next_batch returned (read-ahead is not included).
+  std::vector<uint8_t> save_state();
+  // Downgrades so far, bad-data counts and metrics, as the tensor and pool actors see them.
+  uint64_t downgrades();
+  bad_data_counts bad_data();
+  data_metrics metrics();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace msomni::data

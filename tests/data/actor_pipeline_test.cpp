@@ -1,0 +1,76 @@
+// The CAF actor shells: stages as actors on a real (threaded) actor system deliver the same
+// batches as the in-thread reference when nothing is downgraded, resume from a saved state,
+// report bad data, and turn a source that is all damage into an error instead of a hang.
+#include "data_actors.hpp"
+#include "data_test_support.hpp"
+#include "messages/catalog.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <doctest/doctest.h>
+
+using namespace msomni;
+
+namespace {
+
+struct threaded_system {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  threaded_system() {
+    register_catalog(cfg);
+    cfg.set("scheduler.max-threads", 2);
+    cfg.set("logger.console-verbosity", caf::atom("quiet"));
+    sys = std::make_unique<caf::actor_system>(cfg);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the actor pipeline delivers the reference batches and resumes from its state") {
+  testing::temp_dir dir;
+  gen::write_dataset(testing::tiny_dataset(dir.path()));
+  auto job = testing::tiny_job(dir.path());
+  job.io.downgrade_video = false;  // keyframe-only decodes would differ from the reference
+  job.io.decode_workers = 3;
+  const auto setup = data::make_pipeline_setup(job);
+  data::data_pipeline reference(setup, {0, 1});
+  std::vector<data::micro_batch> expected;
+  for (int i = 0; i < 20; ++i) expected.push_back(reference.next_batch());
+
+  threaded_system ts;
+  std::vector<uint8_t> state;
+  {
+    data::actor_pipeline p(*ts.sys, setup, {0, 1});
+    for (int i = 0; i < 8; ++i) REQUIRE(p.next_batch() == expected[size_t(i)]);
+    state = p.save_state();
+    CHECK(p.metrics().batches == 8);
+    CHECK(p.downgrades() == 0);
+  }
+  data::actor_pipeline resumed(*ts.sys, setup, {0, 1}, data::make_local_storage(), state);
+  for (int i = 8; i < 20; ++i) {
+    CAPTURE(i);
+    REQUIRE(resumed.next_batch() == expected[size_t(i)]);
+  }
+}
+
+TEST_CASE("the actor pipeline counts bad data and fails with a reason on an all-bad source") {
+  testing::temp_dir dir;
+  {
+    data::tar_writer w((dir.path() / "x.tar").string());
+    const std::string junk = "not a jpeg";
+    for (int i = 0; i < 4; ++i) {
+      w.add("k" + std::to_string(i) + ".jpg", {reinterpret_cast<const uint8_t*>(junk.data()), junk.size()});
+      w.add("k" + std::to_string(i) + ".txt", {reinterpret_cast<const uint8_t*>(junk.data()), junk.size()});
+    }
+    w.finish();
+  }
+  config::job_config job;
+  job.training.micro_batch = 2;
+  job.model.image_size = 16;
+  job.model.max_seq_len = 64;
+  job.data.sources = {{"junk", dir.path().string(), 1.0, modality::image}};
+  threaded_system ts;
+  data::actor_pipeline p(*ts.sys, data::make_pipeline_setup(job), {0, 1});
+  CHECK_THROWS_WITH_AS(p.next_batch(), doctest::Contains("bad samples in a row"), std::runtime_error);
+  CHECK(p.bad_data()[data::bad_reason::corrupt_image] >= data::tensor_core::max_bad_run);
+}
