@@ -16,6 +16,7 @@
 #include "model/model_registry.hpp"
 #include "rank_trainer.hpp"
 #include "pipeline_source.hpp"
+#include "rank_checkpointer.hpp"
 #include "synthetic_source.hpp"
 
 #include <caf/actor_system.hpp>
@@ -34,7 +35,8 @@ using namespace msomni;
 using namespace std::chrono_literals;
 
 int main(int argc, char** argv) {
-  std::string config_path, name, control;
+  std::string config_path, name, control, ckpt_dir;
+  bool resume = false;
   std::vector<std::string> sets;
   int64_t steps = -1;
   for (int i = 1; i < argc; ++i) {
@@ -48,10 +50,12 @@ int main(int argc, char** argv) {
     };
     if (a == "--name") name = value();
     else if (a == "--control") control = value();
+    else if (a == "--ckpt-dir") ckpt_dir = value();
+    else if (a == "--resume") resume = true;
     else if (a == "--set") sets.push_back(value());
     else if (a == "--steps") steps = std::stoll(value());
     else if (a == "-h" || a == "--help") {
-      std::cout << "usage: msomni-rank CONFIG.toml --name NAME [--control HOST:PORT] [--set k=v]... [--steps N]\n";
+      std::cout << "usage: msomni-rank CONFIG.toml --name NAME [--control HOST:PORT] [--ckpt-dir DIR [--resume]] [--set k=v]... [--steps N]\n";
       return 0;
     } else if (config_path.empty()) config_path = a;
     else {
@@ -115,8 +119,28 @@ int main(int argc, char** argv) {
                                                             static_cast<uint32_t>(ring.size()));
     real_clock clk;
     rank_worker::rank_trainer trainer(*model, ring, *data, clk, rank_worker::settings_from(cfg));
-    const int64_t total = steps >= 0 ? steps : cfg.training.steps;
-    for (int64_t s = 0; s < total; ++s) {
+    const uint64_t total = static_cast<uint64_t>(steps >= 0 ? steps : cfg.training.steps);
+    std::unique_ptr<rank_worker::rank_checkpointer> checkpoints;
+    if (!ckpt_dir.empty()) {
+      rank_worker::checkpointing_settings cs{ckpt_dir,
+                                             static_cast<uint64_t>(cfg.checkpoint.interval_steps),
+                                             static_cast<uint64_t>(cfg.checkpoint.keep),
+                                             static_cast<int>(cfg.checkpoint.zstd_level),
+                                             static_cast<int>(cfg.checkpoint.zstd_threads),
+                                             config::config_hash(cfg)};
+      if (resume) {
+        std::string log;
+        auto state = rank_worker::rank_checkpointer::load_latest(ckpt_dir, static_cast<uint32_t>(ring.rank()),
+                                                                 static_cast<uint32_t>(ring.size()), log);
+        std::cerr << log;
+        if (state) {
+          trainer.load_state(*state);
+          std::cout << "RESUMED " << trainer.steps_done() << std::endl;
+        }
+      }
+      checkpoints = std::make_unique<rank_worker::rank_checkpointer>(cs, static_cast<uint32_t>(ring.rank()));
+    }
+    while (trainer.steps_done() < total) {
       const auto r = trainer.step();
       char line[256];
       std::snprintf(line, sizeof line,
@@ -126,6 +150,12 @@ int main(int argc, char** argv) {
                     r.tokens_per_s, r.data_wait_ns / 1e6);
       std::cout << line << std::endl;
       if (orchestrator && ring.rank() == 0) caf::anon_send(orchestrator, r);
+      if (checkpoints) checkpoints->after_step(trainer, ring, trainer.steps_done() == total);
+    }
+    if (checkpoints) {
+      checkpoints->finish(ring);
+      std::cout << "CHECKPOINTS committed=" << checkpoints->saves_committed()
+                << " blocked_s=" << checkpoints->blocked_seconds() << std::endl;
     }
     char sum[64];
     std::snprintf(sum, sizeof sum, "%016llx", static_cast<unsigned long long>(trainer.parameter_checksum()));

@@ -59,6 +59,13 @@ void write_control_file(const fs::path& run_dir, const std::string& address) {
   if (!ok) throw std::runtime_error("cannot write " + path.string());
 }
 
+std::string read_latest(const fs::path& ckpt_dir) {
+  std::ifstream in(ckpt_dir / "latest");
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
 std::string rank_binary(const char* argv0) {
   if (const char* env = std::getenv("MSOMNI_RANK_BINARY")) return env;
   const auto self = fs::read_symlink("/proc/self/exe");
@@ -102,14 +109,19 @@ caf::behavior orchestrator_actor(caf::event_based_actor* self, std::shared_ptr<o
 int launch_job(const config::job_config& cfg, const run_options& opts, const char* argv0) {
   const fs::path run_dir = opts.run_dir.empty() ? fs::path("runs") / cfg.job.name : fs::path(opts.run_dir);
   fs::create_directories(run_dir);
+  const fs::path ckpt_dir = fs::path(cfg.checkpoint.dir).is_absolute() ? fs::path(cfg.checkpoint.dir)
+                                                                      : run_dir / cfg.checkpoint.dir;
   if (opts.fresh) {
     fs::remove(run_dir / "metrics.jsonl");
     fs::remove(run_dir / "events.jsonl");
+    fs::remove_all(ckpt_dir);
   }
+  fs::create_directories(ckpt_dir);
   orchestrator::run_journal journal(run_dir);
-  if (!opts.fresh && fs::exists(run_dir / "metrics.jsonl") && fs::file_size(run_dir / "metrics.jsonl") > 0)
-    journal.event("resume_unavailable", "the run directory has earlier steps; resuming from a checkpoint is not "
-                                        "built yet, so this run starts over (use --fresh to clear the journals)");
+  const bool resume = !opts.fresh && fs::exists(ckpt_dir / "latest");
+  if (resume)
+    journal.event("resume", "ranks load the newest checkpoint under " + ckpt_dir.string() +
+                                " that verifies (latest points at " + read_latest(ckpt_dir) + ")");
 
   caf::actor_system_config caf_cfg;
   register_catalog(caf_cfg);
@@ -129,7 +141,9 @@ int launch_job(const config::job_config& cfg, const run_options& opts, const cha
   std::vector<std::unique_ptr<child_process>> ranks;
   std::vector<std::string> peers;
   for (int64_t r = 0; r < cfg.elasticity.replicas; ++r) {
-    std::vector<std::string> args{cfg.source_path, "--name", "rank" + std::to_string(r), "--control", hub.node().address()};
+    std::vector<std::string> args{cfg.source_path, "--name", "rank" + std::to_string(r), "--control",
+                                  hub.node().address(), "--ckpt-dir", ckpt_dir.string()};
+    if (resume) args.push_back("--resume");
     for (const auto& s : opts.overrides) args.insert(args.end(), {"--set", s});
     ranks.push_back(std::make_unique<child_process>(binary, args));
     auto addr = ranks.back()->read_until("ADDR ", 30s);

@@ -149,7 +149,7 @@ TEST_CASE("causal attention backward matches finite differences and is causal") 
   for (int64_t i = 0; i < (seq - 1) * dim; ++i) CHECK(out[i] == before[i]);
 }
 
-TEST_CASE("GELU backward matches finite differences; residual add sums") {
+TEST_CASE("GELU backward matches finite differences and residual add sums") {
   auto o = cpu();
   auto x = random_vector(40, 6, "x", 2.0f);
   const auto r = random_vector(40, 6, "r");

@@ -41,7 +41,7 @@ TEST_CASE("FFmpeg failures carry av_strerror's text") {
   CHECK(text.find("No such file or directory") != std::string::npos);
 }
 
-TEST_CASE("UCX failures carry ucs_status_string's text; in-progress is not a failure") {
+TEST_CASE("UCX failures carry ucs_status_string's text and in-progress is not a failure") {
   CHECK(failure_of([] { MSOMNI_CHECK_UCX(UCS_INPROGRESS); }) == "no error");
   const auto text = failure_of([] { MSOMNI_CHECK_UCX(UCS_ERR_UNREACHABLE); });
   CHECK(text.find("UCX call failed: UCS_ERR_UNREACHABLE returned -6 (Destination is unreachable)") == 0);

@@ -39,7 +39,7 @@ TEST_CASE("steady jobs get a lendable share near their idle mean, noisy ones les
   CHECK(p.stats("noisy").step_std_s == doctest::Approx(0.0));
 }
 
-TEST_CASE("confidence grows with history; unknown jobs lend nothing") {
+TEST_CASE("confidence grows with history and unknown jobs lend nothing") {
   step_predictor p({200, 2.0, 8, 16});
   CHECK(p.forecast("nobody", 60).lendable_share == 0);
   for (int i = 0; i < 50; ++i) p.observe("j", {30, 6, 0, 0});

@@ -100,7 +100,7 @@ TEST_CASE("a victim that never answers is released at the drain deadline and res
   CHECK(find_cmd(done, command_kind::start, "reg"));
 }
 
-TEST_CASE("exclusive never preempts; greedy ignores the run window") {
+TEST_CASE("exclusive never preempts and greedy ignores the run window") {
   auto ex = make(policy_kind::exclusive);
   ex.submit(req("reg", job_class::regular, 16), 0);
   CHECK(ex.submit(req("c1", job_class::critical, 4), 9000).empty());
