@@ -29,8 +29,10 @@ int main(int argc, char** argv) {
   register_catalog(cfg);
   cfg.set("scheduler.max-threads", 1);
   caf::actor_system sys{cfg};
+  // Raw frames and the gateway each need the hub's actor-frame handler, so each gets a node.
   transport_hub hub({name});
-  gateway gw(sys, hub);
+  transport_hub actor_hub({name + "-gw"});
+  gateway gw(sys, actor_hub);
   gw.publish("echo", sys.spawn([](caf::event_based_actor*) -> caf::behavior {
     return {[](const msg::scale_request& r) { return msg::scale_reply{r.request_id, true, ""}; }};
   }));
@@ -50,16 +52,16 @@ int main(int argc, char** argv) {
       cv.notify_all();
     }
   });
-  std::cout << "ADDR " << name << " " << hub.node().address() << std::endl;
-  std::string other, other_addr;
+  std::cout << "ADDR " << name << " " << hub.node().address() << " " << actor_hub.node().address() << std::endl;
+  std::string other, other_addr, other_actor_addr;
   for (std::string line; std::getline(std::cin, line) && line != "GO";) {
     std::istringstream in(line);
-    std::string tag, n, a;
-    in >> tag >> n >> a;
-    if (n != name) other = n, other_addr = a;
+    std::string tag, n, a, b;
+    in >> tag >> n >> a >> b;
+    if (n != name) other = n, other_addr = a, other_actor_addr = b;
   }
-  if (other < name) hub.node().connect(other_addr);
-  if (!hub.node().wait_up(other, 20s)) return 1;
+  if (other < name) hub.node().connect(other_addr), actor_hub.node().connect(other_actor_addr);
+  if (!hub.node().wait_up(other, 20s) || !actor_hub.node().wait_up(other + "-gw", 20s)) return 1;
   const bool measurer = name > other;
   if (measurer) {
     auto wait_pongs = [&](uint64_t want) {
@@ -87,7 +89,7 @@ int main(int argc, char** argv) {
     std::cout << "RATE_FRAME " << stream_total / s << std::endl;
 
     caf::scoped_actor self{sys};
-    auto echo = gw.remote_actor(other, "echo");
+    auto echo = gw.remote_actor(other + "-gw", "echo");
     const int req = 5000;
     for (int i = 0; i < req + 500; ++i) {
       if (i == 500) t0 = std::chrono::steady_clock::now();

@@ -13,7 +13,7 @@ namespace {
 
 // Segments travel independently so a ring step's transfer overlaps the reduction of the
 // segments that already landed, and a reduced segment moves on at once.
-constexpr size_t segment_bytes = 256 * 1024;
+constexpr size_t segment_bytes = 1024 * 1024;
 
 uint64_t step_key(uint64_t step, size_t segment) { return (step << 32) | segment; }
 

@@ -267,7 +267,10 @@ void ucx_node::impl::drain_commands() {
       const size_t n = ctx->payload.size();
       do_send(ep, std::move(ctx), UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER, data, n);
     } else {
-      do_send(ep, std::move(ctx), UCP_AM_SEND_FLAG_REPLY, c.bulk, c.header.payload_size);
+      // Up to eager_bulk_max bytes an eager copy beats the rendezvous handshake on TCP.
+      const uint32_t flags = UCP_AM_SEND_FLAG_REPLY |
+                             (c.header.payload_size <= opt.eager_bulk_max ? UCP_AM_SEND_FLAG_EAGER : 0u);
+      do_send(ep, std::move(ctx), flags, c.bulk, c.header.payload_size);
     }
   }
 }

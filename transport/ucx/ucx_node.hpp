@@ -35,6 +35,7 @@ struct ucx_node_options {
   std::chrono::milliseconds keepalive_interval{250};
   int keepalive_misses = 6;                 // silent this many intervals -> down
   size_t max_queued_commands = 1 << 16;     // bound of the send queue
+  uint64_t eager_bulk_max = 256 << 10;      // bulk frames up to this size go eager (copied)
 };
 
 struct ucx_node_handlers {
