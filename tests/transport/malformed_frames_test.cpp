@@ -100,3 +100,16 @@ TEST_CASE("10k seeded mutations of a valid frame never crash the decoder") {
   MESSAGE("seed 20261130: " << accepted << " of 10000 mutants still decoded (those are well-formed)");
   CHECK(accepted < 10000);
 }
+
+TEST_CASE("the libFuzzer corpus (tools/fuzz/run_frame_fuzzer.sh) replays without crashing") {
+  int files = 0, accepted = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(
+           std::filesystem::path(MSOMNI_SOURCE_DIR) / "tests/transport/fuzz_corpus")) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::vector<uint8_t> f{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    accepted += msomni_fuzz_frame(f.data(), f.size());
+    ++files;
+  }
+  CHECK(files >= 20);
+  MESSAGE(files << " fuzzer inputs replayed, " << accepted << " decode as well-formed frames");
+}
