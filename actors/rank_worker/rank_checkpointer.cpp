@@ -3,6 +3,7 @@
 
 #include "core/log.hpp"
 #include "manifest.hpp"
+#include "reshard.hpp"
 
 #include <array>
 #include <cstring>
@@ -96,17 +97,40 @@ void rank_checkpointer::finish(transport::communicator& comm) {
 }
 
 std::optional<model::model_state> rank_checkpointer::load_latest(const std::string& dir, uint32_t rank,
-                                                                 uint32_t world, std::string& log) {
+                                                                 uint32_t world, bool synthetic_data,
+                                                                 std::string& log) {
   ckpt::checkpoint_store store(dir);
   auto r = store.load_latest({rank});
   for (const auto& s : r.skipped) log += "skipped " + s + "\n";
   if (!r.checkpoint) return std::nullopt;
-  if (r.checkpoint->m.meta.world_size != world)
-    throw std::runtime_error("checkpoint step " + std::to_string(r.checkpoint->m.meta.step) + " has world size " +
-                             std::to_string(r.checkpoint->m.meta.world_size) + ", this run has " +
-                             std::to_string(world) + " (resharding on resume is not wired into ranks yet)");
-  log += "loaded step " + std::to_string(r.checkpoint->m.meta.step) + " (verified)\n";
-  return to_model_state(r.checkpoint->ranks[rank]);
+  const auto meta = r.checkpoint->m.meta;
+  if (meta.world_size == world) {
+    log += "loaded step " + std::to_string(meta.step) + " (verified)\n";
+    return to_model_state(r.checkpoint->ranks[rank]);
+  }
+  // A different replica count: weights, optimizer moments and counters are replicated in
+  // data parallelism, so every new rank takes them from the checkpoint (reshard checks that
+  // all old ranks agree in shape); the data position is per rank.
+  if (!synthetic_data)
+    throw std::runtime_error("checkpoint step " + std::to_string(meta.step) + " was written by " +
+                             std::to_string(meta.world_size) + " ranks, this run has " + std::to_string(world) +
+                             ": moving shard-data cursors to a new replica count is not built yet");
+  auto all = store.load(meta.step);
+  ckpt::reshard_rules rules;
+  rules.replicated_prefixes = {"param/", "adam_m/", "adam_v/", "optimizer/", "model/", "trainer/"};
+  rules.sharded_prefixes = {};
+  auto resharded = ckpt::reshard(all.ranks, world, rules);
+  auto mine = resharded[rank];
+  // Replicated blobs (counters, signatures) come from rank 0, and so does the data position:
+  // generated batches are indexed identically on every rank, so rank 0's is exact.
+  for (const auto& b : all.ranks[0].blobs) {
+    bool replicated = b.name == "data/position";
+    for (const auto& prefix : rules.replicated_prefixes) replicated = replicated || b.name.rfind(prefix, 0) == 0;
+    if (replicated && !mine.find_blob(b.name)) mine.put_blob(b.name, b.bytes);
+  }
+  log += "loaded step " + std::to_string(meta.step) + " (verified) written by " + std::to_string(meta.world_size) +
+         " ranks, resharded to " + std::to_string(world) + "\n";
+  return to_model_state(mine);
 }
 
 }  // namespace msomni::rank_worker

@@ -44,10 +44,11 @@ class rank_checkpointer {
   uint64_t saves_committed() const { return committed_; }
   double blocked_seconds() const;
 
-  // The newest verified state of `rank`, or nullopt when there is none; `log` gets a line
-  // for every checkpoint passed over and why.
+  // The newest verified state of `rank` in a run of `world` ranks, or nullopt when there is
+  // none; `log` gets a line for every checkpoint passed over and why. A checkpoint of another
+  // replica count is resharded (generated data only, for now).
   static std::optional<model::model_state> load_latest(const std::string& dir, uint32_t rank, uint32_t world,
-                                                       std::string& log);
+                                                       bool synthetic_data, std::string& log);
 
  private:
   checkpointing_settings settings_;

@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
       if (resume) {
         std::string log;
         auto state = rank_worker::rank_checkpointer::load_latest(ckpt_dir, static_cast<uint32_t>(ring.rank()),
-                                                                 static_cast<uint32_t>(ring.size()), log);
+                                                                 static_cast<uint32_t>(ring.size()),
+                                                                 rank_worker::all_synthetic(cfg), log);
         std::cerr << log;
         if (state) {
           trainer.load_state(*state);

@@ -54,10 +54,10 @@ struct run_output {
   bool resumed = false;
 };
 
-run_output run(const std::string& config, const std::string& ckpt, int64_t steps, bool resume) {
+run_output run(const std::string& config, const std::string& ckpt, int64_t steps, bool resume, int world = 2) {
   std::vector<std::unique_ptr<node_process>> ranks;
   std::vector<std::string> peers;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < world; ++i) {
     std::vector<std::string> args{config, "--name", "r" + std::to_string(i), "--ckpt-dir", ckpt, "--steps",
                                   std::to_string(steps)};
     if (resume) args.push_back("--resume");
@@ -84,7 +84,7 @@ run_output run(const std::string& config, const std::string& ckpt, int64_t steps
       break;
     }
   }
-  REQUIRE(ranks[1]->read_until("RESULT ok", 60s));
+  for (size_t i = 1; i < ranks.size(); ++i) REQUIRE(ranks[i]->read_until("RESULT ok", 60s));
   for (auto& r : ranks) r->close_stdin();
   for (auto& r : ranks) CHECK(r->wait(20s) == 0);
   return out;
@@ -109,4 +109,17 @@ TEST_CASE("N steps straight equal N/2 + checkpoint + new processes + load + N/2,
   for (const auto& [step, loss] : first.losses) CHECK(loss == straight.losses.at(step));
   CHECK(second.checksum == straight.checksum);
   MESSAGE("resumed at step 12; final checksum " << second.checksum << " matches the straight run");
+}
+
+TEST_CASE("a checkpoint of 2 ranks resumes on 3 ranks without a loss spike") {
+  msomni::testing::temp_dir dir;
+  const auto config = dir.write("resume.toml", config_text);
+  const auto two = run(config, (dir.path() / "c").string(), 12, false);
+  const auto three = run(config, (dir.path() / "c").string(), 18, true, 3);
+  CHECK(three.resumed);
+  REQUIRE(three.losses.size() == 6);
+  const double before = two.losses.at(12), after = three.losses.at(13);
+  MESSAGE("loss at step 12 (2 ranks) " << before << ", step 13 (3 ranks) " << after);
+  CHECK(after < 1.5 * before);
+  CHECK(three.losses.at(18) < two.losses.at(1));
 }
