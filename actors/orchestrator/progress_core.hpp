@@ -6,6 +6,7 @@
 #include "core/clock.hpp"
 #include "messages/training_messages.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,6 +20,9 @@ class progress_core {
   // Records a step (duplicates and stale steps are ignored: returns nullopt).
   // Otherwise returns the metrics.jsonl line for it.
   std::optional<std::string> on_step(const msg::step_record& r, time_point now);
+
+  // After a rollback to `step`, replayed steps are recorded again.
+  void rollback_to(uint64_t step) { last_step_ = std::min(last_step_, step); }
 
   std::string progress_line() const;
   uint64_t last_step() const { return last_step_; }

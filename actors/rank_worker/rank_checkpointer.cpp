@@ -111,10 +111,6 @@ std::optional<model::model_state> rank_checkpointer::load_latest(const std::stri
   // A different replica count: weights, optimizer moments and counters are replicated in
   // data parallelism, so every new rank takes them from the checkpoint (reshard checks that
   // all old ranks agree in shape); the data position is per rank.
-  if (!synthetic_data)
-    throw std::runtime_error("checkpoint step " + std::to_string(meta.step) + " was written by " +
-                             std::to_string(meta.world_size) + " ranks, this run has " + std::to_string(world) +
-                             ": moving shard-data cursors to a new replica count is not built yet");
   auto all = store.load(meta.step);
   ckpt::reshard_rules rules;
   rules.replicated_prefixes = {"param/", "adam_m/", "adam_v/", "optimizer/", "model/", "trainer/"};
@@ -124,12 +120,13 @@ std::optional<model::model_state> rank_checkpointer::load_latest(const std::stri
   // Replicated blobs (counters, signatures) come from rank 0, and so does the data position:
   // generated batches are indexed identically on every rank, so rank 0's is exact.
   for (const auto& b : all.ranks[0].blobs) {
-    bool replicated = b.name == "data/position";
+    bool replicated = synthetic_data && b.name == "data/position";
     for (const auto& prefix : rules.replicated_prefixes) replicated = replicated || b.name.rfind(prefix, 0) == 0;
     if (replicated && !mine.find_blob(b.name)) mine.put_blob(b.name, b.bytes);
   }
   log += "loaded step " + std::to_string(meta.step) + " (verified) written by " + std::to_string(meta.world_size) +
-         " ranks, resharded to " + std::to_string(world) + "\n";
+         " ranks, resharded to " + std::to_string(world) +
+         (synthetic_data ? "\n" : "; shard cursors cannot move to a new replica count, so the data order restarts\n");
   return to_model_state(mine);
 }
 

@@ -20,7 +20,7 @@ trainer_settings settings_from(const config::job_config& cfg) {
 
 rank_trainer::rank_trainer(model::trainable_model& m, transport::communicator& comm, batch_source& data,
                            const clock& clk, trainer_settings settings)
-    : model_(m), comm_(&comm), data_(data), clock_(clk), settings_(settings) {}
+    : model_(m), comm_(&comm), data_(&data), clock_(clk), settings_(settings) {}
 
 double rank_trainer::lr_at(uint64_t step) const {
   if (settings_.warmup_steps <= 0 || static_cast<int64_t>(step) >= settings_.warmup_steps)
@@ -37,7 +37,7 @@ msg::step_record rank_trainer::step() {
   const float scale = 1.0f / static_cast<float>(settings_.grad_accum);
   for (int64_t k = 0; k < settings_.grad_accum; ++k) {
     const auto before = clock_.now();
-    const auto batch = data_.next();
+    const auto batch = data_->next();
     data_wait += clock_.now() - before;
     const auto rep = model_.forward_backward(batch, scale);
     loss_sum += rep.loss * static_cast<double>(rep.target_tokens);
@@ -79,20 +79,22 @@ msg::step_record rank_trainer::step() {
 model::model_state rank_trainer::save_state() const {
   auto s = model_.save_state();
   s.put_int64("trainer/step", static_cast<int64_t>(step_));
-  s.blobs.push_back({"data/position", data_.save_state()});
+  s.blobs.push_back({"data/position", data_->save_state()});
   return s;
 }
 
-void rank_trainer::load_state(const model::model_state& s) {
+bool rank_trainer::load_state(const model::model_state& s) {
   const auto* step = s.find_blob("trainer/step");
   const auto* data = s.find_blob("data/position");
-  if (!step || step->bytes.size() != sizeof(int64_t) || !data)
-    throw std::invalid_argument("rank_trainer: state lacks trainer/step or data/position");
+  if (!step || step->bytes.size() != sizeof(int64_t))
+    throw std::invalid_argument("rank_trainer: state lacks trainer/step");
   model_.load_state(s);
   int64_t v = 0;
   std::memcpy(&v, step->bytes.data(), sizeof v);
   step_ = static_cast<uint64_t>(v);
-  data_.restore_state(data->bytes);
+  if (!data) return false;
+  data_->restore_state(data->bytes);
+  return true;
 }
 
 uint64_t rank_trainer::parameter_checksum() const {

@@ -34,12 +34,14 @@ class rank_trainer {
 
   // After an elastic change: the same model and data, a new membership.
   void rebind(transport::communicator& comm) { comm_ = &comm; }
+  void rebind(batch_source& data) { data_ = &data; }
 
   uint64_t steps_done() const { return step_; }
 
   // Everything needed to continue exactly: model state plus "trainer/step" and "data/position".
   model::model_state save_state() const;
-  void load_state(const model::model_state& s);
+  // Returns false when the state carries no data position (the data source is left as is).
+  bool load_state(const model::model_state& s);
 
   // xxhash-free checksum of the parameters (FNV-1a over their bits) for bit-exact comparisons.
   uint64_t parameter_checksum() const;
@@ -49,7 +51,7 @@ class rank_trainer {
 
   model::trainable_model& model_;
   transport::communicator* comm_;
-  batch_source& data_;
+  batch_source* data_;
   const clock& clock_;
   trainer_settings settings_;
   uint64_t step_ = 0;

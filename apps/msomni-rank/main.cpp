@@ -135,7 +135,14 @@ int main(int argc, char** argv) {
                                                                  rank_worker::all_synthetic(cfg), log);
         std::cerr << log;
         if (state) {
-          trainer.load_state(*state);
+          if (!trainer.load_state(*state)) {
+            // The data order restarts, reshuffled by the resume step so it does not replay step 0's.
+            auto reseeded = cfg;
+            reseeded.training.seed = cfg.training.seed + static_cast<int64_t>(trainer.steps_done());
+            data = std::make_unique<rank_worker::pipeline_source>(reseeded, static_cast<uint32_t>(ring.rank()),
+                                                                  static_cast<uint32_t>(ring.size()));
+            trainer.rebind(*data);
+          }
           std::cout << "RESUMED " << trainer.steps_done() << std::endl;
         }
       }

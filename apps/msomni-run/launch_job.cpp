@@ -9,12 +9,15 @@
 #include "hub/transport_hub.hpp"
 #include "messages/catalog.hpp"
 #include "progress_core.hpp"
+#include "recovery_core.hpp"
 #include "run_journal.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+#include <csignal>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -92,8 +95,7 @@ caf::behavior orchestrator_actor(caf::event_based_actor* self, std::shared_ptr<o
       return;
     }
     st->failed = true;
-    st->journal.event("rank_down", "a rank process died or went silent: " + caf::to_string(d.reason) +
-                                       "; elastic recovery is not built yet, the job stops");
+    st->journal.event("rank_down", "a rank process died or went silent: " + caf::to_string(d.reason));
   });
   return {[st](const msg::step_record& r) {
     const auto line = st->progress.on_step(r, real_clock{}.now());
@@ -102,6 +104,64 @@ caf::behavior orchestrator_actor(caf::event_based_actor* self, std::shared_ptr<o
     if (st->tty || r.step % 10 == 0 || st->progress.finished())
       std::cerr << (st->tty ? "\r" : "") << st->progress.progress_line() << (st->tty ? "   " : "\n") << std::flush;
   }};
+}
+
+struct generation_outcome {
+  int64_t dead = 0;  // ranks that died or failed
+};
+
+// One generation of the job: `world` rank processes named g<generation>-rank<r>, wired into
+// one ring, monitored by a fresh orchestrator actor, run until they finish or one fails.
+// On a failure the rest are stopped (they roll back with the next generation).
+generation_outcome run_generation(const config::job_config& cfg, const run_options& opts, const std::string& binary,
+                                  const fs::path& ckpt_dir, transport::transport_hub& hub, transport::gateway& gw,
+                                  caf::actor_system& sys, std::shared_ptr<orchestrator_state> st, int64_t generation,
+                                  int64_t world, bool load) {
+  auto name_of = [&](int64_t r) { return "g" + std::to_string(generation) + "-rank" + std::to_string(r); };
+  std::vector<std::unique_ptr<child_process>> ranks;
+  std::vector<std::string> peers;
+  for (int64_t r = 0; r < world; ++r) {
+    std::vector<std::string> args{cfg.source_path, "--name", name_of(r), "--control", hub.node().address(),
+                                  "--ckpt-dir", ckpt_dir.string()};
+    if (load) args.push_back("--resume");
+    for (const auto& s : opts.overrides) args.insert(args.end(), {"--set", s});
+    ranks.push_back(std::make_unique<child_process>(binary, args));
+    auto addr = ranks.back()->read_until("ADDR ", 30s);
+    if (!addr) throw std::runtime_error(name_of(r) + " did not start: " + ranks.back()->log);
+    peers.push_back("PEER" + addr->substr(4));
+  }
+  for (auto& r : ranks) {
+    for (auto& p : peers) r->write_line(p);
+    r->write_line("GO");
+  }
+  std::vector<caf::actor> workers;
+  for (int64_t r = 0; r < world; ++r) {
+    if (!hub.node().wait_up(name_of(r), 30s))
+      throw std::runtime_error(name_of(r) + " never connected to the control process");
+    workers.push_back(gw.remote_actor(name_of(r), "worker"));
+  }
+  auto orchestrator = sys.spawn(orchestrator_actor, st, workers);
+  gw.publish("orchestrator", orchestrator);
+  st->journal.event("ranks_started", std::to_string(world) + " ranks (generation " + std::to_string(generation) +
+                                          "), control at " + hub.node().address());
+  generation_outcome out;
+  for (int64_t r = 0; r < world; ++r) {
+    auto result = ranks[static_cast<size_t>(r)]->read_until("RESULT ", std::chrono::hours(24 * 30));
+    if (!result || result->rfind("RESULT ok", 0) != 0) {
+      // The first rank to report is a survivor whose collective failed, or the dead one.
+      st->journal.event("rank_failed", name_of(r) + ": " + (result ? *result : "exited without a result"));
+      for (auto& other : ranks) other->kill9();
+      break;
+    }
+  }
+  for (auto& r : ranks) r->close_stdin();
+  int64_t failed = 0;
+  for (auto& r : ranks) failed += r->wait(30s) != 0;
+  // Survivors are stopped by us once one rank fails, so exit codes cannot tell the dead from
+  // the stopped: a failure costs one replica (several at once show up as repeated failures).
+  if (failed) out.dead = 1;
+  caf::anon_send_exit(orchestrator, caf::exit_reason::user_shutdown);
+  return out;
 }
 
 }  // namespace
@@ -136,50 +196,35 @@ int launch_job(const config::job_config& cfg, const run_options& opts, const cha
   transport::gateway gw(sys, hub);
   write_control_file(run_dir, hub.node().address());
 
-  // Start the ranks and wire them into one ring (they learn each other from us).
   const auto binary = rank_binary(argv0);
-  std::vector<std::unique_ptr<child_process>> ranks;
-  std::vector<std::string> peers;
-  for (int64_t r = 0; r < cfg.elasticity.replicas; ++r) {
-    std::vector<std::string> args{cfg.source_path, "--name", "rank" + std::to_string(r), "--control",
-                                  hub.node().address(), "--ckpt-dir", ckpt_dir.string()};
-    if (resume) args.push_back("--resume");
-    for (const auto& s : opts.overrides) args.insert(args.end(), {"--set", s});
-    ranks.push_back(std::make_unique<child_process>(binary, args));
-    auto addr = ranks.back()->read_until("ADDR ", 30s);
-    if (!addr) throw std::runtime_error("rank " + std::to_string(r) + " did not start: " + ranks.back()->log);
-    peers.push_back("PEER" + addr->substr(4));
-  }
   auto st = std::make_shared<orchestrator_state>(static_cast<uint64_t>(cfg.training.steps), journal);
-  for (auto& r : ranks) {
-    for (auto& p : peers) r->write_line(p);
-    r->write_line("GO");
-  }
-  for (int64_t r = 0; r < cfg.elasticity.replicas; ++r)
-    if (!hub.node().wait_up("rank" + std::to_string(r), 30s))
-      throw std::runtime_error("rank" + std::to_string(r) + " never connected to the control process");
-  std::vector<caf::actor> workers;
-  for (int64_t r = 0; r < cfg.elasticity.replicas; ++r) workers.push_back(gw.remote_actor("rank" + std::to_string(r), "worker"));
-  gw.publish("orchestrator", sys.spawn(orchestrator_actor, st, workers));
-  journal.event("job_started", std::to_string(cfg.elasticity.replicas) + " ranks, control at " + hub.node().address());
-
-  int failures = 0;
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    auto result = ranks[r]->read_until("RESULT ", std::chrono::hours(24 * 30));
-    if (!result || result->rfind("RESULT ok", 0) != 0) {
-      ++failures;
-      journal.event("rank_failed", "rank" + std::to_string(r) + ": " + (result ? *result : "exited without a result"));
-      for (auto& other : ranks) other->kill9();  // no elastic recovery yet: stop the job cleanly
+  int64_t world = cfg.elasticity.replicas;
+  bool load = resume;
+  for (int64_t generation = 0;; ++generation) {
+    const auto outcome = run_generation(cfg, opts, binary, ckpt_dir, hub, gw, sys, st, generation, world, load);
+    if (outcome.dead == 0) {
+      journal.event("job_finished", "last step " + std::to_string(st->progress.last_step()) + " on " +
+                                        std::to_string(world) + " ranks");
       break;
     }
+    const auto d = orchestrator::decide_recovery(world, outcome.dead, generation, cfg.elasticity);
+    if (!d.continue_job) {
+      journal.event("job_failed", d.reason + "; last step " + std::to_string(st->progress.last_step()));
+      if (st->tty) std::cerr << "\n";
+      std::cout << "job failed at step " << st->progress.last_step() << ": " << d.reason << "; run directory "
+                << run_dir.string() << "\n";
+      return 1;
+    }
+    const auto latest = read_latest(ckpt_dir);
+    journal.event("recovery", d.reason + " (" + (latest.empty() ? "no checkpoint yet: from step 0" : latest) + ")");
+    std::cerr << (st->tty ? "\n" : "") << "msomni-run: " << d.reason << "\n";
+    st->progress.rollback_to(latest.empty() ? 0 : std::stoull(latest.substr(latest.find('-') + 1)));
+    world = d.world;
+    load = true;
   }
-  for (auto& r : ranks) r->close_stdin();
-  for (auto& r : ranks) failures += r->wait(30s) != 0;
   if (st->tty) std::cerr << "\n";
-  journal.event(failures ? "job_failed" : "job_finished", "last step " + std::to_string(st->progress.last_step()));
-  std::cout << (failures ? "job failed" : "job finished") << " at step " << st->progress.last_step() << "; run directory "
-            << run_dir.string() << "\n";
-  return failures ? 1 : 0;
+  std::cout << "job finished at step " << st->progress.last_step() << "; run directory " << run_dir.string() << "\n";
+  return 0;
 }
 
 }  // namespace msomni::apps

@@ -1,7 +1,7 @@
 // msomni-run without --dry-run: a real control process and rank processes over UCX train
 // the quickstart; the run directory gets its journals and a private control file. A rank
-// killed with SIGKILL stops the job with a rank_down event and exit code 1 (elastic recovery
-// is the orchestration issue's).
+// killed with SIGKILL is recovered from: the job continues on the survivors from the last
+// checkpoint, unless that would go below elasticity.min_replicas.
 #include "core/child_process.hpp"
 #include "support/process_runner.hpp"
 
@@ -47,7 +47,7 @@ TEST_CASE("msomni-run trains the quickstart with real rank processes") {
   CHECK(r.output.find("step 12/12") != std::string::npos);
   CHECK(count_lines(run_dir / "metrics.jsonl") == 12);
   const auto events = read_file(run_dir / "events.jsonl");
-  CHECK(events.find("\"event\":\"job_started\"") != std::string::npos);
+  CHECK(events.find("\"event\":\"ranks_started\"") != std::string::npos);
   CHECK(events.find("\"event\":\"job_finished\"") != std::string::npos);
   CHECK(events.find("rank_down") == std::string::npos);
   struct stat st {};
@@ -56,12 +56,37 @@ TEST_CASE("msomni-run trains the quickstart with real rank processes") {
   CHECK(read_file(run_dir / "control.json").find("\"token\":\"") != std::string::npos);
 }
 
-TEST_CASE("a rank killed with SIGKILL stops the job with a rank_down event") {
+TEST_CASE("a rank killed with SIGKILL: the job continues on the survivor from the last checkpoint") {
   msomni::testing::temp_dir dir;
   const auto run_dir = dir.path() / "run";
-  msomni::child_process job(MSOMNI_RUN_BINARY, {quickstart(), "--set", "training.steps=100000", "--run-dir",
-                                                run_dir.string()});
-  // Wait until training runs, then kill one of the job's rank processes.
+  msomni::child_process job(MSOMNI_RUN_BINARY, {quickstart(), "--set", "training.steps=40", "--set",
+                                                "checkpoint.interval_steps=5", "--run-dir", run_dir.string()});
+  // Wait until a checkpoint exists, then kill one of the job's rank processes.
+  for (int i = 0; i < 600 && !fs::exists(run_dir / "checkpoints" / "latest"); ++i) std::this_thread::sleep_for(50ms);
+  REQUIRE(fs::exists(run_dir / "checkpoints" / "latest"));
+  const auto children = read_file("/proc/" + std::to_string(job.pid()) + "/task/" + std::to_string(job.pid()) + "/children");
+  std::istringstream ids(children);
+  pid_t victim = 0;
+  ids >> victim;
+  REQUIRE(victim > 0);
+  ::kill(victim, SIGKILL);
+  const int code = job.wait(120s);
+  const auto events = read_file(run_dir / "events.jsonl");
+  CAPTURE(events);
+  CHECK(code == 0);
+  CHECK(events.find("\"event\":\"recovery\"") != std::string::npos);
+  CHECK(events.find("continuing on 1 from the last checkpoint") != std::string::npos);
+  CHECK(events.find("\"event\":\"job_finished\"") != std::string::npos);
+  const auto metrics = read_file(run_dir / "metrics.jsonl");
+  CHECK(metrics.find("\"step\":40,") != std::string::npos);
+  CHECK(metrics.find("\"world_size\":1") != std::string::npos);
+}
+
+TEST_CASE("below min_replicas the job stops with a reason") {
+  msomni::testing::temp_dir dir;
+  const auto run_dir = dir.path() / "run";
+  msomni::child_process job(MSOMNI_RUN_BINARY, {quickstart(), "--set", "training.steps=100000", "--set",
+                                                "elasticity.min_replicas=2", "--run-dir", run_dir.string()});
   for (int i = 0; i < 300 && (!fs::exists(run_dir / "metrics.jsonl") || count_lines(run_dir / "metrics.jsonl") < 3); ++i)
     std::this_thread::sleep_for(100ms);
   REQUIRE(count_lines(run_dir / "metrics.jsonl") >= 3);
@@ -71,10 +96,10 @@ TEST_CASE("a rank killed with SIGKILL stops the job with a rank_down event") {
   ids >> victim;
   REQUIRE(victim > 0);
   ::kill(victim, SIGKILL);
-  const int code = job.wait(60s);
-  CHECK(code == 1);
+  CHECK(job.wait(60s) == 1);
   const auto events = read_file(run_dir / "events.jsonl");
   CAPTURE(events);
-  CHECK((events.find("rank_down") != std::string::npos || events.find("rank_failed") != std::string::npos));
+  CHECK(events.find("rank_failed") != std::string::npos);
+  CHECK(events.find("below elasticity.min_replicas 2") != std::string::npos);
   CHECK(events.find("\"event\":\"job_failed\"") != std::string::npos);
 }
