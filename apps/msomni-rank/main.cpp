@@ -80,7 +80,12 @@ int main(int argc, char** argv) {
   caf_cfg.set("logger.console-verbosity", caf::atom("quiet"));
   caf::actor_system sys{caf_cfg};
   try {
-    transport::transport_hub hub({name});
+    transport::ucx_node_options node_opt;
+    node_opt.name = name;
+    node_opt.keepalive_interval =
+        std::chrono::milliseconds(static_cast<int64_t>(cfg.elasticity.heartbeat_interval_s * 1000));
+    node_opt.keepalive_misses = static_cast<int>(cfg.elasticity.heartbeat_misses);
+    transport::transport_hub hub(node_opt);
     transport::gateway gw(sys, hub);
     gw.publish("worker", sys.spawn([](caf::event_based_actor*) -> caf::behavior {
       return {[](const msg::heartbeat&) {}};

@@ -145,14 +145,29 @@ generation_outcome run_generation(const config::job_config& cfg, const run_optio
   st->journal.event("ranks_started", std::to_string(world) + " ranks (generation " + std::to_string(generation) +
                                           "), control at " + hub.node().address());
   generation_outcome out;
-  for (int64_t r = 0; r < world; ++r) {
-    auto result = ranks[static_cast<size_t>(r)]->read_until("RESULT ", std::chrono::hours(24 * 30));
-    if (!result || result->rfind("RESULT ok", 0) != 0) {
-      // The first rank to report is a survivor whose collective failed, or the dead one.
-      st->journal.event("rank_failed", name_of(r) + ": " + (result ? *result : "exited without a result"));
-      for (auto& other : ranks) other->kill9();
-      break;
+  // Wait for every rank's result, but stop at the first failure: a RESULT fail, a rank that
+  // exits without one, or a rank the orchestrator saw go down (a silent one prints nothing).
+  std::vector<bool> done(ranks.size(), false);
+  size_t finished = 0;
+  std::string failure;
+  st->failed = false;
+  while (finished < ranks.size() && failure.empty()) {
+    for (size_t r = 0; r < ranks.size() && failure.empty(); ++r) {
+      if (done[r]) continue;
+      auto result = ranks[r]->read_until("RESULT ", 100ms);
+      if (result) {
+        done[r] = true;
+        ++finished;
+        if (result->rfind("RESULT ok", 0) != 0) failure = name_of(static_cast<int64_t>(r)) + ": " + *result;
+      } else if (ranks[r]->exited()) {
+        failure = name_of(static_cast<int64_t>(r)) + ": exited without a result";
+      }
     }
+    if (failure.empty() && st->failed) failure = "a rank went down (see rank_down)";
+  }
+  if (!failure.empty()) {
+    st->journal.event("rank_failed", failure);
+    for (auto& other : ranks) other->kill9();
   }
   for (auto& r : ranks) r->close_stdin();
   int64_t failed = 0;
@@ -192,6 +207,9 @@ int launch_job(const config::job_config& cfg, const run_options& opts, const cha
   node_opt.name = "control";
   node_opt.listen_host = cfg.cluster.control_host;
   node_opt.listen_port = static_cast<uint16_t>(cfg.cluster.control_port);
+  // elasticity.heartbeat_*: keep-alives on every UCX endpoint; silence this long means down.
+  node_opt.keepalive_interval = std::chrono::milliseconds(static_cast<int64_t>(cfg.elasticity.heartbeat_interval_s * 1000));
+  node_opt.keepalive_misses = static_cast<int>(cfg.elasticity.heartbeat_misses);
   transport::transport_hub hub(node_opt);
   transport::gateway gw(sys, hub);
   write_control_file(run_dir, hub.node().address());

@@ -76,10 +76,22 @@ class child_process {
       buffer_.append(buf, static_cast<size_t>(n));
     }
   }
-  void kill9() { ::kill(pid_, SIGKILL); }
+  void kill9() {
+    if (!reaped_) ::kill(pid_, SIGKILL);  // never signal a pid that may have been reused
+  }
+  // True once the process has ended (reaps it; wait() then returns its code).
+  bool exited() {
+    if (reaped_) return true;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+    reaped_ = true;
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return true;
+  }
   pid_t pid() const { return pid_; }
   // Waits for exit; SIGKILL after the timeout. Returns the exit code (128+signal if killed).
   int wait(std::chrono::milliseconds timeout) {
+    if (reaped_) return exit_code_;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     int status = 0;
     while (::waitpid(pid_, &status, WNOHANG) == 0) {
@@ -99,6 +111,7 @@ class child_process {
   pid_t pid_ = -1;
   int stdin_ = -1, stdout_ = -1;
   bool reaped_ = false;
+  int exit_code_ = 0;
   std::string buffer_;
 };
 
