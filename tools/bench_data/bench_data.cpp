@@ -1,0 +1,213 @@
+// msomni-bench-data: samples/s of one rank's data path on generated shards, in three modes.
+//   limit    - every sample of the sources read into memory first, then media_decoder
+//              (libavcodec decode + libswscale resize + byte tokens) on N std::threads over
+//              disjoint slices, --passes times over the set: no reader, no credits, no tensorizer. The decode limit.
+//   inline   - data_pipeline (the in-thread reference: one thread reads, decodes, packs).
+//   actors   - actor_pipeline with io.decode_workers = N on a CAF system of N threads.
+// Prints one line: "mode=... workers=N samples=S seconds=T samples_per_s=R".
+#include "data_actors.hpp"
+#include "data_pipeline.hpp"
+#include "media_decoder.hpp"
+#include "messages/catalog.hpp"
+#include "config/job_config.hpp"
+#include "storage.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace msomni;
+
+namespace {
+
+struct bench_options {
+  std::string mode;
+  std::string data_dir;
+  int workers = 1;
+  int64_t image_size = 112;
+  int64_t patch_size = 16;
+  int64_t video_frames = 1;
+  int64_t max_seq_len = 320;
+  int64_t batch = 16;
+  uint64_t samples = 0;  // pipeline modes: samples to pull (rounded up to whole batches)
+  bool videos = false;   // include DIR/videos
+  int passes = 1;        // limit mode: decode every sample this many times
+};
+
+struct source_info {
+  std::string name;
+  std::string dir;
+  modality kind;
+};
+
+std::vector<source_info> sources_of(const bench_options& o) {
+  std::vector<source_info> out = {{"images", o.data_dir + "/images", modality::image},
+                                  {"text", o.data_dir + "/text", modality::text}};
+  if (o.videos) out.push_back({"videos", o.data_dir + "/videos", modality::video});
+  return out;
+}
+
+// Every complete sample (media + caption, or caption alone for text) of one source's shards.
+std::vector<data::raw_sample> load_samples(const source_info& src, const data::storage& st) {
+  std::vector<data::raw_sample> out;
+  for (const auto& shard : st.list_shards(src.dir)) {
+    auto bytes = st.open(shard);
+    if (!bytes) throw std::runtime_error("cannot open " + shard);
+    const auto listing = data::list_tar(*bytes);
+    std::map<std::string, data::raw_sample> by_key;
+    for (const auto& m : listing.members) {
+      const auto dot = m.name.rfind('.');
+      if (dot == std::string::npos) continue;
+      const std::string key = m.name.substr(0, dot), ext = m.name.substr(dot + 1);
+      std::vector<uint8_t> buf(m.size);
+      bytes->read_at(m.data_offset, buf.data(), buf.size());
+      auto& s = by_key[key];
+      s.key = shard + "/" + key;
+      s.kind = src.kind;
+      if (ext == "txt") s.caption.assign(buf.begin(), buf.end());
+      else {
+        s.media = std::move(buf);
+        s.media_ext = ext;
+      }
+    }
+    for (auto& [key, s] : by_key) {
+      if (s.caption.empty() || (src.kind != modality::text && s.media.empty())) continue;
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+config::job_config job_of(const bench_options& o, const std::vector<source_info>& srcs,
+                          const data::storage& st) {
+  config::job_config job;
+  job.training.micro_batch = o.batch;
+  job.training.seed = 7;
+  job.model.image_size = o.image_size;
+  job.model.patch_size = o.patch_size;
+  job.model.video_frames = o.video_frames;
+  job.model.max_seq_len = o.max_seq_len;
+  job.io.decode_workers = o.workers;
+  job.io.downgrade_video = false;  // full-quality decodes, the same work as the limit
+  // Weights in proportion to each source's sample count, so the mix matches the limit's.
+  for (const auto& s : srcs) {
+    const double n = double(load_samples(s, st).size());
+    job.data.sources.push_back({s.name, s.dir, n, s.kind});
+  }
+  return job;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int run_limit(const bench_options& o) {
+  const auto st = data::make_local_storage();
+  std::vector<data::raw_sample> all;
+  for (const auto& s : sources_of(o)) {
+    auto v = load_samples(s, *st);
+    for (auto& r : v) all.push_back(std::move(r));
+  }
+  const data::decode_options dopts{int(o.image_size), int(o.video_frames),
+                                   size_t(o.max_seq_len - o.video_frames * (o.image_size / o.patch_size) *
+                                                              (o.image_size / o.patch_size))};
+  std::atomic<uint64_t> bad{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int w = 0; w < o.workers; ++w) {
+    threads.emplace_back([&, w] {
+      data::media_decoder dec(dopts);
+      for (int pass = 0; pass < o.passes; ++pass)
+        for (size_t i = size_t(w); i < all.size(); i += size_t(o.workers))
+          if (dec.decode(all[i], false).bad) ++bad;
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double secs = seconds_since(t0);
+  const double n = double(all.size()) * o.passes;
+  std::printf("mode=limit workers=%d samples=%.0f seconds=%.4f samples_per_s=%.1f bad=%llu\n", o.workers, n, secs,
+              n / secs, (unsigned long long)bad.load());
+  return bad.load() == 0 ? 0 : 1;
+}
+
+template <class Pipe>
+uint64_t pull(Pipe& p, uint64_t samples) {
+  uint64_t got = 0;
+  while (got < samples) got += uint64_t(p.next_batch().kinds.size());
+  return got;
+}
+
+int run_pipeline(const bench_options& o) {
+  const auto st = data::make_local_storage();
+  const auto srcs = sources_of(o);
+  const auto setup = data::make_pipeline_setup(job_of(o, srcs, *st));
+  uint64_t got = 0;
+  double secs = 0;
+  if (o.mode == "inline") {
+    const auto t0 = std::chrono::steady_clock::now();
+    data::data_pipeline p(setup, {0, 1});
+    got = pull(p, o.samples);
+    secs = seconds_since(t0);
+  } else {
+    caf::actor_system_config cfg;
+    register_catalog(cfg);
+    cfg.set("scheduler.max-threads", o.workers);
+    cfg.set("logger.console-verbosity", caf::atom("quiet"));
+    caf::actor_system sys(cfg);
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+      data::actor_pipeline p(sys, setup, {0, 1});
+      got = pull(p, o.samples);
+      secs = seconds_since(t0);
+    }
+  }
+  std::printf("mode=%s workers=%d samples=%llu seconds=%.4f samples_per_s=%.1f\n", o.mode.c_str(), o.workers,
+              (unsigned long long)got, secs, double(got) / secs);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench_options o;
+  try {
+    for (int i = 1; i + 1 < argc; i += 2) {
+      const std::string a = argv[i], v = argv[i + 1];
+      if (a == "--mode") o.mode = v;
+      else if (a == "--data") o.data_dir = v;
+      else if (a == "--workers") o.workers = std::stoi(v);
+      else if (a == "--image-size") o.image_size = std::stoll(v);
+      else if (a == "--patch-size") o.patch_size = std::stoll(v);
+      else if (a == "--video-frames") o.video_frames = std::stoll(v);
+      else if (a == "--max-seq-len") o.max_seq_len = std::stoll(v);
+      else if (a == "--batch") o.batch = std::stoll(v);
+      else if (a == "--samples") o.samples = std::stoull(v);
+      else if (a == "--videos") o.videos = v == "1";
+      else if (a == "--passes") o.passes = std::stoi(v);
+      else throw std::invalid_argument("unknown option " + a);
+    }
+    if (o.data_dir.empty() || o.workers < 1) throw std::invalid_argument("--data DIR and --workers >= 1 are required");
+    if (o.mode == "limit") return run_limit(o);
+    if (o.mode == "inline" || o.mode == "actors") {
+      if (o.samples == 0) throw std::invalid_argument("--samples N is required for pipeline modes");
+      return run_pipeline(o);
+    }
+    throw std::invalid_argument("--mode must be limit, inline or actors");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr,
+                 "msomni-bench-data: %s\nusage: msomni-bench-data --mode limit|inline|actors --data DIR "
+                 "[--workers N] [--samples N] [--image-size PX] [--patch-size PX] [--video-frames N] "
+                 "[--max-seq-len N] [--batch N] [--videos 0|1] [--passes N]\n",
+                 e.what());
+    return 2;
+  }
+}
