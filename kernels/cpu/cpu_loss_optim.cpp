@@ -62,15 +62,25 @@ void cpu_ops::adamw_update(const float* grad, int64_t n, const adamw_params& p, 
                            float* m, float* v) {
   const float bc1 = 1.0f - static_cast<float>(std::pow(static_cast<double>(p.beta1), p.step));
   const float bc2 = 1.0f - static_cast<float>(std::pow(static_cast<double>(p.beta2), p.step));
+  // The parameters go into locals so the compiler knows the stores below cannot change
+  // them; fixed chunks over threads, a SIMD loop inside each (elements are independent).
+  const float beta1 = p.beta1, beta2 = p.beta2, lr = p.lr, wd = p.weight_decay, eps = p.eps;
+  const float gscale = p.grad_scale;
+  constexpr int64_t chunk = 4096;
+  const int64_t chunks = (n + chunk - 1) / chunk;
 #pragma omp parallel for num_threads(threads_) if(parallel_worth(n * 4)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = grad[i] * p.grad_scale;
-    m[i] = p.beta1 * m[i] + (1.0f - p.beta1) * g;
-    v[i] = p.beta2 * v[i] + (1.0f - p.beta2) * g * g;
-    const float m_hat = m[i] / bc1;
-    const float v_hat = v[i] / bc2;
-    // Decoupled decay (Loshchilov & Hutter): shrink the weight, then take the Adam step.
-    param[i] -= p.lr * (p.weight_decay * param[i] + m_hat / (std::sqrt(v_hat) + p.eps));
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t lo = c * chunk, hi = std::min(n, lo + chunk);
+#pragma omp simd
+    for (int64_t i = lo; i < hi; ++i) {
+      const float g = grad[i] * gscale;
+      m[i] = beta1 * m[i] + (1.0f - beta1) * g;
+      v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
+      const float m_hat = m[i] / bc1;
+      const float v_hat = v[i] / bc2;
+      // Decoupled decay (Loshchilov & Hutter): shrink the weight, then take the Adam step.
+      param[i] -= lr * (wd * param[i] + m_hat / (std::sqrt(v_hat) + eps));
+    }
   }
 }
 

@@ -11,6 +11,7 @@
 #include <new>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 namespace msomni::kernels {
 
@@ -56,12 +57,24 @@ void cpu_ops::bias_add(float* y, const float* bias, int64_t rows, int64_t cols) 
 }
 
 void cpu_ops::column_sum_accumulate(const float* x, int64_t rows, int64_t cols, float* out) {
-  // Parallel over columns so each column's sum runs over rows in order on one thread.
-#pragma omp parallel for num_threads(threads_) if(parallel_worth(rows * cols)) schedule(static)
-  for (int64_t c = 0; c < cols; ++c) {
-    float s = 0;
-    for (int64_t r = 0; r < rows; ++r) s += x[r * cols + c];
-    out[c] += s;
+  // Each thread owns a contiguous range of columns and walks the rows in order, adding a
+  // whole row segment at a time (contiguous, vectorisable) into its partial sums: every
+  // column's sum still runs over rows in order on one thread.
+  const int nt = parallel_worth(rows * cols) ? threads_ : 1;
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    const int n = omp_get_num_threads();
+    const int64_t c0 = cols * t / n;
+    const int64_t c1 = cols * (t + 1) / n;
+    std::vector<float> s(static_cast<size_t>(c1 - c0), 0.0f);
+    float* sp = s.data();
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * cols + c0;
+#pragma omp simd
+      for (int64_t c = 0; c < c1 - c0; ++c) sp[c] += xr[c];
+    }
+    for (int64_t c = c0; c < c1; ++c) out[c] += sp[c - c0];
   }
 }
 
