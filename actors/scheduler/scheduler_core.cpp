@@ -109,8 +109,12 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
     // A waiting critical job keeps every lower class out of the GPUs it is owed.
     if (critical_blocked && j.req.klass != job_class::critical) break;
     // Behind a blocked job only work that gives way at once may fill in (omni); greedy
-    // fills with anything preemptible.
-    if (any_blocked && params_.policy == policy_kind::omni && j.req.klass != job_class::best_effort)
+    // fills with anything preemptible. A critical job is never skipped here: behind another
+    // blocked critical job it still starts in GPUs nobody was promised (`usable`) or
+    // reclaims its own share from lower classes -- skipping it left it waiting on regular
+    // jobs past their run window (critical_starvation_events on ITP traces).
+    if (any_blocked && params_.policy == policy_kind::omni &&
+        j.req.klass == job_class::regular)
       continue;
     uint32_t need = j.req.gpus;
     uint32_t gpr = j.req.gpus_per_replica;

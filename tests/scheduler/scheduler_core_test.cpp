@@ -163,3 +163,14 @@ TEST_CASE("queue is bounded and every decision carries a reason") {
   CHECK(!s.log().empty());
   for (const auto& d : s.log()) CHECK_FALSE(d.cmd.reason.empty());
 }
+
+TEST_CASE("a second critical job behind a blocked critical job still reclaims from lower classes") {
+  auto s = make(policy_kind::omni);
+  for (int i = 0; i < 16; ++i) s.submit(req("reg" + std::to_string(i), job_class::regular, 1), 0);
+  double t = 8000;  // every regular job is past its 2 h run window
+  auto a = s.submit(req("critA", job_class::critical, 1), t);
+  REQUIRE(std::count_if(a.begin(), a.end(), [](const command& c) { return c.kind == command_kind::preempt; }) == 1);
+  auto b = s.submit(req("critB", job_class::critical, 1), t);  // A still waits for its drain
+  CHECK(std::count_if(b.begin(), b.end(), [](const command& c) { return c.kind == command_kind::preempt; }) == 1);
+  CHECK_FALSE(s.critical_starved_by_lower(t));
+}
