@@ -2,6 +2,7 @@
 #include "rank_trainer.hpp"
 
 #include "config/job_config.hpp"
+#include "core/rng.hpp"
 
 #include <cstring>
 #include <stdexcept>
@@ -100,13 +101,7 @@ bool rank_trainer::load_state(const model::model_state& s) {
 uint64_t rank_trainer::parameter_checksum() const {
   std::vector<float> host(static_cast<size_t>(model_.parameter_count()));
   model_.copy_to_host(model::buffer_role::parameters, host);
-  uint64_t h = 14695981039346656037ull;
-  const auto* p = reinterpret_cast<const unsigned char*>(host.data());
-  for (size_t i = 0; i < host.size() * sizeof(float); ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
+  return stable_hash({reinterpret_cast<const char*>(host.data()), host.size() * sizeof(float)});
 }
 
 }  // namespace msomni::rank_worker

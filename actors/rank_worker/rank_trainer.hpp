@@ -43,7 +43,7 @@ class rank_trainer {
   // Returns false when the state carries no data position (the data source is left as is).
   bool load_state(const model::model_state& s);
 
-  // xxhash-free checksum of the parameters (FNV-1a over their bits) for bit-exact comparisons.
+  // Checksum of the parameters (stable_hash over their bits) for bit-exact comparisons.
   uint64_t parameter_checksum() const;
 
  private:

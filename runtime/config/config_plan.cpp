@@ -1,6 +1,8 @@
 // The resolved plan printed by `msomni-run --dry-run`, and the stable config hash.
 #include "config/config_loader.hpp"
 
+#include "core/rng.hpp"
+
 #include <sstream>
 
 namespace msomni::config {
@@ -77,12 +79,7 @@ uint64_t config_hash(const job_config& c) {
      << c.data.mix_strategy << '|' << c.data.shuffle;
   for (const auto& s : c.data.sources)
     os << '|' << s.name << ',' << s.uri << ',' << s.weight << ',' << to_string(s.kind);
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char ch : os.str()) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return h;
+  return stable_hash(os.str());
 }
 
 }  // namespace msomni::config

@@ -33,6 +33,14 @@ size_t count_lines(const fs::path& p) {
   return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
 }
 
+// One of the job's rank processes (msomni-run's children are its ranks).
+pid_t first_child(const msomni::child_process& job) {
+  std::istringstream ids(read_file("/proc/" + std::to_string(job.pid()) + "/task/" + std::to_string(job.pid()) + "/children"));
+  pid_t pid = 0;
+  ids >> pid;
+  return pid;
+}
+
 std::string quickstart() { return std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml"; }
 
 }  // namespace
@@ -64,10 +72,7 @@ TEST_CASE("a rank killed with SIGKILL: the job continues on the survivor from th
   // Wait until a checkpoint exists, then kill one of the job's rank processes.
   for (int i = 0; i < 600 && !fs::exists(run_dir / "checkpoints" / "latest"); ++i) std::this_thread::sleep_for(50ms);
   REQUIRE(fs::exists(run_dir / "checkpoints" / "latest"));
-  const auto children = read_file("/proc/" + std::to_string(job.pid()) + "/task/" + std::to_string(job.pid()) + "/children");
-  std::istringstream ids(children);
-  pid_t victim = 0;
-  ids >> victim;
+  const pid_t victim = first_child(job);
   REQUIRE(victim > 0);
   ::kill(victim, SIGKILL);
   const int code = job.wait(120s);
@@ -90,10 +95,7 @@ TEST_CASE("below min_replicas the job stops with a reason") {
   for (int i = 0; i < 300 && (!fs::exists(run_dir / "metrics.jsonl") || count_lines(run_dir / "metrics.jsonl") < 3); ++i)
     std::this_thread::sleep_for(100ms);
   REQUIRE(count_lines(run_dir / "metrics.jsonl") >= 3);
-  const auto children = read_file("/proc/" + std::to_string(job.pid()) + "/task/" + std::to_string(job.pid()) + "/children");
-  std::istringstream ids(children);
-  pid_t victim = 0;
-  ids >> victim;
+  const pid_t victim = first_child(job);
   REQUIRE(victim > 0);
   ::kill(victim, SIGKILL);
   CHECK(job.wait(60s) == 1);
@@ -113,10 +115,7 @@ TEST_CASE("a silent rank (SIGSTOP) is declared down by missed keep-alives and th
                              "--run-dir", run_dir.string()});
   for (int i = 0; i < 600 && !fs::exists(run_dir / "checkpoints" / "latest"); ++i) std::this_thread::sleep_for(50ms);
   REQUIRE(fs::exists(run_dir / "checkpoints" / "latest"));
-  const auto children = read_file("/proc/" + std::to_string(job.pid()) + "/task/" + std::to_string(job.pid()) + "/children");
-  std::istringstream ids(children);
-  pid_t victim = 0;
-  ids >> victim;
+  const pid_t victim = first_child(job);
   REQUIRE(victim > 0);
   ::kill(victim, SIGSTOP);  // no socket closes: only the missing keep-alives can tell
   const int code = job.wait(120s);

@@ -1,7 +1,7 @@
 // Bit-exact resume across processes: 24 steps straight equal 12 steps + checkpoint + new
 // processes + verified load + 12 steps: identical per-step losses and parameter checksums.
 #include "support/process_runner.hpp"
-#include "tests/transport/process_group.hpp"
+#include "support/wired_processes.hpp"
 
 #include <doctest/doctest.h>
 
@@ -9,7 +9,6 @@
 #include <memory>
 
 using namespace std::chrono_literals;
-using msomni::testing::node_process;
 
 namespace {
 
@@ -55,21 +54,12 @@ struct run_output {
 };
 
 run_output run(const std::string& config, const std::string& ckpt, int64_t steps, bool resume, int world = 2) {
-  std::vector<std::unique_ptr<node_process>> ranks;
-  std::vector<std::string> peers;
+  std::vector<std::vector<std::string>> args;
   for (int i = 0; i < world; ++i) {
-    std::vector<std::string> args{config, "--name", "r" + std::to_string(i), "--ckpt-dir", ckpt, "--steps",
-                                  std::to_string(steps)};
-    if (resume) args.push_back("--resume");
-    ranks.push_back(std::make_unique<node_process>(MSOMNI_RANK_BINARY, args));
-    auto addr = ranks.back()->read_until("ADDR ", 20s);
-    REQUIRE_MESSAGE(addr, ranks.back()->log);
-    peers.push_back("PEER" + addr->substr(4));
+    args.push_back({config, "--name", "r" + std::to_string(i), "--ckpt-dir", ckpt, "--steps", std::to_string(steps)});
+    if (resume) args.back().push_back("--resume");
   }
-  for (auto& r : ranks) {
-    for (auto& p : peers) r->write_line(p);
-    r->write_line("GO");
-  }
+  auto ranks = msomni::testing::start_wired(MSOMNI_RANK_BINARY, args);
   run_output out;
   for (;;) {
     auto line = ranks[0]->read_until("", 120s);

@@ -2,7 +2,7 @@
 // least half within a bounded number of steps, and the same run twice gives identical
 // per-step losses and parameter checksums (bit for bit).
 #include "support/process_runner.hpp"
-#include "tests/transport/process_group.hpp"
+#include "support/wired_processes.hpp"
 
 #include <doctest/doctest.h>
 
@@ -10,7 +10,6 @@
 #include <numeric>
 
 using namespace std::chrono_literals;
-using msomni::testing::node_process;
 
 namespace {
 
@@ -55,19 +54,8 @@ struct run_output {
 };
 
 run_output train_two_ranks(const std::string& config) {
-  std::vector<std::unique_ptr<node_process>> ranks;
-  std::vector<std::string> peers;
-  for (int i = 0; i < 2; ++i) {
-    ranks.push_back(std::make_unique<node_process>(
-        MSOMNI_RANK_BINARY, std::vector<std::string>{config, "--name", "rank" + std::to_string(i)}));
-    auto addr = ranks.back()->read_until("ADDR ", 20s);
-    REQUIRE_MESSAGE(addr, ranks.back()->log);
-    peers.push_back("PEER" + addr->substr(4));
-  }
-  for (auto& r : ranks) {
-    for (auto& p : peers) r->write_line(p);
-    r->write_line("GO");
-  }
+  auto ranks = msomni::testing::start_wired(
+      MSOMNI_RANK_BINARY, {{config, "--name", "rank0"}, {config, "--name", "rank1"}});
   run_output out;
   for (;;) {
     auto line = ranks[0]->read_until("", 120s);

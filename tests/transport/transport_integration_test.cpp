@@ -1,5 +1,5 @@
 // Transport integration: 2 and 4 real processes over UCX on loopback.
-#include "tests/transport/process_group.hpp"
+#include "support/wired_processes.hpp"
 
 #include <doctest/doctest.h>
 
@@ -7,7 +7,7 @@
 #include <memory>
 
 using namespace std::chrono_literals;
-using msomni::testing::node_process;
+using msomni::child_process;
 
 namespace {
 
@@ -18,21 +18,12 @@ int64_t wall_ms() {
 }
 
 struct group {
-  std::vector<std::unique_ptr<node_process>> nodes;
+  std::vector<std::unique_ptr<child_process>> nodes;
 
   group(int n, const std::string& scenario) {
-    std::vector<std::string> addr_lines;
-    for (int i = 0; i < n; ++i) {
-      nodes.push_back(std::make_unique<node_process>(
-          MSOMNI_TEST_NODE, std::vector<std::string>{"--name", "node" + std::to_string(i), "--scenario", scenario}));
-      auto addr = nodes.back()->read_until("ADDR ", 20s);
-      REQUIRE_MESSAGE(addr, "node " << i << " did not start: " << nodes.back()->log);
-      addr_lines.push_back("PEER" + addr->substr(4));
-    }
-    for (auto& node : nodes) {
-      for (auto& l : addr_lines) node->write_line(l);
-      node->write_line("GO");
-    }
+    std::vector<std::vector<std::string>> args;
+    for (int i = 0; i < n; ++i) args.push_back({"--name", "node" + std::to_string(i), "--scenario", scenario});
+    nodes = msomni::testing::start_wired(MSOMNI_TEST_NODE, args);
     for (auto& node : nodes) REQUIRE_MESSAGE(node->read_until("READY", 20s), node->log);
   }
 
