@@ -1,6 +1,13 @@
 // Where a rank worker's micro-batches come from: the data pipeline for real datasets, or
-// the synthetic generator for synthetic:// sources. Positions are saveable so a checkpoint
-// resumes the exact batch sequence.
+// the synthetic generator for synthetic:// sources.
+//
+// The global sample order does not depend on the replica count. With G = world x
+// micro_batch x grad_accum samples per optimizer step (the global batch, fixed across
+// resizes), micro-step k of optimizer step s on rank r takes the global samples
+//   s*G + (k*world + r)*micro_batch + [0, micro_batch).
+// So a job that changes its replica count at a step boundary (reslot) sees the same
+// samples in each optimizer step as a static job. The saved position, taken at a step
+// boundary, is the same on every rank and restores under any slot.
 #pragma once
 
 #include "model/micro_batch.hpp"
@@ -11,10 +18,20 @@
 
 namespace msomni::rank_worker {
 
+struct data_slot {
+  uint32_t rank = 0;
+  uint32_t world = 1;
+  int64_t grad_accum = 1;
+  int64_t micro_batch = 1;
+  int64_t global_batch() const { return static_cast<int64_t>(world) * micro_batch * grad_accum; }
+};
+
 class batch_source {
  public:
   virtual ~batch_source() = default;
   virtual model::micro_batch next() = 0;
+  // Only at an optimizer-step boundary; keeps the global position.
+  virtual void reslot(const data_slot& slot) = 0;
   virtual std::vector<uint8_t> save_state() const = 0;
   virtual void restore_state(std::span<const uint8_t> bytes) = 0;
 };

@@ -23,9 +23,15 @@ bool all_synthetic(const config::job_config& cfg) {
   return true;
 }
 
-pipeline_source::pipeline_source(const config::job_config& cfg, uint32_t rank, uint32_t world)
+pipeline_source::pipeline_source(const config::job_config& cfg, data_slot slot)
     : pipe_(std::make_unique<data::data_pipeline>(data::make_pipeline_setup(with_resolved_paths(cfg)),
-                                                  data::rank_slot{rank, world})) {}
+                                                  data::rank_slot{slot.rank, slot.world})),
+      slot_(slot) {}
+
+void pipeline_source::reslot(const data_slot& slot) {
+  if (slot.rank != slot_.rank || slot.world != slot_.world || slot.grad_accum != slot_.grad_accum)
+    throw std::runtime_error("pipeline_source: the data pipeline cannot yet change its replica slot in place");
+}
 
 model::micro_batch to_model_batch(const data::micro_batch& in) {
   model::micro_batch mb;

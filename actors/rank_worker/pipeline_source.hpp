@@ -13,9 +13,12 @@ namespace msomni::rank_worker {
 
 class pipeline_source final : public batch_source {
  public:
-  pipeline_source(const config::job_config& cfg, uint32_t rank, uint32_t world);
+  pipeline_source(const config::job_config& cfg, data_slot slot);
 
   model::micro_batch next() override;
+  // TODO(issue 5): the pipeline still deals shards to ranks, so its order depends on the
+  // replica count; until it follows the global order of batch_source.hpp a resize is refused.
+  void reslot(const data_slot& slot) override;
   std::vector<uint8_t> save_state() const override { return pipe_->save_state(); }
   void restore_state(std::span<const uint8_t> bytes) override { pipe_->restore_state(bytes); }
 
@@ -24,6 +27,7 @@ class pipeline_source final : public batch_source {
 
  private:
   std::unique_ptr<data::data_pipeline> pipe_;
+  data_slot slot_;
   uint64_t downgraded_ = 0;
 };
 

@@ -37,12 +37,13 @@ void paint(float* frame, int64_t image, int64_t patch, const colour& c, int64_t 
 
 }  // namespace
 
-synthetic_source::synthetic_source(const config::job_config& cfg, uint32_t rank)
+synthetic_source::synthetic_source(const config::job_config& cfg, data_slot slot)
     : model_(cfg.model),
       sources_(cfg.data.sources),
       micro_batch_(cfg.training.micro_batch),
       seed_(static_cast<uint64_t>(cfg.training.seed)),
-      rank_(rank) {
+      slot_(slot) {
+  check_slot(slot);
   for (const auto& s : sources_) {
     if (s.uri.rfind("synthetic://", 0) != 0)
       throw std::invalid_argument("synthetic_source: data source \"" + s.name + "\" is " + s.uri +
@@ -56,9 +57,25 @@ synthetic_source::synthetic_source(const config::job_config& cfg, uint32_t rank)
                                 " text positions after the patches (need >= 8)");
 }
 
+void synthetic_source::check_slot(const data_slot& slot) const {
+  if (slot.world == 0 || slot.rank >= slot.world || slot.grad_accum < 1 || slot.micro_batch != micro_batch_)
+    throw std::invalid_argument("synthetic_source: unusable slot (rank " + std::to_string(slot.rank) + " of " +
+                                std::to_string(slot.world) + ", grad_accum " + std::to_string(slot.grad_accum) +
+                                ", micro_batch " + std::to_string(slot.micro_batch) + ")");
+}
+
+void synthetic_source::reslot(const data_slot& slot) {
+  if (micro_ != 0) throw std::logic_error("synthetic_source: reslot inside an optimizer step");
+  check_slot(slot);
+  slot_ = slot;
+}
+
 model::micro_batch synthetic_source::next() {
-  auto rng = rng_stream::derive(seed_ ^ (index_ * 0x9e3779b97f4a7c15ull), "data.synthetic", rank_);
-  ++index_;
+  const uint64_t first = step_base_ + static_cast<uint64_t>((micro_ * slot_.world + slot_.rank) * micro_batch_);
+  if (++micro_ == slot_.grad_accum) {
+    micro_ = 0;
+    step_base_ += static_cast<uint64_t>(slot_.global_batch());
+  }
   model::micro_batch mb;
   const int64_t per_frame = (model_.image_size / model_.patch_size) * (model_.image_size / model_.patch_size);
   mb.batch = micro_batch_;
@@ -66,7 +83,11 @@ model::micro_batch synthetic_source::next() {
   mb.patch_dim = model_.patch_size * model_.patch_size * 3;
   mb.text_len = text_len_;
   mb.patches.assign(static_cast<size_t>(mb.batch * mb.max_patches * mb.patch_dim), 0.0f);
-  for (int64_t b = 0; b < mb.batch; ++b) draw_sample(mb, b, rng);
+  for (int64_t b = 0; b < mb.batch; ++b) {
+    auto rng = rng_stream::derive(seed_ ^ ((first + static_cast<uint64_t>(b)) * 0x9e3779b97f4a7c15ull),
+                                  "data.synthetic", 0);
+    draw_sample(mb, b, rng);
+  }
   return mb;
 }
 
@@ -111,16 +132,18 @@ void synthetic_source::draw_sample(model::micro_batch& mb, int64_t b, rng_stream
 }
 
 std::vector<uint8_t> synthetic_source::save_state() const {
-  std::vector<uint8_t> out(sizeof index_);
-  std::memcpy(out.data(), &index_, sizeof index_);
+  if (micro_ != 0) throw std::logic_error("synthetic_source: save_state inside an optimizer step");
+  std::vector<uint8_t> out(sizeof step_base_);
+  std::memcpy(out.data(), &step_base_, sizeof step_base_);
   return out;
 }
 
 void synthetic_source::restore_state(std::span<const uint8_t> bytes) {
-  if (bytes.size() != sizeof index_)
+  if (bytes.size() != sizeof step_base_)
     throw std::invalid_argument("synthetic_source: state has " + std::to_string(bytes.size()) +
-                                " bytes, expected " + std::to_string(sizeof index_));
-  std::memcpy(&index_, bytes.data(), sizeof index_);
+                                " bytes, expected " + std::to_string(sizeof step_base_));
+  std::memcpy(&step_base_, bytes.data(), sizeof step_base_);
+  micro_ = 0;
 }
 
 }  // namespace msomni::rank_worker

@@ -117,11 +117,12 @@ int main(int argc, char** argv) {
     model::model_context ctx{cfg.model, static_cast<uint64_t>(cfg.training.seed), model::compute_device::cpu, 0, 1};
     auto model = model::create_model(ctx, registry, std::filesystem::path(config_path).parent_path().string());
     std::unique_ptr<rank_worker::batch_source> data;
+    const rank_worker::data_slot slot{static_cast<uint32_t>(ring.rank()), static_cast<uint32_t>(ring.size()),
+                                      cfg.training.grad_accum, cfg.training.micro_batch};
     if (rank_worker::all_synthetic(cfg))
-      data = std::make_unique<rank_worker::synthetic_source>(cfg, static_cast<uint32_t>(ring.rank()));
+      data = std::make_unique<rank_worker::synthetic_source>(cfg, slot);
     else
-      data = std::make_unique<rank_worker::pipeline_source>(cfg, static_cast<uint32_t>(ring.rank()),
-                                                            static_cast<uint32_t>(ring.size()));
+      data = std::make_unique<rank_worker::pipeline_source>(cfg, slot);
     real_clock clk;
     rank_worker::rank_trainer trainer(*model, ring, *data, clk, rank_worker::settings_from(cfg));
     const uint64_t total = static_cast<uint64_t>(steps >= 0 ? steps : cfg.training.steps);
@@ -144,8 +145,7 @@ int main(int argc, char** argv) {
             // The data order restarts, reshuffled by the resume step so it does not replay step 0's.
             auto reseeded = cfg;
             reseeded.training.seed = cfg.training.seed + static_cast<int64_t>(trainer.steps_done());
-            data = std::make_unique<rank_worker::pipeline_source>(reseeded, static_cast<uint32_t>(ring.rank()),
-                                                                  static_cast<uint32_t>(ring.size()));
+            data = std::make_unique<rank_worker::pipeline_source>(reseeded, slot);
             trainer.rebind(*data);
           }
           std::cout << "RESUMED " << trainer.steps_done() << std::endl;

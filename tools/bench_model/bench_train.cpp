@@ -152,7 +152,7 @@ int run(const bench_options& o) {
   ctx.cpu_threads = o.threads;
   auto m = model::create_model(ctx, registry, std::filesystem::path(cfg.source_path).parent_path().string());
 
-  rank_worker::synthetic_source source(cfg, 0);
+  rank_worker::synthetic_source source(cfg, rank_worker::data_slot{0, 1, 1, cfg.training.micro_batch});
   std::vector<model::micro_batch> pool;
   for (int64_t i = 0; i < o.pool; ++i) pool.push_back(source.next());
   const rank_worker::trainer_settings ts = rank_worker::settings_from(cfg);
