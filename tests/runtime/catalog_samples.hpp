@@ -10,10 +10,12 @@ template <class T>
 struct tag {};
 
 inline msg::heartbeat sample(tag<msg::heartbeat>) { return {"node-a", 3, 7, 42, -5}; }
-inline msg::rank_ready sample(tag<msg::rank_ready>) { return {2, 9, 1200}; }
-inline msg::join_world sample(tag<msg::join_world>) { return {4, 3, {0, 2, 5}, 1600}; }
-inline msg::decommission sample(tag<msg::decommission>) { return {5, {1, 3}, 123456789, "scale-down to 2"}; }
-inline msg::decommissioned sample(tag<msg::decommissioned>) { return {3, 5, 1601}; }
+inline msg::rank_ready sample(tag<msg::rank_ready>) { return {"rank-2", "node-a", "127.0.0.1:4100", 4242, true, 1200}; }
+inline msg::join_world sample(tag<msg::join_world>) {
+  return {4, {"rank-0", "rank-2"}, {"127.0.0.1:4000", "127.0.0.1:4002"}, 2, 1, true, "scale-down to 2"};
+}
+inline msg::rank_stalled sample(tag<msg::rank_stalled>) { return {"rank-1", 5, 77, "peer rank-3 down"}; }
+inline msg::rank_left sample(tag<msg::rank_left>) { return {"rank-3", 5, 1601, "decommissioned", 0xfeedull}; }
 inline msg::peer_down sample(tag<msg::peer_down>) { return {"node-b", 6, 8, "UCS_ERR_CONNECTION_RESET"}; }
 inline msg::scale_request sample(tag<msg::scale_request>) { return {77, 4, 120.5, "cli:root"}; }
 inline msg::scale_reply sample(tag<msg::scale_reply>) { return {77, true, "at barrier 1700"}; }
@@ -28,5 +30,11 @@ inline msg::job_released sample(tag<msg::job_released>) { return {"be-17", 3, 44
 inline msg::memory_sample sample(tag<msg::memory_sample>) { return {1, 88, 123, 40ull << 30, 44ull << 30}; }
 inline msg::memory_advice sample(tag<msg::memory_advice>) { return {msg::advice_kind::reserve, 3.5, 1, "", "peak in 4 steps"}; }
 inline msg::stage_pressure sample(tag<msg::stage_pressure>) { return {2, 14, 16, 1, true}; }
+inline msg::agent_hello sample(tag<msg::agent_hello>) { return {"node-b", "rack2", "switch1", 4, 999}; }
+inline msg::spawn_rank sample(tag<msg::spawn_rank>) { return {"rank-5", {"job.toml", "--name", "rank-5"}}; }
+inline msg::stop_rank sample(tag<msg::stop_rank>) { return {"rank-5", "grace period of 120 s passed"}; }
+inline msg::rank_exited sample(tag<msg::rank_exited>) { return {"rank-5", "node-b", -9, "killed"}; }
+inline msg::control_request sample(tag<msg::control_request>) { return {"0123abcd", "scale-down", 2, 120, "cli:root"}; }
+inline msg::control_reply sample(tag<msg::control_reply>) { return {false, "refused: below min_replicas", "{}"}; }
 
 }  // namespace msomni::testing
