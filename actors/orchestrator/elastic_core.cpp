@@ -1,0 +1,549 @@
+// elastic_core (see elastic_core.hpp).
+#include "elastic_core.hpp"
+
+#include "run_journal.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace msomni::orchestrator {
+
+namespace {
+
+double seconds(nanos d) { return static_cast<double>(d.count()) / 1e9; }
+
+std::string fixed1(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+}  // namespace
+
+const char* to_string(member_state s) {
+  switch (s) {
+    case member_state::starting: return "starting";
+    case member_state::ready: return "ready";
+    case member_state::active: return "active";
+    case member_state::leaving: return "leaving";
+    case member_state::left: return "left";
+    case member_state::dead: return "dead";
+  }
+  return "?";
+}
+
+const char* elastic_core::to_string(phase p) {
+  switch (p) {
+    case phase::starting: return "starting";
+    case phase::running: return "running";
+    case phase::shrinking: return "shrinking";
+    case phase::growing: return "growing";
+    case phase::recovering: return "recovering";
+    case phase::stopping: return "stopping";
+    case phase::done: return "done";
+  }
+  return "?";
+}
+
+elastic_core::elastic_core(elastic_settings s) : s_(s), target_(s.replicas) {}
+
+std::optional<int64_t> elastic_core::grad_accum_for(int64_t world) const {
+  if (world <= 0 || s_.micro_batch <= 0) return std::nullopt;
+  const int64_t per_step = world * s_.micro_batch;
+  if (s_.global_batch % per_step != 0) return std::nullopt;
+  return s_.global_batch / per_step;
+}
+
+int64_t elastic_core::largest_world_at_most(int64_t n) const {
+  for (int64_t w = std::min(n, s_.max_replicas); w >= std::max<int64_t>(1, s_.min_replicas); --w)
+    if (grad_accum_for(w)) return w;
+  return 0;
+}
+
+int64_t elastic_core::world() const { return static_cast<int64_t>(ring_.size()); }
+
+std::vector<std::string> elastic_core::current() const {
+  std::vector<std::string> out;
+  for (const auto& n : ring_)
+    if (members_.at(n).state == member_state::active) out.push_back(n);
+  return out;
+}
+
+int64_t elastic_core::free_slots() const {
+  int64_t free = 0;
+  for (const auto& [node, a] : agents_) {
+    if (!a.alive) continue;
+    int64_t used = 0;
+    for (const auto& [n, m] : members_)
+      if (m.node == node && m.state != member_state::left && m.state != member_state::dead) ++used;
+    free += std::max<int64_t>(0, a.slots - used);
+  }
+  return free;
+}
+
+// The agent with a free slot closest to `near_node`: the same node, then the same rack, then
+// the same switch, then the one with most free slots (names break ties, for determinism).
+std::optional<std::string> elastic_core::place(const std::string& near_node) const {
+  const agent_info* near = agents_.count(near_node) ? &agents_.at(near_node) : nullptr;
+  std::optional<std::string> best;
+  std::tuple<int, int64_t> best_score{-1, 0};
+  for (const auto& [node, a] : agents_) {
+    if (!a.alive) continue;
+    int64_t used = 0;
+    for (const auto& [n, m] : members_)
+      if (m.node == node && m.state != member_state::left && m.state != member_state::dead) ++used;
+    const int64_t free = a.slots - used;
+    if (free <= 0) continue;
+    int closeness = 0;
+    if (near) closeness = node == near->node ? 3 : a.rack == near->rack ? 2 : a.switch_name == near->switch_name ? 1 : 0;
+    const std::tuple<int, int64_t> score{closeness, free};
+    if (score > best_score) best_score = score, best = node;
+  }
+  return best;
+}
+
+std::vector<action> elastic_core::spawn(int64_t count, const std::string& near_node, time_point now) {
+  std::vector<action> out;
+  std::string near = near_node;
+  for (int64_t i = 0; i < count; ++i) {
+    const auto node = place(near);
+    if (!node) break;
+    member_info m;
+    m.name = "rank-" + std::to_string(next_rank_id_++);
+    m.node = *node;
+    m.since = now;
+    members_[m.name] = m;
+    joining_.push_back(m.name);
+    out.push_back(spawn_on_agent{*node, m.name});
+    out.push_back(journal_event{"rank_spawn", m.name + " on node " + *node + " (rack " + agents_[*node].rack +
+                                                  ", switch " + agents_[*node].switch_name + ")"});
+    if (near.empty()) near = *node;  // keep a data-parallel group together
+  }
+  return out;
+}
+
+send_plan elastic_core::make_plan(std::vector<std::string> members, msg::state_source source, bool checkpoint_first,
+                                  std::vector<std::string> also_to, std::string reason) {
+  send_plan p;
+  p.plan.epoch = ++epoch_;
+  p.plan.members = members;
+  for (const auto& n : members) p.plan.addresses.push_back(members_.at(n).address);
+  p.plan.grad_accum = members.empty() ? 1 : grad_accum_for(static_cast<int64_t>(members.size())).value_or(1);
+  p.plan.source = static_cast<uint8_t>(source);
+  p.plan.checkpoint_first = checkpoint_first;
+  p.plan.reason = std::move(reason);
+  p.to = ring_;
+  for (auto& n : also_to)
+    if (std::find(p.to.begin(), p.to.end(), n) == p.to.end()) p.to.push_back(n);
+  std::erase_if(p.to, [&](const std::string& n) {
+    const auto st = members_.at(n).state;
+    return st == member_state::dead || st == member_state::left;
+  });
+  return p;
+}
+
+std::vector<action> elastic_core::on_agent(const agent_info& a, time_point now) {
+  std::vector<action> out;
+  const bool known = agents_.count(a.node) > 0;
+  agents_[a.node] = a;
+  if (!known)
+    out.push_back(journal_event{"agent_joined", a.node + " (rack " + a.rack + ", switch " + a.switch_name + ", " +
+                                                    std::to_string(a.slots) + " slots)"});
+  if (phase_ == phase::starting && next_rank_id_ == 0 && free_slots() >= target_) {
+    auto more = spawn(target_, "", now);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+std::vector<action> elastic_core::on_agent_down(const std::string& node, const std::string& why, time_point now) {
+  std::vector<action> out;
+  if (!agents_.count(node) || !agents_[node].alive) return out;
+  agents_[node].alive = false;
+  out.push_back(journal_event{"agent_down", node + ": " + why});
+  std::vector<std::string> lost;
+  for (const auto& [n, m] : members_)
+    if (m.node == node && m.state != member_state::left && m.state != member_state::dead) lost.push_back(n);
+  for (const auto& n : lost) {
+    auto more = on_rank_down(n, "its node agent " + node + " is down", now);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+std::vector<action> elastic_core::on_rank_ready(const msg::rank_ready& r, time_point now) {
+  std::vector<action> out;
+  auto it = members_.find(r.name);
+  if (it == members_.end() || it->second.state != member_state::starting) return out;
+  auto& m = it->second;
+  m.address = r.address;
+  m.pid = r.pid;
+  m.state = member_state::ready;
+  m.since = now;
+  out.push_back(journal_event{"rank_ready", r.name + " on " + r.node + " pid " + std::to_string(r.pid) + ", warmed up" +
+                                                (r.has_checkpoint ? " with checkpoint step " + std::to_string(r.checkpoint_step)
+                                                                  : " (no checkpoint yet)")});
+  if (phase_ == phase::starting) {
+    for (const auto& n : joining_)
+      if (members_.at(n).state != member_state::ready) return out;
+    auto plan = make_plan(joining_, msg::state_source::checkpoint, false, joining_,
+                          s_.resume ? "start: resume from the newest verified checkpoint" : "start");
+    ring_ = joining_;
+    for (const auto& n : ring_) members_.at(n).state = member_state::active;
+    joining_.clear();
+    phase_ = phase::running;
+    out.push_back(journal_event{"ranks_started", std::to_string(ring_.size()) + " ranks, epoch " +
+                                                     std::to_string(epoch_) + ", grad_accum " +
+                                                     std::to_string(plan.plan.grad_accum)});
+    out.push_back(std::move(plan));
+    return out;
+  }
+  auto more = maybe_join_new(now);
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
+std::vector<action> elastic_core::maybe_join_new(time_point now) {
+  std::vector<action> out;
+  if (phase_ != phase::growing || joining_.empty()) return out;
+  for (const auto& n : joining_)
+    if (members_.at(n).state != member_state::ready) return out;
+  auto members = current();
+  members.insert(members.end(), joining_.begin(), joining_.end());
+  auto plan = make_plan(members, msg::state_source::carry_on, false, joining_,
+                        std::to_string(joining_.size()) + " new ranks join at the next barrier");
+  for (const auto& n : joining_) members_.at(n).state = member_state::active;
+  ring_ = members;
+  joining_.clear();
+  plan_epoch_ = epoch_;
+  out.push_back(journal_event{"scale_up_join", "epoch " + std::to_string(epoch_) + ": " + std::to_string(ring_.size()) +
+                                                   " replicas, grad_accum " + std::to_string(plan.plan.grad_accum) +
+                                                   "; new ranks receive the state by broadcast"});
+  out.push_back(std::move(plan));
+  (void)now;
+  return out;
+}
+
+std::vector<action> elastic_core::on_step(uint64_t step, uint32_t world, time_point now) {
+  std::vector<action> out;
+  last_step_ = step;
+  if (static_cast<int64_t>(world) != static_cast<int64_t>(ring_.size())) return out;
+  const auto pause = fixed1(seconds(now - change_started_));
+  switch (phase_) {
+    case phase::shrinking:
+      out.push_back(journal_event{"scale_down_done", std::to_string(world) + " replicas from step " + std::to_string(step) +
+                                                         " (" + pause + " s since the request)"});
+      phase_ = phase::running;
+      break;
+    case phase::growing:
+      if (!joining_.empty()) break;  // still waiting for the new ranks to be ready
+      out.push_back(journal_event{"scale_up_done", std::to_string(world) + " replicas from step " + std::to_string(step) +
+                                                       " (" + pause + " s since the request)"});
+      phase_ = phase::running;
+      break;
+    case phase::recovering:
+      out.push_back(journal_event{"recovered", "training again on " + std::to_string(world) + " replicas at step " +
+                                                   std::to_string(step) + " (" + pause + " s after the failure)"});
+      phase_ = joining_.empty() ? phase::running : phase::growing;
+      {
+        auto more = maybe_join_new(now);
+        out.insert(out.end(), more.begin(), more.end());
+      }
+      break;
+    default: break;
+  }
+  return out;
+}
+
+std::vector<action> elastic_core::maybe_finish(time_point now) {
+  (void)now;
+  std::vector<action> out;
+  if (phase_ == phase::done) return out;
+  for (const auto& n : ring_)
+    if (members_.at(n).state == member_state::active) return out;
+  if (phase_ == phase::stopping) {
+    phase_ = phase::done;
+    finished_ = true;
+    for (const auto& n : joining_) out.push_back(stop_on_agent{members_.at(n).node, n, "the job stopped"});
+    out.push_back(finish_job{true, "stopped at step " + std::to_string(last_step_) + " with a final checkpoint"});
+  } else if (last_step_ >= s_.total_steps && !ring_.empty()) {
+    phase_ = phase::done;
+    finished_ = true;
+    for (const auto& n : joining_) out.push_back(stop_on_agent{members_.at(n).node, n, "the job finished"});
+    out.push_back(finish_job{true, "finished " + std::to_string(last_step_) + " steps"});
+  }
+  return out;
+}
+
+std::vector<action> elastic_core::on_rank_left(const msg::rank_left& r, time_point now) {
+  std::vector<action> out;
+  auto it = members_.find(r.name);
+  if (it == members_.end()) return out;
+  auto& m = it->second;
+  const auto was = m.state;
+  if (was == member_state::left || was == member_state::dead) return out;
+  m.state = member_state::left;
+  m.since = now;
+  out.push_back(journal_event{"rank_left", r.name + " after step " + std::to_string(r.final_step) + " (" + r.reason + ")"});
+  if (was == member_state::active && r.reason == "finished") {
+    last_step_ = std::max(last_step_, r.final_step);
+    auto more = maybe_finish(now);
+    out.insert(out.end(), more.begin(), more.end());
+  } else if (was == member_state::active && phase_ == phase::stopping) {
+    auto more = maybe_finish(now);
+    out.insert(out.end(), more.begin(), more.end());
+  } else if (was == member_state::active) {
+    m.state = member_state::active;  // not expected: treat as a failure
+    auto more = on_rank_down(r.name, "left unexpectedly (" + r.reason + ")", now);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+std::vector<action> elastic_core::on_rank_down(const std::string& name, const std::string& why, time_point now) {
+  std::vector<action> out;
+  auto it = members_.find(name);
+  if (it == members_.end()) return out;
+  auto& m = it->second;
+  const auto was = m.state;
+  if (was == member_state::left || was == member_state::dead) return out;
+  m.state = member_state::dead;
+  m.since = now;
+  out.push_back(journal_event{"rank_down", name + " (" + std::string(orchestrator::to_string(was)) + ") on " + m.node + ": " + why});
+  out.push_back(stop_on_agent{m.node, name, "declared down: " + why});
+  if (phase_ == phase::done) return out;
+  if (was == member_state::starting || was == member_state::ready) {
+    std::erase(joining_, name);
+    if (phase_ == phase::starting) {
+      // A first rank did not come up: start another in its place (bounded by max_recoveries).
+      if (++recoveries_ > s_.max_recoveries) {
+        phase_ = phase::done;
+        out.push_back(finish_job{false, "ranks keep failing to start (" + why + ")"});
+        return out;
+      }
+      auto more = spawn(1, m.node, now);
+      out.insert(out.end(), more.begin(), more.end());
+      return out;
+    }
+    auto more = maybe_join_new(now);
+    out.insert(out.end(), more.begin(), more.end());
+    if (phase_ == phase::growing && joining_.empty()) {
+      out.push_back(journal_event{"scale_up_incomplete", "a new rank died before joining: " + name});
+      phase_ = phase::running;
+    }
+    return out;
+  }
+  if (was == member_state::leaving) return out;  // it was leaving anyway; a stalled survivor rolls back
+  if (phase_ == phase::stopping) {
+    auto more = maybe_finish(now);
+    out.insert(out.end(), more.begin(), more.end());
+    return out;
+  }
+  auto more = rollback(name + " is down (" + why + ")", now);
+  out.insert(out.end(), more.begin(), more.end());
+  // Replacements, placed near the lost rank, to get back to the target.
+  const int64_t missing = target_ - world() - static_cast<int64_t>(joining_.size());
+  if (phase_ == phase::recovering && missing > 0 && free_slots() > 0) {
+    auto more2 = spawn(std::min(missing, free_slots()), m.node, now);
+    out.insert(out.end(), more2.begin(), more2.end());
+    out.push_back(journal_event{"replacement", std::to_string(std::min(missing, free_slots() + 0)) +
+                                                   " replacement rank(s) starting near " + m.node +
+                                                   "; they join at a barrier once ready"});
+  }
+  return out;
+}
+
+std::vector<action> elastic_core::rollback(const std::string& why, time_point now) {
+  std::vector<action> out;
+  std::vector<std::string> survivors;
+  for (const auto& n : ring_) {
+    const auto st = members_.at(n).state;
+    if (st == member_state::active || st == member_state::leaving) survivors.push_back(n);
+  }
+  // Leavers of a scale-down that were still there stay out: the change they were part of is over.
+  std::vector<std::string> staying;
+  for (const auto& n : survivors)
+    if (members_.at(n).state == member_state::active) staying.push_back(n);
+  const int64_t w = largest_world_at_most(static_cast<int64_t>(staying.size()));
+  if (recoveries_ >= s_.max_recoveries || w == 0) {
+    phase_ = phase::done;
+    finished_ = true;
+    const std::string reason =
+        recoveries_ >= s_.max_recoveries
+            ? "gave up after " + std::to_string(recoveries_) + " recoveries (bound " + std::to_string(s_.max_recoveries) + ")"
+            : std::to_string(staying.size()) + " surviving replicas allow no world size within [min_replicas " +
+                  std::to_string(s_.min_replicas) + ", max_replicas " + std::to_string(s_.max_replicas) +
+                  "] that divides global_batch " + std::to_string(s_.global_batch);
+    for (const auto& n : survivors) out.push_back(stop_on_agent{members_.at(n).node, n, "the job failed"});
+    for (const auto& n : joining_) out.push_back(stop_on_agent{members_.at(n).node, n, "the job failed"});
+    out.push_back(journal_event{"job_failed", why + "; " + reason});
+    out.push_back(finish_job{false, reason});
+    return out;
+  }
+  ++recoveries_;
+  std::vector<std::string> members(staying.begin(), staying.begin() + w);
+  for (size_t i = static_cast<size_t>(w); i < staying.size(); ++i) members_.at(staying[i]).state = member_state::leaving;
+  auto plan = make_plan(members, msg::state_source::checkpoint, false, survivors,
+                        "rollback to the last checkpoint: " + why);
+  ring_ = members;
+  phase_ = phase::recovering;
+  change_started_ = now;
+  plan_epoch_ = epoch_;
+  out.push_back(journal_event{"recovery", why + "; " + std::to_string(w) + " replicas roll back to the last checkpoint (epoch " +
+                                              std::to_string(epoch_) + ", recovery " + std::to_string(recoveries_) + " of at most " +
+                                              std::to_string(s_.max_recoveries) + ")"});
+  out.push_back(std::move(plan));
+  return out;
+}
+
+std::vector<action> elastic_core::on_rank_stalled(const msg::rank_stalled& r, time_point now) {
+  std::vector<action> out;
+  auto it = members_.find(r.name);
+  if (it == members_.end() || it->second.state != member_state::active || r.epoch < epoch_) return out;
+  if (phase_ == phase::recovering || phase_ == phase::done) return out;
+  // Its epoch is the newest, so nobody has rolled back for this yet.
+  return rollback(r.name + " stalled at step " + std::to_string(r.step) + " (" + r.reason + ")", now);
+}
+
+std::vector<action> elastic_core::on_tick(time_point now) {
+  std::vector<action> out;
+  if (phase_ == phase::shrinking && now >= deadline_) {
+    std::vector<std::string> late;
+    for (const auto& [n, m] : members_)
+      if (m.state == member_state::leaving) late.push_back(n);
+    for (const auto& n : late) {
+      members_.at(n).state = member_state::dead;
+      out.push_back(journal_event{"grace_period_expired", n + " did not leave within " + fixed1(seconds(s_.grace_period)) +
+                                                              " s; stopping it"});
+      out.push_back(stop_on_agent{members_.at(n).node, n, "grace period passed"});
+    }
+    if (!late.empty()) {
+      // Members still waiting at the barrier with a stopped leaver stall and roll back.
+      auto more = rollback("leavers overran the grace period", now);
+      out.insert(out.end(), more.begin(), more.end());
+    }
+  }
+  std::vector<std::string> slow;
+  for (const auto& [n, m] : members_)
+    if (m.state == member_state::starting && now - m.since > s_.ready_timeout) slow.push_back(n);
+  for (const auto& n : slow) {
+    auto more = on_rank_down(n, "not ready within " + fixed1(seconds(s_.ready_timeout)) + " s", now);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+control_outcome elastic_core::scale_to(int64_t replicas, nanos grace_period, time_point now) {
+  control_outcome o;
+  const int64_t w = world();
+  if (phase_ != phase::running) {
+    o.text = std::string("refused: the job is ") + to_string(phase_) + "; one elastic change at a time";
+    return o;
+  }
+  if (replicas < s_.min_replicas || replicas > s_.max_replicas) {
+    o.text = "refused: " + std::to_string(replicas) + " replicas is outside [elasticity.min_replicas " +
+             std::to_string(s_.min_replicas) + ", elasticity.max_replicas " + std::to_string(s_.max_replicas) + "]";
+    return o;
+  }
+  const auto accum = grad_accum_for(replicas);
+  if (!accum) {
+    o.text = "refused: global_batch " + std::to_string(s_.global_batch) + " cannot be split over " +
+             std::to_string(replicas) + " replicas x micro_batch " + std::to_string(s_.micro_batch);
+    return o;
+  }
+  if (replicas == w) {
+    o.ok = true;
+    o.text = "already at " + std::to_string(w) + " replicas";
+    return o;
+  }
+  change_started_ = now;
+  target_ = replicas;
+  if (replicas < w) {
+    auto members = current();
+    members.resize(static_cast<size_t>(replicas));
+    for (const auto& n : current())
+      if (std::find(members.begin(), members.end(), n) == members.end()) members_.at(n).state = member_state::leaving;
+    auto everyone = ring_;
+    auto plan = make_plan(members, msg::state_source::carry_on, true, everyone,
+                          "scale-down to " + std::to_string(replicas));
+    ring_ = members;
+    deadline_ = now + (grace_period.count() > 0 ? grace_period : s_.grace_period);
+    plan_epoch_ = epoch_;
+    phase_ = phase::shrinking;
+    o.actions.push_back(journal_event{"scale_down", std::to_string(w) + " -> " + std::to_string(replicas) +
+                                                        " replicas at the next barrier (epoch " + std::to_string(epoch_) +
+                                                        ", grad_accum " + std::to_string(*accum) +
+                                                        "); checkpoint first; grace period " +
+                                                        fixed1(seconds(deadline_ - now)) + " s"});
+    o.actions.push_back(std::move(plan));
+    o.ok = true;
+    o.text = "scaling down to " + std::to_string(replicas) + " replicas at the next barrier";
+    return o;
+  }
+  const int64_t need = replicas - w;
+  if (free_slots() < need) {
+    o.text = "refused: " + std::to_string(need) + " more ranks need slots, the agents have " +
+             std::to_string(free_slots()) + " free";
+    return o;
+  }
+  o.actions = spawn(need, ring_.empty() ? "" : members_.at(ring_.front()).node, now);
+  o.actions.push_back(journal_event{"scale_up", std::to_string(w) + " -> " + std::to_string(replicas) +
+                                                    " replicas: new ranks load and verify the latest checkpoint, warm up, "
+                                                    "and join at a barrier (grad_accum " + std::to_string(*accum) + ")"});
+  phase_ = phase::growing;
+  o.ok = true;
+  o.text = "scaling up to " + std::to_string(replicas) + " replicas: " + std::to_string(need) + " ranks starting";
+  return o;
+}
+
+control_outcome elastic_core::stop(time_point now) {
+  control_outcome o;
+  if (phase_ != phase::running) {
+    o.text = std::string("refused: the job is ") + to_string(phase_) + "; stop waits for a steady state";
+    return o;
+  }
+  change_started_ = now;
+  auto everyone = ring_;
+  auto plan = make_plan({}, msg::state_source::carry_on, true, everyone, "stop requested");
+  phase_ = phase::stopping;
+  o.actions.push_back(journal_event{"stop", "every rank saves a final checkpoint at the next barrier and leaves"});
+  o.actions.push_back(std::move(plan));
+  o.ok = true;
+  o.text = "stopping at the next barrier with a final checkpoint";
+  return o;
+}
+
+std::string elastic_core::status_json() const {
+  std::ostringstream j;
+  j << "{\"phase\":\"" << to_string(phase_) << "\",\"epoch\":" << epoch_ << ",\"step\":" << last_step_
+    << ",\"total_steps\":" << s_.total_steps << ",\"world\":" << ring_.size() << ",\"target\":" << target_
+    << ",\"grad_accum\":" << grad_accum_for(world()).value_or(0) << ",\"ranks\":[";
+  bool first = true;
+  for (const auto& [n, m] : members_) {
+    j << (first ? "" : ",") << "{\"name\":\"" << json_escape(n) << "\",\"node\":\"" << json_escape(m.node)
+      << "\",\"pid\":" << m.pid << ",\"state\":\"" << orchestrator::to_string(m.state) << "\",\"step\":"
+      << (m.state == member_state::active ? last_step_ : 0) << "}";
+    first = false;
+  }
+  j << "],\"agents\":[";
+  first = true;
+  for (const auto& [n, a] : agents_) {
+    j << (first ? "" : ",") << "{\"node\":\"" << json_escape(n) << "\",\"rack\":\"" << json_escape(a.rack)
+      << "\",\"switch\":\"" << json_escape(a.switch_name) << "\",\"slots\":" << a.slots
+      << ",\"alive\":" << (a.alive ? "true" : "false") << "}";
+    first = false;
+  }
+  j << "]}";
+  return j.str();
+}
+
+std::string elastic_core::status_text() const {
+  std::ostringstream t;
+  t << "job " << to_string(phase_) << ": step " << last_step_ << "/" << s_.total_steps << ", " << ring_.size()
+    << " replicas (target " << target_ << "), epoch " << epoch_ << "\n";
+  for (const auto& [n, m] : members_)
+    t << "  " << n << "  node " << m.node << "  pid " << m.pid << "  " << orchestrator::to_string(m.state) << "\n";
+  return t.str();
+}
+
+}  // namespace msomni::orchestrator

@@ -1,0 +1,158 @@
+// The orchestrator's policy: membership, placement, and the elastic state machine of one
+// job. Pure: inputs are events with the time they happened; outputs are actions the actor
+// shell carries out (send a plan, spawn or stop a rank through its node agent, journal an
+// event, finish). No clock, thread, socket or file of its own, so the same code runs live,
+// in tests and in the simulator.
+//
+//   starting --all first ranks ready--> running
+//   running --scale-down N--> shrinking: plan(first N, checkpoint_first) to the members;
+//        leavers finish the running step, reach the barrier and leave --> running
+//        grace period passes --> leavers stopped; a stalled survivor triggers a rollback
+//   running --scale-up N--> growing: new ranks start, load+verify the latest checkpoint,
+//        report ready --> plan(members + new, carry_on) --> first step at N --> running
+//   a member dies / goes silent / stalls --> rollback: plan(survivors, checkpoint) at the
+//        largest allowed world; then a replacement is started (same switch, then rack, first)
+//        and joins like a scale-up, up to the target replica count
+//   stop --> plan(nobody, checkpoint_first) --> all leave --> finished
+#pragma once
+
+#include "core/clock.hpp"
+#include "messages/control_messages.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace msomni::orchestrator {
+
+struct elastic_settings {
+  uint64_t total_steps = 0;
+  int64_t global_batch = 1;
+  int64_t micro_batch = 1;
+  int64_t replicas = 1;      // the target at start
+  int64_t min_replicas = 1;
+  int64_t max_replicas = 1;
+  nanos grace_period{std::chrono::seconds(120)};
+  nanos ready_timeout{std::chrono::seconds(120)};  // a starting rank must report ready by then
+  int64_t max_recoveries = 3;
+  bool resume = false;  // the first plan loads the newest checkpoint
+};
+
+enum class member_state { starting, ready, active, leaving, left, dead };
+const char* to_string(member_state s);
+
+struct member_info {
+  std::string name;
+  std::string node;
+  std::string address;
+  int64_t pid = 0;
+  member_state state = member_state::starting;
+  time_point since{};
+};
+
+struct agent_info {
+  std::string node;
+  std::string rack;
+  std::string switch_name;
+  int64_t slots = 0;
+  bool alive = true;
+};
+
+// Actions for the shell.
+struct send_plan {
+  std::vector<std::string> to;  // rank names
+  msg::join_world plan;
+};
+struct spawn_on_agent {
+  std::string node;
+  std::string name;
+};
+struct stop_on_agent {
+  std::string node;
+  std::string name;
+  std::string reason;
+};
+struct journal_event {
+  std::string kind;
+  std::string detail;
+};
+struct finish_job {
+  bool ok = true;
+  std::string reason;
+};
+using action = std::variant<send_plan, spawn_on_agent, stop_on_agent, journal_event, finish_job>;
+
+struct control_outcome {
+  bool ok = false;
+  std::string text;
+  std::vector<action> actions;
+};
+
+class elastic_core {
+ public:
+  explicit elastic_core(elastic_settings s);
+
+  // A node agent joined (or rejoined). Starts the first ranks once enough slots exist.
+  std::vector<action> on_agent(const agent_info& a, time_point now);
+  std::vector<action> on_agent_down(const std::string& node, const std::string& why, time_point now);
+  std::vector<action> on_rank_ready(const msg::rank_ready& r, time_point now);
+  // A step record of rank 0 (the shell forwards the ones it journals).
+  std::vector<action> on_step(uint64_t step, uint32_t world, time_point now);
+  std::vector<action> on_rank_left(const msg::rank_left& r, time_point now);
+  std::vector<action> on_rank_stalled(const msg::rank_stalled& r, time_point now);
+  // The process died, went silent, or exited without saying goodbye.
+  std::vector<action> on_rank_down(const std::string& name, const std::string& why, time_point now);
+  std::vector<action> on_tick(time_point now);
+
+  // scale-down / scale-up / stop (the shell checks the token first).
+  control_outcome scale_to(int64_t replicas, nanos grace_period, time_point now);
+  control_outcome stop(time_point now);
+
+  // Plain data for `msomni status`.
+  std::string status_json() const;
+  std::string status_text() const;
+
+  uint64_t epoch() const { return epoch_; }
+  uint64_t last_step() const { return last_step_; }
+  int64_t world() const;
+  bool finished() const { return finished_; }
+  const std::map<std::string, member_info>& members() const { return members_; }
+  // grad_accum for `world` replicas, or nullopt when the global batch does not divide.
+  std::optional<int64_t> grad_accum_for(int64_t world) const;
+
+ private:
+  enum class phase { starting, running, shrinking, growing, recovering, stopping, done };
+  static const char* to_string(phase p);
+
+  std::vector<std::string> current() const;  // active members, in ring order
+  std::vector<action> spawn(int64_t count, const std::string& near_node, time_point now);
+  std::optional<std::string> place(const std::string& near_node) const;
+  int64_t free_slots() const;
+  send_plan make_plan(std::vector<std::string> members, msg::state_source source, bool checkpoint_first,
+                      std::vector<std::string> also_to, std::string reason);
+  std::vector<action> rollback(const std::string& why, time_point now);
+  std::vector<action> maybe_join_new(time_point now);
+  std::vector<action> maybe_finish(time_point now);
+  int64_t largest_world_at_most(int64_t n) const;
+
+  elastic_settings s_;
+  phase phase_ = phase::starting;
+  std::map<std::string, member_info> members_;
+  std::map<std::string, agent_info> agents_;
+  std::vector<std::string> ring_;     // members of the current epoch, in order
+  std::vector<std::string> joining_;  // started for a scale-up or as replacements
+  uint64_t epoch_ = 0;
+  uint64_t last_step_ = 0;
+  uint64_t next_rank_id_ = 0;
+  int64_t target_ = 0;
+  int64_t recoveries_ = 0;
+  time_point deadline_{};        // grace period of a scale-down
+  time_point change_started_{};  // for the pause reported when a change completes
+  uint64_t plan_epoch_ = 0;      // the epoch whose first step ends the change
+  bool finished_ = false;
+};
+
+}  // namespace msomni::orchestrator

@@ -1,0 +1,193 @@
+// The elastic state machine, driven with made-up events and times: start, scale-down with
+// its grace period, scale-up, failure with rollback and topology-aware replacement, stop,
+// and the refusals a user sees.
+#include "elastic_core.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+using namespace msomni;
+using namespace msomni::orchestrator;
+using namespace std::chrono_literals;
+
+namespace {
+
+elastic_settings four_replicas() {
+  elastic_settings s;
+  s.total_steps = 100;
+  s.global_batch = 8;
+  s.micro_batch = 2;
+  s.replicas = 4;
+  s.min_replicas = 2;
+  s.max_replicas = 4;
+  s.grace_period = 30s;
+  return s;
+}
+
+template <class T>
+std::vector<T> all_of(const std::vector<action>& acts) {
+  std::vector<T> out;
+  for (const auto& a : acts)
+    if (auto* p = std::get_if<T>(&a)) out.push_back(*p);
+  return out;
+}
+
+bool has_event(const std::vector<action>& acts, const std::string& kind) {
+  for (const auto& e : all_of<journal_event>(acts))
+    if (e.kind == kind) return true;
+  return false;
+}
+
+msg::rank_ready ready(const std::string& name, const std::string& node) {
+  return {name, node, "127.0.0.1:" + std::to_string(5000 + name.size()), 100, false, 0};
+}
+
+// Starts a 4-replica job on two agents of `slots` each and makes every rank ready.
+elastic_core running_job(std::vector<action>& acts, int64_t slots = 3) {
+  elastic_core c(four_replicas());
+  auto a1 = c.on_agent({"n1", "rack1", "sw1", slots, true}, time_point{0s});
+  CHECK(all_of<spawn_on_agent>(a1).empty());
+  acts = c.on_agent({"n2", "rack2", "sw1", slots, true}, time_point{0s});
+  const auto spawns = all_of<spawn_on_agent>(acts);
+  REQUIRE(spawns.size() == 4);
+  for (const auto& s : spawns) acts = c.on_rank_ready(ready(s.name, s.node), time_point{1s});
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("the first ranks start once the agents offer enough slots and get one plan") {
+  std::vector<action> acts;
+  auto c = running_job(acts);
+  const auto plans = all_of<send_plan>(acts);
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0].plan.epoch == 1);
+  CHECK(plans[0].plan.members.size() == 4);
+  CHECK(plans[0].plan.grad_accum == 1);
+  CHECK(plans[0].plan.source == static_cast<uint8_t>(msg::state_source::checkpoint));
+  CHECK(plans[0].to.size() == 4);
+  CHECK(c.world() == 4);
+  // Packed: the group fills n1 (3 slots) before it spills to n2.
+  int on_n1 = 0;
+  for (const auto& [n, m] : c.members()) on_n1 += m.node == "n1";
+  CHECK(on_n1 == 3);
+}
+
+TEST_CASE("scale-down checkpoints first and completes on the first step at the new world") {
+  std::vector<action> acts;
+  auto c = running_job(acts);
+  c.on_step(10, 4, time_point{10s});
+  auto o = c.scale_to(2, 0s, time_point{11s});
+  REQUIRE(o.ok);
+  const auto plans = all_of<send_plan>(o.actions);
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0].plan.members.size() == 2);
+  CHECK(plans[0].plan.checkpoint_first);
+  CHECK(plans[0].plan.grad_accum == 2);
+  CHECK(plans[0].to.size() == 4);  // the leavers must hear it too
+  CHECK_FALSE(c.scale_to(4, 0s, time_point{12s}).ok);  // one change at a time
+  for (const auto& [n, m] : c.members())
+    if (m.state == member_state::leaving) c.on_rank_left({n, 2, 11, "decommissioned", 0}, time_point{13s});
+  CHECK(all_of<journal_event>(c.on_step(11, 4, time_point{13s})).empty());
+  auto done = c.on_step(12, 2, time_point{14s});
+  CHECK(has_event(done, "scale_down_done"));
+  CHECK(c.world() == 2);
+}
+
+TEST_CASE("leavers that overrun the grace period are stopped and the rest roll back") {
+  std::vector<action> acts;
+  auto c = running_job(acts);
+  REQUIRE(c.scale_to(2, 5s, time_point{20s}).ok);
+  CHECK(all_of<stop_on_agent>(c.on_tick(time_point{24s})).empty());
+  auto late = c.on_tick(time_point{26s});
+  CHECK(all_of<stop_on_agent>(late).size() == 2);
+  CHECK(has_event(late, "grace_period_expired"));
+  const auto plans = all_of<send_plan>(late);
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0].plan.source == static_cast<uint8_t>(msg::state_source::checkpoint));
+  CHECK(plans[0].plan.members.size() == 2);
+}
+
+TEST_CASE("scale-up starts new ranks and joins them once all are ready") {
+  std::vector<action> acts;
+  auto c = running_job(acts);
+  c.scale_to(2, 0s, time_point{10s});
+  for (const auto& [n, m] : c.members())
+    if (m.state == member_state::leaving) c.on_rank_left({n, 2, 11, "decommissioned", 0}, time_point{11s});
+  c.on_step(12, 2, time_point{12s});
+  auto o = c.scale_to(4, 0s, time_point{20s});
+  REQUIRE(o.ok);
+  const auto spawns = all_of<spawn_on_agent>(o.actions);
+  REQUIRE(spawns.size() == 2);
+  CHECK(all_of<send_plan>(c.on_rank_ready(ready(spawns[0].name, spawns[0].node), time_point{21s})).empty());
+  auto joined = c.on_rank_ready(ready(spawns[1].name, spawns[1].node), time_point{22s});
+  const auto plans = all_of<send_plan>(joined);
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0].plan.members.size() == 4);
+  CHECK(plans[0].plan.source == static_cast<uint8_t>(msg::state_source::carry_on));
+  CHECK(plans[0].plan.grad_accum == 1);
+  CHECK(has_event(c.on_step(30, 4, time_point{25s}), "scale_up_done"));
+}
+
+TEST_CASE("a dead rank triggers a rollback on the survivors and a replacement near it") {
+  std::vector<action> acts;
+  auto c = running_job(acts, 3);
+  std::string victim;
+  for (const auto& [n, m] : c.members())
+    if (m.node == "n2") victim = n;
+  REQUIRE_FALSE(victim.empty());
+  auto down = c.on_rank_down(victim, "process exited with signal 9", time_point{30s});
+  CHECK(has_event(down, "recovery"));
+  const auto plans = all_of<send_plan>(down);
+  REQUIRE(plans.size() == 1);
+  // 3 survivors cannot split a global batch of 8 (micro_batch 2): 2 continue, 1 leaves.
+  CHECK(plans[0].plan.members.size() == 2);
+  CHECK(plans[0].plan.source == static_cast<uint8_t>(msg::state_source::checkpoint));
+  const auto spawns = all_of<spawn_on_agent>(down);
+  REQUIRE(spawns.size() == 2);     // back to the target of 4
+  CHECK(spawns[0].node == "n2");  // same node first, then rack, then switch
+  // A stalled report of the old epoch does not roll back twice.
+  CHECK(all_of<send_plan>(c.on_rank_stalled({plans[0].plan.members[0], 1, 29, "peer down"}, time_point{31s})).empty());
+  CHECK(has_event(c.on_step(21, 2, time_point{35s}), "recovered"));
+}
+
+TEST_CASE("refusals say why: below min_replicas and a batch that does not divide") {
+  std::vector<action> acts;
+  auto c = running_job(acts);
+  auto low = c.scale_to(1, 0s, time_point{5s});
+  CHECK_FALSE(low.ok);
+  CHECK(low.text.find("min_replicas 2") != std::string::npos);
+  auto odd = c.scale_to(3, 0s, time_point{5s});
+  CHECK_FALSE(odd.ok);
+  CHECK(odd.text.find("cannot be split over 3") != std::string::npos);
+  CHECK(odd.actions.empty());
+}
+
+TEST_CASE("stop leaves with a final checkpoint and finishes the job") {
+  std::vector<action> acts;
+  auto c = running_job(acts);
+  auto o = c.stop(time_point{40s});
+  REQUIRE(o.ok);
+  const auto plans = all_of<send_plan>(o.actions);
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0].plan.members.empty());
+  CHECK(plans[0].plan.checkpoint_first);
+  std::vector<action> last;
+  for (const auto& [n, m] : std::map(c.members())) last = c.on_rank_left({n, 2, 41, "stopped", 0}, time_point{41s});
+  const auto fin = all_of<finish_job>(last);
+  REQUIRE(fin.size() == 1);
+  CHECK(fin[0].ok);
+  CHECK(c.finished());
+}
+
+TEST_CASE("a job whose ranks all finish ends, and the status lists every rank") {
+  std::vector<action> acts;
+  auto c = running_job(acts);
+  c.on_step(100, 4, time_point{50s});
+  CHECK(c.status_json().find("\"state\":\"active\"") != std::string::npos);
+  std::vector<action> last;
+  for (const auto& [n, m] : std::map(c.members())) last = c.on_rank_left({n, 1, 100, "finished", 0}, time_point{51s});
+  CHECK(all_of<finish_job>(last).size() == 1);
+  CHECK(c.status_json().find("\"state\":\"left\"") != std::string::npos);
+}
