@@ -75,7 +75,7 @@ void collective_mailbox::wait(const chunk_key& key, const std::string& peer,
   std::unique_lock<std::mutex> lock(mutex_);
   auto& s = slots_[key];
   const bool ok = cv_.wait_until(lock, deadline, [&] {
-    return s.arrived || s.failed || down_.count(peer) > 0;
+    return s.arrived || s.failed || down_.count(peer) > 0 || key.epoch < aborted_below_;
   });
   auto fail = [&](const std::string& why) {
     slots_.erase(key);
@@ -85,6 +85,7 @@ void collective_mailbox::wait(const chunk_key& key, const std::string& peer,
   if (!s.arrived) {
     staged_bytes_ -= s.staged.size();
     if (down_.count(peer)) fail("peer " + peer + " is down");
+    if (key.epoch < aborted_below_) fail("superseded: " + abort_reason_);
     if (s.failed) fail("chunk from " + peer + " failed (transfer error or staging pool full)");
     if (!ok) fail("timed out waiting for " + peer);
   }
@@ -108,6 +109,16 @@ void collective_mailbox::retire_below(uint64_t epoch) {
       ++it;
     }
   }
+}
+
+void collective_mailbox::abort_below(uint64_t epoch, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (epoch <= aborted_below_) return;
+    aborted_below_ = epoch;
+    abort_reason_ = why;
+  }
+  cv_.notify_all();
 }
 
 bool collective_mailbox::is_down(const std::string& peer) const {

@@ -43,6 +43,10 @@ class collective_mailbox {
   void wait(const chunk_key& key, const std::string& peer, std::chrono::steady_clock::time_point deadline);
   // Drops staged chunks of epochs older than `epoch` (a rebuilt communicator).
   void retire_below(uint64_t epoch);
+  // Any thread: fails every current and later wait of an epoch older than `epoch` with
+  // collective_error (a newer membership superseded it, e.g. a member elsewhere stalled and
+  // the job rolls back), so no rank blocks on a live peer that has already moved on.
+  void abort_below(uint64_t epoch, const std::string& why);
 
   bool is_down(const std::string& peer) const;
   size_t staged_bytes() const;
@@ -65,6 +69,8 @@ class collective_mailbox {
   size_t max_staged_bytes_;
   size_t staged_bytes_ = 0;
   uint64_t min_epoch_ = 0;
+  uint64_t aborted_below_ = 0;
+  std::string abort_reason_;
   uint64_t dropped_ = 0;
 };
 
