@@ -203,24 +203,49 @@ std::vector<action> elastic_core::on_rank_ready(const msg::rank_ready& r, time_p
   return out;
 }
 
+// Joins the ready new ranks at the next barrier: as many as keep the world size allowed
+// (within max_replicas, and dividing the global batch); the others wait for a later join.
 std::vector<action> elastic_core::maybe_join_new(time_point now) {
+  (void)now;
   std::vector<action> out;
-  if (phase_ != phase::growing || joining_.empty()) return out;
+  if (phase_ != phase::growing || joining_.empty() || awaiting_join_) return out;
+  std::vector<std::string> ready;
   for (const auto& n : joining_)
-    if (members_.at(n).state != member_state::ready) return out;
+    if (members_.at(n).state == member_state::ready) ready.push_back(n);
+  int64_t k = static_cast<int64_t>(ready.size());
+  while (k > 0 && (world() + k > s_.max_replicas || !grad_accum_for(world() + k))) --k;
+  if (k == 0) return out;
+  ready.resize(static_cast<size_t>(k));
   auto members = current();
-  members.insert(members.end(), joining_.begin(), joining_.end());
-  auto plan = make_plan(members, msg::state_source::carry_on, false, joining_,
-                        std::to_string(joining_.size()) + " new ranks join at the next barrier");
-  for (const auto& n : joining_) members_.at(n).state = member_state::active;
+  members.insert(members.end(), ready.begin(), ready.end());
+  auto plan = make_plan(members, msg::state_source::carry_on, false, ready,
+                        std::to_string(k) + " new ranks join at the next barrier");
+  for (const auto& n : ready) {
+    members_.at(n).state = member_state::active;
+    std::erase(joining_, n);
+  }
   ring_ = members;
-  joining_.clear();
   plan_epoch_ = epoch_;
+  awaiting_join_ = true;
   out.push_back(journal_event{"scale_up_join", "epoch " + std::to_string(epoch_) + ": " + std::to_string(ring_.size()) +
                                                    " replicas, grad_accum " + std::to_string(plan.plan.grad_accum) +
                                                    "; new ranks receive the state by broadcast"});
   out.push_back(std::move(plan));
-  (void)now;
+  return out;
+}
+
+// After a failure, ranks that could not be placed at once (slots held by leavers) are
+// started as slots free up, until the target is back.
+std::vector<action> elastic_core::top_up(time_point now) {
+  std::vector<action> out;
+  if (phase_ != phase::running && phase_ != phase::growing) return out;
+  const int64_t missing = target_ - world() - static_cast<int64_t>(joining_.size());
+  const int64_t n = std::min(missing, free_slots());
+  if (n <= 0 || ring_.empty()) return out;
+  out = spawn(n, members_.at(ring_.front()).node, now);
+  out.push_back(journal_event{"replacement", std::to_string(n) + " more replacement rank(s) starting (target " +
+                                                 std::to_string(target_) + " replicas)"});
+  phase_ = phase::growing;
   return out;
 }
 
@@ -236,10 +261,15 @@ std::vector<action> elastic_core::on_step(uint64_t step, uint32_t world, time_po
       phase_ = phase::running;
       break;
     case phase::growing:
-      if (!joining_.empty()) break;  // still waiting for the new ranks to be ready
+      if (!awaiting_join_) break;  // still waiting for the new ranks to be ready
+      awaiting_join_ = false;
       out.push_back(journal_event{"scale_up_done", std::to_string(world) + " replicas from step " + std::to_string(step) +
                                                        " (" + pause + " s since the request)"});
-      phase_ = phase::running;
+      phase_ = joining_.empty() ? phase::running : phase::growing;
+      {
+        auto more = maybe_join_new(now);
+        out.insert(out.end(), more.begin(), more.end());
+      }
       break;
     case phase::recovering:
       out.push_back(journal_event{"recovered", "training again on " + std::to_string(world) + " replicas at step " +
@@ -327,7 +357,7 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
     }
     auto more = maybe_join_new(now);
     out.insert(out.end(), more.begin(), more.end());
-    if (phase_ == phase::growing && joining_.empty()) {
+    if (phase_ == phase::growing && joining_.empty() && !awaiting_join_) {
       out.push_back(journal_event{"scale_up_incomplete", "a new rank died before joining: " + name});
       phase_ = phase::running;
     }
@@ -343,12 +373,12 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
   out.insert(out.end(), more.begin(), more.end());
   // Replacements, placed near the lost rank, to get back to the target.
   const int64_t missing = target_ - world() - static_cast<int64_t>(joining_.size());
-  if (phase_ == phase::recovering && missing > 0 && free_slots() > 0) {
-    auto more2 = spawn(std::min(missing, free_slots()), m.node, now);
+  const int64_t replacements = std::min(missing, free_slots());
+  if (phase_ == phase::recovering && replacements > 0) {
+    auto more2 = spawn(replacements, m.node, now);
     out.insert(out.end(), more2.begin(), more2.end());
-    out.push_back(journal_event{"replacement", std::to_string(std::min(missing, free_slots() + 0)) +
-                                                   " replacement rank(s) starting near " + m.node +
-                                                   "; they join at a barrier once ready"});
+    out.push_back(journal_event{"replacement", std::to_string(replacements) + " replacement rank(s) starting near " +
+                                                   m.node + "; they join at a barrier once ready"});
   }
   return out;
 }
@@ -364,6 +394,16 @@ std::vector<action> elastic_core::rollback(const std::string& why, time_point no
   std::vector<std::string> staying;
   for (const auto& n : survivors)
     if (members_.at(n).state == member_state::active) staying.push_back(n);
+  // New ranks that are ready (warmed up with the checkpoint) roll back with the rest.
+  std::vector<std::string> still_joining;
+  for (const auto& n : joining_) {
+    if (members_.at(n).state == member_state::ready && phase_ != phase::starting) {
+      staying.push_back(n);
+      survivors.push_back(n);
+    } else {
+      still_joining.push_back(n);
+    }
+  }
   const int64_t w = largest_world_at_most(static_cast<int64_t>(staying.size()));
   if (recoveries_ >= s_.max_recoveries || w == 0) {
     phase_ = phase::done;
@@ -375,12 +415,14 @@ std::vector<action> elastic_core::rollback(const std::string& why, time_point no
                   std::to_string(s_.min_replicas) + ", max_replicas " + std::to_string(s_.max_replicas) +
                   "] that divides global_batch " + std::to_string(s_.global_batch);
     for (const auto& n : survivors) out.push_back(stop_on_agent{members_.at(n).node, n, "the job failed"});
-    for (const auto& n : joining_) out.push_back(stop_on_agent{members_.at(n).node, n, "the job failed"});
-    out.push_back(journal_event{"job_failed", why + "; " + reason});
-    out.push_back(finish_job{false, reason});
+    for (const auto& n : still_joining) out.push_back(stop_on_agent{members_.at(n).node, n, "the job failed"});
+    out.push_back(finish_job{false, why + "; " + reason});
     return out;
   }
   ++recoveries_;
+  awaiting_join_ = false;
+  joining_ = still_joining;
+  for (const auto& n : staying) members_.at(n).state = member_state::active;
   std::vector<std::string> members(staying.begin(), staying.begin() + w);
   for (size_t i = static_cast<size_t>(w); i < staying.size(); ++i) members_.at(staying[i]).state = member_state::leaving;
   auto plan = make_plan(members, msg::state_source::checkpoint, false, survivors,
@@ -422,6 +464,10 @@ std::vector<action> elastic_core::on_tick(time_point now) {
       auto more = rollback("leavers overran the grace period", now);
       out.insert(out.end(), more.begin(), more.end());
     }
+  }
+  {
+    auto more = top_up(now);
+    out.insert(out.end(), more.begin(), more.end());
   }
   std::vector<std::string> slow;
   for (const auto& [n, m] : members_)

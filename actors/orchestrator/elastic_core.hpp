@@ -135,6 +135,7 @@ class elastic_core {
                       std::vector<std::string> also_to, std::string reason);
   std::vector<action> rollback(const std::string& why, time_point now);
   std::vector<action> maybe_join_new(time_point now);
+  std::vector<action> top_up(time_point now);
   std::vector<action> maybe_finish(time_point now);
   int64_t largest_world_at_most(int64_t n) const;
 
@@ -152,6 +153,7 @@ class elastic_core {
   time_point deadline_{};        // grace period of a scale-down
   time_point change_started_{};  // for the pause reported when a change completes
   uint64_t plan_epoch_ = 0;      // the epoch whose first step ends the change
+  bool awaiting_join_ = false;   // a join plan is out; done at its first step
   bool finished_ = false;
 };
 

@@ -96,6 +96,35 @@ void rank_checkpointer::finish(transport::communicator& comm) {
   pending_.reset();
 }
 
+uint64_t rank_checkpointer::save_verified(rank_trainer& trainer, transport::communicator& comm) {
+  const uint64_t step = trainer.steps_done();
+  const uint64_t before = committed_;
+  if (!pending_ || pending_->step != step) {
+    finish(comm);
+    ckpt::checkpoint_meta meta{step, 0, static_cast<uint32_t>(comm.size()), settings_.config_hash, comm.epoch()};
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      outcome_.reset();
+    }
+    if (writer_->submit(meta, to_rank_state(trainer.save_state())) != ckpt::checkpoint_writer::submit_result::accepted)
+      throw std::runtime_error("checkpoint writer refused step " + std::to_string(step) + " while idle");
+    pending_ = meta;
+  }
+  finish(comm);
+  uint8_t verified = 0;
+  if (committed_ > before && rank_ == 0) {
+    try {
+      (void)store_.load(step);  // reads every shard back and checks every checksum
+      verified = 1;
+    } catch (const std::exception& e) {
+      MSOMNI_LOG(error, "checkpoint") << "step " << step << " did not verify: " << e.what();
+    }
+  }
+  comm.broadcast(std::as_writable_bytes(std::span<uint8_t>(&verified, 1)), 0);
+  if (!verified) throw std::runtime_error("the checkpoint of step " + std::to_string(step) + " was not committed and verified");
+  return step;
+}
+
 std::optional<model::model_state> rank_checkpointer::load_latest(const std::string& dir, uint32_t rank,
                                                                  uint32_t world, bool synthetic_data,
                                                                  std::string& log) {
@@ -117,16 +146,22 @@ std::optional<model::model_state> rank_checkpointer::load_latest(const std::stri
   rules.sharded_prefixes = {};
   auto resharded = ckpt::reshard(all.ranks, world, rules);
   auto mine = resharded[rank];
-  // Replicated blobs (counters, signatures) come from rank 0, and so does the data position:
-  // generated batches are indexed identically on every rank, so rank 0's is exact.
+  // Replicated blobs (counters, signatures) come from rank 0, and so does the data position
+  // when all old ranks agree on it (a global position, see batch_source.hpp).
+  bool same_position = true;
+  for (const auto& r : all.ranks) {
+    const auto* a = r.find_blob("data/position");
+    const auto* b0 = all.ranks[0].find_blob("data/position");
+    same_position = same_position && a && b0 && a->bytes == b0->bytes;
+  }
   for (const auto& b : all.ranks[0].blobs) {
-    bool replicated = synthetic_data && b.name == "data/position";
+    bool replicated = (synthetic_data || same_position) && b.name == "data/position";
     for (const auto& prefix : rules.replicated_prefixes) replicated = replicated || b.name.rfind(prefix, 0) == 0;
     if (replicated && !mine.find_blob(b.name)) mine.put_blob(b.name, b.bytes);
   }
   log += "loaded step " + std::to_string(meta.step) + " (verified) written by " + std::to_string(meta.world_size) +
          " ranks, resharded to " + std::to_string(world) +
-         (synthetic_data ? "\n" : "; shard cursors cannot move to a new replica count, so the data order restarts\n");
+         (synthetic_data || same_position ? "\n" : "; the ranks' data positions differ, so the data order restarts\n");
   return to_model_state(mine);
 }
 

@@ -40,13 +40,18 @@ class rank_checkpointer {
   void after_step(rank_trainer& trainer, transport::communicator& comm, bool last);
   // Commits the save still in flight, if any (collective).
   void finish(transport::communicator& comm);
+  // A full checkpoint of the current step, committed and verified (every shard read back
+  // and checked) before it returns: what precedes a scale-down or a stop. Collective.
+  // Returns the step saved; throws std::runtime_error when it cannot be committed or verified.
+  uint64_t save_verified(rank_trainer& trainer, transport::communicator& comm);
 
   uint64_t saves_committed() const { return committed_; }
   double blocked_seconds() const;
 
   // The newest verified state of `rank` in a run of `world` ranks, or nullopt when there is
   // none; `log` gets a line for every checkpoint passed over and why. A checkpoint of another
-  // replica count is resharded (generated data only, for now).
+  // replica count is resharded: weights, moments and counters are replicated, and so is the
+  // data position when every old rank saved the same one (the global sample order).
   static std::optional<model::model_state> load_latest(const std::string& dir, uint32_t rank, uint32_t world,
                                                        bool synthetic_data, std::string& log);
 

@@ -4,6 +4,7 @@
 #include "config/job_config.hpp"
 #include "core/rng.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -29,7 +30,7 @@ double rank_trainer::lr_at(uint64_t step) const {
   return settings_.optimizer.lr * static_cast<double>(step + 1) / static_cast<double>(settings_.warmup_steps);
 }
 
-msg::step_record rank_trainer::step() {
+msg::step_record rank_trainer::step(uint64_t announce) {
   const auto start = clock_.now();
   nanos data_wait{0};
   double loss_sum = 0;  // sum over micro-batches of mean loss x target tokens
@@ -55,8 +56,11 @@ msg::step_record rank_trainer::step() {
     comm_->all_reduce(host_grads_, transport::reduce_op::sum);
     model_.copy_from_host(model::buffer_role::gradients, host_grads_);
   }
-  float stats[3] = {static_cast<float>(loss_sum), static_cast<float>(targets), static_cast<float>(inputs)};
+  // Epochs are small integers, exact in a float (below 2^24); only rank 0 adds one.
+  float stats[4] = {static_cast<float>(loss_sum), static_cast<float>(targets), static_cast<float>(inputs),
+                    static_cast<float>(announce)};
   comm_->all_reduce(stats, transport::reduce_op::sum);
+  announced_ = static_cast<uint64_t>(stats[3]);
 
   auto opt = settings_.optimizer;
   opt.lr = lr_at(step_);
@@ -96,6 +100,52 @@ bool rank_trainer::load_state(const model::model_state& s) {
   if (!data) return false;
   data_->restore_state(data->bytes);
   return true;
+}
+
+void rank_trainer::sync_state(transport::communicator& comm, int root) {
+  auto s = save_state();
+  // Same model on every member, so tensor names and sizes agree; blobs (data position) may
+  // differ in size, so their lengths travel first. Four broadcasts in all.
+  std::vector<uint64_t> sizes{s.tensors.size(), s.blobs.size()};
+  for (const auto& t : s.tensors) sizes.push_back(t.values.size());
+  for (const auto& b : s.blobs) sizes.push_back(b.bytes.size());
+  uint64_t count = sizes.size();
+  comm.broadcast(std::as_writable_bytes(std::span<uint64_t>(&count, 1)), root);
+  if (count != sizes.size())
+    throw std::runtime_error("sync_state: the root's state has a different layout (" + std::to_string(count) +
+                             " size fields, here " + std::to_string(sizes.size()) + ")");
+  std::vector<uint64_t> root_sizes = sizes;
+  comm.broadcast(std::as_writable_bytes(std::span<uint64_t>(root_sizes)), root);
+  for (size_t i = 0; i < 2 + s.tensors.size(); ++i)
+    if (root_sizes[i] != sizes[i]) throw std::runtime_error("sync_state: the root's tensors differ from this rank's");
+  std::vector<float> flat;
+  std::vector<uint8_t> bytes;
+  if (comm.rank() == root) {
+    for (const auto& t : s.tensors) flat.insert(flat.end(), t.values.begin(), t.values.end());
+    for (const auto& b : s.blobs) bytes.insert(bytes.end(), b.bytes.begin(), b.bytes.end());
+  } else {
+    size_t nf = 0, nb = 0;
+    for (size_t i = 0; i < s.tensors.size(); ++i) nf += root_sizes[2 + i];
+    for (size_t i = 0; i < s.blobs.size(); ++i) nb += root_sizes[2 + s.tensors.size() + i];
+    flat.resize(nf);
+    bytes.resize(nb);
+  }
+  comm.broadcast(std::as_writable_bytes(std::span<float>(flat)), root);
+  comm.broadcast(std::as_writable_bytes(std::span<uint8_t>(bytes)), root);
+  if (comm.rank() == root) return;
+  size_t off = 0;
+  for (auto& t : s.tensors) {
+    std::copy(flat.begin() + static_cast<std::ptrdiff_t>(off), flat.begin() + static_cast<std::ptrdiff_t>(off + t.values.size()),
+              t.values.begin());
+    off += t.values.size();
+  }
+  off = 0;
+  for (size_t i = 0; i < s.blobs.size(); ++i) {
+    const size_t n = root_sizes[2 + s.tensors.size() + i];
+    s.blobs[i].bytes.assign(bytes.begin() + static_cast<std::ptrdiff_t>(off), bytes.begin() + static_cast<std::ptrdiff_t>(off + n));
+    off += n;
+  }
+  load_state(s);
 }
 
 uint64_t rank_trainer::parameter_checksum() const {

@@ -29,12 +29,23 @@ class rank_trainer {
                const clock& clk, trainer_settings settings);
 
   // One optimizer step; the record's loss is the mean over all ranks' target tokens.
+  // `announce` rides in the step's statistics all-reduce (rank 0 passes the newest
+  // membership epoch it holds, the others 0), so after the step every member knows it
+  // (last_announced()) and all switch at the same step boundary.
   // Throws transport::collective_error when a peer is lost mid-step.
-  msg::step_record step();
+  msg::step_record step(uint64_t announce = 0);
+  uint64_t last_announced() const { return announced_; }
 
   // After an elastic change: the same model and data, a new membership.
   void rebind(transport::communicator& comm) { comm_ = &comm; }
   void rebind(batch_source& data) { data_ = &data; }
+  // The global batch stays fixed across resizes: grad_accum follows the replica count.
+  void set_grad_accum(int64_t grad_accum) { settings_.grad_accum = grad_accum; }
+  int64_t grad_accum() const { return settings_.grad_accum; }
+
+  // Makes every member's full state (model, optimizer, step, data position) equal to
+  // `root`'s: how a rank that joins at a barrier receives the live state. Collective.
+  void sync_state(transport::communicator& comm, int root);
 
   uint64_t steps_done() const { return step_; }
 
@@ -55,6 +66,7 @@ class rank_trainer {
   const clock& clock_;
   trainer_settings settings_;
   uint64_t step_ = 0;
+  uint64_t announced_ = 0;
   std::vector<float> host_grads_;  // staging when the model keeps gradients on a GPU
 };
 

@@ -2,11 +2,11 @@
 // benchmarks until the orchestrator drives ranks): prints "ADDR <name> <host:port>", reads
 // "PEER <name> <addr>" lines up to "GO", forms a ring of all named processes (rank = sorted
 // position), trains, and prints one "STEP {json}" line per optimizer step, then
-// "RESULT ok checksum=<hex>". With --control HOST:PORT (how msomni-run starts ranks) the
-// rank also joins the control process over UCX, publishes a "worker" actor the
-// orchestrator monitors, and rank 0 sends every step_record to its "orchestrator" actor.
+// "RESULT ok checksum=<hex>". With --control HOST:PORT (how msomni-run and msomni-agent
+// start ranks) the rank is managed instead: see managed_rank.hpp.
 // Exit codes: 0 ok, 2 bad config or usage, 1 runtime failure.
 #include "collectives/ring_communicator.hpp"
+#include "managed_rank.hpp"
 #include "gateway/gateway.hpp"
 #include "messages/catalog.hpp"
 #include "config/config_loader.hpp"
@@ -35,7 +35,7 @@ using namespace msomni;
 using namespace std::chrono_literals;
 
 int main(int argc, char** argv) {
-  std::string config_path, name, control, ckpt_dir;
+  std::string config_path, name, control, ckpt_dir, node = "local";
   bool resume = false;
   std::vector<std::string> sets;
   int64_t steps = -1;
@@ -50,12 +50,14 @@ int main(int argc, char** argv) {
     };
     if (a == "--name") name = value();
     else if (a == "--control") control = value();
+    else if (a == "--node") node = value();
     else if (a == "--ckpt-dir") ckpt_dir = value();
     else if (a == "--resume") resume = true;
     else if (a == "--set") sets.push_back(value());
     else if (a == "--steps") steps = std::stoll(value());
     else if (a == "-h" || a == "--help") {
-      std::cout << "usage: msomni-rank CONFIG.toml --name NAME [--control HOST:PORT] [--ckpt-dir DIR [--resume]] [--set k=v]... [--steps N]\n";
+      std::cout << "usage: msomni-rank CONFIG.toml --name NAME [--ckpt-dir DIR [--resume]] [--set k=v]... [--steps N]\n"
+                   "       msomni-rank CONFIG.toml --name NAME --control HOST:PORT --ckpt-dir DIR [--node NODE] [--set k=v]...\n";
       return 0;
     } else if (config_path.empty()) config_path = a;
     else {
@@ -74,6 +76,13 @@ int main(int argc, char** argv) {
     std::cerr << e.what();
     return 2;
   }
+  if (!control.empty()) {
+    if (ckpt_dir.empty()) {
+      std::cerr << "msomni-rank: --control needs --ckpt-dir\n";
+      return 2;
+    }
+    return apps::run_managed_rank(cfg, {config_path, sets, name, node, control, ckpt_dir});
+  }
   caf::actor_system_config caf_cfg;
   register_catalog(caf_cfg);
   caf_cfg.set("scheduler.max-threads", 1);
@@ -90,12 +99,6 @@ int main(int argc, char** argv) {
     gw.publish("worker", sys.spawn([](caf::event_based_actor*) -> caf::behavior {
       return {[](const msg::heartbeat&) {}};
     }));
-    caf::actor orchestrator;
-    if (!control.empty()) {
-      hub.node().connect(control);
-      if (!hub.node().wait_up("control", 30s)) throw std::runtime_error("control process at " + control + " never answered");
-      orchestrator = gw.remote_actor("control", "orchestrator");
-    }
     std::cout << "ADDR " << name << " " << hub.node().address() << std::endl;
     std::vector<std::string> members{name};
     std::vector<std::pair<std::string, std::string>> peers;
@@ -162,7 +165,6 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(r.step), r.loss, r.world_size, r.step_time_ns / 1e6,
                     r.tokens_per_s, r.data_wait_ns / 1e6);
       std::cout << line << std::endl;
-      if (orchestrator && ring.rank() == 0) caf::anon_send(orchestrator, r);
       if (checkpoints) checkpoints->after_step(trainer, ring, trainer.steps_done() == total);
     }
     if (checkpoints) {

@@ -22,4 +22,11 @@ struct command {
 // `msomni ckpt ls|verify|export DIR ...`
 int run_ckpt(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+// A running job, found through its run directory (control.json): `msomni status|scale-down|
+// scale-up|stop --run-dir DIR ...`. Exit 1 when the job refuses (the reason is printed).
+int run_status(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_scale_down(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_scale_up(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_stop(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
 }  // namespace msomni::cli

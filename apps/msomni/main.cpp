@@ -1,5 +1,5 @@
-// msomni: control CLI for checkpoints today and, later, a running job (status, scale-down,
-// ...). Dispatches the first argument to a subcommand listed in `commands`.
+// msomni: the control CLI for a running job (status, scale-down, scale-up, stop) and for
+// checkpoints. Dispatches the first argument to a subcommand listed in `commands`.
 #include "commands.hpp"
 
 #include <iostream>
@@ -9,6 +9,13 @@ namespace {
 const msomni::cli::command commands[] = {
     {"ckpt", "list, verify and export checkpoints: msomni ckpt ls|verify|export DIR",
      msomni::cli::run_ckpt},
+    {"status", "a running job's ranks, nodes, pids, states and step: msomni status --run-dir DIR [--json]",
+     msomni::cli::run_status},
+    {"scale-down", "leave replicas at the next barrier: msomni scale-down --run-dir DIR --replicas N [--grace-period 120s]",
+     msomni::cli::run_scale_down},
+    {"scale-up", "start and join replicas at a barrier: msomni scale-up --run-dir DIR --replicas N",
+     msomni::cli::run_scale_up},
+    {"stop", "final checkpoint at the next barrier, then end: msomni stop --run-dir DIR", msomni::cli::run_stop},
 };
 
 void usage(std::ostream& os) {

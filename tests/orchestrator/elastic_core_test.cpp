@@ -191,3 +191,26 @@ TEST_CASE("a job whose ranks all finish ends, and the status lists every rank") 
   CHECK(all_of<finish_job>(last).size() == 1);
   CHECK(c.status_json().find("\"state\":\"left\"") != std::string::npos);
 }
+
+TEST_CASE("replacements join only in counts that keep the global batch divisible") {
+  elastic_core c(four_replicas());
+  auto acts = c.on_agent({"solo", "rack1", "sw1", 4, true}, time_point{0s});
+  for (const auto& s : all_of<spawn_on_agent>(acts)) c.on_rank_ready(ready(s.name, s.node), time_point{1s});
+  REQUIRE(c.world() == 4);
+  auto down = c.on_rank_down("rank-3", "killed", time_point{10s});
+  REQUIRE(all_of<send_plan>(down).size() == 1);
+  CHECK(c.world() == 2);  // 3 would not divide 8 over micro_batch 2
+  auto first = all_of<spawn_on_agent>(down);
+  REQUIRE(first.size() == 1);  // the leaver still holds a slot
+  c.on_step(11, 2, time_point{11s});
+  c.on_rank_left({"rank-2", 2, 10, "decommissioned", 0}, time_point{12s});
+  auto more = all_of<spawn_on_agent>(c.on_tick(time_point{13s}));
+  REQUIRE(more.size() == 1);
+  // One ready replacement alone would make 3: it waits for the second.
+  CHECK(all_of<send_plan>(c.on_rank_ready(ready(first[0].name, "solo"), time_point{14s})).empty());
+  auto join = all_of<send_plan>(c.on_rank_ready(ready(more[0].name, "solo"), time_point{15s}));
+  REQUIRE(join.size() == 1);
+  CHECK(join[0].plan.members.size() == 4);
+  CHECK(has_event(c.on_step(20, 4, time_point{16s}), "scale_up_done"));
+  CHECK(all_of<spawn_on_agent>(c.on_tick(time_point{17s})).empty());
+}

@@ -1,25 +1,10 @@
-// Orchestrator cores: recovery decisions and the progress/metrics record.
+// Orchestrator cores: the progress/metrics record.
 #include "progress_core.hpp"
-#include "recovery_core.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace msomni;
 using namespace std::chrono_literals;
-
-TEST_CASE("recovery continues on the survivors down to min_replicas, within a bound") {
-  config::elasticity_section e;
-  e.min_replicas = 2;
-  auto d = orchestrator::decide_recovery(4, 1, 0, e);
-  CHECK(d.continue_job);
-  CHECK(d.world == 3);
-  d = orchestrator::decide_recovery(2, 1, 0, e);
-  CHECK_FALSE(d.continue_job);
-  CHECK(d.reason.find("below elasticity.min_replicas 2") != std::string::npos);
-  d = orchestrator::decide_recovery(8, 1, 3, e);
-  CHECK_FALSE(d.continue_job);
-  CHECK(d.reason.find("gave up after 3 recoveries") == 0);
-}
 
 TEST_CASE("progress records each step once, replays after a rollback, and estimates the ETA") {
   orchestrator::progress_core p(100);

@@ -1,0 +1,37 @@
+// A child process whose stdout and stderr go to a log file: how a node agent runs rank
+// processes. It dies with its agent (PR_SET_PDEATHSIG), exit() reaps without blocking, and
+// the destructor SIGKILLs and reaps what is still running, so no agent leaves one behind.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace msomni::agent {
+
+class logged_process {
+ public:
+  // Throws std::runtime_error when the log cannot be opened or fork fails.
+  logged_process(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path);
+  ~logged_process();
+  logged_process(const logged_process&) = delete;
+  logged_process& operator=(const logged_process&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // The exit status once ended (the code, or -signal), reaping it; nullopt while running.
+  std::optional<int> poll_exit();
+  void kill9();
+  const std::string& log_path() const { return log_path_; }
+  // The last `bytes` of the log, for error reports.
+  std::string log_tail(size_t bytes = 600) const;
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+  std::string log_path_;
+};
+
+}  // namespace msomni::agent

@@ -1,0 +1,98 @@
+// node_agent (see node_agent.hpp).
+#include "node_agent.hpp"
+
+#include "logged_process.hpp"
+#include "messages/catalog.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <stdexcept>
+#include <map>
+#include <memory>
+
+namespace msomni::agent {
+
+namespace {
+
+using poll_atom = caf::atom_constant<caf::atom("apoll")>;
+using beat_atom = caf::atom_constant<caf::atom("abeat")>;
+constexpr auto poll_interval = std::chrono::milliseconds(100);
+
+struct agent_state {
+  agent_settings s;
+  caf::actor orchestrator;
+  std::map<std::string, std::unique_ptr<logged_process>> ranks;
+  uint64_t seq = 0;
+};
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+caf::behavior node_agent(caf::event_based_actor* self, std::shared_ptr<agent_state> st) {
+  std::filesystem::create_directories(st->s.log_dir);
+  self->monitor(st->orchestrator);
+  self->set_down_handler([self, st](caf::down_msg&) {
+    st->ranks.clear();  // SIGKILL and reap every rank of this node
+    if (st->s.on_orchestrator_lost) st->s.on_orchestrator_lost();
+    self->quit();
+  });
+  self->send(st->orchestrator, msg::agent_hello{st->s.node, st->s.rack, st->s.switch_name, st->s.slots,
+                                                static_cast<int64_t>(::getpid())});
+  self->delayed_send(self, poll_interval, poll_atom::value);
+  self->delayed_send(self, st->s.heartbeat_interval, beat_atom::value);
+  return {
+      [self, st](const msg::spawn_rank& r) {
+        auto args = r.args;
+        args.insert(args.end(), {"--node", st->s.node});
+        try {
+          st->ranks[r.name] = std::make_unique<logged_process>(st->s.rank_binary, args,
+                                                               st->s.log_dir + "/" + r.name + ".log");
+        } catch (const std::exception& e) {
+          self->send(st->orchestrator, msg::rank_exited{r.name, st->s.node, -1, e.what()});
+        }
+      },
+      [st](const msg::stop_rank& r) {
+        if (auto it = st->ranks.find(r.name); it != st->ranks.end()) it->second->kill9();
+      },
+      [self, st](poll_atom) {
+        for (auto it = st->ranks.begin(); it != st->ranks.end();) {
+          if (auto status = it->second->poll_exit()) {
+            self->send(st->orchestrator, msg::rank_exited{it->first, st->s.node, *status,
+                                                          *status == 0 ? "" : it->second->log_tail()});
+            it = st->ranks.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        self->delayed_send(self, poll_interval, poll_atom::value);
+      },
+      [self, st](beat_atom) {
+        self->send(st->orchestrator, msg::heartbeat{st->s.node, 0, 0, ++st->seq, now_ns()});
+        self->delayed_send(self, st->s.heartbeat_interval, beat_atom::value);
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_node_agent(caf::actor_system& sys, agent_settings s, caf::actor orchestrator) {
+  auto st = std::make_shared<agent_state>();
+  st->s = std::move(s);
+  st->orchestrator = std::move(orchestrator);
+  return sys.spawn(node_agent, st);
+}
+
+std::string find_rank_binary() {
+  if (const char* env = std::getenv("MSOMNI_RANK_BINARY")) return env;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe");
+  for (auto candidate : {self.parent_path() / "msomni-rank", self.parent_path().parent_path() / "msomni-rank/msomni-rank"})
+    if (std::filesystem::exists(candidate)) return candidate.string();
+  throw std::runtime_error("cannot find msomni-rank next to " + self.string() + " (set MSOMNI_RANK_BINARY)");
+}
+
+}  // namespace msomni::agent

@@ -1,0 +1,36 @@
+// The node agent: starts and stops the rank processes of its node for the orchestrator and
+// heartbeats to it. The same actor runs inside msomni-run (the embedded single-node default)
+// and inside msomni-agent (one per node of a multi-node run).
+//
+//   start --agent_hello--> orchestrator
+//   spawn_rank --> msomni-rank process (log in log_dir/<name>.log); its end --> rank_exited
+//   stop_rank  --> SIGKILL
+//   every heartbeat_interval --> heartbeat; the orchestrator gone --> stop every rank, quit
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+namespace msomni::agent {
+
+struct agent_settings {
+  std::string node = "local";
+  std::string rack = "rack0";
+  std::string switch_name = "switch0";
+  int64_t slots = 2;
+  std::string rank_binary;  // msomni-rank
+  std::string log_dir;      // rank logs
+  std::chrono::milliseconds heartbeat_interval{10000};
+  std::function<void()> on_orchestrator_lost;  // e.g. end the msomni-agent process
+};
+
+caf::actor spawn_node_agent(caf::actor_system& sys, agent_settings s, caf::actor orchestrator);
+
+// msomni-rank next to the running binary (or in ../msomni-rank/), or $MSOMNI_RANK_BINARY.
+std::string find_rank_binary();
+
+}  // namespace msomni::agent

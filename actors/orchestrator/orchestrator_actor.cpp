@@ -1,0 +1,199 @@
+// orchestrator_actor (see orchestrator_actor.hpp).
+#include "orchestrator_actor.hpp"
+
+#include "messages/catalog.hpp"
+#include "progress_core.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+
+#include <iostream>
+#include <map>
+#include <memory>
+
+namespace msomni::orchestrator {
+
+namespace {
+
+using tick_atom = caf::atom_constant<caf::atom("otick")>;
+constexpr auto tick_interval = std::chrono::milliseconds(200);
+
+struct shell_state {
+  shell_state(elastic_settings s, orchestrator_env e) : core(s), progress(s.total_steps), env(std::move(e)) {}
+  elastic_core core;
+  progress_core progress;
+  orchestrator_env env;
+  real_clock clock;
+  std::map<std::string, caf::actor> workers;  // rank name -> its worker actor
+  std::map<std::string, caf::actor> agents;   // node -> agent actor
+  std::map<caf::actor_addr, std::pair<bool, std::string>> watched;  // (is_agent, name)
+  std::map<std::string, time_point> agent_seen;
+  bool done = false;
+  bool stop_sent = false;
+};
+
+void execute(caf::event_based_actor* self, shell_state& st, std::vector<action> acts);
+
+void journal(shell_state& st, const std::string& kind, const std::string& detail) {
+  if (st.env.journal) st.env.journal->event(kind, detail);
+  std::cerr << (st.env.progress_on_tty ? "\n" : "") << "msomni-run: " << kind << ": " << detail << "\n";
+}
+
+void execute_one(caf::event_based_actor* self, shell_state& st, action& a) {
+  if (auto* p = std::get_if<send_plan>(&a)) {
+    if (p->plan.source == static_cast<uint8_t>(msg::state_source::checkpoint) && st.env.latest_checkpoint_step)
+      st.progress.rollback_to(st.env.latest_checkpoint_step());
+    for (const auto& to : p->to)
+      if (auto it = st.workers.find(to); it != st.workers.end()) self->send(it->second, p->plan);
+  } else if (auto* s = std::get_if<spawn_on_agent>(&a)) {
+    auto it = st.agents.find(s->node);
+    if (it == st.agents.end()) {
+      execute(self, st, st.core.on_rank_down(s->name, "no agent on node " + s->node, st.clock.now()));
+      return;
+    }
+    self->send(it->second, msg::spawn_rank{s->name, st.env.rank_args(s->name)});
+  } else if (auto* k = std::get_if<stop_on_agent>(&a)) {
+    if (auto it = st.agents.find(k->node); it != st.agents.end()) self->send(it->second, msg::stop_rank{k->name, k->reason});
+  } else if (auto* e = std::get_if<journal_event>(&a)) {
+    journal(st, e->kind, e->detail);
+  } else if (auto* f = std::get_if<finish_job>(&a)) {
+    if (st.done) return;
+    st.done = true;
+    journal(st, f->ok ? "job_finished" : "job_failed", f->reason);
+    if (st.env.on_finish) st.env.on_finish(f->ok, f->reason);
+  }
+}
+
+void execute(caf::event_based_actor* self, shell_state& st, std::vector<action> acts) {
+  for (auto& a : acts) execute_one(self, st, a);
+}
+
+msg::control_reply handle_control(caf::event_based_actor* self, shell_state& st, const msg::control_request& r) {
+  if (!same_token(r.token, st.env.token)) {
+    journal(st, "control_refused", "a " + r.verb + " request without the run's token (from " + r.requested_by + ")");
+    return {false, "refused: missing or wrong token (read it from the run directory's control.json)", ""};
+  }
+  const auto now = st.clock.now();
+  if (r.verb == "status") return {true, st.core.status_text(), st.core.status_json()};
+  control_outcome o;
+  if (r.verb == "scale-down" || r.verb == "scale-up") {
+    const bool down = r.verb == "scale-down";
+    if (down ? r.replicas >= st.core.world() : r.replicas <= st.core.world())
+      return {false, "refused: " + r.verb + " to " + std::to_string(r.replicas) + " replicas, the job has " +
+                         std::to_string(st.core.world()),
+              ""};
+    o = st.core.scale_to(r.replicas, std::chrono::duration_cast<nanos>(std::chrono::duration<double>(r.grace_period_s)), now);
+  } else if (r.verb == "stop") {
+    o = st.core.stop(now);
+  } else {
+    return {false, "refused: unknown verb \"" + r.verb + "\" (status, scale-down, scale-up, stop)", ""};
+  }
+  const auto what = r.verb == "stop" ? r.verb : r.verb + " " + std::to_string(r.replicas);
+  journal(st, o.ok ? "control" : "control_refused", what + " by " + r.requested_by + ": " + o.text);
+  execute(self, st, std::move(o.actions));
+  return {o.ok, o.text, st.core.status_json()};
+}
+
+caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_state> st) {
+  self->set_down_handler([self, st](caf::down_msg& d) {
+    auto it = st->watched.find(d.source);
+    if (it == st->watched.end()) return;
+    const auto [is_agent, name] = it->second;
+    st->watched.erase(it);
+    if (st->done) return;
+    const auto now = st->clock.now();
+    if (is_agent) {
+      st->agents.erase(name);
+      execute(self, *st, st->core.on_agent_down(name, "connection lost: " + caf::to_string(d.reason), now));
+    } else if (d.reason != caf::exit_reason::normal) {
+      execute(self, *st, st->core.on_rank_down(name, "connection lost: " + caf::to_string(d.reason), now));
+    }
+  });
+  self->delayed_send(self, tick_interval, tick_atom::value);
+  return {
+      [self, st](const msg::agent_hello& a) {
+        auto agent = caf::actor_cast<caf::actor>(self->current_sender());
+        if (!agent) return;
+        st->agents[a.node] = agent;
+        st->agent_seen[a.node] = st->clock.now();
+        self->monitor(agent);
+        st->watched[agent.address()] = {true, a.node};
+        execute(self, *st, st->core.on_agent({a.node, a.rack, a.switch_name, a.slots, true}, st->clock.now()));
+      },
+      [st](const msg::heartbeat& h) { st->agent_seen[h.node] = st->clock.now(); },
+      [self, st](const msg::rank_ready& r) {
+        caf::actor w;
+        try {
+          w = st->env.worker_of(r.name);
+        } catch (const std::exception& e) {
+          execute(self, *st, st->core.on_rank_down(r.name, std::string("unreachable: ") + e.what(), st->clock.now()));
+          return;
+        }
+        st->workers[r.name] = w;
+        self->monitor(w);
+        st->watched[w.address()] = {false, r.name};
+        execute(self, *st, st->core.on_rank_ready(r, st->clock.now()));
+      },
+      [self, st](const msg::step_record& r) {
+        const auto now = st->clock.now();
+        if (auto line = st->progress.on_step(r, now)) {
+          if (st->env.journal) st->env.journal->metric(*line);
+          const bool tty = st->env.progress_on_tty;
+          if (tty || r.step % 10 == 0 || st->progress.finished())
+            std::cerr << (tty ? "\r" : "") << st->progress.progress_line() << (tty ? "   " : "\n") << std::flush;
+        }
+        execute(self, *st, st->core.on_step(r.step, r.world_size, now));
+      },
+      [self, st](const msg::rank_left& r) {
+        execute(self, *st, st->core.on_rank_left(r, st->clock.now()));
+        return true;
+      },
+      [self, st](const msg::rank_stalled& r) { execute(self, *st, st->core.on_rank_stalled(r, st->clock.now())); },
+      [self, st](const msg::rank_exited& r) {
+        const auto it = st->core.members().find(r.name);
+        if (it == st->core.members().end()) return;
+        const auto state = it->second.state;
+        if (state == member_state::left || state == member_state::dead) return;
+        const std::string why = r.status < 0 ? "killed by signal " + std::to_string(-r.status)
+                                             : "exited with status " + std::to_string(r.status) + " without leaving";
+        execute(self, *st, st->core.on_rank_down(r.name, why + (r.log_tail.empty() ? "" : "; log ends: " + r.log_tail),
+                                                 st->clock.now()));
+      },
+      [self, st](const msg::control_request& r) { return handle_control(self, *st, r); },
+      [self, st](tick_atom) {
+        if (st->done) return;
+        const auto now = st->clock.now();
+        for (const auto& [node, seen] : std::map(st->agent_seen))
+          if (st->agents.count(node) && now - seen > st->env.agent_silence_limit) {
+            st->agents.erase(node);
+            execute(self, *st, st->core.on_agent_down(node, "no heartbeat for " +
+                                                                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - seen).count()) + " s", now));
+          }
+        if (st->env.stop_signal && *st->env.stop_signal && !st->stop_sent) {
+          auto o = st->core.stop(now);
+          if (o.ok) {
+            st->stop_sent = true;
+            journal(*st, "stop", "signal received: " + o.text);
+            execute(self, *st, std::move(o.actions));
+          }
+        }
+        execute(self, *st, st->core.on_tick(now));
+        self->delayed_send(self, tick_interval, tick_atom::value);
+      },
+  };
+}
+
+}  // namespace
+
+bool same_token(const std::string& a, const std::string& b) {
+  if (a.size() != b.size() || b.empty()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env) {
+  return sys.spawn(orchestrator, std::make_shared<shell_state>(s, std::move(env)));
+}
+
+}  // namespace msomni::orchestrator

@@ -1,0 +1,37 @@
+// The orchestrator's actor shell: receives what happens (agents, ranks, step records, downs,
+// control requests, its own ticks), hands it to elastic_core with the time, and carries out
+// the actions (plans to the ranks' "worker" actors, spawn/stop through node agents, journal
+// lines, the end of the job). Everything outside the actor system is injected.
+#pragma once
+
+#include "elastic_core.hpp"
+#include "run_journal.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace msomni::orchestrator {
+
+struct orchestrator_env {
+  std::function<caf::actor(const std::string& rank)> worker_of;           // the rank's "worker" actor
+  std::function<std::vector<std::string>(const std::string& rank)> rank_args;  // msomni-rank arguments
+  std::function<uint64_t()> latest_checkpoint_step;                       // 0 when there is none
+  std::function<void(bool ok, const std::string& reason)> on_finish;
+  run_journal* journal = nullptr;
+  std::string token;
+  std::atomic<bool>* stop_signal = nullptr;  // set by SIGINT/SIGTERM: stop gracefully
+  nanos agent_silence_limit{std::chrono::seconds(30)};  // heartbeat_interval x misses
+  bool progress_on_tty = false;
+};
+
+caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env);
+
+// Constant-time comparison for the control token.
+bool same_token(const std::string& a, const std::string& b);
+
+}  // namespace msomni::orchestrator

@@ -1,0 +1,270 @@
+// run_managed_rank (see managed_rank.hpp).
+#include "managed_rank.hpp"
+
+#include "builtin_models.hpp"
+#include "checkpoint_store.hpp"
+#include "collectives/ring_communicator.hpp"
+#include "config/config_loader.hpp"
+#include "gateway/gateway.hpp"
+#include "hub/transport_hub.hpp"
+#include "messages/catalog.hpp"
+#include "model/model_registry.hpp"
+#include "pipeline_source.hpp"
+#include "plan_inbox.hpp"
+#include "rank_checkpointer.hpp"
+#include "rank_trainer.hpp"
+#include "synthetic_source.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+namespace msomni::apps {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// How long a rank waits: for its first plan (the others may still be starting), for the plan
+// announced at a barrier (already on its way), and for a rollback plan after a stall.
+constexpr auto first_plan_wait = 600s;
+constexpr auto announced_plan_wait = 30s;
+constexpr auto stalled_plan_wait = 600s;
+
+std::unique_ptr<rank_worker::batch_source> make_source(const config::job_config& cfg, const rank_worker::data_slot& slot) {
+  if (rank_worker::all_synthetic(cfg)) return std::make_unique<rank_worker::synthetic_source>(cfg, slot);
+  return std::make_unique<rank_worker::pipeline_source>(cfg, slot);
+}
+
+// The model, data and trainer of one rank; rebuilt from scratch when a rollback finds no
+// checkpoint (the job restarts from step 0, exactly as a fresh run).
+struct training {
+  std::unique_ptr<model::trainable_model> model;
+  std::unique_ptr<rank_worker::batch_source> data;
+  std::unique_ptr<rank_worker::rank_trainer> trainer;
+};
+
+class managed_rank {
+ public:
+  managed_rank(const config::job_config& cfg, const managed_rank_options& o, caf::actor_system& sys,
+               transport::transport_hub& hub, transport::gateway& gw)
+      : cfg_(cfg), o_(o), sys_(sys), hub_(hub), gw_(gw) {
+    models::register_builtin_models(registry_);
+  }
+
+  int run() {
+    gw_.publish("worker", sys_.spawn([this](caf::event_based_actor*) -> caf::behavior {
+      return {[this](msg::join_world& p) {
+                // A rollback supersedes the running epoch at once: collectives of older epochs
+                // fail here instead of waiting on live peers that already stalled.
+                if (p.source == static_cast<uint8_t>(msg::state_source::checkpoint))
+                  hub_.mailbox().abort_below(p.epoch, "epoch " + std::to_string(p.epoch) + ": " + p.reason);
+                inbox_.push(std::move(p));
+              },
+              [](const msg::heartbeat&) {}};
+    }));
+    hub_.node().connect(o_.control);
+    if (!hub_.node().wait_up("control", 30s)) throw std::runtime_error("control process at " + o_.control + " never answered");
+    orchestrator_ = gw_.remote_actor("control", "orchestrator");
+    watch_control();
+
+    // Warm-up: build the model and load + verify the newest checkpoint before saying ready.
+    tr_ = build(rank_worker::data_slot{0, 1, cfg_.training.grad_accum, cfg_.training.micro_batch});
+    msg::rank_ready ready{o_.name, o_.node, hub_.node().address(), static_cast<int64_t>(::getpid()), false, 0};
+    {
+      ckpt::checkpoint_store store(o_.ckpt_dir);
+      auto latest = store.load_latest({0});
+      if (latest.checkpoint) ready.has_checkpoint = true, ready.checkpoint_step = latest.checkpoint->m.meta.step;
+    }
+    caf::anon_send(orchestrator_, ready);
+    auto plan = wait_plan(1, first_plan_wait);
+    for (;;) {
+      const auto me = std::find(plan.members.begin(), plan.members.end(), o_.name);
+      if (me == plan.members.end()) return leave(plan.members.empty() ? "stopped" : "decommissioned");
+      apply(plan, static_cast<uint32_t>(me - plan.members.begin()));
+      std::optional<msg::join_world> next;
+      try {
+        next = train();
+        if (!next) return leave("finished");
+      } catch (const transport::collective_error& e) {
+        std::cout << "STALLED epoch " << epoch_ << " at step " << tr_.trainer->steps_done() << ": " << e.what() << std::endl;
+        caf::anon_send(orchestrator_, msg::rank_stalled{o_.name, epoch_, tr_.trainer->steps_done(), e.what()});
+        checkpoints_.reset();  // a save in flight is abandoned, never committed
+        next = wait_plan(epoch_ + 1, stalled_plan_wait);
+      }
+      plan = std::move(*next);
+    }
+  }
+
+ private:
+  training build(const rank_worker::data_slot& slot) {
+    training t;
+    model::model_context ctx{cfg_.model, static_cast<uint64_t>(cfg_.training.seed), model::compute_device::cpu, 0, 1};
+    t.model = model::create_model(ctx, registry_, std::filesystem::path(cfg_.source_path).parent_path().string());
+    t.data = make_source(cfg_, slot);
+    placeholder_ = std::make_unique<transport::ring_communicator>(hub_, std::vector<std::string>{o_.name}, 0);
+    t.trainer = std::make_unique<rank_worker::rank_trainer>(*t.model, ring_ ? *ring_ : *placeholder_, *t.data, clock_,
+                                                            rank_worker::settings_from(cfg_));
+    return t;
+  }
+
+  // Ends the process if the control process goes away (nobody would send plans any more).
+  void watch_control() {
+    auto lost = &control_lost_;
+    sys_.spawn([lost, orch = orchestrator_](caf::event_based_actor* self) -> caf::behavior {
+      self->monitor(orch);
+      self->set_down_handler([lost](caf::down_msg&) { lost->store(true); });
+      return {[](const msg::heartbeat&) {}};
+    });
+  }
+
+  msg::join_world wait_plan(uint64_t at_least, std::chrono::seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (auto p = inbox_.take(at_least, 500ms)) return std::move(*p);
+      if (control_lost_) throw std::runtime_error("the control process is gone");
+    }
+    throw std::runtime_error("no membership plan of epoch >= " + std::to_string(at_least) + " within " +
+                             std::to_string(timeout.count()) + " s");
+  }
+
+  void apply(const msg::join_world& plan, uint32_t rank) {
+    const auto world = static_cast<uint32_t>(plan.members.size());
+    for (size_t i = 0; i < plan.members.size(); ++i) {
+      const auto& peer = plan.members[i];
+      if (peer != o_.name && peer < o_.name && !hub_.node().is_up(peer)) hub_.node().connect(plan.addresses[i]);
+    }
+    for (const auto& peer : plan.members)
+      if (peer != o_.name && !hub_.node().wait_up(peer, 30s)) throw transport::collective_error("member " + peer + " never came up");
+    ring_ = std::make_unique<transport::ring_communicator>(hub_, plan.members, plan.epoch);
+    const rank_worker::data_slot slot{rank, world, plan.grad_accum, cfg_.training.micro_batch};
+    tr_.trainer->rebind(*ring_);
+    tr_.data->reslot(slot);
+    tr_.trainer->set_grad_accum(plan.grad_accum);
+    std::string how;
+    if (plan.source == static_cast<uint8_t>(msg::state_source::checkpoint)) {
+      std::string log;
+      auto state = rank_worker::rank_checkpointer::load_latest(o_.ckpt_dir, rank, world, rank_worker::all_synthetic(cfg_), log);
+      std::cout << log;
+      if (state) {
+        if (!tr_.trainer->load_state(*state)) throw std::runtime_error("the checkpoint has no data position");
+        how = "checkpoint step " + std::to_string(tr_.trainer->steps_done());
+      } else {
+        if (tr_.trainer->steps_done() > 0) tr_ = build(slot);
+        tr_.trainer->rebind(*ring_);
+        tr_.trainer->set_grad_accum(plan.grad_accum);
+        how = "a fresh start (no checkpoint yet)";
+      }
+    } else {
+      tr_.trainer->sync_state(*ring_, 0);
+      how = "the live state of " + plan.members[0];
+    }
+    checkpoints_ = std::make_unique<rank_worker::rank_checkpointer>(
+        rank_worker::checkpointing_settings{o_.ckpt_dir, static_cast<uint64_t>(cfg_.checkpoint.interval_steps),
+                                            static_cast<uint64_t>(cfg_.checkpoint.keep),
+                                            static_cast<int>(cfg_.checkpoint.zstd_level),
+                                            static_cast<int>(cfg_.checkpoint.zstd_threads), config::config_hash(cfg_)},
+        rank);
+    epoch_ = plan.epoch;
+    std::cout << "JOINED epoch " << epoch_ << " as rank " << rank << " of " << world << " (grad_accum "
+              << plan.grad_accum << ") at step " << tr_.trainer->steps_done() << " from " << how << std::endl;
+  }
+
+  // Trains until the end (nullopt) or until a barrier announces a newer plan (returned).
+  std::optional<msg::join_world> train() {
+    const auto total = static_cast<uint64_t>(cfg_.training.steps);
+    auto& t = *tr_.trainer;
+    while (t.steps_done() < total) {
+      if (control_lost_) throw std::runtime_error("the control process is gone");
+      uint64_t announce = 0;
+      if (ring_->rank() == 0 && inbox_.newest_epoch() > epoch_) announce = inbox_.newest_epoch();
+      const auto r = t.step(announce);
+      char line[256];
+      std::snprintf(line, sizeof line, "STEP {\"step\":%llu,\"loss\":%.17g,\"world_size\":%u,\"step_time_ms\":%.3f}",
+                    static_cast<unsigned long long>(r.step), r.loss, r.world_size, r.step_time_ns / 1e6);
+      std::cout << line << std::endl;
+      if (ring_->rank() == 0) caf::anon_send(orchestrator_, r);
+      const bool last = t.steps_done() == total;
+      if (t.last_announced() > epoch_) {
+        auto plan = inbox_.take_exactly(t.last_announced(), announced_plan_wait);
+        if (!plan) throw std::runtime_error("epoch " + std::to_string(t.last_announced()) + " was announced but never arrived");
+        if (plan->checkpoint_first) {
+          const auto step = checkpoints_->save_verified(t, *ring_);
+          std::cout << "CHECKPOINT verified step " << step << " before epoch " << plan->epoch << std::endl;
+        } else {
+          checkpoints_->after_step(t, *ring_, last);
+          checkpoints_->finish(*ring_);
+        }
+        return plan;
+      }
+      checkpoints_->after_step(t, *ring_, last);
+    }
+    checkpoints_->finish(*ring_);
+    return std::nullopt;
+  }
+
+  int leave(const std::string& reason) {
+    const uint64_t step = tr_.trainer ? tr_.trainer->steps_done() : 0;
+    const uint64_t sum = tr_.trainer ? tr_.trainer->parameter_checksum() : 0;
+    checkpoints_.reset();
+    // Acknowledged, so the orchestrator knows before the process (and its UCX endpoint) goes.
+    caf::scoped_actor self{sys_};
+    self->request(orchestrator_, 10s, msg::rank_left{o_.name, epoch_, step, reason, sum})
+        .receive([](bool) {}, [&](caf::error&) { std::cerr << "msomni-rank: rank_left was not acknowledged\n"; });
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(sum));
+    std::cout << "RESULT ok " << reason << " step=" << step << " checksum=" << hex << std::endl;
+    return 0;
+  }
+
+  const config::job_config& cfg_;
+  const managed_rank_options& o_;
+  caf::actor_system& sys_;
+  transport::transport_hub& hub_;
+  transport::gateway& gw_;
+  model::model_registry registry_;
+  rank_worker::plan_inbox inbox_;
+  caf::actor orchestrator_;
+  std::atomic<bool> control_lost_{false};
+  real_clock clock_;
+  std::unique_ptr<transport::ring_communicator> placeholder_;  // until the first plan names the ring
+  std::unique_ptr<transport::ring_communicator> ring_;
+  training tr_;
+  std::unique_ptr<rank_worker::rank_checkpointer> checkpoints_;
+  uint64_t epoch_ = 0;
+};
+
+}  // namespace
+
+int run_managed_rank(const config::job_config& cfg, const managed_rank_options& opts) {
+  caf::actor_system_config caf_cfg;
+  register_catalog(caf_cfg);
+  caf_cfg.set("scheduler.max-threads", 1);
+  caf_cfg.set("logger.console-verbosity", caf::atom("quiet"));
+  caf::actor_system sys{caf_cfg};
+  try {
+    transport::ucx_node_options node_opt;
+    node_opt.name = opts.name;
+    node_opt.keepalive_interval = std::chrono::milliseconds(static_cast<int64_t>(cfg.elasticity.heartbeat_interval_s * 1000));
+    node_opt.keepalive_misses = static_cast<int>(cfg.elasticity.heartbeat_misses);
+    transport::transport_hub hub(node_opt);
+    transport::gateway gw(sys, hub);
+    managed_rank rank(cfg, opts, sys, hub, gw);
+    return rank.run();
+  } catch (const std::exception& e) {
+    std::cout << "RESULT fail " << e.what() << std::endl;
+    std::cerr << "msomni-rank " << opts.name << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace msomni::apps

@@ -1,0 +1,180 @@
+// `msomni status|scale-down|scale-up|stop --run-dir DIR`: finds the job through the run
+// directory's control.json (address + token, mode 0600), joins its control process over
+// UCX as a short-lived node, sends one control_request and prints the reply.
+#include "commands.hpp"
+
+#include "gateway/gateway.hpp"
+#include "hub/transport_hub.hpp"
+#include "messages/catalog.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+namespace msomni::cli {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::optional<std::string> json_string(const std::string& text, const std::string& key) {
+  const auto k = text.find("\"" + key + "\"");
+  if (k == std::string::npos) return std::nullopt;
+  const auto open = text.find('"', text.find(':', k) + 1);
+  const auto close = text.find('"', open + 1);
+  if (open == std::string::npos || close == std::string::npos) return std::nullopt;
+  return text.substr(open + 1, close - open - 1);
+}
+
+// "120s", "2m", "1h", "90" (seconds). nullopt when unreadable.
+std::optional<double> parse_duration(const std::string& s) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(s, &used);
+    const std::string unit = s.substr(used);
+    if (v < 0) return std::nullopt;
+    if (unit.empty() || unit == "s") return v;
+    if (unit == "m") return v * 60;
+    if (unit == "h") return v * 3600;
+  } catch (...) {
+  }
+  return std::nullopt;
+}
+
+struct control_args {
+  std::string run_dir;
+  std::optional<std::string> token;  // overrides control.json (an empty one is sent as is)
+  int64_t replicas = -1;
+  double grace_s = 0;
+  bool json = false;
+};
+
+int send(const std::string& verb, const control_args& a, std::ostream& out, std::ostream& err) {
+  const auto path = std::filesystem::path(a.run_dir) / "control.json";
+  std::ifstream in(path);
+  if (!in) {
+    err << "msomni " << verb << ": cannot read " << path.string() << " (is --run-dir the job's run directory?)\n";
+    return exit_usage;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto address = json_string(ss.str(), "address");
+  const auto token = a.token ? a.token : json_string(ss.str(), "token");
+  if (!address || !token) {
+    err << "msomni " << verb << ": " << path.string() << " has no address or token\n";
+    return exit_usage;
+  }
+  caf::actor_system_config cfg;
+  register_catalog(cfg);
+  cfg.set("scheduler.max-threads", 1);
+  cfg.set("logger.console-verbosity", caf::atom("quiet"));
+  caf::actor_system sys{cfg};
+  try {
+    transport::ucx_node_options opt;
+    opt.name = "cli-" + std::to_string(::getpid());
+    transport::transport_hub hub(opt);
+    transport::gateway gw(sys, hub);
+    hub.node().connect(*address);
+    if (!hub.node().wait_up("control", 10s)) {
+      err << "msomni " << verb << ": the job's control process at " << *address << " does not answer (has it ended?)\n";
+      return exit_failed;
+    }
+    auto orchestrator = gw.remote_actor("control", "orchestrator");
+    const char* user = std::getenv("USER");
+    msg::control_request req{*token, verb, a.replicas, a.grace_s, std::string("cli:") + (user ? user : "?")};
+    int code = exit_failed;
+    caf::scoped_actor self{sys};
+    self->request(orchestrator, 30s, req)
+        .receive(
+            [&](const msg::control_reply& r) {
+              if (a.json && !r.json.empty()) out << r.json << "\n";
+              else (r.ok ? out : err) << (r.ok ? "" : "msomni " + verb + ": ") << r.text << (r.text.ends_with("\n") ? "" : "\n");
+              code = r.ok ? exit_ok : exit_failed;
+            },
+            [&](caf::error& e) { err << "msomni " << verb << ": no reply: " << caf::to_string(e) << "\n"; });
+    return code;
+  } catch (const std::exception& e) {
+    err << "msomni " << verb << ": " << e.what() << "\n";
+    return exit_failed;
+  }
+}
+
+int run_verb(const std::string& verb, const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  control_args a;
+  const bool needs_replicas = verb == "scale-down" || verb == "scale-up";
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& k = args[i];
+    auto value = [&]() -> std::optional<std::string> {
+      if (i + 1 >= args.size()) return std::nullopt;
+      return args[++i];
+    };
+    std::optional<std::string> v;
+    if (k == "--json") {
+      a.json = true;
+      continue;
+    }
+    if (k == "-h" || k == "--help") {
+      out << "usage: msomni " << verb << " --run-dir DIR" << (needs_replicas ? " --replicas N" : "")
+          << (verb == "scale-down" ? " [--grace-period 120s]" : "") << (verb == "status" ? " [--json]" : "")
+          << " [--token T]\n";
+      return exit_ok;
+    }
+    if (!(v = value())) {
+      err << "msomni " << verb << ": " << k << " needs a value\n";
+      return exit_usage;
+    }
+    if (k == "--run-dir") a.run_dir = *v;
+    else if (k == "--token") a.token = *v;
+    else if (k == "--replicas" && needs_replicas) {
+      try {
+        a.replicas = std::stoll(*v);
+      } catch (...) {
+        err << "msomni " << verb << ": --replicas " << *v << " is not a number\n";
+        return exit_usage;
+      }
+    } else if (k == "--grace-period" && verb == "scale-down") {
+      const auto d = parse_duration(*v);
+      if (!d) {
+        err << "msomni " << verb << ": --grace-period " << *v << " is not a duration (e.g. 120s, 2m)\n";
+        return exit_usage;
+      }
+      a.grace_s = *d;
+    } else {
+      err << "msomni " << verb << ": unknown option " << k << "\n";
+      return exit_usage;
+    }
+  }
+  if (a.run_dir.empty()) {
+    err << "msomni " << verb << ": --run-dir DIR is required\n";
+    return exit_usage;
+  }
+  if (needs_replicas && a.replicas < 1) {
+    err << "msomni " << verb << ": --replicas N (N >= 1) is required\n";
+    return exit_usage;
+  }
+  return send(verb, a, out, err);
+}
+
+}  // namespace
+
+int run_status(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return run_verb("status", args, out, err);
+}
+int run_scale_down(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return run_verb("scale-down", args, out, err);
+}
+int run_scale_up(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return run_verb("scale-up", args, out, err);
+}
+int run_stop(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return run_verb("stop", args, out, err);
+}
+
+}  // namespace msomni::cli
