@@ -198,6 +198,13 @@ std::vector<action> elastic_core::on_rank_ready(const msg::rank_ready& r, time_p
     out.push_back(std::move(plan));
     return out;
   }
+  if (!rollback_pending_.empty()) {
+    for (const auto& n : joining_)
+      if (members_.at(n).state != member_state::ready) return out;
+    auto more = rollback(rollback_pending_, now);
+    out.insert(out.end(), more.begin(), more.end());
+    return out;
+  }
   auto more = maybe_join_new(now);
   out.insert(out.end(), more.begin(), more.end());
   return out;
@@ -344,6 +351,11 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
   if (phase_ == phase::done) return out;
   if (was == member_state::starting || was == member_state::ready) {
     std::erase(joining_, name);
+    if (!rollback_pending_.empty()) {
+      auto more = rollback(rollback_pending_, now);
+      out.insert(out.end(), more.begin(), more.end());
+      return out;
+    }
     if (phase_ == phase::starting) {
       // A first rank did not come up: start another in its place (bounded by max_recoveries).
       if (++recoveries_ > s_.max_recoveries) {
@@ -405,7 +417,35 @@ std::vector<action> elastic_core::rollback(const std::string& why, time_point no
     }
   }
   const int64_t w = largest_world_at_most(static_cast<int64_t>(staying.size()));
-  if (recoveries_ >= s_.max_recoveries || w == 0) {
+  const bool counted = !rollback_pending_.empty();  // this recovery was counted when it started waiting
+  if (w == 0 && (counted || recoveries_ < s_.max_recoveries)) {
+    // Too few survivors: start replacements (placed near the survivors) and roll back once
+    // they are ready, if the agents have the slots.
+    int64_t need = 0;
+    for (int64_t v = std::max<int64_t>(static_cast<int64_t>(staying.size()), s_.min_replicas); v <= s_.max_replicas; ++v)
+      if (grad_accum_for(v)) {
+        need = v;
+        break;
+      }
+    const int64_t more = need - static_cast<int64_t>(staying.size()) - static_cast<int64_t>(still_joining.size());
+    if (need > 0 && more <= free_slots()) {
+      if (!counted) ++recoveries_;
+      rollback_pending_ = why;
+      joining_ = still_joining;
+      phase_ = phase::recovering;
+      change_started_ = now;
+      awaiting_join_ = false;
+      if (more > 0) {
+        auto spawned = spawn(more, staying.empty() ? "" : members_.at(staying.front()).node, now);
+        out.insert(out.end(), spawned.begin(), spawned.end());
+      }
+      out.push_back(journal_event{"recovery_waiting", why + "; " + std::to_string(staying.size()) +
+                                                          " survivors wait for replacements to reach " + std::to_string(need) +
+                                                          " replicas, then roll back to the last checkpoint"});
+      return out;
+    }
+  }
+  if ((!counted && recoveries_ >= s_.max_recoveries) || w == 0) {
     phase_ = phase::done;
     finished_ = true;
     const std::string reason =
@@ -419,7 +459,8 @@ std::vector<action> elastic_core::rollback(const std::string& why, time_point no
     out.push_back(finish_job{false, why + "; " + reason});
     return out;
   }
-  ++recoveries_;
+  if (!counted) ++recoveries_;
+  rollback_pending_.clear();
   awaiting_join_ = false;
   joining_ = still_joining;
   for (const auto& n : staying) members_.at(n).state = member_state::active;

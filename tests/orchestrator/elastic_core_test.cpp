@@ -214,3 +214,42 @@ TEST_CASE("replacements join only in counts that keep the global batch divisible
   CHECK(has_event(c.on_step(20, 4, time_point{16s}), "scale_up_done"));
   CHECK(all_of<spawn_on_agent>(c.on_tick(time_point{17s})).empty());
 }
+
+TEST_CASE("below min_replicas the survivors wait for a replacement and roll back with it") {
+  elastic_settings s = four_replicas();
+  s.replicas = 2;
+  s.min_replicas = 2;
+  s.max_replicas = 2;
+  elastic_core c(s);
+  auto acts = c.on_agent({"solo", "rack1", "sw1", 2, true}, time_point{0s});
+  for (const auto& sp : all_of<spawn_on_agent>(acts)) c.on_rank_ready(ready(sp.name, sp.node), time_point{1s});
+  REQUIRE(c.world() == 2);
+  auto down = c.on_rank_down("rank-1", "killed", time_point{10s});
+  CHECK(has_event(down, "recovery_waiting"));
+  CHECK(all_of<send_plan>(down).empty());
+  const auto spawns = all_of<spawn_on_agent>(down);
+  REQUIRE(spawns.size() == 1);
+  auto back = c.on_rank_ready(ready(spawns[0].name, "solo"), time_point{11s});
+  const auto plans = all_of<send_plan>(back);
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0].plan.members == std::vector<std::string>{"rank-0", spawns[0].name});
+  CHECK(plans[0].plan.source == static_cast<uint8_t>(msg::state_source::checkpoint));
+  CHECK(has_event(c.on_step(5, 2, time_point{12s}), "recovered"));
+}
+
+TEST_CASE("without a free slot a job below min_replicas fails with the reason") {
+  elastic_settings s = four_replicas();
+  s.replicas = 2;
+  s.min_replicas = 2;
+  s.max_replicas = 2;
+  elastic_core c(s);
+  auto acts = c.on_agent({"n1", "rack1", "sw1", 1, true}, time_point{0s});
+  acts = c.on_agent({"n2", "rack1", "sw1", 1, true}, time_point{0s});
+  for (const auto& sp : all_of<spawn_on_agent>(acts)) c.on_rank_ready(ready(sp.name, sp.node), time_point{1s});
+  REQUIRE(c.world() == 2);
+  auto gone = c.on_agent_down("n2", "no heartbeat for 30 s", time_point{10s});
+  const auto fin = all_of<finish_job>(gone);
+  REQUIRE(fin.size() == 1);
+  CHECK_FALSE(fin[0].ok);
+  CHECK(fin[0].reason.find("min_replicas 2") != std::string::npos);
+}
