@@ -78,7 +78,7 @@ class managed_rank {
     watch_control();
 
     // Warm-up: build the model and load + verify the newest checkpoint before saying ready.
-    tr_ = build(rank_worker::data_slot{0, 1, cfg_.training.grad_accum, cfg_.training.micro_batch});
+    tr_.model = make_model();  // data and trainer follow with the first plan's slot
     msg::rank_ready ready{o_.name, o_.node, hub_.node().address(), static_cast<int64_t>(::getpid()), false, 0};
     {
       ckpt::checkpoint_store store(o_.ckpt_dir);
@@ -90,14 +90,15 @@ class managed_rank {
     for (;;) {
       const auto me = std::find(plan.members.begin(), plan.members.end(), o_.name);
       if (me == plan.members.end()) return leave(plan.members.empty() ? "stopped" : "decommissioned");
-      apply(plan, static_cast<uint32_t>(me - plan.members.begin()));
       std::optional<msg::join_world> next;
       try {
+        apply(plan, static_cast<uint32_t>(me - plan.members.begin()));
         next = train();
         if (!next) return leave("finished");
       } catch (const transport::collective_error& e) {
-        std::cout << "STALLED epoch " << epoch_ << " at step " << tr_.trainer->steps_done() << ": " << e.what() << std::endl;
-        caf::anon_send(orchestrator_, msg::rank_stalled{o_.name, epoch_, tr_.trainer->steps_done(), e.what()});
+        const uint64_t step = tr_.trainer ? tr_.trainer->steps_done() : 0;
+        std::cout << "STALLED epoch " << epoch_ << " at step " << step << ": " << e.what() << std::endl;
+        caf::anon_send(orchestrator_, msg::rank_stalled{o_.name, epoch_, step, e.what()});
         checkpoints_.reset();  // a save in flight is abandoned, never committed
         next = wait_plan(epoch_ + 1, stalled_plan_wait);
       }
@@ -106,14 +107,17 @@ class managed_rank {
   }
 
  private:
-  training build(const rank_worker::data_slot& slot) {
-    training t;
+  std::unique_ptr<model::trainable_model> make_model() {
     model::model_context ctx{cfg_.model, static_cast<uint64_t>(cfg_.training.seed), model::compute_device::cpu, 0, 1};
-    t.model = model::create_model(ctx, registry_, std::filesystem::path(cfg_.source_path).parent_path().string());
+    return model::create_model(ctx, registry_, std::filesystem::path(cfg_.source_path).parent_path().string());
+  }
+
+  // Data and trainer for `slot` around `model` (a fresh one when null), on the current ring.
+  training build(std::unique_ptr<model::trainable_model> model, const rank_worker::data_slot& slot) {
+    training t;
+    t.model = model ? std::move(model) : make_model();
     t.data = make_source(cfg_, slot);
-    placeholder_ = std::make_unique<transport::ring_communicator>(hub_, std::vector<std::string>{o_.name}, 0);
-    t.trainer = std::make_unique<rank_worker::rank_trainer>(*t.model, ring_ ? *ring_ : *placeholder_, *t.data, clock_,
-                                                            rank_worker::settings_from(cfg_));
+    t.trainer = std::make_unique<rank_worker::rank_trainer>(*t.model, *ring_, *t.data, clock_, rank_worker::settings_from(cfg_));
     return t;
   }
 
@@ -138,6 +142,7 @@ class managed_rank {
   }
 
   void apply(const msg::join_world& plan, uint32_t rank) {
+    epoch_ = plan.epoch;  // a stall from here on is reported against this plan
     const auto world = static_cast<uint32_t>(plan.members.size());
     for (size_t i = 0; i < plan.members.size(); ++i) {
       const auto& peer = plan.members[i];
@@ -147,8 +152,12 @@ class managed_rank {
       if (peer != o_.name && !hub_.node().wait_up(peer, 30s)) throw transport::collective_error("member " + peer + " never came up");
     ring_ = std::make_unique<transport::ring_communicator>(hub_, plan.members, plan.epoch);
     const rank_worker::data_slot slot{rank, world, plan.grad_accum, cfg_.training.micro_batch};
-    tr_.trainer->rebind(*ring_);
-    tr_.data->reslot(slot);
+    if (!tr_.trainer) {
+      tr_ = build(std::move(tr_.model), slot);
+    } else {
+      tr_.trainer->rebind(*ring_);
+      tr_.data->reslot(slot);
+    }
     tr_.trainer->set_grad_accum(plan.grad_accum);
     std::string how;
     if (plan.source == static_cast<uint8_t>(msg::state_source::checkpoint)) {
@@ -159,8 +168,7 @@ class managed_rank {
         if (!tr_.trainer->load_state(*state)) throw std::runtime_error("the checkpoint has no data position");
         how = "checkpoint step " + std::to_string(tr_.trainer->steps_done());
       } else {
-        if (tr_.trainer->steps_done() > 0) tr_ = build(slot);
-        tr_.trainer->rebind(*ring_);
+        if (tr_.trainer->steps_done() > 0) tr_ = build(nullptr, slot);
         tr_.trainer->set_grad_accum(plan.grad_accum);
         how = "a fresh start (no checkpoint yet)";
       }
@@ -236,7 +244,6 @@ class managed_rank {
   caf::actor orchestrator_;
   std::atomic<bool> control_lost_{false};
   real_clock clock_;
-  std::unique_ptr<transport::ring_communicator> placeholder_;  // until the first plan names the ring
   std::unique_ptr<transport::ring_communicator> ring_;
   training tr_;
   std::unique_ptr<rank_worker::rank_checkpointer> checkpoints_;

@@ -1,0 +1,231 @@
+// Elastic training with real processes: msomni-run with 4 replicas is scaled down to 2 and
+// back up to 4 through the msomni CLI while it trains; every step runs exactly once and the
+// per-step losses match a static 4-replica run. Also: the CLI refuses requests without the
+// token and scales below min_replicas; `stop` ends with a final checkpoint that the next
+// msomni-run resumes from; two msomni-agent "nodes" on loopback run one job.
+#include "core/child_process.hpp"
+#include "support/process_runner.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using msomni::testing::run_command;
+
+namespace {
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A job slow enough (a few ms per step) for the CLI to act while it trains.
+std::string elastic_config(int64_t steps, int64_t replicas, int64_t grad_accum) {
+  return "[job]\nname = \"elastic\"\n"
+         "[model]\nname = \"fuyu-tiny\"\nd_model = 64\nn_layers = 2\nn_heads = 4\nd_ff = 128\nimage_size = 16\n"
+         "patch_size = 8\nvideo_frames = 2\nmax_seq_len = 64\n"
+         "[[data.sources]]\nname = \"shapes\"\nuri = \"synthetic://shapes\"\nmodality = \"image\"\nweight = 2.0\n"
+         "[[data.sources]]\nname = \"text\"\nuri = \"synthetic://text\"\nmodality = \"text\"\nweight = 1.0\n"
+         "[training]\nglobal_batch = 8\nmicro_batch = 2\ngrad_accum = " + std::to_string(grad_accum) +
+         "\nsteps = " + std::to_string(steps) + "\nlr = 1e-3\nseed = 11\n"
+         "[elasticity]\nreplicas = " + std::to_string(replicas) +
+         "\nmin_replicas = 2\nmax_replicas = 4\ngrace_period_s = 60\nheartbeat_interval_s = 1\n"
+         "[checkpoint]\ninterval_steps = 25\nkeep = 2\n";
+}
+
+// step -> (loss, world size) from metrics.jsonl; `lines` counts every record.
+struct metrics {
+  std::map<uint64_t, std::pair<double, int>> by_step;
+  size_t lines = 0;
+};
+metrics read_metrics(const fs::path& p) {
+  metrics m;
+  std::ifstream in(p);
+  const std::regex re(R"("step":(\d+),"loss":([-0-9.eE+]+),"world_size":(\d+))");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch g;
+    if (!std::regex_search(line, g, re)) continue;
+    ++m.lines;
+    m.by_step[std::stoull(g[1])] = {std::stod(g[2]), std::stoi(g[3])};
+  }
+  return m;
+}
+
+// STEP lines of one rank's log: how many times each step ran there.
+std::map<uint64_t, int> step_counts(const fs::path& log) {
+  std::map<uint64_t, int> n;
+  std::ifstream in(log);
+  const std::regex re(R"(^STEP \{"step":(\d+),)");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch g;
+    if (std::regex_search(line, g, re)) ++n[std::stoull(g[1])];
+  }
+  return n;
+}
+
+bool wait_for(const std::function<bool()>& ok, std::chrono::seconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (ok()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return ok();
+}
+
+bool has_world(const fs::path& metrics_file, int world, uint64_t after_step) {
+  for (const auto& [step, v] : read_metrics(metrics_file).by_step)
+    if (step > after_step && v.second == world) return true;
+  return false;
+}
+
+std::string cli(const std::string& args) { return std::string(MSOMNI_CLI_BINARY) + " " + args; }
+
+}  // namespace
+
+TEST_CASE("scale-down to 2 and back up to 4 while training: each step once and the losses of a static run") {
+  msomni::testing::temp_dir dir;
+  const int64_t steps = 240;
+  const auto cfg = dir.write("elastic.toml", elastic_config(steps, 4, 1));
+  const auto run_dir = dir.path() / "elastic";
+  const auto static_dir = dir.path() / "static";
+
+  msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
+  const auto metrics_file = run_dir / "metrics.jsonl";
+  REQUIRE(wait_for([&] { return read_metrics(metrics_file).by_step.size() >= 20; }, 120s));
+
+  // Refusals first: no token, below min_replicas, a world that cannot split the batch.
+  auto r = run_command(cli("scale-down --run-dir " + run_dir.string() + " --replicas 2 --token not-the-token"));
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("refused: missing or wrong token") != std::string::npos);
+  r = run_command(cli("scale-down --run-dir " + run_dir.string() + " --replicas 1"));
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("min_replicas 2") != std::string::npos);
+  r = run_command(cli("scale-down --run-dir " + run_dir.string() + " --replicas 3"));
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("cannot be split over 3") != std::string::npos);
+
+  const auto before_down = read_metrics(metrics_file).by_step.rbegin()->first;
+  r = run_command(cli("scale-down --run-dir " + run_dir.string() + " --replicas 2 --grace-period 60s"));
+  CAPTURE(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(wait_for([&] { return has_world(metrics_file, 2, before_down); }, 60s));
+  r = run_command(cli("status --run-dir " + run_dir.string() + " --json"));
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("\"world\":2") != std::string::npos);
+  CHECK(r.output.find("\"state\":\"left\"") != std::string::npos);
+  CHECK(r.output.find("\"pid\":") != std::string::npos);
+
+  const auto before_up = read_metrics(metrics_file).by_step.rbegin()->first;
+  r = run_command(cli("scale-up --run-dir " + run_dir.string() + " --replicas 4"));
+  CAPTURE(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(job.wait(180s) == 0);
+
+  const auto elastic = read_metrics(metrics_file);
+  const auto events = read_file(run_dir / "events.jsonl");
+  CAPTURE(events);
+  for (const char* e : {"\"scale_down\"", "\"scale_down_done\"", "\"scale_up\"", "\"scale_up_join\"", "\"scale_up_done\"",
+                        "\"job_finished\""})
+    CHECK(events.find(e) != std::string::npos);
+  CHECK(events.find("rank_down") == std::string::npos);
+  CHECK(has_world(metrics_file, 4, before_up));
+  // Every step exactly once: in metrics.jsonl and in rank 0's own log (rank-0 stays rank 0).
+  CHECK(elastic.lines == static_cast<size_t>(steps));
+  CHECK(elastic.by_step.size() == static_cast<size_t>(steps));
+  CHECK(elastic.by_step.begin()->first == 1);
+  const auto counts = step_counts(run_dir / "logs" / "rank-0.log");
+  CHECK(counts.size() == static_cast<size_t>(steps));
+  int repeated = 0;
+  for (const auto& [step, n] : counts) repeated += n != 1;
+  CHECK(repeated == 0);
+  // A checkpoint was committed and verified before the leavers left.
+  CHECK(read_file(run_dir / "logs" / "rank-2.log").find("CHECKPOINT verified step") != std::string::npos);
+
+  // The same config without changes.
+  const auto s = run_command(std::string(MSOMNI_RUN_BINARY) + " " + cfg + " --run-dir " + static_dir.string());
+  REQUIRE(s.exit_code == 0);
+  const auto reference = read_metrics(static_dir / "metrics.jsonl");
+  REQUIRE(reference.by_step.size() == static_cast<size_t>(steps));
+  double worst = 0;
+  uint64_t worst_step = 0;
+  for (const auto& [step, v] : reference.by_step) {
+    const double other = elastic.by_step.at(step).first;
+    const double rel = std::abs(other - v.first) / std::max(1e-12, std::abs(v.first));
+    if (rel > worst) worst = rel, worst_step = step;
+  }
+  MESSAGE("largest relative loss difference to the static run: " << worst << " at step " << worst_step);
+  CHECK(worst < 1e-3);
+}
+
+TEST_CASE("stop saves a final checkpoint and the next msomni-run resumes from it") {
+  msomni::testing::temp_dir dir;
+  const auto cfg = dir.write("elastic.toml", elastic_config(100000, 2, 2));
+  const auto run_dir = dir.path() / "run";
+  msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
+  REQUIRE(wait_for([&] { return read_metrics(run_dir / "metrics.jsonl").by_step.size() >= 10; }, 120s));
+  auto r = run_command(cli("stop --run-dir " + run_dir.string()));
+  CAPTURE(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(job.wait(60s) == 0);
+  const auto events = read_file(run_dir / "events.jsonl");
+  CHECK(events.find("stopped at step") != std::string::npos);
+  const auto stopped_at = read_metrics(run_dir / "metrics.jsonl").by_step.rbegin()->first;
+  const auto latest = read_file(run_dir / "checkpoints" / "latest");
+  CHECK(latest.find(std::to_string(stopped_at)) != std::string::npos);
+  // The CLI on a job that has ended says so.
+  r = run_command(cli("status --run-dir " + run_dir.string()));
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("does not answer") != std::string::npos);
+  // Resume: with steps = stopped_at + 5 the job runs exactly the 5 missing steps.
+  const auto resumed = run_command(std::string(MSOMNI_RUN_BINARY) + " " + cfg + " --run-dir " + run_dir.string() +
+                                   " --set training.steps=" + std::to_string(stopped_at + 5));
+  CAPTURE(resumed.output);
+  CHECK(resumed.exit_code == 0);
+  const auto after = read_metrics(run_dir / "metrics.jsonl");
+  CHECK(after.by_step.rbegin()->first == stopped_at + 5);
+  CHECK(after.lines == stopped_at + 5);
+}
+
+TEST_CASE("two msomni-agent nodes on loopback with different racks run one job") {
+  msomni::testing::temp_dir dir;
+  auto text = elastic_config(60, 2, 2);
+  text += "[[cluster.nodes]]\nname = \"node-a\"\nrack = \"rack-a\"\nslots = 1\n"
+          "[[cluster.nodes]]\nname = \"node-b\"\nrack = \"rack-b\"\nslots = 1\n";
+  text = std::regex_replace(text, std::regex("max_replicas = 4"), "max_replicas = 2");
+  const auto cfg = dir.write("two-nodes.toml", text);
+  const auto run_dir = dir.path() / "run";
+  msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
+  REQUIRE(wait_for([&] { return fs::exists(run_dir / "control.json"); }, 30s));
+  const auto control = read_file(run_dir / "control.json");
+  std::smatch g;
+  REQUIRE(std::regex_search(control, g, std::regex(R"re("address":"([^"]+)")re")));
+  const std::string address = g[1];
+  std::vector<std::unique_ptr<msomni::child_process>> agents;
+  for (const auto& [node, rack] : {std::pair{"node-a", "rack-a"}, std::pair{"node-b", "rack-b"}})
+    agents.push_back(std::make_unique<msomni::child_process>(
+        MSOMNI_AGENT_BINARY, std::vector<std::string>{"--join", address, "--node", node, "--rack", rack, "--slots", "1",
+                                                      "--heartbeat-s", "1", "--log-dir", (dir.path() / node).string()}));
+  CHECK(job.wait(120s) == 0);
+  for (auto& a : agents) CHECK(a->wait(30s) == 0);
+  const auto events = read_file(run_dir / "events.jsonl");
+  CAPTURE(events);
+  CHECK(events.find("node-a (rack rack-a") != std::string::npos);
+  CHECK(events.find("node-b (rack rack-b") != std::string::npos);
+  CHECK(events.find("on node node-a") != std::string::npos);
+  CHECK(events.find("on node node-b") != std::string::npos);
+  CHECK(events.find("\"job_finished\"") != std::string::npos);
+  // Each node ran one of the two ranks, with its log on that node.
+  CHECK(fs::exists(dir.path() / "node-a" / "rank-0.log") != fs::exists(dir.path() / "node-b" / "rank-0.log"));
+  CHECK(read_metrics(run_dir / "metrics.jsonl").by_step.size() == 60);
+}
