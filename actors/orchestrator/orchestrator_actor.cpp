@@ -136,7 +136,9 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
       },
       [self, st](const msg::step_record& r) {
         const auto now = st->clock.now();
-        if (auto line = st->progress.on_step(r, now)) {
+        const auto wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch()).count();
+        if (auto line = st->progress.on_step(r, now, wall_ms)) {
           if (st->env.journal) st->env.journal->metric(*line);
           const bool tty = st->env.progress_on_tty;
           if (tty || r.step % 10 == 0 || st->progress.finished())

@@ -5,7 +5,7 @@
 
 namespace msomni::orchestrator {
 
-std::optional<std::string> progress_core::on_step(const msg::step_record& r, time_point now) {
+std::optional<std::string> progress_core::on_step(const msg::step_record& r, time_point now, int64_t wall_ms) {
   if (r.step <= last_step_) return std::nullopt;
   if (!first_at_) {
     first_at_ = now;
@@ -18,9 +18,10 @@ std::optional<std::string> progress_core::on_step(const msg::step_record& r, tim
   char line[384];
   std::snprintf(line, sizeof line,
                 "{\"step\":%llu,\"loss\":%.9g,\"world_size\":%u,\"step_time_ms\":%.3f,\"tokens_per_s\":%.1f,"
-                "\"data_wait_ms\":%.3f,\"downgraded_samples\":%llu}",
+                "\"data_wait_ms\":%.3f,\"downgraded_samples\":%llu,\"time_ms\":%lld}",
                 static_cast<unsigned long long>(r.step), r.loss, r.world_size, r.step_time_ns / 1e6,
-                r.tokens_per_s, r.data_wait_ns / 1e6, static_cast<unsigned long long>(r.downgraded_samples));
+                r.tokens_per_s, r.data_wait_ns / 1e6, static_cast<unsigned long long>(r.downgraded_samples),
+                static_cast<long long>(wall_ms));
   return std::string(line);
 }
 

@@ -18,8 +18,9 @@ class progress_core {
   explicit progress_core(uint64_t total_steps) : total_(total_steps) {}
 
   // Records a step (duplicates and stale steps are ignored: returns nullopt).
-  // Otherwise returns the metrics.jsonl line for it.
-  std::optional<std::string> on_step(const msg::step_record& r, time_point now);
+  // Otherwise returns the metrics.jsonl line for it; `wall_ms` (Unix time in ms, supplied by
+  // the caller) goes into the record so pauses can be measured across processes.
+  std::optional<std::string> on_step(const msg::step_record& r, time_point now, int64_t wall_ms = 0);
 
   // After a rollback to `step`, replayed steps are recorded again.
   void rollback_to(uint64_t step) { last_step_ = std::min(last_step_, step); }
