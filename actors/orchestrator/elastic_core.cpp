@@ -472,6 +472,7 @@ std::vector<action> elastic_core::rollback(const std::string& why, time_point no
   phase_ = phase::recovering;
   change_started_ = now;
   plan_epoch_ = epoch_;
+  rollback_epoch_ = epoch_;
   out.push_back(journal_event{"recovery", why + "; " + std::to_string(w) + " replicas roll back to the last checkpoint (epoch " +
                                               std::to_string(epoch_) + ", recovery " + std::to_string(recoveries_) + " of at most " +
                                               std::to_string(s_.max_recoveries) + ")"});
@@ -482,9 +483,11 @@ std::vector<action> elastic_core::rollback(const std::string& why, time_point no
 std::vector<action> elastic_core::on_rank_stalled(const msg::rank_stalled& r, time_point now) {
   std::vector<action> out;
   auto it = members_.find(r.name);
-  if (it == members_.end() || it->second.state != member_state::active || r.epoch < epoch_) return out;
-  if (phase_ == phase::recovering || phase_ == phase::done) return out;
-  // Its epoch is the newest, so nobody has rolled back for this yet.
+  if (it == members_.end() || it->second.state != member_state::active) return out;
+  // A stall of an epoch before the last rollback is that rollback's own doing; a stall while
+  // replacements are awaited is expected. Anything else (including a stall in the epoch a
+  // scale-down or scale-up is leaving) means the membership is broken: roll back.
+  if (r.epoch < rollback_epoch_ || !rollback_pending_.empty() || phase_ == phase::done) return out;
   return rollback(r.name + " stalled at step " + std::to_string(r.step) + " (" + r.reason + ")", now);
 }
 

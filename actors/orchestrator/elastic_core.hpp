@@ -153,6 +153,7 @@ class elastic_core {
   time_point deadline_{};        // grace period of a scale-down
   time_point change_started_{};  // for the pause reported when a change completes
   uint64_t plan_epoch_ = 0;      // the epoch whose first step ends the change
+  uint64_t rollback_epoch_ = 0;  // the epoch of the last rollback plan
   bool awaiting_join_ = false;   // a join plan is out; done at its first step
   std::string rollback_pending_;  // why, while survivors wait for replacements to roll back with
   bool finished_ = false;

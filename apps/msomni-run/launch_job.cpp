@@ -5,6 +5,8 @@
 // msomni-agent processes to join instead.
 #include "launch_job.hpp"
 
+#include "dataset_cache.hpp"
+
 #include "config/config_loader.hpp"
 #include "core/log.hpp"
 #include "gateway/gateway.hpp"
@@ -114,6 +116,7 @@ int launch_job(const config::job_config& cfg, const run_options& opts, const cha
   }
   fs::create_directories(ckpt_dir);
   orchestrator::run_journal journal(run_dir);
+  ensure_generated_datasets(cfg, std::cerr);
   const bool resume = !opts.fresh && fs::exists(ckpt_dir / "latest");
   if (resume)
     journal.event("resume", "ranks load the newest checkpoint under " + ckpt_dir.string() +

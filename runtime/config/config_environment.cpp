@@ -1,6 +1,7 @@
 // Semantic checks of a loaded config against this machine: paths exist, ports are free,
 // directories are writable. Each error names the key that caused it.
 #include "config/config_loader.hpp"
+#include "config/generated_datasets.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -55,6 +56,7 @@ std::string port_problem(const std::string& host, int64_t port) {
 }  // namespace
 
 fs::path resolve_data_path(const job_config& cfg, const std::string& uri) {
+  if (uri.rfind("generated://", 0) == 0) return generated_path(uri);
   std::string p = uri.rfind("file://", 0) == 0 ? uri.substr(7) : uri;
   fs::path path(p);
   return path.is_absolute() ? path : config_dir(cfg) / path;
@@ -71,9 +73,17 @@ std::vector<config_error> check_environment(const job_config& cfg) {
         errors.push_back(located(cfg, key, "unknown synthetic source \"" + kind + "\" (shapes, text)"));
       continue;
     }
+    if (src.uri.rfind("generated://", 0) == 0) {
+      try {
+        generated_preset(src.uri);  // rendered on first use by msomni-run
+      } catch (const std::invalid_argument& e) {
+        errors.push_back(located(cfg, key, e.what()));
+      }
+      continue;
+    }
     if (src.uri.find("://") != std::string::npos && src.uri.rfind("file://", 0) != 0) {
       errors.push_back(located(cfg, key, "unsupported scheme in \"" + src.uri +
-                                             "\" (local paths, file:// and synthetic:// only)"));
+                                             "\" (local paths, file://, synthetic:// and generated:// only)"));
       continue;
     }
     const auto path = resolve_data_path(cfg, src.uri);

@@ -72,10 +72,14 @@ std::string quickstart() { return std::string(MSOMNI_SOURCE_DIR) + "/configs/qui
 TEST_CASE("msomni-run trains the quickstart with real rank processes") {
   msomni::testing::temp_dir dir;
   const auto run_dir = dir.path() / "run";
-  const auto r = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart() +
-                                              " --set training.steps=12 --run-dir " + run_dir.string());
+  // An empty cache: the quickstart's dataset is rendered on first use, and the run says so.
+  const auto cache = dir.path() / "cache";
+  const auto r = msomni::testing::run_command("MSOMNI_CACHE_DIR=" + cache.string() + " " + MSOMNI_RUN_BINARY + " " +
+                                              quickstart() + " --set training.steps=12 --run-dir " + run_dir.string());
   CAPTURE(r.output);
   CHECK(r.exit_code == 0);
+  CHECK(r.output.find("the quickstart dataset is not in the cache yet; generating it") != std::string::npos);
+  CHECK(fs::exists(cache / "datasets" / "quickstart" / ".generated"));
   CHECK(r.output.find("step 12/12") != std::string::npos);
   CHECK(count_lines(run_dir / "metrics.jsonl") == 12);
   const auto events = read_file(run_dir / "events.jsonl");

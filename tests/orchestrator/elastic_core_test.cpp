@@ -147,9 +147,12 @@ TEST_CASE("a dead rank triggers a rollback on the survivors and a replacement ne
   const auto spawns = all_of<spawn_on_agent>(down);
   REQUIRE(spawns.size() == 2);     // back to the target of 4
   CHECK(spawns[0].node == "n2");  // same node first, then rack, then switch
-  // A stalled report of the old epoch does not roll back twice.
+  // A stalled report of the old epoch does not roll back twice; one in the new epoch does.
   CHECK(all_of<send_plan>(c.on_rank_stalled({plans[0].plan.members[0], 1, 29, "peer down"}, time_point{31s})).empty());
-  CHECK(has_event(c.on_step(21, 2, time_point{35s}), "recovered"));
+  CHECK(all_of<send_plan>(c.on_rank_stalled({plans[0].plan.members[0], plans[0].plan.epoch, 25, "peer down"},
+                                            time_point{31s})).size() == 1);
+  c.on_step(21, 2, time_point{34s});
+  CHECK_FALSE(has_event(c.on_step(22, 2, time_point{35s}), "recovered"));  // already counted at step 21
 }
 
 TEST_CASE("refusals say why: below min_replicas and a batch that does not divide") {
@@ -252,4 +255,16 @@ TEST_CASE("without a free slot a job below min_replicas fails with the reason") 
   REQUIRE(fin.size() == 1);
   CHECK_FALSE(fin[0].ok);
   CHECK(fin[0].reason.find("min_replicas 2") != std::string::npos);
+}
+
+TEST_CASE("a stall in the epoch a scale-down is leaving rolls back at once") {
+  std::vector<action> acts;
+  auto c = running_job(acts);
+  REQUIRE(c.scale_to(2, 60s, time_point{20s}).ok);
+  const auto stayer = c.members().begin()->first;
+  auto r = c.on_rank_stalled({stayer, 1, 30, "peer rank-3 is down"}, time_point{21s});
+  const auto plans = all_of<send_plan>(r);
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0].plan.source == static_cast<uint8_t>(msg::state_source::checkpoint));
+  CHECK(plans[0].plan.members.size() == 2);
 }

@@ -1,0 +1,76 @@
+// ensure_generated_datasets (see dataset_cache.hpp).
+#include "dataset_cache.hpp"
+
+#include "config/generated_datasets.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+namespace msomni::apps {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string generator_binary() {
+  if (const char* env = std::getenv("MSOMNI_GEN_DATASET")) return env;
+  const auto self = fs::read_symlink("/proc/self/exe");
+  for (auto candidate : {self.parent_path() / "msomni-gen-dataset",
+                         self.parent_path().parent_path().parent_path() / "tools/dataset_gen/msomni-gen-dataset"})
+    if (fs::exists(candidate)) return candidate.string();
+  throw std::runtime_error("cannot find msomni-gen-dataset next to " + self.string() + " (set MSOMNI_GEN_DATASET)");
+}
+
+int run(const std::string& binary, const std::vector<std::string>& args) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    std::vector<char*> argv{const_cast<char*>(binary.c_str())};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(binary.c_str(), argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+void ensure_generated_datasets(const config::job_config& cfg, std::ostream& log) {
+  std::set<std::string> done;
+  for (const auto& src : cfg.data.sources) {
+    const auto preset = config::generated_preset(src.uri);
+    if (!preset || done.count(preset->preset) || config::generated_ready(preset->preset)) continue;
+    done.insert(preset->preset);
+    const auto dir = config::generated_dir(preset->preset);
+    const auto staging = fs::path(dir.string() + ".partial-" + std::to_string(::getpid()));
+    log << "msomni-run: the " << preset->preset << " dataset is not in the cache yet; generating it into " << dir.string()
+        << " (first use only)" << std::endl;
+    fs::create_directories(dir.parent_path());
+    fs::remove_all(staging);
+    auto args = preset->generator_args;
+    args.insert(args.begin(), {"--out", staging.string()});
+    const int code = run(generator_binary(), args);
+    if (code != 0) {
+      fs::remove_all(staging);
+      throw std::runtime_error("msomni-gen-dataset failed (exit " + std::to_string(code) + ") generating " + preset->preset);
+    }
+    std::ofstream(staging / ".generated") << "complete\n";
+    std::error_code ec;
+    if (!config::generated_ready(preset->preset)) fs::remove_all(dir, ec);  // an incomplete older attempt
+    fs::rename(staging, dir, ec);  // another job may have finished first: keep theirs
+    if (ec) fs::remove_all(staging);
+    log << "msomni-run: " << preset->preset << " dataset ready in " << dir.string() << std::endl;
+  }
+}
+
+}  // namespace msomni::apps
