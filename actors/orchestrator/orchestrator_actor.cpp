@@ -60,7 +60,10 @@ void execute_one(caf::event_based_actor* self, shell_state& st, action& a) {
     if (st.done) return;
     st.done = true;
     journal(st, f->ok ? "job_finished" : "job_failed", f->reason);
-    if (st.env.on_finish) st.env.on_finish(f->ok, f->reason);
+    const auto latest = st.env.latest_checkpoint_step ? st.env.latest_checkpoint_step() : 0;
+    const auto summary = f->reason + "\n  " + st.progress.summary() + "\n  " +
+                         (latest ? "last checkpoint: step " + std::to_string(latest) : std::string("no checkpoint committed"));
+    if (st.env.on_finish) st.env.on_finish(f->ok, summary);
   }
 }
 

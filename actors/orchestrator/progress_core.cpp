@@ -10,6 +10,7 @@ std::optional<std::string> progress_core::on_step(const msg::step_record& r, tim
   if (!first_at_) {
     first_at_ = now;
     first_step_ = r.step;
+    first_loss_ = r.loss;
   }
   last_step_ = r.step;
   last_loss_ = r.loss;
@@ -37,6 +38,19 @@ std::string progress_core::progress_line() const {
   std::snprintf(line, sizeof line, "step %llu/%llu  loss %.4f  %.0f tok/s  ETA %s",
                 static_cast<unsigned long long>(last_step_), static_cast<unsigned long long>(total_), last_loss_,
                 tokens_per_s_, eta);
+  return line;
+}
+
+}  // namespace msomni::orchestrator
+
+namespace msomni::orchestrator {
+
+std::string progress_core::summary() const {
+  if (!first_at_) return "no step recorded";
+  char line[200];
+  std::snprintf(line, sizeof line, "%llu steps, %.1f s from the first recorded step, loss %.4f -> %.4f, %.0f tokens/s at the end",
+                static_cast<unsigned long long>(last_step_),
+                std::chrono::duration<double>(last_at_ - *first_at_).count(), first_loss_, last_loss_, tokens_per_s_);
   return line;
 }
 

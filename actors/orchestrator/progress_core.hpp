@@ -26,6 +26,8 @@ class progress_core {
   void rollback_to(uint64_t step) { last_step_ = std::min(last_step_, step); }
 
   std::string progress_line() const;
+  // "N steps in T s, loss A -> B, X tokens/s at the end" for the end-of-job line.
+  std::string summary() const;
   uint64_t last_step() const { return last_step_; }
   bool finished() const { return last_step_ >= total_; }
 
@@ -33,6 +35,7 @@ class progress_core {
   uint64_t total_;
   uint64_t last_step_ = 0;
   double last_loss_ = 0;
+  double first_loss_ = 0;
   double tokens_per_s_ = 0;
   std::optional<time_point> first_at_;
   uint64_t first_step_ = 0;

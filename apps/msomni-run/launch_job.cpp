@@ -186,7 +186,8 @@ int launch_job(const config::job_config& cfg, const run_options& opts, const cha
   if (local_agent) caf::anon_send_exit(local_agent, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(orchestrator, caf::exit_reason::user_shutdown);
   if (::isatty(2)) std::cerr << "\n";
-  std::cout << (ok ? "job " : "job failed: ") << reason << "; run directory " << run_dir.string() << "\n";
+  std::cout << (ok ? "job " : "job failed: ") << reason << "\n  run directory " << run_dir.string()
+            << " (metrics.jsonl, events.jsonl, logs/, checkpoints/)\n";
   return ok ? 0 : 1;
 }
 
