@@ -6,6 +6,8 @@
 #include "core/child_process.hpp"
 #include "support/process_runner.hpp"
 
+#include <signal.h>
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -228,4 +230,32 @@ TEST_CASE("two msomni-agent nodes on loopback with different racks run one job")
   // Each node ran one of the two ranks, with its log on that node.
   CHECK(fs::exists(dir.path() / "node-a" / "rank-0.log") != fs::exists(dir.path() / "node-b" / "rank-0.log"));
   CHECK(read_metrics(run_dir / "metrics.jsonl").by_step.size() == 60);
+}
+
+TEST_CASE("a leaving rank that freezes during a scale-down: the others roll back and finish at the new size") {
+  msomni::testing::temp_dir dir;
+  const auto cfg = dir.write("elastic.toml", elastic_config(400, 4, 1));
+  const auto run_dir = dir.path() / "run";
+  msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
+  const auto metrics_file = run_dir / "metrics.jsonl";
+  REQUIRE(wait_for([&] { return fs::exists(run_dir / "checkpoints" / "latest"); }, 120s));
+  auto status = run_command(cli("status --json --run-dir " + run_dir.string()));
+  std::smatch g;
+  REQUIRE(std::regex_search(status.output, g, std::regex(R"re("name":"rank-3","node":"[^"]*","pid":(\d+))re")));
+  const pid_t leaver = static_cast<pid_t>(std::stol(g[1]));
+  ::kill(leaver, SIGSTOP);  // it will never reach the barrier
+  auto r = run_command(cli("scale-down --run-dir " + run_dir.string() + " --replicas 2 --grace-period 30s"));
+  CAPTURE(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(job.wait(180s) == 0);
+  ::kill(leaver, SIGKILL);
+  const auto events = read_file(run_dir / "events.jsonl");
+  CAPTURE(events);
+  CHECK(events.find("\"event\":\"rank_down\",\"reason\":\"rank-3") != std::string::npos);
+  CHECK(events.find("\"event\":\"recovery\"") != std::string::npos);
+  CHECK(events.find("\"event\":\"recovered\"") != std::string::npos);
+  CHECK(events.find("\"event\":\"job_finished\"") != std::string::npos);
+  const auto m = read_metrics(metrics_file);
+  CHECK(m.by_step.rbegin()->first == 400);
+  CHECK(m.by_step.rbegin()->second.second == 2);
 }
