@@ -34,6 +34,8 @@ class batch_source {
   virtual void reslot(const data_slot& slot) = 0;
   virtual std::vector<uint8_t> save_state() const = 0;
   virtual void restore_state(std::span<const uint8_t> bytes) = 0;
+  // Video samples decoded keyframe-only under pressure so far (0 for generated data).
+  virtual uint64_t downgraded_total() const { return 0; }
 };
 
 }  // namespace msomni::rank_worker

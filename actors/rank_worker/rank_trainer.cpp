@@ -36,6 +36,7 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   double loss_sum = 0;  // sum over micro-batches of mean loss x target tokens
   double targets = 0, inputs = 0;
   model_.zero_gradients();
+  const uint64_t downgraded_before = data_->downgraded_total();
   const float scale = 1.0f / static_cast<float>(settings_.grad_accum);
   for (int64_t k = 0; k < settings_.grad_accum; ++k) {
     const auto before = clock_.now();
@@ -57,8 +58,9 @@ msg::step_record rank_trainer::step(uint64_t announce) {
     model_.copy_from_host(model::buffer_role::gradients, host_grads_);
   }
   // Epochs are small integers, exact in a float (below 2^24); only rank 0 adds one.
-  float stats[4] = {static_cast<float>(loss_sum), static_cast<float>(targets), static_cast<float>(inputs),
-                    static_cast<float>(announce)};
+  const auto downgraded = static_cast<float>(data_->downgraded_total() - downgraded_before);
+  float stats[5] = {static_cast<float>(loss_sum), static_cast<float>(targets), static_cast<float>(inputs),
+                    static_cast<float>(announce), downgraded};
   comm_->all_reduce(stats, transport::reduce_op::sum);
   announced_ = static_cast<uint64_t>(stats[3]);
 
@@ -76,7 +78,7 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   r.step_time_ns = elapsed.count();
   r.tokens_per_s = elapsed.count() > 0 ? static_cast<double>(stats[2]) * 1e9 / static_cast<double>(elapsed.count()) : 0;
   r.data_wait_ns = data_wait.count();
-  r.downgraded_samples = 0;
+  r.downgraded_samples = static_cast<uint64_t>(stats[4]);  // all ranks, this step
   (void)rep;
   return r;
 }
