@@ -153,6 +153,13 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
         execute(self, *st, st->core.on_rank_left(r, st->clock.now()));
         return true;
       },
+      [st](const msg::checkpoint_done& d) {
+        char mb[32];
+        std::snprintf(mb, sizeof mb, "%.2f", static_cast<double>(d.bytes) / (1 << 20));
+        if (d.ok) journal(*st, "checkpoint", "step " + std::to_string(d.step) + " committed (" + mb + " MiB over all shards)");
+        else journal(*st, "checkpoint_failed", "step " + std::to_string(d.step) + " not committed: " + d.error +
+                                                   "; the previous checkpoint stays");
+      },
       [self, st](const msg::rank_stalled& r) { execute(self, *st, st->core.on_rank_stalled(r, st->clock.now())); },
       [self, st](const msg::rank_exited& r) {
         const auto it = st->core.members().find(r.name);

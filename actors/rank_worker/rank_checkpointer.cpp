@@ -79,13 +79,20 @@ void rank_checkpointer::finish(transport::communicator& comm) {
     MSOMNI_LOG(error, "checkpoint") << "rank " << rank_ << ": " << mine.error;
   }
   uint8_t committed = 0;
-  if (all_ok && rank_ == 0) {
-    try {
-      store_.commit(*pending_, records);
-      committed = 1;
-    } catch (const std::exception& e) {
-      MSOMNI_LOG(error, "checkpoint") << "commit of step " << pending_->step << " failed: " << e.what();
+  if (rank_ == 0) {
+    msg::checkpoint_done report{pending_->step, 0, false, 0, 0, all_ok ? "" : "a rank's shard failed to write"};
+    if (all_ok) {
+      try {
+        store_.commit(*pending_, records);
+        committed = 1;
+        report.ok = true;
+        for (const auto& r : records) report.bytes += r.bytes;
+      } catch (const std::exception& e) {
+        report.error = e.what();
+        MSOMNI_LOG(error, "checkpoint") << "commit of step " << pending_->step << " failed: " << e.what();
+      }
     }
+    if (settings_.on_commit) settings_.on_commit(report);
   }
   comm.broadcast(std::as_writable_bytes(std::span<uint8_t>(&committed, 1)), 0);
   if (committed) {

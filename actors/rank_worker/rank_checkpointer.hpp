@@ -12,6 +12,9 @@
 #include "collectives/communicator.hpp"
 #include "rank_trainer.hpp"
 
+#include "messages/training_messages.hpp"
+
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -29,6 +32,8 @@ struct checkpointing_settings {
   int zstd_level = 1;
   int zstd_threads = 2;
   uint64_t config_hash = 0;
+  // Called on rank 0 after every commit attempt (the orchestrator journals it).
+  std::function<void(const msg::checkpoint_done&)> on_commit;
 };
 
 class rank_checkpointer {

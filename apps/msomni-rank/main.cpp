@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
                                              static_cast<uint64_t>(cfg.checkpoint.keep),
                                              static_cast<int>(cfg.checkpoint.zstd_level),
                                              static_cast<int>(cfg.checkpoint.zstd_threads),
-                                             config::config_hash(cfg)};
+                                             config::config_hash(cfg), nullptr};
       if (resume) {
         std::string log;
         auto state = rank_worker::rank_checkpointer::load_latest(ckpt_dir, static_cast<uint32_t>(ring.rank()),

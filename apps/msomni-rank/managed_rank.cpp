@@ -180,7 +180,8 @@ class managed_rank {
         rank_worker::checkpointing_settings{o_.ckpt_dir, static_cast<uint64_t>(cfg_.checkpoint.interval_steps),
                                             static_cast<uint64_t>(cfg_.checkpoint.keep),
                                             static_cast<int>(cfg_.checkpoint.zstd_level),
-                                            static_cast<int>(cfg_.checkpoint.zstd_threads), config::config_hash(cfg_)},
+                                            static_cast<int>(cfg_.checkpoint.zstd_threads), config::config_hash(cfg_),
+                                            [orch = orchestrator_](const msg::checkpoint_done& d) { caf::anon_send(orch, d); }},
         rank);
     epoch_ = plan.epoch;
     std::cout << "JOINED epoch " << epoch_ << " as rank " << rank << " of " << world << " (grad_accum "
