@@ -42,6 +42,11 @@ double rank_checkpointer::blocked_seconds() const { return writer_->metrics().bl
 void rank_checkpointer::after_step(rank_trainer& trainer, transport::communicator& comm, bool last) {
   const uint64_t step = trainer.steps_done();
   if (step % settings_.interval_steps != 0 && !last) return;
+  submit(trainer, comm);
+}
+
+void rank_checkpointer::submit(rank_trainer& trainer, transport::communicator& comm) {
+  const uint64_t step = trainer.steps_done();
   finish(comm);  // at most one save in flight
   ckpt::checkpoint_meta meta{step, 0, static_cast<uint32_t>(comm.size()), settings_.config_hash, comm.epoch()};
   {
@@ -106,17 +111,7 @@ void rank_checkpointer::finish(transport::communicator& comm) {
 uint64_t rank_checkpointer::save_verified(rank_trainer& trainer, transport::communicator& comm) {
   const uint64_t step = trainer.steps_done();
   const uint64_t before = committed_;
-  if (!pending_ || pending_->step != step) {
-    finish(comm);
-    ckpt::checkpoint_meta meta{step, 0, static_cast<uint32_t>(comm.size()), settings_.config_hash, comm.epoch()};
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      outcome_.reset();
-    }
-    if (writer_->submit(meta, to_rank_state(trainer.save_state())) != ckpt::checkpoint_writer::submit_result::accepted)
-      throw std::runtime_error("checkpoint writer refused step " + std::to_string(step) + " while idle");
-    pending_ = meta;
-  }
+  if (!pending_ || pending_->step != step) submit(trainer, comm);
   finish(comm);
   uint8_t verified = 0;
   if (committed_ > before && rank_ == 0) {

@@ -61,6 +61,9 @@ class rank_checkpointer {
                                                        bool synthetic_data, std::string& log);
 
  private:
+  // Commits what is in flight, then hands a snapshot of the current step to the writer.
+  void submit(rank_trainer& trainer, transport::communicator& comm);
+
   checkpointing_settings settings_;
   uint32_t rank_;
   ckpt::checkpoint_store store_;

@@ -25,12 +25,7 @@ using msomni::testing::run_command;
 
 namespace {
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read_file(const fs::path& p) { return msomni::testing::read_text(p); }
 
 // A job slow enough (a few ms per step) for the CLI to act while it trains.
 std::string elastic_config(int64_t steps, int64_t replicas, int64_t grad_accum) {

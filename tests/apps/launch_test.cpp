@@ -23,12 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read_file(const fs::path& p) { return msomni::testing::read_text(p); }
 
 size_t count_lines(const fs::path& p) {
   const auto text = read_file(p);
