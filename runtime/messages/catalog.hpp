@@ -5,6 +5,7 @@
 // below, add a sample to tests/runtime/catalog_samples.hpp.
 #pragma once
 
+#include "messages/cluster_job_messages.hpp"
 #include "messages/control_messages.hpp"
 #include "messages/data_messages.hpp"
 #include "messages/scheduling_messages.hpp"
@@ -42,6 +43,10 @@ CAF_ADD_TYPE_ID(msomni, (msomni::msg::stop_rank))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::rank_exited))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::control_request))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::control_reply))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::job_submit))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::job_step_report))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::job_finished))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::job_command))
 CAF_END_TYPE_ID_BLOCK(msomni)
 
 namespace msomni {

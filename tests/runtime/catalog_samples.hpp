@@ -37,4 +37,11 @@ inline msg::rank_exited sample(tag<msg::rank_exited>) { return {"rank-5", "node-
 inline msg::control_request sample(tag<msg::control_request>) { return {"0123abcd", "scale-down", 2, 120, "cli:root"}; }
 inline msg::control_reply sample(tag<msg::control_reply>) { return {false, "refused: below min_replicas", "{}"}; }
 
+inline msg::job_submit sample(tag<msg::job_submit>) { return {"crit-1", 0, 16, 8, 2}; }
+inline msg::job_step_report sample(tag<msg::job_step_report>) { return {"crit-1", 30.5, 4.25, 120, 0.2}; }
+inline msg::job_finished sample(tag<msg::job_finished>) { return {"crit-1"}; }
+inline msg::job_command sample(tag<msg::job_command>) {
+  return {3, "be-17", 4, {0, 1, 2, 3}, 4, 0, 600, "", 0.25, 4400, 7200.5, "no job_released within the drain period"};
+}
+
 }  // namespace msomni::testing

@@ -1,0 +1,82 @@
+// Messages between jobs and the co-location scheduler's actor shell (SPEC R7, issue 8):
+// submit, step reports for the step-time predictor, completion, and the scheduler's
+// commands. The preemption notice and its answer (preempt_notice, job_released) live in
+// scheduling_messages.hpp.
+#pragma once
+
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace msomni::msg {
+
+// job -> scheduler: run me. The sender is where the job's commands go. `job_class`:
+// 0 critical, 1 regular, 2 best-effort. Idempotent: a repeat of a known job is ignored.
+struct job_submit {
+  std::string job;
+  uint8_t job_class = 1;
+  uint32_t gpus = 1;
+  uint32_t gpus_per_replica = 1;
+  uint32_t min_replicas = 1;
+  bool operator==(const job_submit&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_submit& x) {
+  return f(caf::meta::type_name("job_submit"), x.job, x.job_class, x.gpus, x.gpus_per_replica,
+           x.min_replicas);
+}
+
+// running (critical) job -> scheduler: one optimizer step, for the idle-window predictor.
+struct job_step_report {
+  std::string job;
+  double step_s = 0;
+  double data_wait_s = 0;
+  double checkpoint_s = 0;
+  double bubble_share = 0;
+  bool operator==(const job_step_report&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_step_report& x) {
+  return f(caf::meta::type_name("job_step_report"), x.job, x.step_s, x.data_wait_s,
+           x.checkpoint_s, x.bubble_share);
+}
+
+// job -> scheduler: done, its GPUs are free. Idempotent.
+struct job_finished {
+  std::string job;
+  bool operator==(const job_finished&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_finished& x) {
+  return f(caf::meta::type_name("job_finished"), x.job);
+}
+
+// scheduler -> job (and to the decision observer): one scheduler decision with its reason.
+// `kind` is sched::command_kind (start, resize, preempt, force_release, colocate, set_share,
+// evict_guest, reject). A start after a preemption carries the `resume_step` the job
+// reported in its job_released (0: from scratch). Commands with an older `epoch` than one
+// already received are stale.
+struct job_command {
+  uint8_t kind = 0;
+  std::string job;
+  uint64_t epoch = 0;
+  std::vector<uint32_t> gpus;
+  uint32_t replicas = 0;
+  uint32_t keep_replicas = 0;
+  double drain_s = 0;
+  std::string host;
+  double share = 0;
+  uint64_t resume_step = 0;
+  double at_s = 0;
+  std::string reason;
+  bool operator==(const job_command&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_command& x) {
+  return f(caf::meta::type_name("job_command"), x.kind, x.job, x.epoch, x.gpus, x.replicas,
+           x.keep_replicas, x.drain_s, x.host, x.share, x.resume_step, x.at_s, x.reason);
+}
+
+}  // namespace msomni::msg
