@@ -1,0 +1,161 @@
+// scheduler_actor (see scheduler_actor.hpp): message <-> core translation only.
+#include "scheduler_actor.hpp"
+
+#include "scheduler_core.hpp"
+
+#include "messages/catalog.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace msomni::sched {
+
+namespace {
+
+using drain_atom = caf::atom_constant<caf::atom("sdrain")>;
+using window_atom = caf::atom_constant<caf::atom("swindow")>;
+
+struct shell_state {
+  shell_state(scheduler_settings s, scheduler_env e)
+      : core(std::move(s.topo), s.params), predictor(s.predictor), env(std::move(e)) {}
+  scheduler_core core;
+  predict::step_predictor predictor;
+  scheduler_env env;
+  // One entry per job the core knows (erased when it finishes or is rejected), so these
+  // maps are bounded by the core's queue capacity plus the jobs holding GPUs.
+  std::map<std::string, caf::actor> jobs;
+  std::map<caf::actor_addr, std::string> job_of;
+  std::map<std::string, uint64_t> resume_step;  // from the victim's job_released
+  double drain_armed_s = -1;                    // deadline a drain timer is pending for
+  bool window_armed = false;
+
+  double now_s() const { return std::chrono::duration<double>(env.clock->now().time_since_epoch()).count(); }
+};
+
+caf::timespan span_of(double s) {
+  return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(std::max(0.0, s)));
+}
+
+msg::job_command to_message(const command& c, double at_s, uint64_t resume_step) {
+  return {static_cast<uint8_t>(c.kind), c.job, c.epoch, c.gpus, c.replicas, c.keep_replicas,
+          c.drain_s, c.host, c.share, c.kind == command_kind::start ? resume_step : 0, at_s, c.reason};
+}
+
+void forget(shell_state& st, const std::string& job) {
+  if (auto it = st.jobs.find(job); it != st.jobs.end()) {
+    st.job_of.erase(it->second.address());
+    st.jobs.erase(it);
+  }
+  st.resume_step.erase(job);
+  st.predictor.forget(job);
+}
+
+void arm_timers(caf::event_based_actor* self, shell_state& st) {
+  double deadline = st.core.next_deadline_s();
+  if (deadline >= 0 && (st.drain_armed_s < 0 || deadline < st.drain_armed_s)) {
+    st.drain_armed_s = deadline;
+    double wait = deadline - st.now_s();
+    if (wait <= 0) self->send(self, drain_atom::value);  // best-effort: no drain period
+    else self->delayed_send(self, span_of(wait), drain_atom::value);
+  }
+  if (!st.window_armed && st.core.job_count() > 0) {
+    st.window_armed = true;
+    self->delayed_send(self, span_of(st.core.params().reservation_window_s), window_atom::value);
+  }
+}
+
+void execute(caf::event_based_actor* self, shell_state& st, const std::vector<command>& cmds) {
+  const double now = st.now_s();
+  for (const command& c : cmds) {
+    auto it = st.resume_step.find(c.job);
+    msg::job_command m = to_message(c, now, it == st.resume_step.end() ? 0 : it->second);
+    if (st.env.observer) self->send(st.env.observer, m);
+    auto job = st.jobs.find(c.job);
+    if (job == st.jobs.end()) continue;
+    if (c.kind == command_kind::preempt && c.keep_replicas == 0)
+      self->send(job->second, msg::preempt_notice{c.job, c.epoch, c.drain_s, c.reason});
+    else
+      self->send(job->second, m);
+    if (c.kind == command_kind::reject) forget(st, c.job);
+  }
+  arm_timers(self, st);
+}
+
+// Forecasts for every critical job holding GPUs, then the window's co-location decisions.
+void on_window(caf::event_based_actor* self, shell_state& st) {
+  const double horizon_s = st.core.params().reservation_window_s;
+  for (const auto& [id, handle] : st.jobs) {
+    const job_state* j = st.core.find(id);
+    if (!j || j->req.klass != job_class::critical || j->phase != job_phase::running) continue;
+    if (!st.predictor.knows(id)) continue;
+    auto f = st.predictor.forecast(id, horizon_s);
+    st.core.set_forecast(id, {f.idle_mean, f.lendable_share, f.last_idle, f.confidence});
+  }
+  execute(self, st, st.core.window(st.now_s()));
+}
+
+void on_finished(caf::event_based_actor* self, shell_state& st, const std::string& job) {
+  if (!st.jobs.count(job)) return;  // repeat, or never submitted here
+  forget(st, job);
+  execute(self, st, st.core.finished(job, st.now_s()));
+}
+
+caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_state> st) {
+  self->set_down_handler([self, st](caf::down_msg& d) {
+    auto it = st->job_of.find(d.source);
+    if (it != st->job_of.end()) on_finished(self, *st, std::string(it->second));
+  });
+  return {
+      [self, st](const msg::job_submit& s) {
+        if (st->jobs.count(s.job)) return;  // repeated submit
+        auto handle = caf::actor_cast<caf::actor>(self->current_sender());
+        if (s.job_class > static_cast<uint8_t>(job_class::best_effort)) {
+          command rej = make_command(command_kind::reject, s.job, 0);
+          rej.reason = "unknown job_class " + std::to_string(s.job_class);
+          if (handle) self->send(handle, to_message(rej, st->now_s(), 0));
+          return;
+        }
+        if (handle) {
+          st->jobs[s.job] = handle;
+          st->job_of[handle.address()] = s.job;
+          self->monitor(handle);
+        }
+        job_request r{s.job, static_cast<job_class>(s.job_class), s.gpus, s.gpus_per_replica, s.min_replicas};
+        execute(self, *st, st->core.submit(r, st->now_s()));
+      },
+      [st](const msg::job_step_report& r) {
+        if (!st->jobs.count(r.job)) return;
+        st->predictor.observe(r.job, {r.step_s, r.data_wait_s, r.checkpoint_s, r.bubble_share});
+      },
+      [self, st](const msg::job_released& r) {
+        const job_state* j = st->core.find(r.job);
+        if (j && j->phase == job_phase::draining && j->epoch == r.epoch) st->resume_step[r.job] = r.checkpoint_step;
+        execute(self, *st, st->core.released(r.job, r.epoch, st->now_s()));
+      },
+      [self, st](const msg::job_finished& f) { on_finished(self, *st, f.job); },
+      [self, st](drain_atom) {
+        st->drain_armed_s = -1;
+        execute(self, *st, st->core.expire(st->now_s()));
+      },
+      [self, st](window_atom) {
+        st->window_armed = false;
+        on_window(self, *st);
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_scheduler(caf::actor_system& sys, scheduler_settings s, scheduler_env env) {
+  if (!env.clock) throw std::invalid_argument("spawn_scheduler: scheduler_env.clock is required");
+  return sys.spawn(scheduler, std::make_shared<shell_state>(std::move(s), std::move(env)));
+}
+
+}  // namespace msomni::sched

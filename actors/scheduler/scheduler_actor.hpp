@@ -1,0 +1,46 @@
+// The scheduler's actor shell: turns job messages into calls on scheduler_core (with the
+// time from an injected clock) and the core's commands into messages. The step predictor
+// is fed from job_step_report and read once per reservation window. All policy stays in the
+// core; msomni-sim drives the same core without this shell.
+//
+// Messages in (who sends them; idempotent?):
+//   job_submit        job -> scheduler; the sender becomes the job's handle; a repeat is ignored
+//   job_step_report   running job -> scheduler, per step; a report of an unknown job is dropped
+//   job_released      victim -> scheduler after its drain checkpoint; idempotent (epoch)
+//   job_finished      job -> scheduler; idempotent
+//   down of a job     as job_finished (a job that is gone holds no GPUs)
+//   own timers        drain deadline (core.expire), reservation window (forecasts, core.window)
+// Messages out: preempt_notice for a full preemption, job_command for every other command;
+// a copy of every decision goes to the observer as a job_command.
+//
+// Preemption flow:
+//   core: preempt -> preempt_notice{epoch, drain_s} -> victim checkpoints
+//     -> job_released{epoch, step} -> GPUs freed -> claimant's start
+//     or drain deadline passes     -> job_command{force_release, reason} -> GPUs freed
+//   ... later the victim's job_command{start, resume_step} resumes it.
+#pragma once
+
+#include "scheduler_types.hpp"
+#include "step_predictor.hpp"
+
+#include "core/clock.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+namespace msomni::sched {
+
+struct scheduler_env {
+  const msomni::clock* clock = nullptr;  // required: the core's `now`
+  caf::actor observer;                   // optional: receives every decision as a job_command
+};
+
+struct scheduler_settings {
+  topology topo;
+  scheduler_params params;
+  predict::predictor_params predictor;
+};
+
+caf::actor spawn_scheduler(caf::actor_system& sys, scheduler_settings s, scheduler_env env);
+
+}  // namespace msomni::sched

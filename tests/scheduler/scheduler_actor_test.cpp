@@ -1,0 +1,239 @@
+// The scheduler's actor shell on CAF's test coordinator (manual time): the graceful
+// preemption flow (notice -> drain checkpoint -> release -> the critical job starts -> the
+// victim resumes from its checkpoint), a victim that never answers (released at the drain
+// deadline, recorded with its reason; its late answer ignored), the run window, and
+// co-location fed by step reports through the predictor.
+#include "scheduler_actor.hpp"
+
+#include "support/caf_test_fixture.hpp"
+
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using namespace msomni;
+using namespace msomni::sched;
+
+namespace {
+
+using finish_atom = caf::atom_constant<caf::atom("jfinish")>;
+using ckpt_atom = caf::atom_constant<caf::atom("jckpt")>;
+
+// The core's clock is the coordinator's manual clock, so advance() moves both.
+class coordinator_clock final : public msomni::clock {
+ public:
+  explicit coordinator_clock(caf::actor_system& sys) : sys_(sys), start_(sys.clock().now()) {}
+  time_point now() const override {
+    return time_point{std::chrono::duration_cast<nanos>(sys_.clock().now() - start_)};
+  }
+
+ private:
+  caf::actor_system& sys_;
+  caf::actor_clock::time_point start_;
+};
+
+struct job_log {
+  std::vector<msg::job_command> commands;
+  std::vector<msg::preempt_notice> notices;
+  const msg::job_command* last(command_kind k) const {
+    for (auto it = commands.rbegin(); it != commands.rend(); ++it)
+      if (it->kind == static_cast<uint8_t>(k)) return &*it;
+    return nullptr;
+  }
+  size_t count(command_kind k) const {
+    size_t n = 0;
+    for (const auto& c : commands) n += c.kind == static_cast<uint8_t>(k);
+    return n;
+  }
+};
+
+struct job_script {
+  msg::job_submit submit;
+  bool answers_notices = true;      // false: never sends job_released
+  caf::timespan checkpoint_time = 2min;
+  uint64_t checkpoint_step = 4400;
+};
+
+// A job: submits itself, records what it is told, checkpoints on a notice (taking
+// checkpoint_time) and answers with job_released, finishes when told to.
+caf::behavior scripted_job(caf::event_based_actor* self, caf::actor sched, job_script js,
+                           std::shared_ptr<job_log> log) {
+  self->send(sched, js.submit);
+  return {
+      [log](const msg::job_command& c) { log->commands.push_back(c); },
+      [self, js, log](const msg::preempt_notice& n) {
+        log->notices.push_back(n);
+        if (js.answers_notices) self->delayed_send(self, js.checkpoint_time, ckpt_atom::value, n.epoch);
+      },
+      [self, sched, js](ckpt_atom, uint64_t epoch) {
+        self->send(sched, msg::job_released{js.submit.job, epoch, js.checkpoint_step});
+      },
+      [self, sched, js](finish_atom) { self->send(sched, msg::job_finished{js.submit.job}); },
+  };
+}
+
+caf::behavior observer(caf::event_based_actor*, std::shared_ptr<job_log> log) {
+  return {[log](const msg::job_command& c) { log->commands.push_back(c); }};
+}
+
+struct scheduler_fixture : msomni::testing::caf_test_fixture {
+  coordinator_clock clk{sys};
+  std::shared_ptr<job_log> decisions = std::make_shared<job_log>();
+  caf::actor obs = sys.spawn(observer, decisions);
+  caf::actor sched_actor;
+  std::vector<caf::actor> spawned;
+
+  // One node of 8 GPUs; the defaults (drain 10 min, run window 2 h, windows 60 s).
+  explicit scheduler_fixture(scheduler_params p = {}) {
+    scheduler_settings s{topology::uniform(8, 8, 4), p, {}};
+    sched_actor = spawn_scheduler(sys, s, {&clk, obs});
+  }
+  ~scheduler_fixture() {
+    for (auto& a : spawned) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(sched_actor, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(obs, caf::exit_reason::user_shutdown);
+    run();
+  }
+  std::shared_ptr<job_log> job(job_script js) {
+    auto log = std::make_shared<job_log>();
+    spawned.push_back(sys.spawn(scripted_job, sched_actor, js, log));
+    run();
+    return log;
+  }
+  void finish(size_t i) {
+    caf::anon_send(spawned.at(i), finish_atom::value);
+    run();
+  }
+  double clock_s() const { return std::chrono::duration<double>(clk.now().time_since_epoch()).count(); }
+};
+
+msg::job_submit submit(std::string id, job_class c, uint32_t gpus) {
+  return {std::move(id), static_cast<uint8_t>(c), gpus, gpus, 1};
+}
+
+}  // namespace
+
+TEST_CASE_FIXTURE(scheduler_fixture, "graceful preemption: notice -> checkpoint in the drain period -> release -> resume") {
+  auto reg = job({submit("reg", job_class::regular, 8)});
+  REQUIRE(reg->last(command_kind::start));
+  CHECK(reg->last(command_kind::start)->resume_step == 0);
+  advance(2h);  // past the regular job's minimum run window
+
+  auto crit = job({submit("crit", job_class::critical, 8)});
+  REQUIRE(reg->notices.size() == 1);
+  const auto notice = reg->notices.front();
+  CHECK(notice.drain_s == doctest::Approx(600));
+  CHECK(notice.reason == "make room for critical job crit");
+  CHECK(crit->commands.empty());  // its GPUs are still draining
+
+  advance(1min);
+  CHECK(crit->commands.empty());
+  advance(1min);  // the victim's 2 min checkpoint completes: job_released
+  REQUIRE(crit->last(command_kind::start));
+  CHECK(crit->last(command_kind::start)->gpus.size() == 8);
+  CHECK(decisions->count(command_kind::force_release) == 0);
+
+  // The same release delivered twice changes nothing.
+  caf::anon_send(sched_actor, msg::job_released{"reg", notice.epoch, 4400});
+  run();
+  CHECK(decisions->count(command_kind::start) == 2);
+
+  advance(1h);
+  finish(1);  // the critical job ends: the victim resumes from its checkpoint
+  const auto* resumed = reg->last(command_kind::start);
+  REQUIRE(resumed);
+  CHECK(resumed->epoch > notice.epoch);
+  CHECK(resumed->resume_step == 4400);
+  CHECK(resumed->at_s == doctest::Approx(clock_s()));
+  CHECK(reg->count(command_kind::start) == 2);
+}
+
+TEST_CASE_FIXTURE(scheduler_fixture, "a victim that does not answer is released at the drain deadline with the reason") {
+  job_script silent{submit("reg", job_class::regular, 8)};
+  silent.answers_notices = false;
+  auto reg = job(silent);
+  advance(2h);
+  auto crit = job({submit("crit", job_class::critical, 8)});
+  REQUIRE(reg->notices.size() == 1);
+  const uint64_t epoch = reg->notices.front().epoch;
+
+  advance(9min + 59s);
+  CHECK(crit->commands.empty());
+  CHECK(decisions->count(command_kind::force_release) == 0);
+  advance(1s);  // the 10 min drain period is over
+  const auto* forced = decisions->last(command_kind::force_release);
+  REQUIRE(forced);
+  CHECK(forced->job == "reg");
+  CHECK(forced->reason == "no job_released within the drain period");
+  CHECK(forced->at_s == doctest::Approx(2 * 3600 + 600));
+  REQUIRE(reg->last(command_kind::force_release));  // the victim is told too
+  REQUIRE(crit->last(command_kind::start));
+
+  // Its late answer is stale: nothing changes, the critical job keeps its GPUs.
+  const size_t before = decisions->commands.size();
+  caf::anon_send(sched_actor, msg::job_released{"reg", epoch, 4400});
+  run();
+  CHECK(decisions->commands.size() == before);
+
+  finish(1);
+  const auto* resumed = reg->last(command_kind::start);
+  REQUIRE(resumed);
+  CHECK(resumed->epoch > epoch);
+  CHECK(resumed->resume_step == 0);  // it never reported a checkpoint: from scratch
+}
+
+TEST_CASE_FIXTURE(scheduler_fixture, "a regular job inside its run window is not preempted; best-effort goes at once") {
+  auto reg = job({submit("reg", job_class::regular, 4)});
+  auto be = job({submit("be", job_class::best_effort, 4)});
+  REQUIRE(reg->last(command_kind::start));
+  REQUIRE(be->last(command_kind::start));
+  advance(10min);
+  auto crit = job({submit("crit", job_class::critical, 8)});
+  CHECK(reg->notices.empty());
+  REQUIRE(be->notices.size() == 1);
+  CHECK(be->notices.front().drain_s == 0);
+  run();
+  // Best-effort has no drain period: its GPUs are taken back at once (the job never answered).
+  CHECK(decisions->last(command_kind::force_release));
+  CHECK(crit->commands.empty());  // 4 of 8 GPUs free; the rest wait for the run window
+  advance(2h - 10min - 1min);
+  CHECK(reg->notices.empty());
+  advance(1min);  // the run window is over: the next reservation window reclaims it
+  REQUIRE(reg->notices.size() == 1);
+}
+
+TEST_CASE_FIXTURE(scheduler_fixture, "step reports feed the predictor: a pending job is co-located in a critical job's idle share") {
+  auto crit = job({submit("crit", job_class::critical, 8)});
+  auto be = job({submit("be", job_class::best_effort, 2)});
+  REQUIRE(crit->last(command_kind::start));
+  CHECK(be->commands.empty());
+  // 200 steps of 30 s, half of each waiting for data: idle share 0.5, very steady.
+  for (int i = 0; i < 200; ++i)
+    caf::anon_send(sched_actor, msg::job_step_report{"crit", 30, 15, 0, 0});
+  run();
+  advance(60s);  // one reservation window
+  const auto* guest = be->last(command_kind::colocate);
+  REQUIRE(guest);
+  CHECK(guest->host == "crit");
+  CHECK(guest->share > 0.35);
+  CHECK(guest->share <= 0.5);
+  CHECK(guest->reason == "host's predicted idle share passes the threshold");
+}
+
+TEST_CASE_FIXTURE(scheduler_fixture, "a repeated submit is ignored and a job whose actor dies frees its GPUs") {
+  auto a = job({submit("a", job_class::regular, 8)});
+  caf::anon_send(sched_actor, submit("a", job_class::regular, 8));
+  run();
+  CHECK(decisions->count(command_kind::reject) == 0);
+  auto b = job({submit("b", job_class::regular, 8)});
+  CHECK(b->commands.empty());
+  caf::anon_send_exit(spawned.at(0), caf::exit_reason::kill);
+  run();
+  REQUIRE(b->last(command_kind::start));
+}
