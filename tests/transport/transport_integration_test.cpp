@@ -20,9 +20,11 @@ int64_t wall_ms() {
 struct group {
   std::vector<std::unique_ptr<child_process>> nodes;
 
-  group(int n, const std::string& scenario) {
+  group(int n, const std::string& scenario, bool shared_memory = true) {
     std::vector<std::vector<std::string>> args;
-    for (int i = 0; i < n; ++i) args.push_back({"--name", "node" + std::to_string(i), "--scenario", scenario});
+    for (int i = 0; i < n; ++i)
+      args.push_back({"--name", "node" + std::to_string(i), "--scenario", scenario, "--shared-memory",
+                      shared_memory ? "1" : "0"});
     nodes = msomni::testing::start_wired(MSOMNI_TEST_NODE, args);
     for (auto& node : nodes) REQUIRE_MESSAGE(node->read_until("READY", 20s), node->log);
   }
@@ -90,4 +92,25 @@ TEST_CASE("kill -9 delivers down to every monitor within 2 s and the survivors a
   }
   g.expect_results(240s, 3);
   g.finish(3);
+}
+
+TEST_CASE("kill -9 during an all-reduce fails the collective within 2 s and the survivors rebuild") {
+  // Same-host peers over UCX shared memory (no UCX error mode) and over TCP (peer mode).
+  for (bool shared_memory : {true, false}) {
+    CAPTURE(shared_memory);
+    group g(4, "kill_busy", shared_memory);
+    for (auto& n : g.nodes) REQUIRE(n->read_until("ARMED", 60s));
+    const auto killed_at = wall_ms();
+    g.nodes.back()->kill9();
+    for (int i = 0; i < 3; ++i) {
+      auto failed = g.nodes[i]->read_until("FAILED ", 10s);
+      CAPTURE(g.nodes[i]->log);
+      REQUIRE(failed);
+      const auto at = std::stoll(failed->substr(7));
+      MESSAGE("node" << i << " failed its all-reduce after " << at - killed_at << " ms");
+      CHECK(at - killed_at <= 2000);
+    }
+    g.expect_results(240s, 3);
+    g.finish(3);
+  }
 }

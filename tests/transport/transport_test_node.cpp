@@ -116,9 +116,11 @@ std::string run_allreduce(transport_hub& hub, const std::vector<std::string>& me
 
 int main(int argc, char** argv) {
   std::string name, scenario;
+  bool shared_memory = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--name")) name = argv[i + 1];
     if (!std::strcmp(argv[i], "--scenario")) scenario = argv[i + 1];
+    if (!std::strcmp(argv[i], "--shared-memory")) shared_memory = std::strcmp(argv[i + 1], "0") != 0;
   }
   caf::actor_system_config cfg;
   register_catalog(cfg);
@@ -130,6 +132,7 @@ int main(int argc, char** argv) {
   opt.name = name;
   opt.keepalive_interval = 200ms;
   opt.keepalive_misses = 5;
+  opt.shared_memory = shared_memory;  // 0: same-host peers over TCP with UCX peer error mode
   transport_hub hub(opt);
   gateway gw(sys, hub);
 
@@ -261,6 +264,28 @@ int main(int argc, char** argv) {
       say("ARMED");
       std::this_thread::sleep_for(60s);  // killed by the driver before this ends
     }
+  } else if (scenario == "kill_busy") {
+    // Everyone all-reduces 16 MiB in a loop; the driver SIGKILLs the last node mid-transfer.
+    // Survivors must fail their collective (not hang, not crash), then rebuild without it.
+    // A member down supersedes epoch 1 everywhere, as the elastic layer does on a failure.
+    hub.add_peer_listener([&](const std::string&, bool up, const std::string& why) {
+      if (!up) hub.mailbox().abort_below(2, why);
+    });
+    try {
+      // Freed the moment the collective throws: the ring must have settled its transfers.
+      std::vector<float> data(size_t{4} << 20, 1.0f);
+      ring_communicator comm(hub, members, 1);
+      for (int i = 0;; ++i) {
+        comm.all_reduce(data, reduce_op::mean);
+        if (i == 2) say("ARMED");
+      }
+    } catch (const collective_error& e) {
+      say("FAILED " + std::to_string(wall_ms()) + " " + e.what());
+    }
+    std::vector<std::string> survivors(members.begin(), members.end() - 1);
+    for (int tries = 0; tries < 150 && hub.node().is_up(members.back()); ++tries) std::this_thread::sleep_for(20ms);
+    error = run_allreduce(hub, survivors, 2);
+    details = "failed mid-transfer, rebuilt ring of " + std::to_string(survivors.size());
   } else {
     error = "unknown scenario " + scenario;
   }

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """All-reduce bus bandwidth, msomni ring over UCX vs Gloo (torch.distributed) vs OpenMPI,
-2 and 4 processes on this machine, 4 KiB..64 MiB, in one run. Prints a markdown table.
+2 and 4 processes on this machine, 4 KiB..64 MiB, in one run. Each repetition runs the
+three back to back (msomni, Gloo, MPI) for one world size; the table reports the median
+time per size over the repetitions. Prints a markdown table.
 
-usage: tools/bench_transport/bench_allreduce.py BUILD_DIR
+usage: tools/bench_transport/bench_allreduce.py BUILD_DIR [--reps R] [--ranks 2,4]
+                                                [--only msomni,gloo,mpi]
 needs: python3-torch, openmpi-bin, libopenmpi-dev (MSOMNI_EXTRA_PACKAGES for bootstrap)."""
+import argparse
 import os
 import socket
+import statistics
 import subprocess
-import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -31,21 +35,27 @@ def run_msomni(build, n):
     node = os.path.join(build, "tools/bench_transport/msomni-bench-allreduce-node")
     procs = [subprocess.Popen([node, f"bench{i}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
              for i in range(n)]
-    addrs = [p.stdout.readline().strip() for p in procs]
-    for p in procs:
-        for a in addrs:
-            p.stdin.write("PEER" + a[4:] + "\n")
-        p.stdin.write("GO\n")
-        p.stdin.flush()
-    lines = []
-    for line in procs[0].stdout:
-        if line.startswith("DONE"):
-            break
-        lines.append(line)
-    for p in procs:
-        p.stdin.close()
-    for p in procs:
-        p.wait(timeout=60)
+    try:
+        addrs = [p.stdout.readline().strip() for p in procs]
+        for p in procs:
+            for a in addrs:
+                p.stdin.write("PEER" + a[4:] + "\n")
+            p.stdin.write("GO\n")
+            p.stdin.flush()
+        lines = []
+        for line in procs[0].stdout:
+            if line.startswith("DONE"):
+                break
+            lines.append(line)
+        for p in procs:
+            p.stdin.close()
+        for p in procs:
+            p.wait(timeout=60)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     return parse(lines)
 
 
@@ -55,9 +65,13 @@ def run_gloo(n):
     return parse(out.stdout.splitlines())
 
 
-def run_mpi(build, n):
+def build_mpi(build):
     exe = os.path.join(build, "mpi_allreduce")
     subprocess.run(["mpicc", "-O2", "-o", exe, os.path.join(HERE, "mpi_allreduce.c")], check=True)
+    return exe
+
+
+def run_mpi(exe, n):
     out = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(n), exe],
                          capture_output=True, text=True, timeout=600, check=True)
     return parse(out.stdout.splitlines())
@@ -67,16 +81,44 @@ def human(b):
     return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"
 
 
+def median_of(runs):
+    sizes = sorted(set.intersection(*(set(r) for r in runs))) if runs else []
+    return {b: statistics.median(r[b] for r in runs) for b in sizes}
+
+
 def main():
-    build = sys.argv[1] if len(sys.argv) > 1 else "build"
-    print("| ranks | size | msomni GB/s | Gloo GB/s | OpenMPI GB/s | msomni/Gloo | msomni/MPI |")
-    print("|---|---|---|---|---|---|---|")
-    for n in (2, 4):
-        ours, gloo, mpi = run_msomni(build, n), run_gloo(n), run_mpi(build, n)
-        for b in sorted(ours):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build", nargs="?", default="build")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--ranks", default="2,4")
+    ap.add_argument("--only", default="msomni,gloo,mpi")
+    args = ap.parse_args()
+    which = args.only.split(",")
+    mpi_exe = build_mpi(args.build) if "mpi" in which else None
+    cols = [c for c in ("msomni", "gloo", "mpi") if c in which]
+    title = {"msomni": "msomni", "gloo": "Gloo", "mpi": "OpenMPI"}
+    head = "| ranks | size | " + " | ".join(f"{title[c]} GB/s" for c in cols)
+    if "msomni" in cols:
+        head += "".join(f" | msomni/{title[c]}" for c in cols if c != "msomni")
+    print(f"median of {args.reps} repetitions (time per all-reduce); ratio = time(peer) / time(msomni)")
+    print(head + " |")
+    print("|" + "---|" * (head.count("|")))
+    for n in (int(x) for x in args.ranks.split(",")):
+        runs = {c: [] for c in cols}
+        for _ in range(args.reps):
+            if "msomni" in cols:
+                runs["msomni"].append(run_msomni(args.build, n))
+            if "gloo" in cols:
+                runs["gloo"].append(run_gloo(n))
+            if "mpi" in cols:
+                runs["mpi"].append(run_mpi(mpi_exe, n))
+        med = {c: median_of(runs[c]) for c in cols}
+        for b in sorted(med[cols[0]]):
             bus = lambda s: 2 * (n - 1) / n * b / s / 1e9
-            print(f"| {n} | {human(b)} | {bus(ours[b]):.2f} | {bus(gloo[b]):.2f} | {bus(mpi[b]):.2f} "
-                  f"| {gloo[b] / ours[b]:.2f} | {mpi[b] / ours[b]:.2f} |", flush=True)
+            row = f"| {n} | {human(b)} | " + " | ".join(f"{bus(med[c][b]):.2f}" for c in cols)
+            if "msomni" in cols:
+                row += "".join(f" | {med[c][b] / med['msomni'][b]:.2f}" for c in cols if c != "msomni")
+            print(row + " |", flush=True)
 
 
 if __name__ == "__main__":

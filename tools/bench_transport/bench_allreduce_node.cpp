@@ -3,10 +3,12 @@
 #include "collectives/ring_communicator.hpp"
 #include "hub/transport_hub.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <iostream>
 #include <sstream>
+#include <string>
 #include <vector>
 
 using namespace msomni::transport;
@@ -14,6 +16,10 @@ using namespace std::chrono_literals;
 
 int main(int argc, char** argv) {
   std::string name = argc > 1 ? argv[1] : "bench0";
+  // Optional size range (bytes) and iteration override, for profiling one size.
+  const size_t min_bytes = argc > 2 ? std::stoull(argv[2]) : 4096;
+  const size_t max_bytes = argc > 3 ? std::stoull(argv[3]) : size_t{64} << 20;
+  const int iters_override = argc > 4 ? std::stoi(argv[4]) : 0;
   transport_hub hub({name});
   std::cout << "ADDR " << name << " " << hub.node().address() << std::endl;
   std::vector<std::string> members{name};
@@ -30,9 +36,10 @@ int main(int argc, char** argv) {
     if (!hub.node().wait_up(n, 20s)) return 1;
   std::sort(members.begin(), members.end());
   ring_communicator comm(hub, members, 1);
-  for (size_t bytes = 4096; bytes <= (size_t{64} << 20); bytes *= 4) {
+  for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     std::vector<float> data(bytes / 4, 1.0f);
-    const int iters = bytes <= (1 << 20) ? 50 : (bytes <= (16 << 20) ? 10 : 5);
+    const int iters =
+        iters_override > 0 ? iters_override : (bytes <= (1 << 20) ? 50 : (bytes <= (16 << 20) ? 10 : 5));
     comm.all_reduce(data, reduce_op::sum);  // warm-up
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < iters; ++i) comm.all_reduce(data, reduce_op::sum);

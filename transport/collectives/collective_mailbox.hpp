@@ -41,6 +41,11 @@ class collective_mailbox {
   void expect(const chunk_key& key, const std::string& peer, std::byte* dest, size_t bytes);
   // Throws collective_error when `peer` is down or the deadline passes.
   void wait(const chunk_key& key, const std::string& peer, std::chrono::steady_clock::time_point deadline);
+  // Collective thread, when operation (epoch, seq) fails: its chunks that have not started
+  // landing are dropped from now on, and it waits (until `deadline`) for those already
+  // landing in its buffers, so a failed collective never leaves UCX writing into memory its
+  // caller is about to free. False when some were still landing at the deadline.
+  bool withdraw(uint64_t epoch, uint64_t seq, std::chrono::steady_clock::time_point deadline);
   // Drops staged chunks of epochs older than `epoch` (a rebuilt communicator).
   void retire_below(uint64_t epoch);
   // Any thread: fails every current and later wait of an epoch older than `epoch` with
@@ -49,6 +54,7 @@ class collective_mailbox {
   void abort_below(uint64_t epoch, const std::string& why);
 
   bool is_down(const std::string& peer) const;
+  bool superseded(uint64_t epoch) const;  // abort_below() covers it
   size_t staged_bytes() const;
   uint64_t dropped() const;
 
@@ -61,10 +67,16 @@ class collective_mailbox {
     std::vector<std::byte> staged;  // used when the chunk came first
     bool arrived = false;
     bool failed = false;
+    bool landing = false;    // buffer_for() handed out a buffer, on_done() not yet called
+    bool withdrawn = false;  // its operation failed: erase on_done()
   };
+  using slot_map = std::map<chunk_key, slot>;
+  void erase_slot(slot_map::iterator it);
+  bool is_withdrawn(uint64_t epoch, uint64_t seq) const;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  std::map<chunk_key, slot> slots_;
+  slot_map slots_;
+  std::set<std::pair<uint64_t, uint64_t>> withdrawn_ops_;  // (epoch, seq), bounded below
   std::set<std::string> down_;
   size_t max_staged_bytes_;
   size_t staged_bytes_ = 0;

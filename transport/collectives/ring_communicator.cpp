@@ -36,6 +36,10 @@ class send_tracker : public std::enable_shared_from_this<send_tracker> {
     std::unique_lock<std::mutex> lock(m_);
     return cv_.wait_for(lock, timeout, [&] { return pending_ == 0; }) && !failed_;
   }
+  bool idle() {
+    std::lock_guard<std::mutex> lock(m_);
+    return pending_ == 0;
+  }
 
  private:
   std::mutex m_;
@@ -43,6 +47,36 @@ class send_tracker : public std::enable_shared_from_this<send_tracker> {
   size_t pending_ = 0;
   bool failed_ = false;
 };
+
+// Waits for every outstanding send. UCX may never complete a send to a same-host peer that
+// died (no UCX error mode there), so the wait also watches the peer and the epoch.
+void wait_sends(transport_hub& hub, const std::string& next, uint64_t epoch, send_tracker& sends,
+                std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  auto fail = [&](const std::string& why) {
+    throw collective_error("ring epoch " + std::to_string(epoch) + ": " + why);
+  };
+  while (!sends.idle()) {
+    if (!hub.node().is_up(next)) fail("peer " + next + " is down");
+    if (hub.mailbox().superseded(epoch)) fail("superseded");
+    if (std::chrono::steady_clock::now() >= until) fail("a send timed out");
+    sends.wait_all(std::chrono::milliseconds(10));
+  }
+  if (!sends.wait_all(std::chrono::milliseconds(0))) fail("a send failed");
+}
+
+// How long a failed collective waits for its in-flight transfers before it rethrows.
+constexpr auto settle_timeout = std::chrono::seconds(2);
+
+// After a failure of operation `seq`: let the sends reading the caller's buffers and the
+// receives writing into them finish (bounded), so the caller may free them once we throw.
+// Sends to a peer that is down are not waited for: its endpoint is closed, nobody reads them.
+void settle(transport_hub& hub, const std::string& next, uint64_t epoch, uint64_t seq, send_tracker& sends) {
+  const auto until = std::chrono::steady_clock::now() + settle_timeout;
+  while (!sends.idle() && std::chrono::steady_clock::now() < until && hub.node().is_up(next))
+    sends.wait_all(std::chrono::milliseconds(10));
+  hub.mailbox().withdraw(epoch, seq, until);
+}
 
 }  // namespace
 
@@ -61,14 +95,15 @@ ring_communicator::ring_communicator(transport_hub& hub, std::vector<std::string
 
 void ring_communicator::send_segment(uint64_t seq, uint64_t key, std::span<const std::byte> bytes,
                                      std::function<void(bool)> done) {
-  const auto& next = members_[(rank_ + 1) % members_.size()];
   frame_header h{frame_kind::collective, 0, epoch_, seq, key, bytes.size()};
-  if (!hub_.node().send_bulk(next, h, bytes.data(), done)) {
+  if (!hub_.node().send_bulk(next(), h, bytes.data(), done)) {
     done(false);
-    throw collective_error("ring epoch " + std::to_string(epoch_) + ": cannot send to " + next +
+    throw collective_error("ring epoch " + std::to_string(epoch_) + ": cannot send to " + next() +
                            " (down or queue full)");
   }
 }
+
+const std::string& ring_communicator::next() const { return members_[(rank_ + 1) % members_.size()]; }
 
 const std::string& ring_communicator::prev() const {
   return members_[(rank_ + members_.size() - 1) % members_.size()];
@@ -77,7 +112,8 @@ const std::string& ring_communicator::prev() const {
 void ring_communicator::all_reduce(std::span<float> data, reduce_op op) {
   const size_t n = members_.size();
   const uint64_t seq = ++seq_;
-  if (n > 1 && !data.empty()) {
+  auto sends = std::make_shared<send_tracker>();
+  if (n > 1 && !data.empty()) try {
     // Global steps t = 0 .. 2(n-1)-1: t < n-1 reduce-scatter, then all-gather. The chunk
     // received at step t is the chunk sent at step t+1, segment by segment.
     const size_t steps = 2 * (n - 1);
@@ -97,7 +133,6 @@ void ring_communicator::all_reduce(std::span<float> data, reduce_op op) {
       const size_t off = i * segment_bytes;
       return b.subspan(off, std::min(segment_bytes, b.size() - off));
     };
-    auto sends = std::make_shared<send_tracker>();
     auto post_expects = [&](size_t t) {
       auto target = chunk_bytes(recv_chunk(t));
       auto into = t < n - 1 ? scratch_bytes(t, target.size()) : target;
@@ -115,8 +150,7 @@ void ring_communicator::all_reduce(std::span<float> data, reduce_op op) {
     for (size_t t = 0; t < steps; ++t) {
       if (t + 1 < steps) {
         // All-gather overwrites chunks that earlier steps sent: those sends must be done.
-        if (t + 1 >= n - 1 && !sends->wait_all(timeout_))
-          throw collective_error("ring epoch " + std::to_string(epoch_) + ": a send failed or timed out");
+        if (t + 1 >= n - 1) wait_sends(hub_, next(), epoch_, *sends, timeout_);
         post_expects(t + 1);
       }
       auto target = chunk_bytes(recv_chunk(t));
@@ -132,8 +166,10 @@ void ring_communicator::all_reduce(std::span<float> data, reduce_op op) {
         if (t + 1 < steps) send_segment(seq, step_key(t + 1, i), seg, sends->start());
       }
     }
-    if (!sends->wait_all(timeout_))
-      throw collective_error("ring epoch " + std::to_string(epoch_) + ": a send failed or timed out");
+    wait_sends(hub_, next(), epoch_, *sends, timeout_);
+  } catch (const collective_error&) {
+    settle(hub_, next(), epoch_, seq, *sends);
+    throw;
   }
   if (op == reduce_op::mean) {
     const float inv = 1.0f / static_cast<float>(n);
@@ -156,13 +192,17 @@ void ring_communicator::broadcast(std::span<std::byte> data, int root) {
     for (size_t i = 0; i < count; ++i)
       hub_.mailbox().expect({epoch_, seq, step_key(0, i)}, prev(), segment(i).data(), segment(i).size());
   auto sends = std::make_shared<send_tracker>();
-  for (size_t i = 0; i < count; ++i) {
-    if (dist != 0)
-      hub_.mailbox().wait({epoch_, seq, step_key(0, i)}, prev(), std::chrono::steady_clock::now() + timeout_);
-    if (dist + 1 < n) send_segment(seq, step_key(0, i), segment(i), sends->start());
+  try {
+    for (size_t i = 0; i < count; ++i) {
+      if (dist != 0)
+        hub_.mailbox().wait({epoch_, seq, step_key(0, i)}, prev(), std::chrono::steady_clock::now() + timeout_);
+      if (dist + 1 < n) send_segment(seq, step_key(0, i), segment(i), sends->start());
+    }
+    wait_sends(hub_, next(), epoch_, *sends, timeout_);
+  } catch (const collective_error&) {
+    settle(hub_, next(), epoch_, seq, *sends);
+    throw;
   }
-  if (!sends->wait_all(timeout_))
-    throw collective_error("ring epoch " + std::to_string(epoch_) + ": a broadcast send failed or timed out");
 }
 
 }  // namespace msomni::transport

@@ -31,6 +31,7 @@ class ring_communicator final : public communicator {
   void send_segment(uint64_t seq, uint64_t key, std::span<const std::byte> bytes,
                     std::function<void(bool)> done);
   const std::string& prev() const;
+  const std::string& next() const;
 
   transport_hub& hub_;
   std::vector<std::string> members_;

@@ -5,6 +5,7 @@
 #include "core/log.hpp"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -51,6 +52,7 @@ struct command {
 struct peer_state {
   std::string name;
   bool up = false;
+  bool shared_memory = false;  // endpoint created without UCX error mode (same host)
   steady::time_point last_heard{};
   steady::time_point last_sent{};
 };
@@ -139,13 +141,32 @@ void recv_done(void* request, ucs_status_t status, size_t, void* user) {
   ucp_request_free(request);
 }
 
-ucp_ep_params_t ep_params(ucx_node::impl* self) {
+// UCX 1.13 offers peer-failure handling only on TCP and CMA: asking for it on every
+// endpoint keeps same-host peers off shared memory (sysv/posix eager + CMA rendezvous).
+// Same-host endpoints therefore ask for no UCX error mode (when shared_memory is on). They
+// keep the error callback, which UCX still calls when the connection manager sees the peer
+// go (measured: kill -9 reported within milliseconds), and the keep-alives below catch what
+// it misses. Both sides decide from the same pair of addresses, so they agree.
+ucp_ep_params_t ep_params(ucx_node::impl* self, bool same_host) {
   ucp_ep_params_t p{};
   p.field_mask = UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_mode = same_host && self->opt.shared_memory ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
   p.err_handler.cb = on_ep_error;
   p.err_handler.arg = self;
   return p;
+}
+
+// True when `ip` belongs to this host: loopback or one of its interfaces' IPv4 addresses.
+bool is_local_ipv4(const in_addr& ip) {
+  if ((ntohl(ip.s_addr) >> 24) == 127) return true;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return false;
+  bool local = false;
+  for (auto* i = list; i && !local; i = i->ifa_next)
+    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET)
+      local = reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr == ip.s_addr;
+  ::freeifaddrs(list);
+  return local;
 }
 
 sockaddr_in parse_address(const std::string& host, uint16_t port) {
@@ -267,9 +288,13 @@ void ucx_node::impl::drain_commands() {
       const size_t n = ctx->payload.size();
       do_send(ep, std::move(ctx), UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER, data, n);
     } else {
-      // Up to eager_bulk_max bytes an eager copy beats the rendezvous handshake on TCP.
+      // Up to eager_bulk_max bytes an eager copy beats the rendezvous handshake on TCP; on
+      // shared memory the single-copy CMA rendezvous wins much earlier.
+      auto it = by_ep.find(ep);
+      const bool shm = it != by_ep.end() && it->second.shared_memory;
+      const uint64_t eager_max = shm ? opt.eager_bulk_max_shared_memory : opt.eager_bulk_max;
       const uint32_t flags = UCP_AM_SEND_FLAG_REPLY |
-                             (c.header.payload_size <= opt.eager_bulk_max ? UCP_AM_SEND_FLAG_EAGER : 0u);
+                             (c.header.payload_size <= eager_max ? UCP_AM_SEND_FLAG_EAGER : 0u);
       do_send(ep, std::move(ctx), flags, c.bulk, c.header.payload_size);
     }
   }
@@ -304,7 +329,7 @@ void ucx_node::impl::do_connect(const std::string& host_port) {
   if (colon == std::string::npos) throw std::invalid_argument("expected host:port, got " + host_port);
   const auto addr = parse_address(host_port.substr(0, colon),
                                   static_cast<uint16_t>(std::stoul(host_port.substr(colon + 1))));
-  auto p = ep_params(this);
+  auto p = ep_params(this, is_local_ipv4(addr.sin_addr));
   p.field_mask |= UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
   p.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
   p.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
@@ -312,11 +337,17 @@ void ucx_node::impl::do_connect(const std::string& host_port) {
   ucp_ep_h ep = nullptr;
   MSOMNI_CHECK_UCX(ucp_ep_create(worker, &p, &ep));
   by_ep[ep] = peer_state{};
+  by_ep[ep].shared_memory = p.err_mode == UCP_ERR_HANDLING_MODE_NONE;
   send_hello(ep);
 }
 
 void ucx_node::impl::on_conn_request(ucp_conn_request_h req) {
-  auto p = ep_params(this);
+  ucp_conn_request_attr_t attr{};
+  attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
+  const bool same_host = ucp_conn_request_query(req, &attr) == UCS_OK &&
+                         attr.client_address.ss_family == AF_INET &&
+                         is_local_ipv4(reinterpret_cast<const sockaddr_in*>(&attr.client_address)->sin_addr);
+  auto p = ep_params(this, same_host);
   p.field_mask |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
   p.conn_request = req;
   ucp_ep_h ep = nullptr;
@@ -325,6 +356,7 @@ void ucx_node::impl::on_conn_request(ucp_conn_request_h req) {
     return;
   }
   by_ep[ep] = peer_state{};  // named when its HELLO arrives
+  by_ep[ep].shared_memory = p.err_mode == UCP_ERR_HANDLING_MODE_NONE;
 }
 
 void ucx_node::impl::send_hello(ucp_ep_h ep) {
@@ -349,10 +381,10 @@ ucs_status_t ucx_node::impl::on_am(const void* header, size_t header_length, voi
   decode_error why;
   const auto hdr = decode_header({static_cast<const std::byte*>(header), header_length}, why);
   const bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
-  auto release = [&] {
-    if (rndv) ucp_am_data_release(worker, data);
-    return UCS_OK;
-  };
+  // Returning UCS_OK without ucp_am_recv_data_nbx drops a rendezvous descriptor and completes
+  // the sender (ucp_def.h). Calling ucp_am_data_release as well dropped it twice: the sender
+  // got two acks and UCX aborted the process (ucp_rndv_ats_handler assertion).
+  auto release = [] { return UCS_OK; };
   if (!hdr) {
     drop(to_string(why));
     return release();

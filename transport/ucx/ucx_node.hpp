@@ -36,6 +36,10 @@ struct ucx_node_options {
   int keepalive_misses = 6;                 // silent this many intervals -> down
   size_t max_queued_commands = 1 << 16;     // bound of the send queue
   uint64_t eager_bulk_max = 256 << 10;      // bulk frames up to this size go eager (copied)
+  // Same-host peers over UCX shared memory (sysv/posix + CMA) instead of TCP loopback; see
+  // ep_params() in ucx_node.cpp for what that means for failure detection.
+  bool shared_memory = true;
+  uint64_t eager_bulk_max_shared_memory = 64 << 10;  // the same bound for same-host peers
 };
 
 struct ucx_node_handlers {
