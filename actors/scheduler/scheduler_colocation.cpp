@@ -62,8 +62,9 @@ std::vector<command> scheduler_core::window(double now_s) {
   }
   schedule(now_s, out);  // evicted guests may fit in free GPUs now
   // 2. New guests for running critical hosts without one.
-  for (auto& [host_id, host] : jobs_) {
-    if (host.req.klass != job_class::critical || host.phase != job_phase::running) continue;
+  for (const auto& host_id : running_) {
+    const job_state& host = jobs_.at(host_id);
+    if (host.req.klass != job_class::critical) continue;
     if (guest_of_.count(host_id) || pending_.empty()) continue;
     double share = guest_share(host_id);
     if (share <= 0) continue;
@@ -73,7 +74,7 @@ std::vector<command> scheduler_core::window(double now_s) {
       job_state& j = jobs_.at(std::get<3>(key));
       if (j.req.klass == job_class::critical || j.req.gpus > host.gpus.size()) continue;
       pending_.erase(key);
-      j.phase = job_phase::guest;
+      set_phase(j, job_phase::guest);
       j.host = host_id;
       j.share = share;
       j.replicas = std::max<uint32_t>(1, j.req.gpus / j.req.gpus_per_replica);

@@ -72,7 +72,7 @@ void scheduler_core::start(job_state& j, uint32_t replicas, double now_s, std::s
     reason += "; spans switches (no single switch had room)";
   }
   pending_.erase(key_of(j));
-  j.phase = job_phase::running;
+  set_phase(j, job_phase::running);
   j.gpus = choice->gpus;
   j.replicas = replicas;
   j.run_since_s = now_s;
@@ -86,9 +86,10 @@ void scheduler_core::start(job_state& j, uint32_t replicas, double now_s, std::s
 
 uint32_t scheduler_core::draining_gpus() const {
   uint32_t n = 0;
-  for (const auto& [id, j] : jobs_)
-    if (j.phase == job_phase::draining)
-      n += static_cast<uint32_t>(j.gpus.size()) - j.keep_replicas * j.req.gpus_per_replica;
+  for (const auto& id : draining_) {
+    const job_state& j = jobs_.at(id);
+    n += static_cast<uint32_t>(j.gpus.size()) - j.keep_replicas * j.req.gpus_per_replica;
+  }
   return n;
 }
 
@@ -102,10 +103,11 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
   // job claims its share of them so that one drain is not promised to two jobs.
   int64_t pool = static_cast<int64_t>(free_now) + draining_gpus();
   bool any_blocked = false, critical_blocked = false;
-  std::vector<queue_key> order(pending_.begin(), pending_.end());
-  for (const auto& key : order) {
+  // start() erases only the entry being looked at, so step past it first.
+  for (auto it = pending_.begin(), next = it; it != pending_.end(); it = next) {
+    ++next;
     if (params_.policy == policy_kind::exclusive && any_blocked) break;  // strict priority
-    job_state& j = jobs_.at(std::get<3>(key));
+    job_state& j = jobs_.at(std::get<3>(*it));
     // A waiting critical job keeps every lower class out of the GPUs it is owed.
     if (critical_blocked && j.req.klass != job_class::critical) break;
     // Behind a blocked job only work that gives way at once may fill in (omni); greedy
@@ -151,8 +153,10 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
 void scheduler_core::grow(double now_s, std::vector<command>& out) {
   if (params_.policy != policy_kind::omni) return;
   std::vector<queue_key> running;
-  for (auto& [id, j] : jobs_)
-    if (j.phase == job_phase::running && j.replicas < full_replicas(j.req)) running.push_back(key_of(j));
+  for (const auto& id : running_) {
+    const job_state& j = jobs_.at(id);
+    if (j.replicas < full_replicas(j.req)) running.push_back(key_of(j));
+  }
   std::sort(running.begin(), running.end());
   for (const auto& key : running) {
     job_state& j = jobs_.at(std::get<3>(key));
@@ -191,7 +195,9 @@ uint32_t scheduler_core::reclaim(const job_state& claimant, uint32_t deficit, do
   // the least work is put at risk.
   struct cand { int kind; double since; std::string id; uint32_t gain; uint32_t keep; };
   std::vector<cand> cands;
-  for (const auto& [id, v] : jobs_) {
+  if (claimant.req.klass == job_class::best_effort) return 0;  // nothing ranks below it
+  for (const auto& id : running_) {
+    const job_state& v = jobs_.at(id);
     uint32_t held = static_cast<uint32_t>(v.gpus.size());
     if (v.req.klass == job_class::best_effort && may_preempt(v, claimant, now_s))
       cands.push_back({0, -v.run_since_s, id, held, 0});
@@ -227,7 +233,7 @@ void scheduler_core::notice(job_state& v, uint32_t keep, double now_s, std::stri
                             std::vector<command>& out) {
   double drain = v.req.klass == job_class::best_effort ? params_.best_effort_drain_s
                                                        : params_.drain_period_s;
-  v.phase = job_phase::draining;
+  set_phase(v, job_phase::draining);
   v.keep_replicas = keep;
   v.drain_deadline_s = now_s + drain;
   ++v.epoch;
@@ -238,8 +244,16 @@ void scheduler_core::notice(job_state& v, uint32_t keep, double now_s, std::stri
   emit(now_s, std::move(c), out);
 }
 
+void scheduler_core::set_phase(job_state& j, job_phase p) {
+  running_.erase(j.req.id);
+  draining_.erase(j.req.id);
+  if (p == job_phase::running) running_.insert(j.req.id);
+  if (p == job_phase::draining) draining_.insert(j.req.id);
+  j.phase = p;
+}
+
 void scheduler_core::to_pending(job_state& j) {
-  j.phase = job_phase::pending;
+  set_phase(j, job_phase::pending);
   j.gpus.clear();
   j.replicas = 0;
   j.host.clear();
@@ -253,7 +267,7 @@ void scheduler_core::complete_drain(job_state& v, double now_s) {
   place_.give_back(v.req.id, gone);
   v.gpus.resize(std::min<size_t>(keep, v.gpus.size()));
   if (v.keep_replicas > 0) {
-    v.phase = job_phase::running;  // shrunk, still running: its run window goes on
+    set_phase(v, job_phase::running);  // shrunk, still running: its run window goes on
     v.replicas = v.keep_replicas;
   } else {
     ++v.preemptions;
@@ -274,8 +288,9 @@ std::vector<command> scheduler_core::released(const std::string& job, uint64_t e
 
 std::vector<command> scheduler_core::expire(double now_s) {
   std::vector<command> out;
-  for (auto& [id, v] : jobs_) {
-    if (v.phase != job_phase::draining || v.drain_deadline_s > now_s) continue;
+  for (const std::string& id : std::vector<std::string>(draining_.begin(), draining_.end())) {
+    job_state& v = jobs_.at(id);
+    if (v.drain_deadline_s > now_s) continue;
     command c = make_command(command_kind::force_release, id, v.epoch);
     c.keep_replicas = v.keep_replicas;
     c.reason = "no job_released within the drain period";
@@ -288,8 +303,10 @@ std::vector<command> scheduler_core::expire(double now_s) {
 
 double scheduler_core::next_deadline_s() const {
   double best = -1;
-  for (const auto& [id, v] : jobs_)
-    if (v.phase == job_phase::draining && (best < 0 || v.drain_deadline_s < best)) best = v.drain_deadline_s;
+  for (const auto& id : draining_) {
+    const job_state& v = jobs_.at(id);
+    if (best < 0 || v.drain_deadline_s < best) best = v.drain_deadline_s;
+  }
   return best;
 }
 
@@ -303,6 +320,7 @@ std::vector<command> scheduler_core::finished(const std::string& job, double now
   if (j.phase == job_phase::guest) guest_of_.erase(j.host);
   else place_.give_back(job, j.gpus);
   forecasts_.erase(job);
+  set_phase(j, job_phase::pending);  // leaves the phase sets
   jobs_.erase(it);
   schedule(now_s, out);
   return out;
@@ -318,8 +336,10 @@ bool scheduler_core::critical_starved_by_lower(double now_s) const {
     if (!first) first = &j;
   }
   if (!first || owed <= place_.free_count() + draining_gpus()) return false;
-  for (const auto& [id, v] : jobs_)
+  for (const auto& id : running_) {
+    const job_state& v = jobs_.at(id);
     if (may_preempt(v, *first, now_s) || may_shrink(v, *first)) return true;
+  }
   return false;
 }
 

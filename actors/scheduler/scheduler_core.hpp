@@ -89,6 +89,7 @@ class scheduler_core {
               std::vector<command>& out);
   void complete_drain(job_state& v, double now_s);
   void to_pending(job_state& j);
+  void set_phase(job_state& j, job_phase p);
   void evict_guest_of(const std::string& host, double now_s, std::string reason,
                       std::vector<command>& out);
   uint32_t draining_gpus() const;
@@ -97,6 +98,8 @@ class scheduler_core {
   scheduler_params params_;
   placement place_;
   std::map<std::string, job_state> jobs_;
+  // Ids by phase, so that per-decision scans touch the jobs holding GPUs, not the queue.
+  std::set<std::string> running_, draining_;
   std::set<queue_key> pending_;
   std::map<std::string, host_forecast> forecasts_;
   std::map<std::string, std::string> guest_of_;  // host -> guest
