@@ -3,6 +3,7 @@
 #include "data_actors.hpp"
 
 #include "pipeline_state.hpp"
+#include "sample_repair.hpp"
 #include "tensorizer.hpp"
 
 #include <caf/all.hpp>
@@ -31,23 +32,25 @@ using batch_ptr = std::shared_ptr<micro_batch>;
 
 double ms_since(const real_clock& c, time_point t) { return std::chrono::duration<double, std::milli>(c.now() - t).count(); }
 
-// reader: reads one sample per credit, in the reader core's order. Sender of credits: pool.
+// reader: reads one of this rank's samples per credit, in the reader core's order. Sender of
+// credits: pool.
 struct reader_state {
-  std::shared_ptr<std::vector<source_reader>> readers;
+  std::unique_ptr<own_reader> reader;
   std::unique_ptr<reader_core> core;
 };
 
-caf::behavior reader_actor(caf::stateful_actor<reader_state>* self, std::shared_ptr<std::vector<source_reader>> readers,
+caf::behavior reader_actor(caf::stateful_actor<reader_state>* self, std::shared_ptr<own_reader> reader, size_t sources,
                            caf::actor pool, caf::actor tensor) {
-  self->state.readers = std::move(readers);
-  self->state.core = std::make_unique<reader_core>(self->state.readers->size());
+  self->state.reader = std::make_unique<own_reader>(std::move(*reader));
+  self->state.core = std::make_unique<reader_core>(sources);
   return {
       // pool -> reader: additive, so a repeat would over-grant; the pool sends each once.
       [=](const msg::credit_grant& g) {
         auto& st = self->state;
         st.core->on_credit(g);
         try {
-          while (auto s = st.core->next_read()) self->send(pool, std::make_shared<raw_sample>((*st.readers)[*s].next()));
+          while (auto s = st.core->next_read([&](uint32_t x) { return st.reader->ready(x); }))
+            self->send(pool, std::make_shared<raw_sample>(st.reader->next(*s)));
         } catch (const std::exception& e) {
           self->send(tensor, fail_atom::value, std::string(e.what()));
         }
@@ -55,14 +58,18 @@ caf::behavior reader_actor(caf::stateful_actor<reader_state>* self, std::shared_
   };
 }
 
-// worker: decodes one sample at a time with its own decoder and reports to the pool.
-caf::behavior worker_actor(caf::event_based_actor* self, decode_options opts, caf::actor pool) {
+// worker: decodes one sample at a time with its own decoder (and fetcher, for replacements of
+// bad samples) and reports to the pool.
+caf::behavior worker_actor(caf::event_based_actor* self, decode_options opts, std::shared_ptr<const source_list> sources,
+                           std::shared_ptr<const storage> st, caf::actor pool) {
   auto decoder = std::make_shared<media_decoder>(opts);
+  auto fetcher = std::make_shared<sample_fetcher>(std::move(sources), std::move(st));
   auto clock = std::make_shared<real_clock>();
   return {
       [=](decode_atom, uint32_t worker, const std::shared_ptr<raw_sample>& raw, bool keyframe_only) {
         const time_point t0 = clock->now();
-        auto out = std::make_shared<decoded_sample>(decoder->decode(*raw, keyframe_only));
+        auto out = std::make_shared<decoded_sample>(
+            decode_or_replace(*decoder, *fetcher, *raw, keyframe_only, tensor_core::max_bad_run));
         out->decode_ms = ms_since(*clock, t0);
         self->send(pool, done_atom::value, worker, out);
       },
@@ -71,27 +78,32 @@ caf::behavior worker_actor(caf::event_based_actor* self, decode_options opts, ca
 
 struct pool_state {
   std::unique_ptr<decode_pool_core> core;
-  std::unique_ptr<media_decoder> inline_decoder;  // text and already-bad samples: no worker needed
+  std::unique_ptr<media_decoder> inline_decoder;  // text: no worker needed
+  std::unique_ptr<sample_fetcher> inline_fetcher;
   std::vector<caf::actor> workers;
   std::vector<bool> busy;
   caf::actor reader, tensor;
 };
 
-caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup setup, caf::actor tensor) {
+caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup setup,
+                         std::shared_ptr<const source_list> sources, std::shared_ptr<const storage> storage,
+                         caf::actor tensor) {
   auto& st = self->state;
   st.core = std::make_unique<decode_pool_core>(setup.pool);
   const decode_options opts{int(setup.shape.image_size), int(setup.shape.video_frames), size_t(setup.shape.max_tokens())};
   st.inline_decoder = std::make_unique<media_decoder>(opts);
+  st.inline_fetcher = std::make_unique<sample_fetcher>(sources, storage);
   st.tensor = tensor;
   for (uint32_t i = 0; i < setup.pool.workers; ++i)
-    st.workers.push_back(self->spawn<caf::linked>(worker_actor, opts, caf::actor_cast<caf::actor>(self)));
+    st.workers.push_back(self->spawn<caf::linked>(worker_actor, opts, sources, storage, caf::actor_cast<caf::actor>(self)));
   st.busy.assign(st.workers.size(), false);
   auto dispatch = [self] {
     auto& st = self->state;
     std::vector<msg::credit_grant> up;
     while (auto d = st.core->next_dispatch(up)) {
       if (!d->needs_worker) {
-        self->send(st.tensor, std::make_shared<decoded_sample>(st.inline_decoder->decode(d->sample, false)));
+        self->send(st.tensor, std::make_shared<decoded_sample>(decode_or_replace(
+                                  *st.inline_decoder, *st.inline_fetcher, d->sample, false, tensor_core::max_bad_run)));
         continue;
       }
       const auto w = uint32_t(std::find(st.busy.begin(), st.busy.end(), false) - st.busy.begin());
@@ -145,22 +157,14 @@ struct tensor_state {
   double consumer_step_ms = 0;
 };
 
-caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_setup setup, rank_slot slot,
+caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_setup setup, order_slot slot,
                            pipeline_position start) {
   auto& st = self->state;
-  std::vector<std::string> names;
-  std::vector<double> weights;
-  for (const auto& s : setup.sources) {
-    names.push_back(s.name);
-    weights.push_back(s.weight);
-  }
-  st.core = std::make_unique<tensor_core>(names, setup.pool.source_kinds, setup.depth,
-                                          mixer_core(weights, setup.mix, setup.seed, slot.rank),
-                                          uint32_t(setup.shape.batch), setup.batch_queue);
+  st.core = std::make_unique<tensor_core>(start.sources, setup.pool.source_kinds, setup.depth,
+                                          order_core(make_mixer(setup), slot), setup.batch_queue);
   st.core->restore(start);
   st.delivered = start;
   st.shape = setup.shape;
-  st.metrics.batches = start.batches;
   auto serve = [self] {
     auto& st = self->state;
     while (!st.waiting.empty() && (!st.packed.empty() || !st.failure.empty())) {
@@ -168,6 +172,7 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
       if (st.failure.empty()) {
         b = st.packed.front().batch;
         st.delivered = st.packed.front().after;
+        ++st.metrics.batches;
         st.packed.pop_front();
         st.core->on_batch_taken();
         const double wait = ms_since(st.clock, st.wait_started);
@@ -181,6 +186,7 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
   };
   auto pack = [self, serve] {
     auto& st = self->state;
+    if (!st.failure.empty()) return serve();  // the first failure stands; the cores stopped mid-batch
     try {
       while (true) {
         std::vector<msg::credit_grant> up;
@@ -189,7 +195,7 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
         if (!samples) break;
         const time_point t0 = st.clock.now();
         auto b = std::make_shared<micro_batch>(pack_micro_batch(st.shape, *samples));
-        b->index = st.metrics.batches++;
+        b->index = st.core->last_batch_global() / uint64_t(st.shape.batch);
         uint32_t unique = 0, full = 0;
         for (const auto& x : *samples) {
           unique += x.unique_frames;
@@ -225,18 +231,14 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
       },
       [=](save_atom) { return encode_position(self->state.delivered); },
       [=](fail_atom, const std::string& why) {
-        self->state.failure = why;
+        if (self->state.failure.empty()) self->state.failure = why;
         serve();
       },
       [=](fail_atom) { return self->state.failure; },
       [=](stats_atom) {
         return std::make_shared<bad_data_counts>(self->state.bad);
       },
-      [=](stats_atom, bool) {
-        auto m = std::make_shared<data_metrics>(self->state.metrics);
-        m->batches = self->state.delivered.batches;
-        return m;
-      },
+      [=](stats_atom, bool) { return std::make_shared<data_metrics>(self->state.metrics); },
   };
 }
 
@@ -244,9 +246,17 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
 
 struct actor_pipeline::impl {
   caf::actor_system& sys;
+  pipeline_setup setup;
+  order_slot slot;
+  std::shared_ptr<const data::storage> store;
+  std::shared_ptr<const source_list> sources;
   caf::actor reader, pool, tensor;
   caf::scoped_actor scope;
-  explicit impl(caf::actor_system& s) : sys(s), scope(s) {}
+  // What stage actors replaced in a reslot had counted.
+  uint64_t batches_before = 0, downgrades_before = 0;
+  bad_data_counts bad_before;
+  impl(caf::actor_system& s, pipeline_setup p, order_slot o, std::shared_ptr<const data::storage> st)
+      : sys(s), setup(std::move(p)), slot(o), store(std::move(st)), sources(index_sources(setup, *store)), scope(s) {}
 
   template <class T, class... Ts>
   T ask(const caf::actor& who, Ts... xs) {
@@ -257,34 +267,47 @@ struct actor_pipeline::impl {
     if (!error.empty()) throw std::runtime_error("data pipeline actor: " + error);
     return out;
   }
+
+  // Spawns the stage actors for `slot` starting at `start` (validated before anything runs).
+  void spawn(const pipeline_position& start) {
+    slot.validate();
+    if (slot.micro_batch != setup.shape.batch)
+      throw std::invalid_argument("data pipeline: slot micro_batch " + std::to_string(slot.micro_batch) +
+                                  " differs from the batch size " + std::to_string(setup.shape.batch));
+    order_core plan(make_mixer(setup), slot);
+    plan.restore(start.at, start.micro);
+    auto reader_ptr = std::make_shared<own_reader>(std::move(plan), sample_fetcher(sources, store));
+    tensor = sys.spawn(tensor_actor, setup, slot, start);
+    pool = sys.spawn(pool_actor, setup, sources, store, tensor);
+    reader = sys.spawn(reader_actor, reader_ptr, setup.sources.size(), pool, tensor);
+    caf::anon_send(pool, wire_atom::value, reader);
+    caf::anon_send(tensor, wire_atom::value, pool);
+  }
+
+  void stop() {
+    for (auto* a : {&reader, &pool, &tensor}) caf::anon_send_exit(*a, caf::exit_reason::user_shutdown);
+  }
 };
 
-actor_pipeline::actor_pipeline(caf::actor_system& sys, pipeline_setup setup, rank_slot slot,
+actor_pipeline::actor_pipeline(caf::actor_system& sys, pipeline_setup setup, order_slot slot,
                                std::shared_ptr<const storage> st, std::optional<std::vector<uint8_t>> state)
-    : impl_(std::make_unique<impl>(sys)) {
-  auto readers = std::make_shared<std::vector<source_reader>>();
-  for (uint32_t i = 0; i < setup.sources.size(); ++i) readers->emplace_back(i, setup.sources[i], slot, setup.seed, setup.shuffle, st);
+    : impl_(std::make_unique<impl>(sys, std::move(setup), slot, std::move(st))) {
   pipeline_position start;
   if (state) {
     start = decode_position(*state);
-    if (start.cursors.size() != readers->size()) throw std::invalid_argument("data pipeline state is for a different source list");
-    for (size_t i = 0; i < readers->size(); ++i) (*readers)[i].seek(start.cursors[i]);
   } else {
-    for (const auto& s : setup.sources) start.cursors.push_back({s.name, 0, 0, 0, 0});
-    std::vector<double> w;
-    for (const auto& s : setup.sources) w.push_back(s.weight);
-    start.mixer = mixer_core(w, setup.mix, setup.seed, slot.rank).state();
+    for (const auto& s : impl_->setup.sources) start.sources.push_back(s.name);
+    start.at.mixer = make_mixer(impl_->setup).state();
+    start.at.draws.assign(impl_->setup.sources.size(), 0);
   }
-  impl_->tensor = sys.spawn(tensor_actor, setup, slot, start);
-  impl_->pool = sys.spawn(pool_actor, setup, impl_->tensor);
-  impl_->reader = sys.spawn(reader_actor, readers, impl_->pool, impl_->tensor);
-  caf::anon_send(impl_->pool, wire_atom::value, impl_->reader);
-  caf::anon_send(impl_->tensor, wire_atom::value, impl_->pool);
+  std::vector<std::string> names;
+  for (const auto& s : impl_->setup.sources) names.push_back(s.name);
+  if (start.sources != names) throw std::invalid_argument("data pipeline state is for a different source list");
+  order_core(make_mixer(impl_->setup), slot).restore(start.at, start.micro);  // throws before any actor runs
+  impl_->spawn(start);
 }
 
-actor_pipeline::~actor_pipeline() {
-  for (auto* a : {&impl_->reader, &impl_->pool, &impl_->tensor}) caf::anon_send_exit(*a, caf::exit_reason::user_shutdown);
-}
+actor_pipeline::~actor_pipeline() { impl_->stop(); }
 
 micro_batch actor_pipeline::next_batch() {
   auto b = impl_->ask<batch_ptr>(impl_->tensor, pull_atom::value);
@@ -294,15 +317,35 @@ micro_batch actor_pipeline::next_batch() {
 
 std::vector<uint8_t> actor_pipeline::save_state() { return impl_->ask<std::vector<uint8_t>>(impl_->tensor, save_atom::value); }
 
-uint64_t actor_pipeline::downgrades() { return impl_->ask<uint64_t>(impl_->pool, stats_atom::value); }
+void actor_pipeline::reslot(const order_slot& slot) {
+  const pipeline_position p = decode_position(save_state());
+  if (p.micro != 0)
+    throw std::logic_error("data pipeline: reslot " + std::to_string(p.micro) + " micro-batches into an optimizer step");
+  slot.validate();
+  const data_metrics m = metrics();
+  const bad_data_counts bad = bad_data();
+  impl_->stop();
+  impl_->batches_before = m.batches;
+  impl_->downgrades_before = m.downgrades;
+  impl_->bad_before = bad;
+  impl_->slot = slot;
+  impl_->spawn(p);
+}
+
+uint64_t actor_pipeline::downgrades() {
+  return impl_->downgrades_before + impl_->ask<uint64_t>(impl_->pool, stats_atom::value);
+}
 
 bad_data_counts actor_pipeline::bad_data() {
-  return *impl_->ask<std::shared_ptr<bad_data_counts>>(impl_->tensor, stats_atom::value);
+  bad_data_counts out = impl_->bad_before;
+  out.merge(*impl_->ask<std::shared_ptr<bad_data_counts>>(impl_->tensor, stats_atom::value));
+  return out;
 }
 
 data_metrics actor_pipeline::metrics() {
   auto m = *impl_->ask<std::shared_ptr<data_metrics>>(impl_->tensor, stats_atom::value, true);
   m.downgrades = downgrades();
+  m.batches += impl_->batches_before;
   return m;
 }
 

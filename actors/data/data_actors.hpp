@@ -23,7 +23,7 @@ class actor_pipeline {
  public:
   // Spawns the stage actors in `sys`. `state` (from save_state) positions every source
   // before the first read, so a restored pipeline never reads from the old position.
-  actor_pipeline(caf::actor_system& sys, pipeline_setup setup, rank_slot slot,
+  actor_pipeline(caf::actor_system& sys, pipeline_setup setup, order_slot slot,
                  std::shared_ptr<const storage> st = make_local_storage(),
                  std::optional<std::vector<uint8_t>> state = std::nullopt);
   ~actor_pipeline();  // stops the actors
@@ -35,6 +35,9 @@ class actor_pipeline {
   micro_batch next_batch();
   // Position after the last batch next_batch returned (read-ahead is not included).
   std::vector<uint8_t> save_state();
+  // Takes another slot at an optimizer-step boundary (throws std::logic_error mid-step): the
+  // stage actors are replaced by new ones starting at the delivered position.
+  void reslot(const order_slot& slot);
   // Downgrades so far, bad-data counts and metrics, as the tensor and pool actors see them.
   uint64_t downgrades();
   bad_data_counts bad_data();

@@ -3,6 +3,7 @@
 
 #include "config/job_config.hpp"
 #include "pipeline_state.hpp"
+#include "sample_repair.hpp"
 #include "tensorizer.hpp"
 
 #include <algorithm>
@@ -12,12 +13,6 @@
 
 namespace msomni::data {
 namespace {
-
-mixer_core make_mixer(const pipeline_setup& s, rank_slot slot) {
-  std::vector<double> w;
-  for (const auto& src : s.sources) w.push_back(src.weight);
-  return mixer_core(w, s.mix, s.seed, slot.rank);
-}
 
 template <class F>
 std::vector<std::invoke_result_t<F, const source_spec&>> per_source(const pipeline_setup& s, F f) {
@@ -29,6 +24,18 @@ std::vector<std::invoke_result_t<F, const source_spec&>> per_source(const pipeli
 double ms_between(time_point a, time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
 
 }  // namespace
+
+mixer_core make_mixer(const pipeline_setup& s) {
+  std::vector<double> w;
+  for (const auto& src : s.sources) w.push_back(src.weight);
+  return mixer_core(w, s.mix, s.seed);
+}
+
+std::shared_ptr<const source_list> index_sources(const pipeline_setup& setup, const storage& st) {
+  auto out = std::make_shared<source_list>();
+  for (uint32_t i = 0; i < setup.sources.size(); ++i) out->emplace_back(i, setup.sources[i], setup.seed, setup.shuffle, st);
+  return out;
+}
 
 pipeline_setup make_pipeline_setup(const config::job_config& cfg) {
   pipeline_setup s;
@@ -68,19 +75,20 @@ pipeline_setup make_pipeline_setup(const config::job_config& cfg) {
   return s;
 }
 
-data_pipeline::data_pipeline(pipeline_setup setup, rank_slot slot, std::shared_ptr<const storage> st, const clock* clk)
-    : setup_(std::move(setup)), slot_(slot),
+data_pipeline::data_pipeline(pipeline_setup setup, order_slot slot, std::shared_ptr<const storage> st, const clock* clk)
+    : setup_(std::move(setup)), slot_(slot), storage_(std::move(st)),
       own_clock_(clk ? nullptr : std::make_unique<real_clock>()), clock_(clk ? clk : own_clock_.get()),
       started_(clock_->now()),
+      sources_(index_sources(setup_, *storage_)),
       reader_core_(setup_.sources.size()),
       pool_(setup_.pool),
-      tensor_(per_source(setup_, [](const source_spec& x) { return x.name; }), setup_.pool.source_kinds, setup_.depth,
-              make_mixer(setup_, slot), uint32_t(setup_.shape.batch), setup_.batch_queue),
-      decoder_({int(setup_.shape.image_size), int(setup_.shape.video_frames), size_t(setup_.shape.max_tokens())}) {
-  for (uint32_t i = 0; i < setup_.sources.size(); ++i)
-    readers_.emplace_back(i, setup_.sources[i], slot, setup_.seed, setup_.shuffle, st);
-  for (const auto& g : pool_.initial_reader_credits()) reader_core_.on_credit(g);
-  for (const auto& g : tensor_.initial_credits()) pool_.on_tensor_credit(g);
+      decoder_({int(setup_.shape.image_size), int(setup_.shape.video_frames), size_t(setup_.shape.max_tokens())}),
+      repair_(sources_, storage_) {
+  pipeline_position start;
+  for (const auto& s : setup_.sources) start.sources.push_back(s.name);
+  start.at.mixer = make_mixer(setup_).state();
+  start.at.draws.assign(setup_.sources.size(), 0);
+  start_at(start, slot);
   metrics_.tensor.queue_capacity = setup_.batch_queue;
   metrics_.decoder.queue_capacity = std::accumulate(setup_.depth.begin(), setup_.depth.end(), 0u);
   metrics_.reader.queue_capacity = metrics_.decoder.queue_capacity;
@@ -88,10 +96,32 @@ data_pipeline::data_pipeline(pipeline_setup setup, rank_slot slot, std::shared_p
 
 data_pipeline::~data_pipeline() = default;
 
+// Everything in flight belongs to the old position or slot: rebuild the stages and credits.
+void data_pipeline::start_at(const pipeline_position& p, const order_slot& slot) {
+  slot.validate();
+  if (slot.micro_batch != setup_.shape.batch)
+    throw std::invalid_argument("data pipeline: slot micro_batch " + std::to_string(slot.micro_batch) +
+                                " differs from the batch size " + std::to_string(setup_.shape.batch));
+  std::vector<std::string> names;
+  for (const auto& s : setup_.sources) names.push_back(s.name);
+  auto tensor = std::make_unique<tensor_core>(names, setup_.pool.source_kinds, setup_.depth,
+                                              order_core(make_mixer(setup_), slot), setup_.batch_queue);
+  tensor->restore(p);  // validates the position against this slot
+  order_core plan(make_mixer(setup_), slot);
+  plan.restore(p.at, p.micro);
+  reader_ = std::make_unique<own_reader>(std::move(plan), sample_fetcher(sources_, storage_));
+  tensor_ = std::move(tensor);
+  slot_ = slot;
+  reader_core_ = reader_core(setup_.sources.size());
+  pool_ = decode_pool_core(setup_.pool);
+  for (const auto& g : pool_.initial_reader_credits()) reader_core_.on_credit(g);
+  for (const auto& g : tensor_->initial_credits()) pool_.on_tensor_credit(g);
+}
+
 bool data_pipeline::step() {
   bool moved = false;
-  while (auto s = reader_core_.next_read()) {
-    raw_sample raw = readers_[*s].next();
+  while (auto s = reader_core_.next_read([this](uint32_t x) { return reader_->ready(x); })) {
+    raw_sample raw = reader_->next(*s);
     ++metrics_.reader.items;
     pool_.on_raw(std::move(raw));
     moved = true;
@@ -99,7 +129,7 @@ bool data_pipeline::step() {
   std::vector<msg::credit_grant> upstream;
   while (auto d = pool_.next_dispatch(upstream)) {
     const time_point t0 = clock_->now();
-    decoded_sample out = decoder_.decode(d->sample, d->keyframe_only);
+    decoded_sample out = decode_or_replace(decoder_, repair_, d->sample, d->keyframe_only, tensor_core::max_bad_run);
     const double ms = ms_between(t0, clock_->now());
     const size_t m = size_t(out.kind);
     if (d->sample.kind == modality::video && d->needs_worker) ++metrics_.videos;
@@ -109,7 +139,7 @@ bool data_pipeline::step() {
       metrics_.decode_ms[m] += ms;
     }
     ++metrics_.decoder.items;
-    tensor_.on_decoded(std::move(out));
+    tensor_->on_decoded(std::move(out));
     moved = true;
   }
   for (const auto& g : upstream) reader_core_.on_credit(g);
@@ -121,12 +151,13 @@ micro_batch data_pipeline::next_batch() {
   const time_point t0 = clock_->now();
   while (true) {
     std::vector<msg::credit_grant> upstream;
-    auto samples = tensor_.next_batch(upstream, bad_);
+    auto samples = tensor_->next_batch(upstream, bad_);
     for (const auto& g : upstream) pool_.on_tensor_credit(g);
     if (samples) {
       micro_batch b = pack_micro_batch(setup_.shape, *samples);
-      tensor_.on_batch_taken();  // handed straight to the caller
-      b.index = metrics_.batches++;
+      tensor_->on_batch_taken();  // handed straight to the caller
+      b.index = tensor_->last_batch_global() / uint64_t(slot_.micro_batch);
+      ++metrics_.batches;
       ++metrics_.tensor.items;
       const time_point t1 = clock_->now();
       const double wait = ms_between(t0, t1);
@@ -135,7 +166,7 @@ micro_batch data_pipeline::next_batch() {
       const double secs = std::max(1e-9, ms_between(started_, t1) / 1000.0);
       for (auto* g : {&metrics_.reader, &metrics_.decoder, &metrics_.tensor}) g->items_per_s = double(g->items) / secs;
       metrics_.decoder.queue_fill = pool_.queued();
-      metrics_.tensor.queue_fill = tensor_.backlog();
+      metrics_.tensor.queue_fill = tensor_->backlog();
       return b;
     }
     // Grants from the tensor stage may let the pool start decodes; a round that moves
@@ -144,19 +175,22 @@ micro_batch data_pipeline::next_batch() {
   }
 }
 
-std::vector<uint8_t> data_pipeline::save_state() const { return encode_position(tensor_.position_after_last_batch()); }
+std::vector<uint8_t> data_pipeline::save_state() const { return encode_position(tensor_->position_after_last_batch()); }
 
-void data_pipeline::restore_state(std::span<const uint8_t> bytes) {
-  const pipeline_position p = decode_position(bytes);
-  if (p.cursors.size() != readers_.size()) throw std::invalid_argument("data pipeline state is for a different source list");
-  for (size_t i = 0; i < readers_.size(); ++i) readers_[i].seek(p.cursors[i]);
-  tensor_.restore(p);
-  // Everything in flight belongs to the old position: rebuild the pool and the credits.
-  reader_core_ = reader_core(readers_.size());
-  pool_ = decode_pool_core(setup_.pool);
-  for (const auto& g : pool_.initial_reader_credits()) reader_core_.on_credit(g);
-  for (const auto& g : tensor_.initial_credits()) pool_.on_tensor_credit(g);
-  metrics_.batches = p.batches;
+void data_pipeline::restore_state(std::span<const uint8_t> bytes) { start_at(decode_position(bytes), slot_); }
+
+void data_pipeline::reslot(const order_slot& slot) {
+  const pipeline_position p = position();
+  if (p.micro != 0)
+    throw std::logic_error("data pipeline: reslot " + std::to_string(p.micro) + " micro-batches into an optimizer step");
+  start_at(p, slot);
+}
+
+std::vector<msg::source_cursor> data_pipeline::cursors() const {
+  std::vector<msg::source_cursor> out;
+  const pipeline_position p = position();
+  for (size_t i = 0; i < sources_->size(); ++i) out.push_back((*sources_)[i].cursor_at(p.at.draws[i]));
+  return out;
 }
 
 }  // namespace msomni::data

@@ -4,10 +4,15 @@
 // the simple API for a rank process:
 //
 //   auto setup = data::make_pipeline_setup(job_config);          // validates and derives limits
-//   data::data_pipeline pipe(setup, {rank, world});
+//   data::data_pipeline pipe(setup, {rank, world, grad_accum, micro_batch});
 //   data::micro_batch b = pipe.next_batch();                     // blocks while decoding
 //   std::vector<uint8_t> s = pipe.save_state();                  // after the last batch returned
 //   pipe.restore_state(s);                                       // next_batch continues from there
+//   pipe.reslot({rank2, world2, grad_accum2, micro_batch});      // at a step boundary
+//
+// The batches are this rank's share of the job's one global sample order (global_order.hpp):
+// the same samples make up each optimizer step at every world size, and the state saved at a
+// step boundary is the same on every rank and restores under any slot.
 //
 // Inline decoding never leaves the tensor stage behind, so this path never downgrades;
 // downgrades happen where stages run concurrently (actor shells, the simulator).
@@ -19,6 +24,8 @@
 #include "media_decoder.hpp"
 #include "micro_batch.hpp"
 #include "source_reader.hpp"
+
+#include "messages/data_messages.hpp"
 
 #include <memory>
 #include <span>
@@ -43,6 +50,12 @@ struct pipeline_setup {
   double max_data_wait_ms = 200;
 };
 
+// The sources of a setup, each listed once (tar headers of every shard); shared by every
+// reader and decode worker of a rank, and kept across restores and reslots.
+std::shared_ptr<const source_list> index_sources(const pipeline_setup& setup, const storage& st);
+// The global order's mixer for a setup (the same on every rank).
+mixer_core make_mixer(const pipeline_setup& setup);
+
 // Per-source depth = ceil(prefetch_depth * micro_batch * mix share * modality weight / mean
 // modality weight), clamped to [2, queue_capacity]. Throws std::invalid_argument on an
 // unusable config (no sources, synthetic:// uris, a shape that leaves no text tokens).
@@ -50,14 +63,23 @@ pipeline_setup make_pipeline_setup(const config::job_config& cfg);
 
 class data_pipeline {
  public:
-  data_pipeline(pipeline_setup setup, rank_slot slot, std::shared_ptr<const storage> st = make_local_storage(),
+  // Throws std::invalid_argument when the slot is unusable or its micro_batch differs from the
+  // setup's batch size.
+  data_pipeline(pipeline_setup setup, order_slot slot, std::shared_ptr<const storage> st = make_local_storage(),
                 const clock* clk = nullptr);
   ~data_pipeline();
 
   micro_batch next_batch();
   std::vector<uint8_t> save_state() const;
+  // Under the current slot; a position taken mid-step must come from the same slot.
   void restore_state(std::span<const uint8_t> bytes);
-  pipeline_position position() const { return tensor_.position_after_last_batch(); }
+  // Takes another slot at an optimizer-step boundary (throws std::logic_error mid-step),
+  // keeping the global position; read-ahead of the old slot is dropped.
+  void reslot(const order_slot& slot);
+  pipeline_position position() const { return tensor_->position_after_last_batch(); }
+  // Every source's readable cursor (epoch, shard position, offset, draws) at position().
+  std::vector<msg::source_cursor> cursors() const;
+  const order_slot& slot() const noexcept { return slot_; }
 
   const data_metrics& metrics() const noexcept { return metrics_; }
   const bad_data_counts& bad_data() const noexcept { return bad_; }
@@ -65,17 +87,21 @@ class data_pipeline {
 
  private:
   bool step();  // one round of reads and decodes; false when nothing could move
+  void start_at(const pipeline_position& p, const order_slot& slot);
 
   pipeline_setup setup_;
-  rank_slot slot_;
+  order_slot slot_;
+  std::shared_ptr<const storage> storage_;
   std::unique_ptr<real_clock> own_clock_;
   const clock* clock_;
   time_point started_;
-  std::vector<source_reader> readers_;
+  std::shared_ptr<const source_list> sources_;
+  std::unique_ptr<own_reader> reader_;
   reader_core reader_core_;
   decode_pool_core pool_;
-  tensor_core tensor_;
+  std::unique_ptr<tensor_core> tensor_;
   media_decoder decoder_;
+  sample_fetcher repair_;  // replacements of bad samples (sample_repair.hpp)
   data_metrics metrics_;
   bad_data_counts bad_;
 };

@@ -14,18 +14,6 @@ namespace msomni::data {
 
 void reader_core::on_credit(const msg::credit_grant& g) { credits_.at(g.source) += g.credits; }
 
-std::optional<uint32_t> reader_core::next_read() {
-  for (size_t k = 0; k < credits_.size(); ++k) {
-    const size_t s = (next_ + k) % credits_.size();
-    if (credits_[s] > 0) {
-      --credits_[s];
-      next_ = s + 1;
-      return uint32_t(s);
-    }
-  }
-  return std::nullopt;
-}
-
 decode_pool_core::decode_pool_core(pool_limits limits) : limits_(std::move(limits)) {
   if (limits_.workers == 0) throw std::invalid_argument("decode pool needs at least one worker");
   if (limits_.depth.size() != limits_.source_kinds.size()) throw std::invalid_argument("decode pool: depth per source");
@@ -77,7 +65,7 @@ std::optional<dispatch> decode_pool_core::next_dispatch(std::vector<msg::credit_
     if (q.empty() || tensor_credits_[s] == 0) continue;
     const raw_sample& head = q.front();
     const size_t m = size_t(head.kind);
-    const bool needs_worker = !head.bad && head.kind != modality::text;
+    const bool needs_worker = head.kind != modality::text;
     if (needs_worker && (busy_total_ >= limits_.workers || busy_[m] >= quota_[m])) continue;
     dispatch d{std::move(q.front()), false, needs_worker};
     q.pop_front();
@@ -111,18 +99,15 @@ void decode_pool_core::on_done(modality kind, double decode_ms) {
 }
 
 tensor_core::tensor_core(std::vector<std::string> names, std::vector<modality> kinds, std::vector<uint32_t> depth,
-                         mixer_core mixer, uint32_t batch_size, uint32_t batch_queue_capacity)
-    : kinds_(std::move(kinds)), depth_(std::move(depth)), mixer_(std::move(mixer)), batch_size_(batch_size),
-      batch_queue_capacity_(std::max<uint32_t>(1, batch_queue_capacity)) {
-  if (names.size() != kinds_.size() || depth_.size() != kinds_.size() || mixer_.sources() != kinds_.size())
+                         order_core order, uint32_t batch_queue_capacity)
+    : names_(std::move(names)), kinds_(std::move(kinds)), depth_(std::move(depth)), order_(std::move(order)),
+      batch_size_(uint32_t(order_.slot().micro_batch)), batch_queue_capacity_(std::max<uint32_t>(1, batch_queue_capacity)) {
+  if (names_.size() != kinds_.size() || depth_.size() != kinds_.size() || order_.boundary().draws.size() != kinds_.size())
     throw std::invalid_argument("tensor stage: per-source sizes differ");
-  if (batch_size_ == 0) throw std::invalid_argument("tensor stage: batch size 0");
   buffers_.resize(kinds_.size());
   next_seq_.assign(kinds_.size(), 0);
-  bad_run_.assign(kinds_.size(), 0);
-  for (const auto& n : names) cursors_.push_back({n, 0, 0, 0, 0});
   capacity_ = std::accumulate(depth_.begin(), depth_.end(), 0u);
-  last_position_ = {cursors_, mixer_.state(), 0};
+  last_position_ = {names_, order_.boundary(), 0};
 }
 
 std::vector<msg::credit_grant> tensor_core::initial_credits() const {
@@ -142,49 +127,50 @@ std::optional<std::vector<decoded_sample>> tensor_core::next_batch(std::vector<m
                                                                    bad_data_counts& bad) {
   if (ready_batches_ >= batch_queue_capacity_) return std::nullopt;
   while (slots_.size() < batch_size_) {
-    if (!pending_source_) pending_source_ = mixer_.next_source();
-    const uint32_t src = *pending_source_;
+    if (!pending_) pending_ = order_.next();
+    const uint32_t src = pending_->source;
     auto it = buffers_[src].find(next_seq_[src]);
     if (it == buffers_[src].end()) return std::nullopt;  // the sample this slot needs is not here yet
     decoded_sample x = std::move(it->second);
     buffers_[src].erase(it);
     --backlog_;
     ++next_seq_[src];
-    cursors_[src] = x.pos.after;
     upstream.push_back({0, kinds_[src], 1, src});
+    if (x.pos.draw != pending_->draw)
+      throw std::logic_error("tensor stage: " + x.key + " is draw " + std::to_string(x.pos.draw) + " of " + names_[src] +
+                             ", the order wants draw " + std::to_string(pending_->draw));
     for (const auto& [reason, shard] : x.shard_problems) {
       bad.add(reason, shard);
       MSOMNI_LOG(warn, "data.tensor") << "shard " << shard << ": " << to_string(reason);
     }
+    if (x.replaced) {
+      bad.add(x.replaced_reason, x.replaced_key);
+      MSOMNI_LOG(warn, "data.tensor") << "skipped bad sample " << x.replaced_key << ": " << to_string(x.replaced_reason)
+                                      << "; its slot takes " << x.key;
+    }
     if (x.bad) {
       bad.add(x.reason, x.key);
-      MSOMNI_LOG(warn, "data.tensor") << "skipped bad sample " << x.key << ": " << to_string(x.reason);
-      if (++bad_run_[src] >= max_bad_run)
-        throw std::runtime_error("data source '" + cursors_[src].source + "': " + std::to_string(bad_run_[src]) +
-                                 " bad samples in a row (last " + x.key + ": " + to_string(x.reason) + ")");
-      continue;  // same slot, same source: the mix stays exact
+      throw std::runtime_error("data source '" + names_[src] + "': " + std::to_string(x.bad_run) +
+                               " bad samples in a row (first " + x.key + ": " + to_string(x.reason) + ")");
     }
-    bad_run_[src] = 0;
-    pending_source_.reset();
+    if (slots_.empty()) batch_global_ = pending_->global;
+    pending_.reset();
     slots_.push_back(std::move(x));
   }
   ++ready_batches_;
-  ++last_position_.batches;
-  last_position_.cursors = cursors_;
-  last_position_.mixer = mixer_.state();
+  last_batch_global_ = batch_global_;
+  last_position_ = {names_, order_.boundary(), order_.micro_done()};
   return std::exchange(slots_, {});
 }
 
 void tensor_core::restore(const pipeline_position& p) {
-  if (p.cursors.size() != cursors_.size()) throw std::invalid_argument("tensor stage: position has the wrong number of sources");
-  mixer_.restore(p.mixer);
-  cursors_ = p.cursors;
+  if (p.sources != names_) throw std::invalid_argument("data pipeline state is for a different source list");
+  order_.restore(p.at, p.micro);
   last_position_ = p;
   for (auto& b : buffers_) b.clear();
   std::fill(next_seq_.begin(), next_seq_.end(), 0);
-  std::fill(bad_run_.begin(), bad_run_.end(), 0);
   slots_.clear();
-  pending_source_.reset();
+  pending_.reset();
   ready_batches_ = 0;
   backlog_ = 0;
   saturated_ = false;

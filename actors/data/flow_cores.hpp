@@ -10,13 +10,15 @@
 // leaves its queue; the tensor stage grants the pool one per sample it consumes, and the pool
 // starts a decode only while it holds one (so every decoded sample has a slot). Dispatch is
 // in sequence order within a source, which with per-source credits rules out deadlock: the
-// sample the mixer waits for is always queued, decoding, or first in line for a credit.
+// sample the global order waits for is always queued, decoding, or first in line for a credit.
+// Which samples, in which order: global_order.hpp (the same order_core runs in the reader,
+// which reads this rank's draws, and in the tensor stage, which fills slots in that order).
 // Downgrade: while the tensor stage says it is saturated, video is decoded keyframe-only.
 #pragma once
 
 #include "core/modality.hpp"
+#include "global_order.hpp"
 #include "messages/data_messages.hpp"
-#include "mixer_core.hpp"
 #include "sample.hpp"
 
 #include <array>
@@ -31,8 +33,20 @@ class reader_core {
  public:
   explicit reader_core(size_t sources) : credits_(sources, 0) {}
   void on_credit(const msg::credit_grant& g);
-  // The source to read one sample from now (taking its credit), round-robin; none = wait.
-  std::optional<uint32_t> next_read();
+  // The source to read one sample from now (taking its credit), round-robin among those with
+  // a credit for which `ready(source)` says there is something to read; none = wait.
+  template <class Ready>
+  std::optional<uint32_t> next_read(Ready&& ready) {
+    for (size_t k = 0; k < credits_.size(); ++k) {
+      const size_t s = (next_ + k) % credits_.size();
+      if (credits_[s] > 0 && ready(uint32_t(s))) {
+        --credits_[s];
+        next_ = s + 1;
+        return uint32_t(s);
+      }
+    }
+    return std::nullopt;
+  }
   uint32_t credits(uint32_t source) const { return credits_.at(source); }
 
  private:
@@ -52,7 +66,7 @@ struct pool_limits {
 struct dispatch {
   raw_sample sample;
   bool keyframe_only = false;
-  bool needs_worker = true;  // false for samples already known bad: they pass straight through
+  bool needs_worker = true;  // false for text: tokenizing (and any replacement) is done inline
 };
 
 class decode_pool_core {
@@ -91,30 +105,32 @@ class decode_pool_core {
   uint64_t downgrades_ = 0;
 };
 
-// The tensor stage's state as checkpoints see it: where every source stands after the last
-// sample the consumer received, and the mixer that picks the next slot.
+// The tensor stage's state as checkpoints see it: the global order's position at the last
+// optimizer-step boundary a delivered batch reached, and how many of this rank's micro-batches
+// of the next step were delivered since (0 at a boundary: then the position is the same on
+// every rank and restores under any slot).
 struct pipeline_position {
-  std::vector<msg::source_cursor> cursors;
-  mixer_state mixer;
-  uint64_t batches = 0;
+  std::vector<std::string> sources;
+  global_position at;
+  uint64_t micro = 0;
   bool operator==(const pipeline_position&) const = default;
 };
 
 class tensor_core {
  public:
   static constexpr uint64_t max_bad_run = 10000;
+  // The batch size is the order's micro_batch.
   tensor_core(std::vector<std::string> source_names, std::vector<modality> source_kinds,
-              std::vector<uint32_t> depth, mixer_core mixer, uint32_t batch_size,
-              uint32_t batch_queue_capacity);
+              std::vector<uint32_t> depth, order_core order, uint32_t batch_queue_capacity);
 
   std::vector<msg::credit_grant> initial_credits() const;
   void on_decoded(decoded_sample s);
-  // Fills batch slots in mixer order from the reorder buffers. Bad samples met on the way
-  // are consumed (their cursor position counts), recorded in `bad` and replaced by the next
-  // sample of the same source. Returns B good samples when a batch is complete; grants for
+  // Fills batch slots in the global order from the reorder buffers. A slot whose own sample
+  // was bad arrives replaced (sample_repair.hpp); its bad sample and any shard damage riding
+  // on it are recorded in `bad`. Returns B good samples when a batch is complete; grants for
   // the decode pool are appended to `upstream`. Nothing is returned while the ready-batch
   // queue is full (the consumer is behind; that is backpressure, not saturation).
-  // Throws std::runtime_error when a source delivers max_bad_run bad samples in a row: a
+  // Throws std::runtime_error when no replacement was found within max_bad_run samples: a
   // source that is all damage must stop the job with a reason, not spin forever.
   std::optional<std::vector<decoded_sample>> next_batch(std::vector<msg::credit_grant>& upstream,
                                                         bad_data_counts& bad);
@@ -122,8 +138,11 @@ class tensor_core {
   void on_batch_taken() { if (ready_batches_ > 0) --ready_batches_; }
   uint32_t ready_batches() const noexcept { return ready_batches_; }
 
-  // Position after the most recently completed batch (packed order = delivery order).
+  // Position after the most recently completed batch (packed order = delivery order), and
+  // the global index of that batch's first sample.
   pipeline_position position_after_last_batch() const { return last_position_; }
+  uint64_t last_batch_global() const noexcept { return last_batch_global_; }
+  // Throws std::invalid_argument when `p` is for other sources or is mid-step for this slot.
   void restore(const pipeline_position& p);
 
   // Timing of one packed batch, measured by the driver: how long packing took, how many
@@ -139,18 +158,17 @@ class tensor_core {
   uint32_t capacity() const noexcept { return capacity_; }
 
  private:
+  std::vector<std::string> names_;
   std::vector<modality> kinds_;
   std::vector<uint32_t> depth_;
-  mixer_core mixer_;
+  order_core order_;
   uint32_t batch_size_;
   uint32_t batch_queue_capacity_;
   std::vector<std::map<uint64_t, decoded_sample>> buffers_;  // per source, by sequence
   std::vector<uint64_t> next_seq_;
-  std::vector<uint64_t> bad_run_;               // consecutive bad samples per source
   std::vector<decoded_sample> slots_;           // the batch being filled
-  std::optional<uint32_t> pending_source_;      // mixer draw not yet satisfied
-  std::vector<msg::source_cursor> cursors_;     // after the last consumed sample per source
-  mixer_state mixer_at_batch_start_;
+  std::optional<order_entry> pending_;          // the slot being filled, not yet satisfied
+  uint64_t batch_global_ = 0, last_batch_global_ = 0;
   pipeline_position last_position_;
   uint32_t ready_batches_ = 0;
   uint32_t backlog_ = 0;

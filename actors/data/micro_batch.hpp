@@ -35,8 +35,9 @@ struct micro_batch {
   std::vector<uint8_t> token_mask;  // [B, T]; 1 = a real token (loss is taken on these)
   std::vector<modality> kinds;      // [B]
   std::vector<uint8_t> downgraded;  // [B]; 1 = video decoded keyframe-only
+  std::vector<uint8_t> replaced;    // [B]; 1 = the slot's own sample was bad, this is the next good one
   std::vector<std::string> keys;    // [B]; "<shard>/<key>" for logs and determinism checks
-  uint64_t index = 0;               // batches this rank's pipeline delivered before this one
+  uint64_t index = 0;               // global micro-batch index: global index of sample 0 / B
   bool operator==(const micro_batch&) const = default;
 };
 

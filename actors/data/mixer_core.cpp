@@ -12,8 +12,8 @@ mix_strategy parse_mix_strategy(const std::string& text) {
   throw std::invalid_argument("unknown data.mix_strategy '" + text + "'");
 }
 
-mixer_core::mixer_core(std::vector<double> weights, mix_strategy strategy, uint64_t seed, uint32_t rank)
-    : strategy_(strategy), rng_(rng_stream::derive(seed, "data.mix", rank)) {
+mixer_core::mixer_core(std::vector<double> weights, mix_strategy strategy, uint64_t seed)
+    : strategy_(strategy), rng_(rng_stream::derive(seed, "data.mix")) {
   if (weights.empty()) throw std::invalid_argument("mixer: no data sources");
   for (double w : weights) {
     if (!(w > 0) || !std::isfinite(w)) throw std::invalid_argument("mixer: source weights must be positive");

@@ -3,7 +3,8 @@
 // (no random clumps of slow video); "fixed_weight" draws i.i.d. by weight from a seeded
 // stream. Both are deterministic functions of their state, which checkpoints carry. The
 // total rate under a slow modality is kept by the decode pool's adaptive quotas and deeper
-// prefetch, not by changing the mix, so resumed runs see identical batches.
+// prefetch, not by changing the mix, so resumed runs see identical batches. The mixer draws
+// the source of every global sample (global_order.hpp), on every rank alike: it has no rank.
 #pragma once
 
 #include "core/rng.hpp"
@@ -25,7 +26,7 @@ struct mixer_state {
 
 class mixer_core {
  public:
-  mixer_core(std::vector<double> weights, mix_strategy strategy, uint64_t seed, uint32_t rank);
+  mixer_core(std::vector<double> weights, mix_strategy strategy, uint64_t seed);
 
   uint32_t next_source();
   mixer_state state() const;

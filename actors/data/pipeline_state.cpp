@@ -8,7 +8,7 @@ namespace msomni::data {
 namespace {
 
 constexpr uint32_t magic = 0x4d534450;  // "MSDP"
-constexpr uint32_t version = 1;
+constexpr uint32_t version = 2;
 
 struct writer {
   std::vector<uint8_t> out;
@@ -38,21 +38,20 @@ struct reader {
 }  // namespace
 
 std::vector<uint8_t> encode_position(const pipeline_position& p) {
+  if (p.sources.size() != p.at.draws.size() || p.at.mixer.current.size() != p.at.draws.size())
+    throw std::invalid_argument("data pipeline state: sources, draws and mixer disagree on the source count");
   writer w;
   w.u64(magic);
   w.u64(version);
-  w.u64(p.batches);
-  w.u64(p.cursors.size());
-  for (const auto& c : p.cursors) {
-    w.str(c.source);
-    w.u64(c.epoch);
-    w.u64(c.shard);
-    w.u64(c.offset);
-    w.u64(c.samples_read);
+  w.u64(p.at.sample);
+  w.u64(p.micro);
+  w.u64(p.sources.size());
+  for (size_t i = 0; i < p.sources.size(); ++i) {
+    w.str(p.sources[i]);
+    w.u64(p.at.draws[i]);
+    w.u64(uint64_t(p.at.mixer.current[i]));
   }
-  for (uint64_t s : p.mixer.rng) w.u64(s);
-  w.u64(p.mixer.current.size());
-  for (int64_t c : p.mixer.current) w.u64(uint64_t(c));
+  for (uint64_t s : p.at.mixer.rng) w.u64(s);
   return std::move(w.out);
 }
 
@@ -60,24 +59,19 @@ pipeline_position decode_position(std::span<const uint8_t> bytes) {
   reader r{bytes};
   if (r.u64("magic") != magic) throw std::invalid_argument("data pipeline state: not a data pipeline record");
   if (const auto v = r.u64("version"); v != version)
-    throw std::invalid_argument("data pipeline state: version " + std::to_string(v) + ", expected " + std::to_string(version));
+    throw std::invalid_argument("data pipeline state: version " + std::to_string(v) + ", expected " + std::to_string(version) +
+                                (v == 1 ? " (a per-rank shard cursor from before the global sample order)" : ""));
   pipeline_position p;
-  p.batches = r.u64("batches");
+  p.at.sample = r.u64("samples consumed");
+  p.micro = r.u64("micro-batches");
   const uint64_t n = r.u64("source count");
   if (n > 4096) throw std::invalid_argument("data pipeline state: implausible source count");
   for (uint64_t i = 0; i < n; ++i) {
-    msg::source_cursor c;
-    c.source = r.str("source name");
-    c.epoch = r.u64("epoch");
-    c.shard = r.u64("shard");
-    c.offset = r.u64("offset");
-    c.samples_read = r.u64("samples_read");
-    p.cursors.push_back(std::move(c));
+    p.sources.push_back(r.str("source name"));
+    p.at.draws.push_back(r.u64("draws"));
+    p.at.mixer.current.push_back(int64_t(r.u64("mixer accumulator")));
   }
-  for (auto& s : p.mixer.rng) s = r.u64("mixer rng");
-  const uint64_t m = r.u64("mixer size");
-  if (m != n) throw std::invalid_argument("data pipeline state: mixer and cursors disagree on the source count");
-  for (uint64_t i = 0; i < m; ++i) p.mixer.current.push_back(int64_t(r.u64("mixer accumulator")));
+  for (auto& s : p.at.mixer.rng) s = r.u64("mixer rng");
   if (r.pos != bytes.size()) throw std::invalid_argument("data pipeline state: trailing bytes");
   return p;
 }

@@ -39,17 +39,18 @@ struct bad_data_counts {
   std::string report() const;  // one line: "bad_tar_header=1 corrupt_image=2 ..."
 };
 
-// Where a sample sits in its source: the cursor *after* it, and a per-source sequence
-// number so downstream stages can restore source order after parallel decoding.
+// Where a sample sits: its source, the source's draw number (its place in the source's own
+// order, source_reader.hpp) and a per-source sequence number of this rank's samples, so
+// downstream stages restore source order after parallel decoding.
 struct sample_position {
   uint32_t source = 0;
   uint64_t seq = 0;
-  msg::source_cursor after;
+  uint64_t draw = 0;
 };
 
-// Damage found in a shard as a whole (bad headers, truncation), carried by the next sample
-// read after it was found, so it is counted when that sample is consumed: the same moment
-// the cursor moves past it, which keeps counts exact across read-ahead and restores.
+// Damage found in a shard as a whole (bad headers, truncation, unreadable), carried by the
+// draw at the shard's start position in each epoch and counted when that sample is consumed
+// by the rank that owns it: once per epoch, whatever the world size, read-ahead or restores.
 using shard_problem = std::pair<bad_reason, std::string>;  // reason, shard name
 
 struct raw_sample {
@@ -68,8 +69,14 @@ struct decoded_sample {
   std::string key;
   modality kind = modality::image;
   sample_position pos;
-  bool bad = false;
+  bool bad = false;               // unusable; after decode_or_replace: no good replacement found
   bad_reason reason = bad_reason::corrupt_image;
+  // The slot's own sample was bad (counted under replaced_reason with replaced_key) and this
+  // is the next good sample of the same source in its order (see sample_repair.hpp).
+  bool replaced = false;
+  bad_reason replaced_reason = bad_reason::corrupt_image;
+  std::string replaced_key;
+  uint32_t bad_run = 0;           // bad samples met before this one (replacement attempts)
   bool downgraded = false;        // video decoded keyframe-only
   uint32_t frames = 0;            // frames held in `pixels` (1 for images, video_frames for video)
   uint32_t unique_frames = 0;     // distinct decoded frames (1 when downgraded)

@@ -1,4 +1,4 @@
-// Shard dealing, shuffling and the resumable cursor of one source (see source_reader.hpp).
+// Source orders, random access to draws, and the own-draw reader (see source_reader.hpp).
 #include "source_reader.hpp"
 
 #include "core/log.hpp"
@@ -25,133 +25,195 @@ std::pair<std::string, std::string> split_member(const std::string& name) {
   return {name.substr(0, dot), name.substr(dot + 1)};
 }
 
+struct sample_entry {
+  std::string key;
+  std::vector<tar_member> members;
+};
+
+// Members of one key are adjacent in a WebDataset shard; group runs of equal keys.
+std::vector<sample_entry> group_samples(const tar_listing& listing) {
+  std::vector<sample_entry> out;
+  for (const auto& m : listing.members) {
+    auto key = split_member(m.name).first;
+    if (out.empty() || out.back().key != key) out.push_back({std::move(key), {}});
+    out.back().members.push_back(m);
+  }
+  return out;
+}
+
 }  // namespace
 
-source_reader::source_reader(uint32_t index, source_spec spec, rank_slot slot, uint64_t seed,
-                             bool shuffle, std::shared_ptr<const storage> st)
-    : index_(index), spec_(std::move(spec)), slot_(slot), seed_(seed), shuffle_(shuffle),
-      storage_(std::move(st)) {
-  shards_ = storage_->list_shards(spec_.uri);
-  if (shards_.empty()) throw std::runtime_error("data source '" + spec_.name + "': no .tar shards at " + spec_.uri);
-  if (slot_.world == 0 || slot_.rank >= slot_.world) throw std::invalid_argument("source_reader: bad rank slot");
-  cursor_.source = spec_.name;
+source_index::source_index(uint32_t index, source_spec spec, uint64_t seed, bool shuffle, const storage& st)
+    : index_(index), spec_(std::move(spec)), seed_(seed), shuffle_(shuffle) {
+  const auto paths = st.list_shards(spec_.uri);
+  if (paths.empty()) throw std::runtime_error("data source '" + spec_.name + "': no .tar shards at " + spec_.uri);
+  for (const auto& path : paths) {
+    shard_info info{path, std::filesystem::path(path).filename().string(), 0, {}};
+    if (auto file = st.open(path)) {
+      const tar_listing listing = list_tar(*file);
+      info.samples = group_samples(listing).size();
+      info.problems.assign(listing.bad_header_runs, bad_reason::bad_tar_header);
+      if (listing.truncated) info.problems.push_back(bad_reason::truncated_shard);
+    } else {
+      info.problems.push_back(bad_reason::unreadable_shard);
+      MSOMNI_LOG(warn, "data.reader") << "cannot open shard " << path << "; its samples are skipped";
+    }
+    samples_ += info.samples;
+    shards_.push_back(std::move(info));
+  }
+  if (samples_ == 0) throw std::runtime_error("data source '" + spec_.name + "' yields no samples");
 }
 
-std::vector<size_t> source_reader::shard_order(size_t shard_count, rank_slot slot, uint64_t seed,
-                                               const std::string& source, uint64_t epoch, bool shuffle) {
-  std::vector<size_t> all(shard_count);
+std::vector<size_t> source_index::shard_order(uint64_t epoch) const {
+  std::vector<size_t> all(shards_.size());
   std::iota(all.begin(), all.end(), size_t{0});
-  // Same stream on every rank (rank argument 0): ranks agree on the order, then deal it out.
-  if (shuffle) shuffle_with(all, rng_stream::derive(seed, "data.shards/" + source, epoch));
-  std::vector<size_t> mine;
-  for (size_t i = slot.rank; i < all.size(); i += slot.world) mine.push_back(all[i]);
-  // Fewer shards than ranks: this rank re-reads one shard rather than idling the replica.
-  if (mine.empty()) mine.push_back(all[slot.rank % all.size()]);
-  return mine;
+  if (shuffle_) shuffle_with(all, rng_stream::derive(seed_, "data.shards/" + spec_.name, epoch));
+  return all;
 }
 
-void source_reader::seek(const msg::source_cursor& c) {
-  if (c.source != spec_.name) throw std::invalid_argument("cursor for '" + c.source + "' given to source '" + spec_.name + "'");
-  cursor_ = c;
-  pending_problems_.clear();
-  next_seq_ = 0;  // a restore restarts every stage, so sequence numbers start over too
-  order_epoch_ = UINT64_MAX;
-  open_shard_pos_ = UINT64_MAX;
-  shard_.reset();
+epoch_layout source_index::layout(uint64_t epoch) const {
+  epoch_layout l;
+  l.epoch = epoch;
+  l.order = shard_order(epoch);
+  uint64_t at = 0;
+  for (size_t p = 0; p < l.order.size(); ++p) {
+    l.start.push_back(at);
+    const shard_info& s = shards_[l.order[p]];
+    // Damage of a trailing empty shard rides on the next epoch's first draw (below).
+    if (at < samples_)
+      for (auto r : s.problems) l.problems[at].emplace_back(r, s.label);
+    at += s.samples;
+  }
+  l.start.push_back(at);
+  if (epoch > 0) {
+    const auto prev = shard_order(epoch - 1);
+    uint64_t end = 0;
+    std::vector<shard_problem> trailing;
+    for (size_t p : prev) {
+      if (end == samples_)
+        for (auto r : shards_[p].problems) trailing.emplace_back(r, shards_[p].label);
+      end += shards_[p].samples;
+    }
+    auto& first = l.problems[0];
+    first.insert(first.begin(), trailing.begin(), trailing.end());
+    if (first.empty()) l.problems.erase(0);
+  }
+  return l;
 }
 
-void source_reader::open_epoch() {
-  order_ = shard_order(shards_.size(), slot_, seed_, spec_.name, cursor_.epoch, shuffle_);
-  order_epoch_ = cursor_.epoch;
-  if (slot_.world > shards_.size() && cursor_.epoch == 0 && cursor_.shard == 0 && cursor_.offset == 0) {
-    MSOMNI_LOG(warn, "data.reader") << "source " << spec_.name << ": " << shards_.size()
-                                    << " shards for " << slot_.world << " ranks; ranks share shards";
-  }
-}
-
-void source_reader::open_shard() {
-  const std::string& path = shards_[order_[cursor_.shard]];
-  shard_label_ = std::filesystem::path(path).filename().string();
-  open_shard_pos_ = cursor_.shard;
-  samples_.clear();
-  perm_.clear();
-  const bool fresh = cursor_.offset == 0;
-  shard_ = storage_->open(path);
-  if (!shard_) {
-    if (fresh) pending_problems_.emplace_back(bad_reason::unreadable_shard, shard_label_);
-    MSOMNI_LOG(warn, "data.reader") << "cannot open shard " << path << "; skipped";
-    return;
-  }
-  const tar_listing listing = list_tar(*shard_);
-  if (fresh) {
-    for (uint32_t i = 0; i < listing.bad_header_runs; ++i) pending_problems_.emplace_back(bad_reason::bad_tar_header, shard_label_);
-    if (listing.truncated) pending_problems_.emplace_back(bad_reason::truncated_shard, shard_label_);
-  }
-  // Members of one key are adjacent in a WebDataset shard; group runs of equal keys.
-  for (const auto& m : listing.members) {
-    auto [key, ext] = split_member(m.name);
-    if (samples_.empty() || samples_.back().key != key) samples_.push_back({key, {}});
-    samples_.back().members.push_back(m);
-  }
-  perm_.resize(samples_.size());
-  std::iota(perm_.begin(), perm_.end(), size_t{0});
+std::vector<size_t> source_index::sample_order(uint64_t epoch, size_t shard, size_t samples) const {
+  std::vector<size_t> perm(samples);
+  std::iota(perm.begin(), perm.end(), size_t{0});
   if (shuffle_)
-    shuffle_with(perm_, rng_stream::derive(seed_, "data.samples/" + spec_.name + "/" + std::to_string(cursor_.epoch),
-                                           order_[cursor_.shard]));
+    shuffle_with(perm, rng_stream::derive(seed_, "data.samples/" + spec_.name + "/" + std::to_string(epoch), shard));
+  return perm;
 }
 
-raw_sample source_reader::next() {
-  int empty_epochs = 0;
-  bool yielded_this_epoch = cursor_.shard > 0 || cursor_.offset > 0;
-  while (true) {
-    if (order_epoch_ != cursor_.epoch) open_epoch();
-    if (cursor_.shard >= order_.size()) {
-      if (!yielded_this_epoch && ++empty_epochs >= 2)
-        throw std::runtime_error("data source '" + spec_.name + "' yields no samples");
-      ++cursor_.epoch;
-      cursor_.shard = 0;
-      cursor_.offset = 0;
-      yielded_this_epoch = false;
-      continue;
-    }
-    if (open_shard_pos_ != cursor_.shard) open_shard();
-    if (cursor_.offset >= perm_.size()) {
-      ++cursor_.shard;
-      cursor_.offset = 0;
-      continue;
-    }
-    const sample_entry& e = samples_[perm_[cursor_.offset]];
-    ++cursor_.offset;
-    ++cursor_.samples_read;
-    raw_sample s = build(e);
-    s.pos = {index_, next_seq_++, cursor_};
-    s.shard_problems = std::exchange(pending_problems_, {});
+msg::source_cursor source_index::cursor_at(uint64_t draws) const {
+  const uint64_t epoch = draws / samples_, pos = draws % samples_;
+  const epoch_layout l = layout(epoch);
+  const size_t p = size_t(std::upper_bound(l.start.begin(), l.start.end() - 1, pos) - l.start.begin()) - 1;
+  return {spec_.name, epoch, p, pos - l.start[p], draws};
+}
+
+struct sample_fetcher::open_shard {
+  epoch_layout layout;
+  size_t shard = SIZE_MAX;
+  uint64_t epoch = UINT64_MAX;
+  std::unique_ptr<byte_source> file;
+  std::vector<sample_entry> samples;
+  std::vector<size_t> perm;
+};
+
+sample_fetcher::sample_fetcher(std::shared_ptr<const source_list> sources, std::shared_ptr<const storage> st)
+    : sources_(std::move(sources)), storage_(std::move(st)) {
+  open_.resize(sources_->size());
+  for (auto& o : open_) o = std::make_unique<open_shard>();
+}
+sample_fetcher::sample_fetcher(sample_fetcher&&) noexcept = default;
+sample_fetcher::~sample_fetcher() = default;
+
+raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
+  const source_index& src = sources_->at(source);
+  open_shard& o = *open_[source];
+  const uint64_t epoch = draw / src.samples_per_epoch(), pos = draw % src.samples_per_epoch();
+  if (o.layout.epoch != epoch) o.layout = src.layout(epoch);
+  const auto& start = o.layout.start;
+  // The shard holding `pos`: the last start <= pos among shards that hold samples.
+  const size_t p = size_t(std::upper_bound(start.begin(), start.end() - 1, pos) - start.begin()) - 1;
+  const size_t shard = o.layout.order[p];
+  const shard_info& info = src.shards()[shard];
+
+  raw_sample s;
+  s.kind = src.spec().kind;
+  s.pos.source = source;
+  s.pos.draw = draw;
+  if (primary)
+    if (auto it = o.layout.problems.find(pos); it != o.layout.problems.end()) s.shard_problems = it->second;
+  if (o.shard != shard || o.epoch != epoch || !o.file) {
+    o.samples.clear();
+    o.shard = shard;
+    o.epoch = epoch;
+    o.file = storage_->open(info.path);
+    if (o.file) o.samples = group_samples(list_tar(*o.file));
+    o.perm = src.sample_order(epoch, shard, o.samples.size());
+  }
+  const uint64_t offset = pos - start[p];
+  if (!o.file || o.samples.size() != info.samples) {
+    // The shard changed or vanished since it was listed: its samples are lost for now.
+    s.key = info.label + "/#" + std::to_string(offset);
+    s.bad = true;
+    s.reason = bad_reason::unreadable_shard;
+    o.file.reset();
     return s;
   }
-}
-
-raw_sample source_reader::build(const sample_entry& e) {
-  raw_sample s;
-  s.key = shard_label_ + "/" + e.key;
-  s.kind = spec_.kind;
+  const sample_entry& e = o.samples[o.perm[offset]];
+  s.key = info.label + "/" + e.key;
   bool has_media = false, has_caption = false;
-  auto read = [&](const tar_member& m, auto& out) {
+  auto read_member = [&](const tar_member& m, auto& out) {
     out.resize(m.size);
-    return shard_->read_at(m.data_offset, out.data(), m.size) == m.size;
+    return o.file->read_at(m.data_offset, out.data(), m.size) == m.size;
   };
   for (const auto& m : e.members) {
     const std::string ext = split_member(m.name).second;
     if (ext == "txt") {
-      has_caption = read(m, s.caption);
-    } else if (spec_.kind == modality::image && (ext == "jpg" || ext == "jpeg" || ext == "png")) {
-      has_media = read(m, s.media);
+      has_caption = read_member(m, s.caption);
+    } else if (s.kind == modality::image && (ext == "jpg" || ext == "jpeg" || ext == "png")) {
+      has_media = read_member(m, s.media);
       s.media_ext = ext == "png" ? "png" : "jpg";
-    } else if (spec_.kind == modality::video && ext == "mp4") {
-      has_media = read(m, s.media);
+    } else if (s.kind == modality::video && ext == "mp4") {
+      has_media = read_member(m, s.media);
       s.media_ext = "mp4";
     }
   }
   check_raw_sample(s, has_media, has_caption);
+  return s;
+}
+
+own_reader::own_reader(order_core plan, sample_fetcher fetcher)
+    : plan_(std::move(plan)), fetcher_(std::move(fetcher)) {
+  planned_.resize(fetcher_.sources().size());
+  seq_.assign(fetcher_.sources().size(), 0);
+}
+
+bool own_reader::ready(uint32_t source) {
+  auto& q = planned_.at(source);
+  while (q.empty() && planned_total_ < max_planned) {
+    const order_entry e = plan_.next();
+    planned_.at(e.source).push_back(e.draw);
+    ++planned_total_;
+  }
+  return !q.empty();
+}
+
+raw_sample own_reader::next(uint32_t source) {
+  if (!ready(source)) throw std::logic_error("own_reader: no planned draw of source " + std::to_string(source));
+  auto& q = planned_[source];
+  const uint64_t draw = q.front();
+  q.pop_front();
+  --planned_total_;
+  raw_sample s = fetcher_.read(source, draw, true);
+  s.pos.seq = seq_[source]++;
   return s;
 }
 

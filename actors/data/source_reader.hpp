@@ -1,17 +1,28 @@
-// The raw stage for one source: which shards this rank reads, in which order, and where it
-// stands. Shards are shuffled per (seed, epoch) identically on every rank and dealt out
-// round-robin, then samples within a shard are shuffled per (seed, epoch, shard). The
-// cursor (epoch, shard position, sample position, samples read) names the next sample
-// exactly, so seek(cursor) followed by next() continues an interrupted read bit for bit.
-// Bad content is returned as a bad raw_sample, or as shard problems riding on the next sample
-// (recorded only when a shard is opened from its start, so a resume never counts twice):
-// every position the cursor passes is either delivered or counted.
+// The raw stage: each source's own sample order, random access to any draw of it, and the
+// reader that reads exactly this rank's draws.
+//
+// A source's order in epoch e: its shards (sorted by name) shuffled per (seed, source, e),
+// the samples of each shard shuffled per (seed, source, e, shard), concatenated. Draw d of a
+// source (d counts across epochs) is position d mod N of epoch d / N, N = samples per epoch,
+// found by walking every shard's tar headers once at start (source_index). The global order
+// (global_order.hpp) says which draws are this rank's; own_reader reads those and never
+// touches the bytes of the others (a shard is opened only for a draw in it: headers, then
+// one pread per member of the sample).
+//
+// Shard-level damage (bad tar headers, truncation, an unreadable shard) rides on the draw at
+// the shard's start position in each epoch (for an empty shard that is the next shard's first
+// sample, or the next epoch's first), so the rank owning that draw counts it, once per epoch,
+// whatever the world size. Sample-level damage is found on the sample itself (check_raw_sample
+// here, the decoder later) and replaced by sample_repair.hpp's rule.
 #pragma once
 
 #include "core/modality.hpp"
+#include "global_order.hpp"
 #include "sample.hpp"
 #include "storage.hpp"
 
+#include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,57 +36,92 @@ struct source_spec {
   double weight = 1.0;
 };
 
-struct rank_slot {
-  uint32_t rank = 0;
-  uint32_t world = 1;
+struct shard_info {
+  std::string path;
+  std::string label;                   // file name, the prefix of sample keys
+  uint64_t samples = 0;                // keys found by the header walk
+  std::vector<bad_reason> problems;    // bad_tar_header per damaged run, truncated, unreadable
 };
 
-class source_reader {
+// One epoch of a source: the shard order and where each shard starts.
+struct epoch_layout {
+  uint64_t epoch = UINT64_MAX;
+  std::vector<size_t> order;     // indices into shards()
+  std::vector<uint64_t> start;   // start[p] = first position of order[p]; start.back() = N
+  std::map<uint64_t, std::vector<shard_problem>> problems;  // position -> damage riding on it
+};
+
+// Immutable after construction, so every reader and decode worker shares one.
+class source_index {
  public:
-  source_reader(uint32_t index, source_spec spec, rank_slot slot, uint64_t seed, bool shuffle,
-                std::shared_ptr<const storage> st);
+  // Lists every shard (tar headers only). Throws std::runtime_error when the source has no
+  // shards or no sample at all (a configuration error, not bad data).
+  source_index(uint32_t index, source_spec spec, uint64_t seed, bool shuffle, const storage& st);
 
-  // The next sample (possibly marked bad). Throws std::runtime_error only when the source
-  // has no shards or yields no sample in two whole epochs (a configuration error).
-  raw_sample next();
-
-  const msg::source_cursor& cursor() const noexcept { return cursor_; }
-  void seek(const msg::source_cursor& c);
-  const source_spec& spec() const noexcept { return spec_; }
   uint32_t index() const noexcept { return index_; }
-  size_t shard_count() const noexcept { return shards_.size(); }
+  const source_spec& spec() const noexcept { return spec_; }
+  const std::vector<shard_info>& shards() const noexcept { return shards_; }
+  uint64_t samples_per_epoch() const noexcept { return samples_; }
 
-  // This rank's shard order for an epoch (indices into the sorted shard list). Pure.
-  static std::vector<size_t> shard_order(size_t shard_count, rank_slot slot, uint64_t seed,
-                                         const std::string& source, uint64_t epoch, bool shuffle);
+  epoch_layout layout(uint64_t epoch) const;
+  // Sample order inside one shard of `samples` keys in `epoch` (indices in tar order).
+  std::vector<size_t> sample_order(uint64_t epoch, size_t shard, size_t samples) const;
+  // The readable cursor after `draws` draws (epoch, shard position, offset, samples_read).
+  msg::source_cursor cursor_at(uint64_t draws) const;
 
  private:
-  struct sample_entry {
-    std::string key;
-    std::vector<tar_member> members;
-  };
-  void open_epoch();
-  void open_shard();
-  raw_sample build(const sample_entry& e);
+  std::vector<size_t> shard_order(uint64_t epoch) const;
 
   uint32_t index_;
   source_spec spec_;
-  rank_slot slot_;
   uint64_t seed_;
   bool shuffle_;
+  std::vector<shard_info> shards_;
+  uint64_t samples_ = 0;
+};
+
+using source_list = std::vector<source_index>;
+
+// Reads any draw of any source; keeps the last shard opened per source (listing and sample
+// order), so draws that follow each other in a shard cost one pread per member. Not shared
+// between threads: one per reader, decode worker or pool.
+class sample_fetcher {
+ public:
+  sample_fetcher(std::shared_ptr<const source_list> sources, std::shared_ptr<const storage> st);
+  sample_fetcher(sample_fetcher&&) noexcept;
+  ~sample_fetcher();
+
+  // The sample at `draw` of `source` (marked bad when its members are). `primary`: it is read
+  // for its own slot, so the shard damage riding on its position comes along.
+  raw_sample read(uint32_t source, uint64_t draw, bool primary);
+  const source_list& sources() const noexcept { return *sources_; }
+
+ private:
+  struct open_shard;
+  std::shared_ptr<const source_list> sources_;
   std::shared_ptr<const storage> storage_;
-  std::vector<std::string> shards_;
-  msg::source_cursor cursor_;
-  uint64_t next_seq_ = 0;
-  // Derived from the cursor; rebuilt lazily after seek or when the cursor moves on.
-  std::vector<size_t> order_;
-  uint64_t order_epoch_ = UINT64_MAX;
-  std::unique_ptr<byte_source> shard_;
-  uint64_t open_shard_pos_ = UINT64_MAX;
-  std::vector<sample_entry> samples_;
-  std::vector<size_t> perm_;
-  std::string shard_label_;
-  std::vector<shard_problem> pending_problems_;  // attached to the next sample returned
+  std::vector<std::unique_ptr<open_shard>> open_;  // per source
+};
+
+// This rank's draws, source by source, in the global order's consumption order. The reader
+// stage asks ready(s) before next(s); ready plans ahead in the global order until source s has
+// a planned draw or `max_planned` draws of other sources wait (a bound on memory only: the
+// tensor stage consumes in plan order, so what it waits for is always planned in time).
+class own_reader {
+ public:
+  static constexpr size_t max_planned = 1 << 14;
+  own_reader(order_core plan, sample_fetcher fetcher);
+
+  bool ready(uint32_t source);
+  raw_sample next(uint32_t source);  // throws std::logic_error when not ready
+  size_t planned() const noexcept { return planned_total_; }
+
+ private:
+  order_core plan_;
+  sample_fetcher fetcher_;
+  std::vector<std::deque<uint64_t>> planned_;  // per source: own draws not read yet
+  std::vector<uint64_t> seq_;
+  size_t planned_total_ = 0;
 };
 
 }  // namespace msomni::data

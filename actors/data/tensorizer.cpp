@@ -53,6 +53,7 @@ micro_batch pack_micro_batch(const batch_shape& s, const std::vector<decoded_sam
     if (x.bad) throw std::invalid_argument("pack_micro_batch: bad sample " + x.key);
     b.kinds.push_back(x.kind);
     b.downgraded.push_back(x.downgraded ? 1 : 0);
+    b.replaced.push_back(x.replaced ? 1 : 0);
     b.keys.push_back(x.key);
     const int64_t frames = std::min<int64_t>(x.frames, s.video_frames);
     if (x.pixels.size() < size_t(frames) * frame_bytes) throw std::invalid_argument("pack_micro_batch: short pixels in " + x.key);

@@ -15,6 +15,8 @@ config::job_config with_resolved_paths(config::job_config cfg) {
   return cfg;
 }
 
+data::order_slot order_slot_of(const data_slot& s) { return {s.rank, s.world, s.grad_accum, s.micro_batch}; }
+
 }  // namespace
 
 bool all_synthetic(const config::job_config& cfg) {
@@ -25,12 +27,12 @@ bool all_synthetic(const config::job_config& cfg) {
 
 pipeline_source::pipeline_source(const config::job_config& cfg, data_slot slot)
     : pipe_(std::make_unique<data::data_pipeline>(data::make_pipeline_setup(with_resolved_paths(cfg)),
-                                                  data::rank_slot{slot.rank, slot.world})),
+                                                  order_slot_of(slot))),
       slot_(slot) {}
 
 void pipeline_source::reslot(const data_slot& slot) {
-  if (slot.rank != slot_.rank || slot.world != slot_.world || slot.grad_accum != slot_.grad_accum)
-    throw std::runtime_error("pipeline_source: the data pipeline cannot yet change its replica slot in place");
+  pipe_->reslot(order_slot_of(slot));
+  slot_ = slot;
 }
 
 model::micro_batch to_model_batch(const data::micro_batch& in) {

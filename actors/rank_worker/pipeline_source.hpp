@@ -1,7 +1,9 @@
 // Batches from the real data pipeline (WebDataset shards decoded with FFmpeg), converted to
 // the model's micro-batch: patch counts from the patch mask (a sample's patches fill its
 // first slots), loss targets from the byte tokens (after BOS up to and including EOS), the
-// pixel scale kept as the pipeline delivers it. The pipeline's cursor is the saved state.
+// pixel scale kept as the pipeline delivers it. The pipeline follows the global sample order
+// of batch_source.hpp, so reslot keeps the per-step samples of a static run and the saved
+// state (the global position at a step boundary) is the same on every rank.
 #pragma once
 
 #include "batch_source.hpp"
@@ -16,8 +18,7 @@ class pipeline_source final : public batch_source {
   pipeline_source(const config::job_config& cfg, data_slot slot);
 
   model::micro_batch next() override;
-  // TODO(issue 5): the pipeline still deals shards to ranks, so its order depends on the
-  // replica count; until it follows the global order of batch_source.hpp a resize is refused.
+  // Only at an optimizer-step boundary (std::logic_error otherwise); drops read-ahead.
   void reslot(const data_slot& slot) override;
   std::vector<uint8_t> save_state() const override { return pipe_->save_state(); }
   void restore_state(std::span<const uint8_t> bytes) override { pipe_->restore_state(bytes); }

@@ -9,6 +9,8 @@
 #include <caf/actor_system_config.hpp>
 #include <doctest/doctest.h>
 
+#include <map>
+
 using namespace msomni;
 
 namespace {
@@ -33,24 +35,57 @@ TEST_CASE("the actor pipeline delivers the reference batches and resumes from it
   job.io.downgrade_video = false;  // keyframe-only decodes would differ from the reference
   job.io.decode_workers = 3;
   const auto setup = data::make_pipeline_setup(job);
-  data::data_pipeline reference(setup, {0, 1});
+  data::data_pipeline reference(setup, testing::slot(0, 1));
   std::vector<data::micro_batch> expected;
   for (int i = 0; i < 20; ++i) expected.push_back(reference.next_batch());
 
   threaded_system ts;
   std::vector<uint8_t> state;
   {
-    data::actor_pipeline p(*ts.sys, setup, {0, 1});
+    data::actor_pipeline p(*ts.sys, setup, testing::slot(0, 1));
     for (int i = 0; i < 8; ++i) REQUIRE(p.next_batch() == expected[size_t(i)]);
     state = p.save_state();
     CHECK(p.metrics().batches == 8);
     CHECK(p.downgrades() == 0);
   }
-  data::actor_pipeline resumed(*ts.sys, setup, {0, 1}, data::make_local_storage(), state);
+  data::actor_pipeline resumed(*ts.sys, setup, testing::slot(0, 1), data::make_local_storage(), state);
   for (int i = 8; i < 20; ++i) {
     CAPTURE(i);
     REQUIRE(resumed.next_batch() == expected[size_t(i)]);
   }
+}
+
+TEST_CASE("the actor pipeline takes its share of the global order and follows a reslot") {
+  testing::temp_dir dir;
+  gen::write_dataset(testing::tiny_dataset(dir.path()));
+  auto job = testing::tiny_job(dir.path());
+  job.io.downgrade_video = false;
+  const auto setup = data::make_pipeline_setup(job);
+  // The reference: one rank, every micro-batch of 8 steps of 16 samples, by global index.
+  data::data_pipeline reference(setup, testing::slot(0, 1, 4));
+  std::map<uint64_t, data::micro_batch> expected;
+  for (int i = 0; i < 32; ++i) {
+    auto b = reference.next_batch();
+    expected.emplace(b.index, std::move(b));
+  }
+  threaded_system ts;
+  data::actor_pipeline p(*ts.sys, setup, testing::slot(1, 2, 2));
+  for (uint64_t step = 0; step < 3; ++step)
+    for (uint64_t k = 0; k < 2; ++k) {
+      const auto b = p.next_batch();
+      CHECK(b.index == step * 4 + k * 2 + 1);  // micro-step k of rank 1 of 2
+      REQUIRE(b == expected.at(b.index));
+    }
+  p.next_batch();
+  CHECK_THROWS_AS(p.reslot(testing::slot(0, 1, 4)), std::logic_error);  // mid-step
+  p.next_batch();
+  p.reslot(testing::slot(3, 4, 1));  // step boundary after 4 steps
+  for (uint64_t step = 4; step < 8; ++step) {
+    const auto b = p.next_batch();
+    CHECK(b.index == step * 4 + 3);
+    REQUIRE(b == expected.at(b.index));
+  }
+  CHECK(p.metrics().batches == 12);
 }
 
 TEST_CASE("the actor pipeline counts bad data and fails with a reason on an all-bad source") {
@@ -70,7 +105,9 @@ TEST_CASE("the actor pipeline counts bad data and fails with a reason on an all-
   job.model.max_seq_len = 64;
   job.data.sources = {{"junk", dir.path().string(), 1.0, modality::image}};
   threaded_system ts;
-  data::actor_pipeline p(*ts.sys, data::make_pipeline_setup(job), {0, 1});
-  CHECK_THROWS_WITH_AS(p.next_batch(), doctest::Contains("bad samples in a row"), std::runtime_error);
-  CHECK(p.bad_data()[data::bad_reason::corrupt_image] >= data::tensor_core::max_bad_run);
+  data::actor_pipeline p(*ts.sys, data::make_pipeline_setup(job), {0, 1, 1, 2});
+  CHECK_THROWS_WITH_AS(p.next_batch(), doctest::Contains("10000 bad samples in a row"), std::runtime_error);
+  // Only the slot's own sample is counted (the ones tried as replacements count at their own
+  // slots); the failing slot is the first, so exactly one.
+  CHECK(p.bad_data()[data::bad_reason::corrupt_image] == 1);
 }

@@ -1,6 +1,7 @@
 // Acceptance: bad data. Each damage the pipeline must survive is planted in hand-built
 // shards; reading one epoch must skip exactly those samples, count each under its reason,
-// deliver every good sample, and leave no hole: samples read = delivered + counted.
+// deliver every good sample, and leave no hole: every slot is filled, and the slots whose own
+// sample was bad (replaced by the next good one of the source) are exactly the counted ones.
 #include "data_test_support.hpp"
 #include "scene.hpp"
 #include "tar_format.hpp"
@@ -43,6 +44,7 @@ struct epoch_result {
   data::bad_data_counts bad;
   std::set<std::string> delivered;
   uint64_t samples_read = 0;
+  uint64_t replaced = 0;
 };
 
 uint64_t sample_level(const data::bad_data_counts& bad) {
@@ -60,17 +62,19 @@ epoch_result read_one_epoch(const std::string& dir, modality kind) {
   job.model.max_seq_len = 64;
   job.data.shuffle = false;
   job.data.sources = {{"src", dir, 1.0, kind}};
-  data::data_pipeline p(data::make_pipeline_setup(job), {0, 1});
+  data::data_pipeline p(data::make_pipeline_setup(job), {0, 1, 1, 2});
   epoch_result r;
   uint64_t delivered = 0;
   for (int guard = 0; guard < 100; ++guard) {
     const auto b = p.next_batch();
-    const auto position = p.position();
-    const auto& c = position.cursors[0];
+    const auto c = p.cursors()[0];
     delivered += b.keys.size();
     for (const auto& k : b.keys) r.delivered.insert(k);
-    // No hole: every sample the cursor passed was delivered or counted, after every batch.
-    REQUIRE(c.samples_read == delivered + sample_level(p.bad_data()));
+    for (auto x : b.replaced) r.replaced += x;
+    // No hole: every draw filled a slot, and each counted bad sample cost exactly one
+    // replacement, after every batch.
+    REQUIRE(c.samples_read == delivered);
+    REQUIRE(r.replaced == sample_level(p.bad_data()));
     r.samples_read = c.samples_read;
     if (c.epoch >= 1) break;
   }
@@ -117,6 +121,7 @@ TEST_CASE("damaged images and captions and missing pair members are skipped and 
   CHECK(r.bad[bad_reason::missing_member] == 2);
   CHECK(r.bad.total() == 9);
   for (const char* good : {"a.tar/000", "a.tar/001", "a.tar/011"}) CHECK_MESSAGE(r.delivered.count(good) == 1, good);
+  for (int i = 2; i <= 10; ++i) CHECK_MESSAGE(r.delivered.count("a.tar/" + std::string(i < 10 ? "00" : "0") + std::to_string(i)) == 0, i);
   CHECK(r.bad.report().find("corrupt_image=3") != std::string::npos);
 }
 

@@ -6,7 +6,6 @@
 
 #include <doctest/doctest.h>
 
-#include <set>
 
 using namespace msomni;
 
@@ -26,24 +25,24 @@ TEST_CASE("restoring a saved cursor continues exactly like an uninterrupted read
   const auto setup = data::make_pipeline_setup(testing::tiny_job(dir.path()));
   constexpr size_t total = 36;  // 144 samples: text (24) and videos (12) wrap around 1-3 times
 
-  data::data_pipeline reference(setup, {0, 1});
+  data::data_pipeline reference(setup, testing::slot(0, 1));
   const auto expected = read_batches(reference, total);
-  const auto final_position = reference.position();
-  for (const auto& c : final_position.cursors) CHECK_MESSAGE(c.epoch >= 1, c.source << " never reached a second epoch");
+  const auto final_position = reference.cursors();
+  for (const auto& c : final_position) CHECK_MESSAGE(c.epoch >= 1, c.source << " never reached a second epoch");
 
   bool restarted_before_a_boundary = false;
   for (size_t k : {1u, 7u, 13u, 20u, 29u}) {
     CAPTURE(k);
-    data::data_pipeline first(setup, {0, 1});
+    data::data_pipeline first(setup, testing::slot(0, 1));
     const auto head = read_batches(first, k);
     for (size_t i = 0; i < k; ++i) REQUIRE(head[i] == expected[i]);
     const std::vector<uint8_t> state = first.save_state();
 
-    data::data_pipeline resumed(setup, {0, 1});
+    data::data_pipeline resumed(setup, testing::slot(0, 1));
     resumed.restore_state(state);
-    const auto position = resumed.position();
-    for (size_t s = 0; s < position.cursors.size(); ++s)
-      if (position.cursors[s].epoch < final_position.cursors[s].epoch) restarted_before_a_boundary = true;
+    const auto position = resumed.cursors();
+    for (size_t s = 0; s < position.size(); ++s)
+      if (position[s].epoch < final_position[s].epoch) restarted_before_a_boundary = true;
     const auto tail = read_batches(resumed, total - k);
     for (size_t i = 0; i < tail.size(); ++i) {
       CAPTURE(i);
@@ -63,9 +62,9 @@ TEST_CASE("the same seed gives the same batches and another seed a different shu
   testing::temp_dir dir;
   gen::write_dataset(testing::tiny_dataset(dir.path()));
   auto job = testing::tiny_job(dir.path());
-  data::data_pipeline a(data::make_pipeline_setup(job), {0, 1}), b(data::make_pipeline_setup(job), {0, 1});
+  data::data_pipeline a(data::make_pipeline_setup(job), testing::slot(0, 1)), b(data::make_pipeline_setup(job), testing::slot(0, 1));
   job.training.seed = 100;
-  data::data_pipeline c(data::make_pipeline_setup(job), {0, 1});
+  data::data_pipeline c(data::make_pipeline_setup(job), testing::slot(0, 1));
   bool differs = false;
   for (int i = 0; i < 8; ++i) {
     const auto x = a.next_batch(), y = b.next_batch(), z = c.next_batch();
@@ -78,7 +77,7 @@ TEST_CASE("the same seed gives the same batches and another seed a different shu
 TEST_CASE("balanced_by_weight keeps the configured mix exactly in every batch window") {
   testing::temp_dir dir;
   gen::write_dataset(testing::tiny_dataset(dir.path()));
-  data::data_pipeline p(data::make_pipeline_setup(testing::tiny_job(dir.path())), {0, 1});
+  data::data_pipeline p(data::make_pipeline_setup(testing::tiny_job(dir.path())), testing::slot(0, 1));
   std::array<int, modality_count> seen{};
   for (int i = 0; i < 10; ++i)
     for (auto k : p.next_batch().kinds) ++seen[size_t(k)];
@@ -88,27 +87,10 @@ TEST_CASE("balanced_by_weight keeps the configured mix exactly in every batch wi
   CHECK(seen[size_t(modality::text)] == 10);
 }
 
-TEST_CASE("ranks read disjoint shards within an epoch") {
-  testing::temp_dir dir;
-  gen::write_dataset(testing::tiny_dataset(dir.path()));
-  auto job = testing::tiny_job(dir.path());
-  job.data.sources.resize(1);  // images only: 5 shards of 8
-  std::set<std::string> keys[2];
-  for (uint32_t r = 0; r < 2; ++r) {
-    data::data_pipeline p(data::make_pipeline_setup(job), {r, 2});
-    // Rank 0 holds 3 shards (24 samples), rank 1 two (16): read 16 from each.
-    for (int i = 0; i < 4; ++i)
-      for (const auto& k : p.next_batch().keys) keys[r].insert(k);
-  }
-  CHECK(keys[0].size() == 16);
-  CHECK(keys[1].size() == 16);
-  for (const auto& k : keys[0]) CHECK(keys[1].count(k) == 0);
-}
-
 TEST_CASE("a damaged state record is refused with a reason") {
   testing::temp_dir dir;
   gen::write_dataset(testing::tiny_dataset(dir.path()));
-  data::data_pipeline p(data::make_pipeline_setup(testing::tiny_job(dir.path())), {0, 1});
+  data::data_pipeline p(data::make_pipeline_setup(testing::tiny_job(dir.path())), testing::slot(0, 1));
   p.next_batch();
   auto state = p.save_state();
   CHECK(data::decode_position(state) == p.position());

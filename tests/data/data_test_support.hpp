@@ -50,6 +50,11 @@ inline gen::dataset_options tiny_dataset(const std::filesystem::path& out) {
   return o;
 }
 
+// Rank `rank` of `world` with micro_batch 4 (tiny_job's) and grad_accum `grad_accum`.
+inline data::order_slot slot(uint32_t rank, uint32_t world, int64_t grad_accum = 1) {
+  return {rank, world, grad_accum, 4};
+}
+
 // A job reading <root>/images, videos and text with weights 2:1:1.
 inline config::job_config tiny_job(const std::filesystem::path& root) {
   config::job_config c;

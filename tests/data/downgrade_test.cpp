@@ -36,7 +36,9 @@ sim_result simulate(bool downgrade, int batches_wanted, const sim_costs& c = {})
   data::pool_limits limits{kinds, depth, {1, 1, 1}, 2, downgrade, true};
   data::decode_pool_core pool(limits);
   data::tensor_core tensor({"images", "videos"}, kinds, depth,
-                           data::mixer_core({1, 1}, data::mix_strategy::balanced_by_weight, 1, 0), 4, 2);
+                           data::order_core(data::mixer_core({1, 1}, data::mix_strategy::balanced_by_weight, 1),
+                                            {0, 1, 1, 4}),
+                           2);
   for (const auto& g : pool.initial_reader_credits()) reader.on_credit(g);
   for (const auto& g : tensor.initial_credits()) pool.on_tensor_credit(g);
 
@@ -57,11 +59,12 @@ sim_result simulate(bool downgrade, int batches_wanted, const sim_costs& c = {})
   };
   pump = [&] {
     // Reader: instant reads of synthetic samples while credits last.
-    while (auto s = reader.next_read()) {
+    while (auto s = reader.next_read([](uint32_t) { return true; })) {
       data::raw_sample raw;
       raw.kind = kinds[*s];
       raw.key = std::string(to_string(raw.kind)) + "/" + std::to_string(seq[*s]);
-      raw.pos = {*s, seq[*s]++, {}};
+      raw.pos = {*s, seq[*s], seq[*s]};  // one rank: its n-th sample of a source is draw n
+      ++seq[*s];
       pool.on_raw(std::move(raw));
     }
     // Decode pool: the tensor stage's latest pressure decides downgrades.

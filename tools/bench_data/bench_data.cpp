@@ -154,7 +154,7 @@ int run_pipeline(const bench_options& o) {
   double secs = 0;
   if (o.mode == "inline") {
     const auto t0 = std::chrono::steady_clock::now();
-    data::data_pipeline p(setup, {0, 1});
+    data::data_pipeline p(setup, {0, 1, 1, setup.shape.batch});
     got = pull(p, o.samples);
     secs = seconds_since(t0);
   } else {
@@ -165,7 +165,7 @@ int run_pipeline(const bench_options& o) {
     caf::actor_system sys(cfg);
     const auto t0 = std::chrono::steady_clock::now();
     {
-      data::actor_pipeline p(sys, setup, {0, 1});
+      data::actor_pipeline p(sys, setup, {0, 1, 1, setup.shape.batch});
       got = pull(p, o.samples);
       secs = seconds_since(t0);
     }
