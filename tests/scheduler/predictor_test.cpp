@@ -22,7 +22,7 @@ TEST_CASE("the ring keeps only the newest samples") {
   CHECK_THROWS(r.at(3));
 }
 
-TEST_CASE("steady jobs get a lendable share near their idle mean, noisy ones less") {
+TEST_CASE("steady jobs get a lendable share near their idle mean and noisy ones less") {
   step_predictor p({200, 2.0, 8, 16});
   for (int i = 0; i < 200; ++i) {
     p.observe("steady", {30, 6, 0, 0.25});                      // idle 0.2 + 0.8*0.25 = 0.4

@@ -188,7 +188,7 @@ TEST_CASE_FIXTURE(scheduler_fixture, "a victim that does not answer is released 
   CHECK(resumed->resume_step == 0);  // it never reported a checkpoint: from scratch
 }
 
-TEST_CASE_FIXTURE(scheduler_fixture, "a regular job inside its run window is not preempted; best-effort goes at once") {
+TEST_CASE_FIXTURE(scheduler_fixture, "a regular job inside its run window is not preempted but best-effort goes at once") {
   auto reg = job({submit("reg", job_class::regular, 4)});
   auto be = job({submit("be", job_class::best_effort, 4)});
   REQUIRE(reg->last(command_kind::start));

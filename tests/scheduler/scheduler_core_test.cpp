@@ -109,7 +109,7 @@ TEST_CASE("exclusive never preempts and greedy ignores the run window") {
   CHECK(find_cmd(gr.submit(req("c1", job_class::critical, 4), 1), command_kind::preempt, "reg"));
 }
 
-TEST_CASE("omni co-locates only above the idle threshold, with the safety margin") {
+TEST_CASE("omni co-locates only above the idle threshold and with the safety margin") {
   auto s = make(policy_kind::omni);
   s.submit(req("crit", job_class::critical, 16), 0);
   s.submit(req("reg", job_class::regular, 4), 1);
@@ -137,7 +137,7 @@ TEST_CASE("greedy lends the last observed idle share without a threshold") {
   CHECK(g->share == doctest::Approx(0.2));
 }
 
-TEST_CASE("elastic start when full, grow back when room frees up") {
+TEST_CASE("elastic start when full and grow back when room frees up") {
   auto s = make(policy_kind::omni);
   s.submit(req("a", job_class::critical, 12, 4), 0);
   auto cs = s.submit(req("b", job_class::regular, 8, 2, 1), 1);

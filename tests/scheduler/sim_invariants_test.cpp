@@ -65,6 +65,10 @@ void check_run(const std::string& what, const trace& tr, sim_options opt) {
       CHECK(done == submitted);  // nothing left waiting: a preempted job resumed or is reported
       CHECK(r.allocated_utilization <= 1.0 + 1e-9);
       CHECK(r.busy_utilization <= r.allocated_utilization + 1e-9);
+      // A critical job is never preempted or shrunk: its slowdown is its wait to start plus
+      // the time guests that overstayed cost it, nothing else.
+      CHECK(r.critical_slowdown ==
+            doctest::Approx(r.critical_queue_slowdown + r.critical_colocation_slowdown).epsilon(1e-6));
       if (s == 1) CHECK(to_json(opt, r) == to_json(opt, run_simulation(opt, tr)));  // same seed
     }
   }
@@ -76,13 +80,13 @@ std::string traces_dir() {
 
 }  // namespace
 
-TEST_CASE("simulation invariants hold on a contended synthetic trace, all policies, many seeds") {
+TEST_CASE("simulation invariants hold on a contended synthetic trace for all policies and many seeds") {
   sim_options opt;
   opt.gpus = 32;
   check_run("synthetic", synthetic(7), opt);
 }
 
-TEST_CASE("simulation invariants hold on ITP trace slices, all policies, many seeds") {
+TEST_CASE("simulation invariants hold on ITP trace slices for all policies and many seeds") {
   std::string dir = traces_dir() + "/itp";
   if (!std::filesystem::exists(dir + "/cluster01.csv")) {
     MESSAGE("skipped: " << dir << " not present");
@@ -104,10 +108,13 @@ TEST_CASE("simulation invariants hold on an Alibaba v2023 slice with trace class
     return;
   }
   trace tr = read_trace(file);
-  // Some pods run for months; clip to 12 h so a slice stays a few thousand reservation
-  // windows (the QoS classes and the arrival pattern are the trace's own).
+  // Test-only cap: the first pods run for months, so their durations are clipped to 12 h to
+  // keep 24 runs (3 policies x 8 seeds) to a few thousand reservation windows each. The
+  // QoS classes and arrivals are the trace's own. msomni-sim itself replays durations in
+  // full (sim_cli_test.cpp checks a 60-day job; BENCHMARKS.md runs are uncapped).
+  constexpr double test_duration_cap_s = 12 * 3600.0;
   if (tr.jobs.size() > 80) tr.jobs.resize(80);
-  for (auto& j : tr.jobs) j.duration_s = std::min(j.duration_s, 43200.0);
+  for (auto& j : tr.jobs) j.duration_s = std::min(j.duration_s, test_duration_cap_s);
   sim_options opt;
   opt.gpus = 16;
   opt.max_jobs = 80;

@@ -1,146 +1,18 @@
 // msomni-sim: trace-driven cluster simulator comparing co-location policies (SPEC R7).
 // Reads the published traces as they are and prints/writes a JSON summary.
+#include "sim_cli.hpp"
 #include "sim_engine.hpp"
 
-#include <cstdio>
-#include <cstring>
 #include <fstream>
-#include <functional>
 #include <iostream>
+#include <stdexcept>
 #include <string>
-#include <vector>
 
 using namespace msomni;
 
-namespace {
-
-const char* help_text = R"(msomni-sim: replay a GPU-cluster job trace through msomni's scheduler core.
-
-usage: msomni-sim --trace FILE [options]
-
-Traces (recognised by their CSV header, read as published, no conversion):
-  ITP (Microsoft, ElasticFlow traces):  job_id, submission_time, duration, num_gpu
-      submission_time and duration in seconds; no class column (see --classes).
-  Alibaba GPU v2023 pods.csv:           job_id, submit_time_s, duration_s, num_gpus, qos
-      other columns are ignored. num_gpus 0 (CPU-only pods) and rows with an empty or
-      non-positive duration (never scheduled) are skipped and counted. Fractional GPU
-      pods (gpu_milli < 1000) count as whole GPUs. qos: LS, Guaranteed -> critical;
-      Burstable -> regular; BE -> best_effort.
-  Node list (--node-list, e.g. openb_node_list_gpu_node.csv): column gpu (GPUs per node);
-      nodes with 0 GPUs are skipped.
-
-Inputs:
-  --trace FILE               job trace (required)
-  --policy P                 omni | exclusive | greedy (default omni)
-                               omni: prediction-based co-location, graceful preemption,
-                                     run window, elastic shrink/grow
-                               exclusive: strict priority order, no preemption, no sharing
-                               greedy: fill idle GPUs and idle shares without prediction,
-                                     preempt on demand, no run window
-  --gpus N|auto              cluster GPUs (default auto: mean demand / --target-load,
-                             whole nodes, at least the largest job)
-  --target-load X            load for --gpus auto (default 0.9)
-  --node-list FILE           take the nodes from a node list instead of --gpus
-  --gpus-per-node N          (default 8)   --nodes-per-switch N   (default 4)
-  --seed S                   seeds class assignment and every model draw (default 1)
-  --classes RULE             auto (trace qos if present, else 0.2,0.4,0.4) | trace |
-                             C,R,B  fractions of critical, regular, best-effort, drawn per
-                             job from the seeded stream "sim.classes"
-  --max-jobs N               only the first N jobs (in submission order) of the slice
-  --start-s T / --end-s T    only jobs submitted in [T, T') (trace seconds)
-  --out FILE                 JSON summary (default: stdout)
-  --timeline FILE            timeline CSV: t_s, allocated_gpus, jobs_holding_gpus, guests,
-                             pending, draining (one row per --timeline-step-s, default 3600)
-Scheduler ([scheduler] defaults):
-  --idle-threshold X (0.35)  --safety-factor A (2.0)  --min-confidence C (0.5)
-  --drain-s S (600)          --min-run-window-s S (7200)  --reservation-window-s S (60)
-  --queue-capacity N (1024)  --step-window N (200)
-Critical-job step timeline (uniform per job; see docs/simulator_assumptions.md):
-  --step-s MIN,MAX (20,60)   --bubble MIN,MAX (0.10,0.30)   --data-wait MIN,MAX (0.05,0.25)
-  --jitter CV (0.03)         --data-wait-cv CV (0.5)
-  --checkpoint-every-s S (7200)  --checkpoint-s MIN,MAX (60,300)
-  --eval-every-s S (3600)        --eval-s MIN,MAX (60,300)
-Preemption cost model:
-  --victim-checkpoint-s MIN,MAX (30,180)  time a victim needs for its drain checkpoint
-  --unresponsive-p P (0.02)  chance a victim never answers (forced at the drain deadline)
-  --periodic-checkpoint-s S (1800)  preemptible jobs' own checkpoint interval
-  --restart-s S (60)         reload time before a resumed job progresses
-  --share-efficiency X (0.8) guest progress per lent GPU-second
-)";
-
-bool pair_of(const std::string& v, double& a, double& b) {
-  return std::sscanf(v.c_str(), "%lf,%lf", &a, &b) == 2 && a <= b;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   sim::sim_options o;
-  auto& tl = o.timeline;
-  auto& sp = o.sched;
-  using setter = std::function<bool(const std::string&)>;
-  auto d = [](double& x) { return setter([&x](const std::string& v) { x = std::stod(v); return true; }); };
-  auto u = [](auto& x) {
-    return setter([&x](const std::string& v) { x = static_cast<std::remove_reference_t<decltype(x)>>(std::stoull(v)); return true; });
-  };
-  auto s = [](std::string& x) { return setter([&x](const std::string& v) { x = v; return true; }); };
-  auto p = [](double& a, double& b) { return setter([&a, &b](const std::string& v) { return pair_of(v, a, b); }); };
-  std::vector<std::pair<std::string, setter>> flags = {
-      {"--trace", s(o.trace_path)}, {"--node-list", s(o.node_list_path)}, {"--out", s(o.out_path)},
-      {"--timeline", s(o.timeline_path)}, {"--classes", s(o.classes)},
-      {"--policy", [&](const std::string& v) { return sched::parse_policy(v, o.policy); }},
-      {"--gpus", [&](const std::string& v) { o.gpus = v == "auto" ? 0 : static_cast<uint32_t>(std::stoul(v)); return true; }},
-      {"--target-load", d(o.target_load)}, {"--gpus-per-node", u(o.gpus_per_node)},
-      {"--nodes-per-switch", u(o.nodes_per_switch)}, {"--seed", u(o.seed)}, {"--max-jobs", u(o.max_jobs)},
-      {"--start-s", d(o.window_start_s)}, {"--end-s", d(o.window_end_s)},
-      {"--idle-threshold", d(sp.idle_threshold)}, {"--safety-factor", d(o.safety_factor)},
-      {"--min-confidence", d(sp.min_confidence)}, {"--drain-s", d(sp.drain_period_s)},
-      {"--min-run-window-s", d(sp.min_run_window_s)}, {"--reservation-window-s", d(sp.reservation_window_s)},
-      {"--queue-capacity", u(sp.queue_capacity)}, {"--step-window", u(o.step_window)},
-      {"--step-s", p(tl.step_min_s, tl.step_max_s)}, {"--bubble", p(tl.bubble_min, tl.bubble_max)},
-      {"--data-wait", p(tl.data_wait_min, tl.data_wait_max)}, {"--jitter", d(tl.jitter)},
-      {"--data-wait-cv", d(tl.data_wait_cv)}, {"--checkpoint-every-s", d(tl.checkpoint_every_s)},
-      {"--checkpoint-s", p(tl.checkpoint_min_s, tl.checkpoint_max_s)}, {"--eval-every-s", d(tl.eval_every_s)},
-      {"--eval-s", p(tl.eval_min_s, tl.eval_max_s)},
-      {"--victim-checkpoint-s", p(o.victim_checkpoint_min_s, o.victim_checkpoint_max_s)},
-      {"--unresponsive-p", d(o.unresponsive_probability)}, {"--periodic-checkpoint-s", d(o.periodic_checkpoint_s)},
-      {"--restart-s", d(o.restart_s)}, {"--share-efficiency", d(o.share_efficiency)},
-      {"--timeline-step-s", d(o.timeline_step_s)},
-  };
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::cout << help_text;
-      return 0;
-    }
-    bool known = false;
-    for (auto& [name, set] : flags) {
-      if (a != name) continue;
-      known = true;
-      bool ok = false;
-      try {
-        ok = i + 1 < argc && set(argv[++i]);
-      } catch (const std::exception&) {
-        ok = false;
-      }
-      if (!ok) {
-        std::cerr << "msomni-sim: bad value for " << a << " (see --help)\n";
-        return 2;
-      }
-    }
-    if (!known) {
-      std::cerr << "msomni-sim: unknown option " << a << " (see --help)\n";
-      return 2;
-    }
-  }
-  if (o.trace_path.empty()) {
-    std::cerr << "msomni-sim: --trace FILE is required (see --help)\n";
-    return 2;
-  }
-  if (o.sched.reservation_window_s <= 0) {
-    std::cerr << "msomni-sim: --reservation-window-s must be positive\n";
-    return 2;
-  }
+  if (int rc = sim::parse_cli(argc, argv, o, std::cout, std::cerr); rc >= 0) return rc;
   try {
     auto tr = sim::read_trace(o.trace_path);
     auto r = sim::run_simulation(o, tr);

@@ -62,6 +62,9 @@ struct sim_result {
   double allocated_utilization = 0, busy_utilization = 0;
   double critical_slowdown = 0, critical_slowdown_p95 = 0, critical_slowdown_max = 0;
   double critical_queue_wait_s = 0, critical_colocation_delay_s = 0;
+  // critical_slowdown split: the part spent waiting to start (queue, including waits for
+  // lower-class drains) and the part a running critical job lost to guests that overstayed.
+  double critical_queue_slowdown = 0, critical_colocation_slowdown = 0;
   uint64_t preemptions = 0, shrinks = 0, forced_releases = 0, colocations = 0,
            guest_shortfalls = 0, rejected = 0, cross_switch = 0, multi_node = 0;
   double preempted_gpu_hours_lost = 0;       // work lost + drain checkpointing + reloads

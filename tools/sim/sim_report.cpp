@@ -40,6 +40,8 @@ std::string to_json(const sim_options& opt, const sim_result& r) {
   o << "  \"critical_slowdown\": " << num(r.critical_slowdown) << ",\n";
   o << "  \"critical_slowdown_p95\": " << num(r.critical_slowdown_p95) << ",\n";
   o << "  \"critical_slowdown_max\": " << num(r.critical_slowdown_max) << ",\n";
+  o << "  \"critical_queue_slowdown\": " << num(r.critical_queue_slowdown) << ",\n";
+  o << "  \"critical_colocation_slowdown\": " << num(r.critical_colocation_slowdown) << ",\n";
   o << "  \"critical_queue_wait_s\": " << num(r.critical_queue_wait_s) << ",\n";
   o << "  \"critical_colocation_delay_s\": " << num(r.critical_colocation_delay_s) << ",\n";
   o << "  \"preemptions\": " << r.preemptions << ",\n";

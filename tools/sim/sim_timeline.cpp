@@ -288,7 +288,7 @@ sim_result engine::run() {
   r.cross_switch = core_.cross_switch_placements();
   r.multi_node = core_.multi_node_placements();
   std::map<std::string, std::vector<double>> jct;
-  std::vector<double> slow;
+  std::vector<double> slow, slow_queue, slow_coloc;
   for (const sjob& j : jobs_) {
     if (j.ever_preempted && !j.done) ++r.unresumed_preempted;
     if (!j.done || j.completion < 0) continue;
@@ -297,6 +297,8 @@ sim_result engine::run() {
     jct[to_string(j.klass)].push_back(j.completion - j.t.submit_s);
     if (j.klass == job_class::critical) {
       slow.push_back((j.completion - j.t.submit_s) / j.t.duration_s - 1.0);
+      slow_queue.push_back((j.first_start - j.t.submit_s) / j.t.duration_s);
+      slow_coloc.push_back(j.colocation_delay_s / j.t.duration_s);
       r.critical_queue_wait_s += j.first_start - j.t.submit_s;
       r.critical_colocation_delay_s += j.colocation_delay_s;
     }
@@ -306,6 +308,8 @@ sim_result engine::run() {
     r.per_class[k].jct_p95_s = percentile(v, 0.95);
   }
   r.critical_slowdown = mean(slow);
+  r.critical_queue_slowdown = mean(slow_queue);
+  r.critical_colocation_slowdown = mean(slow_coloc);
   r.critical_slowdown_p95 = percentile(slow, 0.95);
   r.critical_slowdown_max = slow.empty() ? 0 : *std::max_element(slow.begin(), slow.end());
   if (!opt_.timeline_path.empty()) {

@@ -70,17 +70,18 @@ std::optional<sched::job_class> class_of_qos(const std::string& qos) {
 trace read_trace(const std::string& path) {
   csv_file f(path);
   trace t;
-  std::optional<size_t> c_id = f.col("job_id"), c_sub, c_dur, c_gpu, c_qos = f.col("qos");
-  if (f.has("submission_time")) {
+  std::optional<size_t> c_id = f.col("job_id"), c_sub, c_dur, c_gpu,
+                        c_qos = f.col(columns::alibaba[4]);  // read in either format when present
+  if (f.has(columns::itp[1])) {
     t.format = "itp";
-    c_sub = f.col("submission_time");
-    c_dur = f.col("duration");
-    c_gpu = f.col("num_gpu");
-  } else if (f.has("submit_time_s")) {
+    c_sub = f.col(columns::itp[1]);
+    c_dur = f.col(columns::itp[2]);
+    c_gpu = f.col(columns::itp[3]);
+  } else if (f.has(columns::alibaba[1])) {
     t.format = "alibaba-v2023";
-    c_sub = f.col("submit_time_s");
-    c_dur = f.col("duration_s");
-    c_gpu = f.col("num_gpus");
+    c_sub = f.col(columns::alibaba[1]);
+    c_dur = f.col(columns::alibaba[2]);
+    c_gpu = f.col(columns::alibaba[3]);
   }
   if (!c_id || !c_sub || !c_dur || !c_gpu)
     throw std::runtime_error(path +
@@ -120,7 +121,7 @@ trace read_trace(const std::string& path) {
 
 std::vector<uint32_t> read_node_list(const std::string& path) {
   csv_file f(path);
-  auto c_gpu = f.col("gpu");
+  auto c_gpu = f.col(columns::node_list[0]);
   if (!c_gpu) throw std::runtime_error(path + ":1: node list needs a 'gpu' column");
   std::vector<uint32_t> nodes;
   std::string line;

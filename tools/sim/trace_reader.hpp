@@ -13,6 +13,13 @@
 
 namespace msomni::sim {
 
+// The CSV columns read (by header name, in any order; other columns are ignored).
+namespace columns {
+inline constexpr const char* itp[] = {"job_id", "submission_time", "duration", "num_gpu"};
+inline constexpr const char* alibaba[] = {"job_id", "submit_time_s", "duration_s", "num_gpus", "qos"};
+inline constexpr const char* node_list[] = {"gpu"};
+}  // namespace columns
+
 struct trace_job {
   std::string id;
   double submit_s = 0;
