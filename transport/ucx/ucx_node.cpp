@@ -520,6 +520,9 @@ void ucx_node::impl::check_keepalives() {
   }
 }
 
+// Endpoints of peers marked down. Forced: a flush towards a dead same-host peer would never
+// complete. UCX asks for peer error mode on both sides of a forced close (ucp.h), which
+// same-host endpoints lack; the side that could misbehave is the peer we declared down.
 void ucx_node::impl::close_endpoints() {
   for (auto ep : to_close) {
     ucp_request_param_t p{};
