@@ -60,6 +60,8 @@ def main():
             rows.append(
                 f"| {name} | {gpus} | {p} | {d['allocated_utilization']:.3f} | "
                 f"{d['busy_utilization']:.3f} | {gain} | "
+                f"{d['allocated_utilization'] - d['busy_utilization']:.3f} | "
+                f"{d.get('free_while_waiting_utilization', float('nan')):.3f} | "
                 f"{d['critical_slowdown'] * 100:.1f}% = {d['critical_queue_slowdown'] * 100:.1f}% + "
                 f"{d['critical_colocation_slowdown'] * 100:.2f}% | "
                 f"{jct(d, 'critical')} | {jct(d, 'regular')} | {jct(d, 'best_effort')} | "
@@ -67,10 +69,11 @@ def main():
                 f"{'ok' if bad == 0 else 'VIOLATED'} |")
             print(rows[-1], file=sys.stderr, flush=True)
     print("| trace | GPUs | policy | alloc util | busy util | busy vs exclusive | "
+          "allocated but idle | free while jobs wait | "
           "crit slowdown = queue + co-location | JCT crit mean / p95 (h) | "
           "JCT regular mean / p95 (h) | JCT best-effort mean / p95 (h) | preemptions | "
           "GPU-h lost to preemption | rejected | invariants |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 
 

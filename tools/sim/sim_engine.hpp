@@ -60,6 +60,9 @@ struct sim_result {
   uint64_t jobs = 0;
   double window_s = 0;                       // measurement window length
   double allocated_utilization = 0, busy_utilization = 0;
+  // Share of capacity left free while at least one job waited (sampled per reservation
+  // window). With allocated - busy it bounds what any policy could add to busy.
+  double free_while_waiting_utilization = 0;
   double critical_slowdown = 0, critical_slowdown_p95 = 0, critical_slowdown_max = 0;
   double critical_queue_wait_s = 0, critical_colocation_delay_s = 0;
   // critical_slowdown split: the part spent waiting to start (queue, including waits for

@@ -37,6 +37,7 @@ std::string to_json(const sim_options& opt, const sim_result& r) {
   o << "  \"measurement_window_s\": " << num(r.window_s) << ",\n";
   o << "  \"allocated_utilization\": " << num(r.allocated_utilization) << ",\n";
   o << "  \"busy_utilization\": " << num(r.busy_utilization) << ",\n";
+  o << "  \"free_while_waiting_utilization\": " << num(r.free_while_waiting_utilization) << ",\n";
   o << "  \"critical_slowdown\": " << num(r.critical_slowdown) << ",\n";
   o << "  \"critical_slowdown_p95\": " << num(r.critical_slowdown_p95) << ",\n";
   o << "  \"critical_slowdown_max\": " << num(r.critical_slowdown_max) << ",\n";

@@ -92,6 +92,7 @@ class engine {
   uint64_t unfinished_ = 0;
   double t0_ = 0, t1_ = 1;             // measurement window
   double window_start_ = 0, next_row_ = 0;
+  double free_waiting_gpu_s_ = 0;  // free GPUs while a job waits, sampled per window
   double allocated_gpu_s_ = 0, busy_gpu_s_ = 0, lost_gpu_s_ = 0, restart_gpu_s_ = 0,
          drain_gpu_s_ = 0;
   bool tick_armed_ = false;

@@ -245,6 +245,9 @@ void engine::tick() {
     auto f = predictor_.forecast(sim_key(j), opt_.sched.reservation_window_s);
     core_.set_forecast(sim_key(j), {f.idle_mean, f.lendable_share, f.last_idle, f.confidence});
   }
+  // Headroom left unused: free GPUs while some job waits (value at the window's end held
+  // over the window -- a per-window sample, not exact).
+  if (core_.pending_count() > 0) account(window_start_, t, core_.gpus().free_count(), free_waiting_gpu_s_);
   apply(core_.window(t));
   check_invariants();
   if (t >= next_row_) timeline_row();
@@ -282,6 +285,7 @@ sim_result engine::run() {
   double capacity = static_cast<double>(core_.gpus().total()) * (t1_ - t0_);
   r.allocated_utilization = allocated_gpu_s_ / capacity;
   r.busy_utilization = busy_gpu_s_ / capacity;
+  r.free_while_waiting_utilization = free_waiting_gpu_s_ / capacity;
   r.lost_work_gpu_hours = lost_gpu_s_ / 3600.0;
   r.preempted_gpu_hours_lost = (lost_gpu_s_ + drain_gpu_s_ + restart_gpu_s_) / 3600.0;
   r.decisions = core_.decisions_total();
