@@ -66,7 +66,12 @@ caf::behavior scripted_job(caf::event_based_actor* self, caf::actor sched, job_s
                            std::shared_ptr<job_log> log) {
   self->send(sched, js.submit);
   return {
-      [log](const msg::job_command& c) { log->commands.push_back(c); },
+      [self, js, log](const msg::job_command& c) {
+        log->commands.push_back(c);
+        // A shrink notice: the leaving replicas checkpoint, then the job answers the same way.
+        if (c.kind == static_cast<uint8_t>(command_kind::preempt) && js.answers_notices)
+          self->delayed_send(self, js.checkpoint_time, ckpt_atom::value, c.epoch);
+      },
       [self, js, log](const msg::preempt_notice& n) {
         log->notices.push_back(n);
         if (js.answers_notices) self->delayed_send(self, js.checkpoint_time, ckpt_atom::value, n.epoch);
@@ -236,4 +241,30 @@ TEST_CASE_FIXTURE(scheduler_fixture, "a repeated submit is ignored and a job who
   caf::anon_send_exit(spawned.at(0), caf::exit_reason::kill);
   run();
   REQUIRE(b->last(command_kind::start));
+}
+
+TEST_CASE_FIXTURE(scheduler_fixture, "a young elastic regular job is shrunk by a notice and keeps running on its other replica") {
+  msg::job_submit elastic{"reg", static_cast<uint8_t>(job_class::regular), 8, 4, 1};  // 2 replicas of 4
+  auto reg = job({elastic});
+  REQUIRE(reg->last(command_kind::start));
+  CHECK(reg->last(command_kind::start)->replicas == 2);
+  advance(10min);  // inside its run window: it may be shrunk, not preempted
+  auto crit = job({submit("crit", job_class::critical, 4)});
+  CHECK(reg->notices.empty());  // no full preemption
+  const auto* shrink = reg->last(command_kind::preempt);
+  REQUIRE(shrink);
+  CHECK(shrink->keep_replicas == 1);
+  CHECK(shrink->drain_s == doctest::Approx(600));
+  CHECK(shrink->reason == "shrink to 1 replicas for critical job crit");
+  CHECK(crit->commands.empty());
+  advance(2min);  // the leaving replica's checkpoint: job_released
+  REQUIRE(crit->last(command_kind::start));
+  CHECK(crit->last(command_kind::start)->gpus.size() == 4);
+  CHECK(reg->count(command_kind::start) == 1);  // never stopped
+  CHECK(decisions->count(command_kind::force_release) == 0);
+  finish(1);  // the critical job ends: the regular job grows back to 2 replicas
+  const auto* grown = reg->last(command_kind::resize);
+  REQUIRE(grown);
+  CHECK(grown->replicas == 2);
+  CHECK(grown->gpus.size() == 8);
 }
