@@ -81,7 +81,7 @@ struct pool_state {
   std::unique_ptr<media_decoder> inline_decoder;  // text: no worker needed
   std::unique_ptr<sample_fetcher> inline_fetcher;
   std::vector<caf::actor> workers;
-  std::vector<bool> busy;
+  std::vector<uint32_t> busy;  // samples held per worker (at most per_worker)
   caf::actor reader, tensor;
 };
 
@@ -89,6 +89,7 @@ caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup s
                          std::shared_ptr<const source_list> sources, std::shared_ptr<const storage> storage,
                          caf::actor tensor) {
   auto& st = self->state;
+  setup.pool.per_worker = 2;
   st.core = std::make_unique<decode_pool_core>(setup.pool);
   const decode_options opts{int(setup.shape.image_size), int(setup.shape.video_frames), size_t(setup.shape.max_tokens())};
   st.inline_decoder = std::make_unique<media_decoder>(opts);
@@ -96,7 +97,7 @@ caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup s
   st.tensor = tensor;
   for (uint32_t i = 0; i < setup.pool.workers; ++i)
     st.workers.push_back(self->spawn<caf::linked>(worker_actor, opts, sources, storage, caf::actor_cast<caf::actor>(self)));
-  st.busy.assign(st.workers.size(), false);
+  st.busy.assign(st.workers.size(), 0);
   auto dispatch = [self] {
     auto& st = self->state;
     std::vector<msg::credit_grant> up;
@@ -106,11 +107,12 @@ caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup s
                                   *st.inline_decoder, *st.inline_fetcher, d->sample, false, tensor_core::max_bad_run)));
         continue;
       }
-      const auto w = uint32_t(std::find(st.busy.begin(), st.busy.end(), false) - st.busy.begin());
-      st.busy.at(w) = true;  // the core never dispatches past the worker count
+      // The least loaded worker; the core never dispatches past workers x per_worker.
+      const auto w = uint32_t(std::min_element(st.busy.begin(), st.busy.end()) - st.busy.begin());
+      ++st.busy[w];
       self->send(st.workers[w], decode_atom::value, w, std::make_shared<raw_sample>(std::move(d->sample)), d->keyframe_only);
     }
-    for (const auto& g : up) self->send(st.reader, g);
+    for (const auto& g : coalesce(up)) self->send(st.reader, g);
   };
   return {
       [=](wire_atom, caf::actor reader) {
@@ -128,7 +130,7 @@ caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup s
       [=](const msg::stage_pressure& p) { self->state.core->on_pressure(p); },  // latest wins
       [=](done_atom, uint32_t worker, const std::shared_ptr<decoded_sample>& out) {
         auto& st = self->state;
-        st.busy.at(worker) = false;
+        --st.busy.at(worker);
         st.core->on_done(out->kind, out->decode_ms);
         self->send(st.tensor, out);
         dispatch();
@@ -147,6 +149,8 @@ struct tensor_state {
   batch_shape shape;
   caf::actor pool;
   std::deque<packed_batch> packed;
+  std::vector<batch_ptr> spare;  // buffers handed back by the consumer, reused by pack
+  size_t spare_max = 2;
   std::deque<caf::response_promise> waiting;
   pipeline_position delivered;
   bad_data_counts bad;
@@ -165,6 +169,7 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
   st.core->restore(start);
   st.delivered = start;
   st.shape = setup.shape;
+  st.spare_max = setup.batch_queue + 1;
   auto serve = [self] {
     auto& st = self->state;
     while (!st.waiting.empty() && (!st.packed.empty() || !st.failure.empty())) {
@@ -191,10 +196,17 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
       while (true) {
         std::vector<msg::credit_grant> up;
         auto samples = st.core->next_batch(up, st.bad);
-        for (const auto& g : up) self->send(st.pool, g);
+        for (const auto& g : coalesce(up)) self->send(st.pool, g);
         if (!samples) break;
         const time_point t0 = st.clock.now();
-        auto b = std::make_shared<micro_batch>(pack_micro_batch(st.shape, *samples));
+        batch_ptr b;
+        if (st.spare.empty()) {
+          b = std::make_shared<micro_batch>();
+        } else {
+          b = std::move(st.spare.back());
+          st.spare.pop_back();
+        }
+        pack_micro_batch_into(st.shape, *samples, *b);
         b->index = st.core->last_batch_global() / uint64_t(st.shape.batch);
         uint32_t unique = 0, full = 0;
         for (const auto& x : *samples) {
@@ -219,8 +231,10 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
         self->state.core->on_decoded(std::move(*s));
         pack();
       },
-      [=](pull_atom) -> caf::result<batch_ptr> {  // rank -> tensor: one batch per request
+      // rank -> tensor: one batch per request; `done` is the previous batch's buffers (or null).
+      [=](pull_atom, batch_ptr& done) -> caf::result<batch_ptr> {
         auto& st = self->state;
+        if (done && done.use_count() == 1 && st.spare.size() < st.spare_max) st.spare.push_back(std::move(done));
         st.wait_started = st.clock.now();
         if (st.metrics.batches > 0) st.consumer_step_ms = ms_since(st.clock, st.last_delivery);
         auto rp = self->make_response_promise();
@@ -252,6 +266,7 @@ struct actor_pipeline::impl {
   std::shared_ptr<const source_list> sources;
   caf::actor reader, pool, tensor;
   caf::scoped_actor scope;
+  batch_ptr current;  // the batch next_batch returned last
   // What stage actors replaced in a reslot had counted.
   uint64_t batches_before = 0, downgrades_before = 0;
   bad_data_counts bad_before;
@@ -309,10 +324,11 @@ actor_pipeline::actor_pipeline(caf::actor_system& sys, pipeline_setup setup, ord
 
 actor_pipeline::~actor_pipeline() { impl_->stop(); }
 
-micro_batch actor_pipeline::next_batch() {
-  auto b = impl_->ask<batch_ptr>(impl_->tensor, pull_atom::value);
-  if (!b) throw std::runtime_error("data pipeline failed: " + impl_->ask<std::string>(impl_->tensor, fail_atom::value));
-  return *b;
+const micro_batch& actor_pipeline::next_batch() {
+  impl_->current = impl_->ask<batch_ptr>(impl_->tensor, pull_atom::value, std::move(impl_->current));
+  if (!impl_->current)
+    throw std::runtime_error("data pipeline failed: " + impl_->ask<std::string>(impl_->tensor, fail_atom::value));
+  return *impl_->current;
 }
 
 std::vector<uint8_t> actor_pipeline::save_state() { return impl_->ask<std::vector<uint8_t>>(impl_->tensor, save_atom::value); }

@@ -31,8 +31,10 @@ class actor_pipeline {
   actor_pipeline& operator=(const actor_pipeline&) = delete;
 
   // Blocks until the tensor actor has a batch. Throws std::runtime_error when the pipeline
-  // failed (e.g. a source that yields only damage), with the reason.
-  micro_batch next_batch();
+  // failed (e.g. a source that yields only damage), with the reason. The batch stays valid
+  // until the next call, which hands its buffers back to the tensor actor for reuse (a batch
+  // is megabytes of floats: fresh allocations per batch cost page faults and zeroing).
+  const micro_batch& next_batch();
   // Position after the last batch next_batch returned (read-ahead is not included).
   std::vector<uint8_t> save_state();
   // Takes another slot at an optimizer-step boundary (throws std::logic_error mid-step): the

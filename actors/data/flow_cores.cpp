@@ -12,10 +12,20 @@
 
 namespace msomni::data {
 
+std::vector<msg::credit_grant> coalesce(const std::vector<msg::credit_grant>& grants) {
+  std::vector<msg::credit_grant> out;
+  for (const auto& g : grants) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const msg::credit_grant& o) { return o.source == g.source; });
+    if (it == out.end()) out.push_back(g);
+    else it->credits += g.credits;
+  }
+  return out;
+}
+
 void reader_core::on_credit(const msg::credit_grant& g) { credits_.at(g.source) += g.credits; }
 
 decode_pool_core::decode_pool_core(pool_limits limits) : limits_(std::move(limits)) {
-  if (limits_.workers == 0) throw std::invalid_argument("decode pool needs at least one worker");
+  if (limits_.workers == 0 || limits_.per_worker == 0) throw std::invalid_argument("decode pool needs at least one worker slot");
   if (limits_.depth.size() != limits_.source_kinds.size()) throw std::invalid_argument("decode pool: depth per source");
   queues_.resize(limits_.source_kinds.size());
   tensor_credits_.assign(limits_.source_kinds.size(), 0);
@@ -49,13 +59,16 @@ uint32_t decode_pool_core::queued() const {
 void decode_pool_core::recompute_quotas() {
   std::array<double, modality_count> want{};
   double sum = 0;
+  // Text is tokenized inline by the pool and never holds a worker, so it takes no share:
+  // counting it (at its initial cost guess) left images one worker of two.
+  auto uses_workers = [&](int m) { return present_[m] && modality(m) != modality::text; };
   for (int m = 0; m < modality_count; ++m) {
-    if (!present_[m]) continue;
+    if (!uses_workers(m)) continue;
     want[m] = std::max(1e-6, limits_.modality_weights[m]) * (limits_.adaptive_quotas ? cost_ms_[m] : 1.0);
     sum += want[m];
   }
   for (int m = 0; m < modality_count; ++m)
-    quota_[m] = present_[m] ? std::max<uint32_t>(1, uint32_t(std::lround(limits_.workers * want[m] / sum))) : 0;
+    quota_[m] = uses_workers(m) ? std::max<uint32_t>(1, uint32_t(std::lround(slots() * want[m] / sum))) : 0;
 }
 
 std::optional<dispatch> decode_pool_core::next_dispatch(std::vector<msg::credit_grant>& upstream) {
@@ -66,7 +79,7 @@ std::optional<dispatch> decode_pool_core::next_dispatch(std::vector<msg::credit_
     const raw_sample& head = q.front();
     const size_t m = size_t(head.kind);
     const bool needs_worker = head.kind != modality::text;
-    if (needs_worker && (busy_total_ >= limits_.workers || busy_[m] >= quota_[m])) continue;
+    if (needs_worker && (busy_total_ >= slots() || busy_[m] >= quota_[m])) continue;
     dispatch d{std::move(q.front()), false, needs_worker};
     q.pop_front();
     --tensor_credits_[s];

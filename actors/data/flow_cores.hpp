@@ -29,6 +29,9 @@
 
 namespace msomni::data {
 
+// Grants summed per source (one message per source instead of one per sample).
+std::vector<msg::credit_grant> coalesce(const std::vector<msg::credit_grant>& grants);
+
 class reader_core {
  public:
   explicit reader_core(size_t sources) : credits_(sources, 0) {}
@@ -61,6 +64,9 @@ struct pool_limits {
   uint32_t workers = 2;
   bool downgrade_video = true;
   bool adaptive_quotas = true;                  // balanced_by_weight: quotas follow decode cost
+  // Samples a worker may hold at once (its mailbox): 2 hides the round trip from a finished
+  // decode to the next dispatch, which otherwise idles every worker once per sample.
+  uint32_t per_worker = 1;
 };
 
 struct dispatch {
@@ -91,6 +97,7 @@ class decode_pool_core {
 
  private:
   void recompute_quotas();
+  uint32_t slots() const { return limits_.workers * limits_.per_worker; }
 
   pool_limits limits_;
   std::vector<std::deque<raw_sample>> queues_;  // per source, in sequence order

@@ -36,25 +36,30 @@ void patchify(const batch_shape& s, const uint8_t* rgb, float* out) {
 
 }  // namespace
 
-micro_batch pack_micro_batch(const batch_shape& s, const std::vector<decoded_sample>& samples) {
+void pack_micro_batch_into(const batch_shape& s, const std::vector<decoded_sample>& samples, micro_batch& b) {
   if (int64_t(samples.size()) != s.batch)
     throw std::invalid_argument("pack_micro_batch: " + std::to_string(samples.size()) + " samples for batch " + std::to_string(s.batch));
   const int64_t B = s.batch, P = s.max_patches(), D = s.patch_dim(), T = s.max_tokens();
   const int64_t ppf = s.patches_per_frame();
   const size_t frame_bytes = size_t(s.image_size * s.image_size * 3);
-  micro_batch b;
+  for (const auto& x : samples)
+    if (x.bad) throw std::invalid_argument("pack_micro_batch: bad sample " + x.key);
   b.shape = s;
-  b.patches.assign(size_t(B * P * D), 0.0f);
-  b.patch_mask.assign(size_t(B * P), 0);
-  b.tokens.assign(size_t(B * T), token_pad);
-  b.token_mask.assign(size_t(B * T), 0);
+  // resize keeps a recycled buffer's capacity; the loop below overwrites every element.
+  b.patches.resize(size_t(B * P * D));
+  b.patch_mask.resize(size_t(B * P));
+  b.tokens.resize(size_t(B * T));
+  b.token_mask.resize(size_t(B * T));
+  b.kinds.clear();
+  b.downgraded.clear();
+  b.replaced.clear();
+  b.keys.resize(size_t(B));
   for (int64_t i = 0; i < B; ++i) {
     const decoded_sample& x = samples[size_t(i)];
-    if (x.bad) throw std::invalid_argument("pack_micro_batch: bad sample " + x.key);
     b.kinds.push_back(x.kind);
     b.downgraded.push_back(x.downgraded ? 1 : 0);
     b.replaced.push_back(x.replaced ? 1 : 0);
-    b.keys.push_back(x.key);
+    b.keys[size_t(i)] = x.key;
     const int64_t frames = std::min<int64_t>(x.frames, s.video_frames);
     if (x.pixels.size() < size_t(frames) * frame_bytes) throw std::invalid_argument("pack_micro_batch: short pixels in " + x.key);
     float* base = b.patches.data() + i * P * D;
@@ -65,12 +70,21 @@ micro_batch pack_micro_batch(const batch_shape& s, const std::vector<decoded_sam
         std::memcpy(base + f * ppf * D, base + (f - 1) * ppf * D, size_t(ppf * D) * sizeof(float));
       else
         patchify(s, rgb, base + f * ppf * D);
-      std::fill_n(b.patch_mask.begin() + i * P + f * ppf, ppf, uint8_t{1});
     }
+    std::fill(base + frames * ppf * D, base + P * D, 0.0f);
+    std::fill_n(b.patch_mask.begin() + i * P, frames * ppf, uint8_t{1});
+    std::fill(b.patch_mask.begin() + i * P + frames * ppf, b.patch_mask.begin() + (i + 1) * P, uint8_t{0});
     const int64_t n = std::min<int64_t>(int64_t(x.tokens.size()), T);
     std::copy_n(x.tokens.begin(), n, b.tokens.begin() + i * T);
+    std::fill(b.tokens.begin() + i * T + n, b.tokens.begin() + (i + 1) * T, token_pad);
     std::fill_n(b.token_mask.begin() + i * T, n, uint8_t{1});
+    std::fill(b.token_mask.begin() + i * T + n, b.token_mask.begin() + (i + 1) * T, uint8_t{0});
   }
+}
+
+micro_batch pack_micro_batch(const batch_shape& s, const std::vector<decoded_sample>& samples) {
+  micro_batch b;
+  pack_micro_batch_into(s, samples, b);
   return b;
 }
 

@@ -12,5 +12,8 @@ namespace msomni::data {
 
 // Packs exactly shape.batch good samples (throws std::invalid_argument otherwise).
 micro_batch pack_micro_batch(const batch_shape& shape, const std::vector<decoded_sample>& samples);
+// The same into `out`, reusing its buffers: every element is written exactly once (padding
+// included), so a recycled batch costs no allocation, no page faults and no zero pass.
+void pack_micro_batch_into(const batch_shape& shape, const std::vector<decoded_sample>& samples, micro_batch& out);
 
 }  // namespace msomni::data

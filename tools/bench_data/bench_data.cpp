@@ -41,6 +41,7 @@ struct bench_options {
   uint64_t samples = 0;  // pipeline modes: samples to pull (rounded up to whole batches)
   bool videos = false;   // include DIR/videos
   int passes = 1;        // limit mode: decode every sample this many times
+  std::string caf_policy = "sharing";  // actors mode: CAF scheduler policy (sharing | stealing)
 };
 
 struct source_info {
@@ -161,6 +162,9 @@ int run_pipeline(const bench_options& o) {
     caf::actor_system_config cfg;
     register_catalog(cfg);
     cfg.set("scheduler.max-threads", o.workers);
+    // CAF's default work-stealing workers spin before sleeping; on cores shared with decoding
+    // that spinning takes decode time. "sharing" (one queue, a condition variable) does not.
+    cfg.set("scheduler.policy", o.caf_policy == "stealing" ? caf::atom("stealing") : caf::atom("sharing"));
     cfg.set("logger.console-verbosity", caf::atom("quiet"));
     caf::actor_system sys(cfg);
     const auto t0 = std::chrono::steady_clock::now();
@@ -193,6 +197,7 @@ int main(int argc, char** argv) {
       else if (a == "--samples") o.samples = std::stoull(v);
       else if (a == "--videos") o.videos = v == "1";
       else if (a == "--passes") o.passes = std::stoi(v);
+      else if (a == "--caf-policy") o.caf_policy = v;
       else throw std::invalid_argument("unknown option " + a);
     }
     if (o.data_dir.empty() || o.workers < 1) throw std::invalid_argument("--data DIR and --workers >= 1 are required");
@@ -206,7 +211,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "msomni-bench-data: %s\nusage: msomni-bench-data --mode limit|inline|actors --data DIR "
                  "[--workers N] [--samples N] [--image-size PX] [--patch-size PX] [--video-frames N] "
-                 "[--max-seq-len N] [--batch N] [--videos 0|1] [--passes N]\n",
+                 "[--max-seq-len N] [--batch N] [--videos 0|1] [--passes N] [--caf-policy sharing|stealing]\n",
                  e.what());
     return 2;
   }
