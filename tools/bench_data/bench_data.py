@@ -4,7 +4,8 @@
 # the msomni pipeline (actor pipeline, and the in-thread reference at 1), and (b) a PyTorch
 # DataLoader reading the same tar members with PIL decoding, and prints a markdown table.
 # torchvision and PyAV are not installed here, so the PyTorch side cannot decode MP4: both
-# sides run on the images + text sources only (videos are generated but not read).
+# sides run on the images + text sources only (videos are generated but not read). Every column
+# of a row runs pinned to the same N cpus (--pin 1, taskset / sched_setaffinity).
 import argparse
 import io
 import os
@@ -84,7 +85,23 @@ class shard_dataset(Dataset):
         return {"patches": patches, "patch_mask": patch_mask, "tokens": tokens, "token_mask": token_mask}
 
 
+def cores(workers):
+    """The first `workers` CPUs: every column of a row runs on the same cores (the limit, msomni's
+    threads, PyTorch's main process and loader workers), so extra threads buy no extra cores."""
+    return set(range(workers))
+
+
 def run_torch(items, args, workers):
+    saved = os.sched_getaffinity(0)
+    if args.pin:
+        os.sched_setaffinity(0, cores(workers))  # loader worker processes inherit it
+    try:
+        return run_torch_pinned(items, args, workers)
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
+def run_torch_pinned(items, args, workers):
     ds = shard_dataset(items, args.image_size, args.patch_size, args.max_seq_len)
     total = len(items) * args.epochs
     sampler = RandomSampler(ds, num_samples=total, generator=torch.Generator().manual_seed(7))
@@ -98,7 +115,8 @@ def run_torch(items, args, workers):
 
 
 def run_msomni(args, mode, workers, samples):
-    cmd = [args.bench, "--mode", mode, "--data", args.data, "--workers", str(workers),
+    pin = ["taskset", "-c", ",".join(str(c) for c in sorted(cores(workers)))] if args.pin else []
+    cmd = pin + [args.bench, "--mode", mode, "--data", args.data, "--workers", str(workers),
            "--image-size", str(args.image_size), "--patch-size", str(args.patch_size), "--video-frames", "1",
            "--max-seq-len", str(args.max_seq_len), "--batch", str(args.batch)]
     cmd += ["--passes", str(args.epochs)] if mode == "limit" else ["--samples", str(samples)]
@@ -123,6 +141,7 @@ def main():
     p.add_argument("--epochs", type=int, default=3, help="passes over the set per measurement")
     p.add_argument("--repeats", type=int, default=3, help="measurements per cell; the median is reported")
     p.add_argument("--workers", default="1,2")
+    p.add_argument("--pin", type=int, default=1, help="1: run every column of a row on the first N cpus (taskset)")
     p.add_argument("--bench", default=os.path.join(build, "bench_data", "msomni-bench-data"))
     p.add_argument("--gen", default=os.path.join(build, "dataset_gen", "msomni-gen-dataset"))
     args = p.parse_args()
