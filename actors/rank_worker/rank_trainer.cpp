@@ -100,7 +100,11 @@ bool rank_trainer::load_state(const model::model_state& s) {
   std::memcpy(&v, step->bytes.data(), sizeof v);
   step_ = static_cast<uint64_t>(v);
   if (!data) return false;
-  data_->restore_state(data->bytes);
+  try {
+    data_->restore_state(data->bytes);
+  } catch (const std::invalid_argument&) {
+    return false;  // e.g. a data state of an older format: the caller restarts the data order
+  }
   return true;
 }
 

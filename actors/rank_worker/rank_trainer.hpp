@@ -51,7 +51,8 @@ class rank_trainer {
 
   // Everything needed to continue exactly: model state plus "trainer/step" and "data/position".
   model::model_state save_state() const;
-  // Returns false when the state carries no data position (the data source is left as is).
+  // Returns false when the state carries no data position, or one the data source cannot
+  // read (an older format); the data source is then left as is.
   bool load_state(const model::model_state& s);
 
   // Checksum of the parameters (stable_hash over their bits) for bit-exact comparisons.

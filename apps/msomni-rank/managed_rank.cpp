@@ -165,8 +165,9 @@ class managed_rank {
       auto state = rank_worker::rank_checkpointer::load_latest(o_.ckpt_dir, rank, world, rank_worker::all_synthetic(cfg_), log);
       std::cout << log;
       if (state) {
-        if (!tr_.trainer->load_state(*state)) throw std::runtime_error("the checkpoint has no data position");
-        how = "checkpoint step " + std::to_string(tr_.trainer->steps_done());
+        const bool with_data = tr_.trainer->load_state(*state);
+        how = "checkpoint step " + std::to_string(tr_.trainer->steps_done()) +
+              (with_data ? "" : " (its data position is missing or of an older format: the data order restarts)");
       } else {
         if (tr_.trainer->steps_done() > 0) tr_ = build(nullptr, slot);
         tr_.trainer->set_grad_accum(plan.grad_accum);
