@@ -2,6 +2,7 @@
 #include "node_agent.hpp"
 
 #include "logged_process.hpp"
+#include "core/sibling_binary.hpp"
 #include "messages/catalog.hpp"
 
 #include <caf/actor_system.hpp>
@@ -88,11 +89,7 @@ caf::actor spawn_node_agent(caf::actor_system& sys, agent_settings s, caf::actor
 }
 
 std::string find_rank_binary() {
-  if (const char* env = std::getenv("MSOMNI_RANK_BINARY")) return env;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe");
-  for (auto candidate : {self.parent_path() / "msomni-rank", self.parent_path().parent_path() / "msomni-rank/msomni-rank"})
-    if (std::filesystem::exists(candidate)) return candidate.string();
-  throw std::runtime_error("cannot find msomni-rank next to " + self.string() + " (set MSOMNI_RANK_BINARY)");
+  return find_sibling_binary("MSOMNI_RANK_BINARY", {"msomni-rank", "../msomni-rank/msomni-rank"});
 }
 
 }  // namespace msomni::agent

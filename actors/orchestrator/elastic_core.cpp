@@ -69,15 +69,18 @@ std::vector<std::string> elastic_core::current() const {
   return out;
 }
 
+// Slots of a live agent not held by a rank process (starting, ready, active or leaving).
+int64_t elastic_core::free_slots_on(const agent_info& a) const {
+  if (!a.alive) return 0;
+  int64_t used = 0;
+  for (const auto& [n, m] : members_)
+    if (m.node == a.node && m.state != member_state::left && m.state != member_state::dead) ++used;
+  return std::max<int64_t>(0, a.slots - used);
+}
+
 int64_t elastic_core::free_slots() const {
   int64_t free = 0;
-  for (const auto& [node, a] : agents_) {
-    if (!a.alive) continue;
-    int64_t used = 0;
-    for (const auto& [n, m] : members_)
-      if (m.node == node && m.state != member_state::left && m.state != member_state::dead) ++used;
-    free += std::max<int64_t>(0, a.slots - used);
-  }
+  for (const auto& [node, a] : agents_) free += free_slots_on(a);
   return free;
 }
 
@@ -88,11 +91,7 @@ std::optional<std::string> elastic_core::place(const std::string& near_node) con
   std::optional<std::string> best;
   std::tuple<int, int64_t> best_score{-1, 0};
   for (const auto& [node, a] : agents_) {
-    if (!a.alive) continue;
-    int64_t used = 0;
-    for (const auto& [n, m] : members_)
-      if (m.node == node && m.state != member_state::left && m.state != member_state::dead) ++used;
-    const int64_t free = a.slots - used;
+    const int64_t free = free_slots_on(a);
     if (free <= 0) continue;
     int closeness = 0;
     if (near) closeness = node == near->node ? 3 : a.rack == near->rack ? 2 : a.switch_name == near->switch_name ? 1 : 0;

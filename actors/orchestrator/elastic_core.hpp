@@ -131,6 +131,7 @@ class elastic_core {
   std::vector<action> spawn(int64_t count, const std::string& near_node, time_point now);
   std::optional<std::string> place(const std::string& near_node) const;
   int64_t free_slots() const;
+  int64_t free_slots_on(const agent_info& a) const;
   send_plan make_plan(std::vector<std::string> members, msg::state_source source, bool checkpoint_first,
                       std::vector<std::string> also_to, std::string reason);
   std::vector<action> rollback(const std::string& why, time_point now);

@@ -150,11 +150,11 @@ std::optional<model::model_state> rank_checkpointer::load_latest(const std::stri
   auto mine = resharded[rank];
   // Replicated blobs (counters, signatures) come from rank 0, and so does the data position
   // when all old ranks agree on it (a global position, see batch_source.hpp).
-  bool same_position = true;
+  const auto* first_position = all.ranks[0].find_blob("data/position");
+  bool same_position = first_position != nullptr;
   for (const auto& r : all.ranks) {
-    const auto* a = r.find_blob("data/position");
-    const auto* b0 = all.ranks[0].find_blob("data/position");
-    same_position = same_position && a && b0 && a->bytes == b0->bytes;
+    const auto* p = r.find_blob("data/position");
+    same_position = same_position && p && p->bytes == first_position->bytes;
   }
   for (const auto& b : all.ranks[0].blobs) {
     bool replicated = (synthetic_data || same_position) && b.name == "data/position";

@@ -195,8 +195,8 @@ class managed_rank {
     auto& t = *tr_.trainer;
     while (t.steps_done() < total) {
       if (control_lost_) throw std::runtime_error("the control process is gone");
-      uint64_t announce = 0;
-      if (ring_->rank() == 0 && inbox_.newest_epoch() > epoch_) announce = inbox_.newest_epoch();
+      const uint64_t newest = ring_->rank() == 0 ? inbox_.newest_epoch() : 0;
+      const uint64_t announce = newest > epoch_ ? newest : 0;
       const auto r = t.step(announce);
       char line[256];
       std::snprintf(line, sizeof line, "STEP {\"step\":%llu,\"loss\":%.17g,\"world_size\":%u,\"step_time_ms\":%.3f}",

@@ -2,6 +2,7 @@
 #include "dataset_cache.hpp"
 
 #include "config/generated_datasets.hpp"
+#include "core/sibling_binary.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,12 +21,8 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string generator_binary() {
-  if (const char* env = std::getenv("MSOMNI_GEN_DATASET")) return env;
-  const auto self = fs::read_symlink("/proc/self/exe");
-  for (auto candidate : {self.parent_path() / "msomni-gen-dataset",
-                         self.parent_path().parent_path().parent_path() / "tools/dataset_gen/msomni-gen-dataset"})
-    if (fs::exists(candidate)) return candidate.string();
-  throw std::runtime_error("cannot find msomni-gen-dataset next to " + self.string() + " (set MSOMNI_GEN_DATASET)");
+  return find_sibling_binary("MSOMNI_GEN_DATASET",
+                             {"msomni-gen-dataset", "../../tools/dataset_gen/msomni-gen-dataset"});
 }
 
 int run(const std::string& binary, const std::vector<std::string>& args) {

@@ -4,6 +4,7 @@
 // token and scales below min_replicas; `stop` ends with a final checkpoint that the next
 // msomni-run resumes from; two msomni-agent "nodes" on loopback run one job.
 #include "core/child_process.hpp"
+#include "support/job_probe.hpp"
 #include "support/process_runner.hpp"
 
 #include <signal.h>
@@ -71,14 +72,7 @@ std::map<uint64_t, int> step_counts(const fs::path& log) {
   return n;
 }
 
-bool wait_for(const std::function<bool()>& ok, std::chrono::seconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (ok()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return ok();
-}
+using msomni::testing::wait_for;
 
 bool has_world(const fs::path& metrics_file, int world, uint64_t after_step) {
   for (const auto& [step, v] : read_metrics(metrics_file).by_step)
@@ -233,11 +227,9 @@ TEST_CASE("a leaving rank that freezes during a scale-down: the others roll back
   const auto run_dir = dir.path() / "run";
   msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
   const auto metrics_file = run_dir / "metrics.jsonl";
-  REQUIRE(wait_for([&] { return fs::exists(run_dir / "checkpoints" / "latest"); }, 120s));
-  auto status = run_command(cli("status --json --run-dir " + run_dir.string()));
-  std::smatch g;
-  REQUIRE(std::regex_search(status.output, g, std::regex(R"re("name":"rank-3","node":"[^"]*","pid":(\d+))re")));
-  const pid_t leaver = static_cast<pid_t>(std::stol(g[1]));
+  REQUIRE(msomni::testing::wait_for_checkpoint(run_dir));
+  const pid_t leaver = msomni::testing::rank_pid(MSOMNI_CLI_BINARY, run_dir, "rank-3");
+  REQUIRE(leaver > 0);
   ::kill(leaver, SIGSTOP);  // it will never reach the barrier
   auto r = run_command(cli("scale-down --run-dir " + run_dir.string() + " --replicas 2 --grace-period 30s"));
   CAPTURE(r.output);

@@ -4,6 +4,7 @@
 // the last checkpoint and a replacement joins; a node lost with no slot to spare below
 // elasticity.min_replicas ends the job with the reason.
 #include "core/child_process.hpp"
+#include "support/job_probe.hpp"
 #include "support/process_runner.hpp"
 
 #include <signal.h>
@@ -30,13 +31,8 @@ size_t count_lines(const fs::path& p) {
   return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
 }
 
-// The pid of rank `name`, from `msomni status --json`.
 pid_t rank_pid(const fs::path& run_dir, const std::string& name) {
-  const auto r = msomni::testing::run_command(std::string(MSOMNI_CLI_BINARY) + " status --json --run-dir " + run_dir.string());
-  std::smatch g;
-  if (!std::regex_search(r.output, g, std::regex("\"name\":\"" + name + "\",\"node\":\"[^\"]*\",\"pid\":(\\d+)")))
-    return 0;
-  return static_cast<pid_t>(std::stol(g[1]));
+  return msomni::testing::rank_pid(MSOMNI_CLI_BINARY, run_dir, name);
 }
 
 // A synthetic job of 2 replicas, slow enough to be caught mid-run.
@@ -56,9 +52,12 @@ size_t metric_lines(const fs::path& run_dir) {
   return fs::exists(run_dir / "metrics.jsonl") ? count_lines(run_dir / "metrics.jsonl") : 0;
 }
 
-void wait_for_checkpoint(const fs::path& run_dir) {
-  for (int i = 0; i < 1200 && !fs::exists(run_dir / "checkpoints" / "latest"); ++i) std::this_thread::sleep_for(50ms);
-}
+// A 400-step synthetic job of 2 replicas (min 1) in its own directory, running.
+struct failing_job {
+  msomni::testing::temp_dir dir;
+  fs::path run_dir = dir.path() / "run";
+  msomni::child_process job{MSOMNI_RUN_BINARY, {dir.write("job.toml", synthetic_job(400, 1)), "--run-dir", run_dir.string()}};
+};
 
 std::string quickstart() { return std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml"; }
 
@@ -88,11 +87,10 @@ TEST_CASE("msomni-run trains the quickstart with real rank processes") {
 }
 
 TEST_CASE("a rank killed with SIGKILL is detected and the job recovers and completes") {
-  msomni::testing::temp_dir dir;
-  const auto cfg = dir.write("job.toml", synthetic_job(400, 1));
-  const auto run_dir = dir.path() / "run";
-  msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
-  wait_for_checkpoint(run_dir);
+  failing_job j;
+  const auto& run_dir = j.run_dir;
+  auto& job = j.job;
+  msomni::testing::wait_for_checkpoint(run_dir);
   REQUIRE(fs::exists(run_dir / "checkpoints" / "latest"));
   const pid_t victim = rank_pid(run_dir, "rank-1");
   REQUIRE(victim > 0);
@@ -112,11 +110,10 @@ TEST_CASE("a rank killed with SIGKILL is detected and the job recovers and compl
 }
 
 TEST_CASE("a silent rank (SIGSTOP) is declared down by missed keep-alives and the job recovers") {
-  msomni::testing::temp_dir dir;
-  const auto cfg = dir.write("job.toml", synthetic_job(400, 1));
-  const auto run_dir = dir.path() / "run";
-  msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
-  wait_for_checkpoint(run_dir);
+  failing_job j;
+  const auto& run_dir = j.run_dir;
+  auto& job = j.job;
+  msomni::testing::wait_for_checkpoint(run_dir);
   REQUIRE(fs::exists(run_dir / "checkpoints" / "latest"));
   const pid_t victim = rank_pid(run_dir, "rank-0");
   REQUIRE(victim > 0);
