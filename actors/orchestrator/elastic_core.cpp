@@ -585,6 +585,18 @@ control_outcome elastic_core::scale_to(int64_t replicas, nanos grace_period, tim
   return o;
 }
 
+control_outcome elastic_core::scale_down(int64_t replicas, nanos grace_period, time_point now) {
+  if (replicas >= world())
+    return {false, "refused: scale-down to " + std::to_string(replicas) + " replicas, the job has " + std::to_string(world()), {}};
+  return scale_to(replicas, grace_period, now);
+}
+
+control_outcome elastic_core::scale_up(int64_t replicas, time_point now) {
+  if (replicas <= world())
+    return {false, "refused: scale-up to " + std::to_string(replicas) + " replicas, the job has " + std::to_string(world()), {}};
+  return scale_to(replicas, nanos{0}, now);
+}
+
 control_outcome elastic_core::stop(time_point now) {
   control_outcome o;
   if (phase_ != phase::running) {

@@ -109,6 +109,9 @@ class elastic_core {
 
   // scale-down / scale-up / stop (the shell checks the token first).
   control_outcome scale_to(int64_t replicas, nanos grace_period, time_point now);
+  // The CLI verbs: like scale_to, but refused when they would not shrink (grow) the job.
+  control_outcome scale_down(int64_t replicas, nanos grace_period, time_point now);
+  control_outcome scale_up(int64_t replicas, time_point now);
   control_outcome stop(time_point now);
 
   // Plain data for `msomni status`.

@@ -80,12 +80,8 @@ msg::control_reply handle_control(caf::event_based_actor* self, shell_state& st,
   if (r.verb == "status") return {true, st.core.status_text(), st.core.status_json()};
   control_outcome o;
   if (r.verb == "scale-down" || r.verb == "scale-up") {
-    const bool down = r.verb == "scale-down";
-    if (down ? r.replicas >= st.core.world() : r.replicas <= st.core.world())
-      return {false, "refused: " + r.verb + " to " + std::to_string(r.replicas) + " replicas, the job has " +
-                         std::to_string(st.core.world()),
-              ""};
-    o = st.core.scale_to(r.replicas, std::chrono::duration_cast<nanos>(std::chrono::duration<double>(r.grace_period_s)), now);
+    const auto grace = std::chrono::duration_cast<nanos>(std::chrono::duration<double>(r.grace_period_s));
+    o = r.verb == "scale-down" ? st.core.scale_down(r.replicas, grace, now) : st.core.scale_up(r.replicas, now);
   } else if (r.verb == "stop") {
     o = st.core.stop(now);
   } else {
