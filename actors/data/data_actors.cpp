@@ -273,11 +273,14 @@ struct actor_pipeline::impl {
   impl(caf::actor_system& s, pipeline_setup p, order_slot o, std::shared_ptr<const data::storage> st)
       : sys(s), setup(std::move(p)), slot(o), store(std::move(st)), sources(index_sources(setup, *store)), scope(s) {}
 
+  // Forwards its arguments into the request: a batch handed back must arrive as the only
+  // reference, or the tensor actor cannot recycle its buffers (a copy kept here until the
+  // answer came made every batch a fresh 2 MB allocation, zeroed, with page faults).
   template <class T, class... Ts>
-  T ask(const caf::actor& who, Ts... xs) {
+  T ask(const caf::actor& who, Ts&&... xs) {
     T out{};
     std::string error;
-    scope->request(who, caf::infinite, xs...).receive([&](T& x) { out = std::move(x); },
+    scope->request(who, caf::infinite, std::forward<Ts>(xs)...).receive([&](T& x) { out = std::move(x); },
                                                        [&](caf::error& e) { error = sys.render(e); });
     if (!error.empty()) throw std::runtime_error("data pipeline actor: " + error);
     return out;

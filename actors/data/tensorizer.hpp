@@ -12,8 +12,11 @@ namespace msomni::data {
 
 // Packs exactly shape.batch good samples (throws std::invalid_argument otherwise).
 micro_batch pack_micro_batch(const batch_shape& shape, const std::vector<decoded_sample>& samples);
-// The same into `out`, reusing its buffers: every element is written exactly once (padding
-// included), so a recycled batch costs no allocation, no page faults and no zero pass.
+// The same into `out`, reusing its buffers, so a recycled batch costs no allocation, no page
+// faults and no zero pass. When `out` already has this shape, it must be a batch this function
+// packed and nobody changed since: its patches are taken to be zero wherever its patch_mask is
+// 0, and only padding rows that were real patches before are zeroed again. Any other `out`
+// (empty, moved-from, another shape) is written in full.
 void pack_micro_batch_into(const batch_shape& shape, const std::vector<decoded_sample>& samples, micro_batch& out);
 
 }  // namespace msomni::data

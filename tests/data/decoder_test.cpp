@@ -102,6 +102,46 @@ TEST_CASE("packing puts patches and masks and padding where the model expects th
   CHECK_THROWS_AS(data::pack_micro_batch(shape, {img}), std::invalid_argument);
 }
 
+// Patch sizes 8 and 16 give runs of 24 and 48 bytes: the vector loops' bodies and tails both run.
+TEST_CASE("packing scales every byte to x * 2/255 - 1 in patch order and a recycled batch packs like a fresh one") {
+  for (const int64_t patch : {int64_t{8}, int64_t{16}}) {
+    CAPTURE(patch);
+    const data::batch_shape shape{3, 32, patch, 2, 16 + 2 * (32 / patch) * (32 / patch)};
+    const int64_t S = shape.image_size, D = shape.patch_dim(), P = shape.max_patches(), grid = S / patch;
+    auto image = [&](uint8_t seed, uint32_t frames) {
+      data::decoded_sample x;
+      x.kind = frames > 1 ? modality::video : modality::image;
+      x.frames = x.unique_frames = frames;
+      x.pixels.resize(size_t(frames * S * S * 3));
+      for (size_t i = 0; i < x.pixels.size(); ++i) x.pixels[i] = uint8_t(i * 7 + seed);
+      x.tokens = {data::token_bos, 'a', data::token_eos};
+      return x;
+    };
+    data::decoded_sample txt;
+    txt.kind = modality::text;
+    txt.tokens = {data::token_bos, 'b', data::token_eos};
+    const std::vector<data::decoded_sample> first{image(1, 2), image(2, 1), txt}, second{txt, image(3, 1), image(4, 2)};
+    const auto fresh = data::pack_micro_batch(shape, first);
+    // Element (slot 0, frame f, patch (py, px), row dy, byte k) against the scalar formula.
+    bool all_match = true;
+    for (int64_t f = 0; f < 2; ++f)
+      for (int64_t q = 0; q < grid * grid; ++q)
+        for (int64_t e = 0; e < D; ++e) {
+          const int64_t py = q / grid, px = q % grid, dy = e / (patch * 3), k = e % (patch * 3);
+          const uint8_t byte = first[0].pixels[size_t(f * S * S * 3 + ((py * patch + dy) * S + px * patch) * 3 + k)];
+          all_match = all_match && fresh.patches[size_t((f * grid * grid + q) * D + e)] == float(byte) * (2.0f / 255.0f) - 1.0f;
+        }
+    CHECK(all_match);
+    CHECK(std::all_of(fresh.patches.begin() + 2 * P * D, fresh.patches.end(), [](float v) { return v == 0.0f; }));
+    // The same buffers packed again with other samples: padding where patches were is zero again.
+    data::micro_batch reused = fresh;
+    data::pack_micro_batch_into(shape, second, reused);
+    CHECK(reused == data::pack_micro_batch(shape, second));
+    data::pack_micro_batch_into(shape, first, reused);
+    CHECK(reused == fresh);
+  }
+}
+
 TEST_CASE("decoding does not depend on what the decoder decoded before") {
   gen::quiet_ffmpeg_logs();
   std::vector<data::raw_sample> samples;
