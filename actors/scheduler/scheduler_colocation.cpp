@@ -24,17 +24,61 @@ double scheduler_core::guest_share(const std::string& host) const {
   return std::clamp(f.lendable_share, 0.0, 1.0);
 }
 
-void scheduler_core::evict_guest_of(const std::string& host, double now_s, std::string reason,
-                                    std::vector<command>& out) {
-  auto g = guest_of_.find(host);
-  if (g == guest_of_.end()) return;
-  job_state& guest = jobs_.at(g->second);
+void scheduler_core::evict_guest(const std::string& guest_id, double now_s, std::string reason,
+                                 std::vector<command>& out) {
+  job_state& guest = jobs_.at(guest_id);
+  const std::string host = guest.host;
+  auto& list = guests_of_[host];
+  list.erase(std::remove(list.begin(), list.end(), guest_id), list.end());
+  if (list.empty()) guests_of_.erase(host);
   command c = make_command(command_kind::evict_guest, guest.req.id, guest.epoch);
   c.host = host;
   c.reason = std::move(reason);
-  guest_of_.erase(g);
   to_pending(guest);
   emit(now_s, std::move(c), out);
+}
+
+void scheduler_core::evict_guests_of(const std::string& host, double now_s, const std::string& reason,
+                                     std::vector<command>& out) {
+  auto it = guests_of_.find(host);
+  if (it == guests_of_.end()) return;
+  for (const std::string& g : std::vector<std::string>(it->second)) evict_guest(g, now_s, reason, out);
+}
+
+// Packs pending preemptible jobs into the host's GPUs that no guest uses yet, in queue order
+// (a job too big for what is left is skipped, a smaller one behind it may still fit).
+void scheduler_core::place_guests(const job_state& host, double share, double now_s,
+                                  std::vector<command>& out) {
+  std::vector<uint32_t> unused = host.gpus;
+  if (auto it = guests_of_.find(host.req.id); it != guests_of_.end())
+    for (const std::string& g : it->second)
+      for (uint32_t gpu : jobs_.at(g).gpus) unused.erase(std::remove(unused.begin(), unused.end(), gpu), unused.end());
+  size_t scanned = 0;
+  for (auto it = pending_.begin(), next = it; it != pending_.end() && !unused.empty(); it = next) {
+    ++next;
+    if (++scanned > guest_scan_limit) break;
+    job_state& j = jobs_.at(std::get<3>(*it));
+    if (j.req.klass == job_class::critical || j.req.gpus > unused.size()) continue;
+    pending_.erase(it);
+    set_phase(j, job_phase::guest);
+    j.host = host.req.id;
+    j.share = share;
+    j.replicas = std::max<uint32_t>(1, j.req.gpus / j.req.gpus_per_replica);
+    j.gpus.assign(unused.begin(), unused.begin() + j.req.gpus);
+    unused.erase(unused.begin(), unused.begin() + j.req.gpus);
+    j.run_since_s = now_s;
+    ++j.epoch;
+    guests_of_[host.req.id].push_back(j.req.id);
+    command c = make_command(command_kind::colocate, j.req.id, j.epoch);
+    c.gpus = j.gpus;
+    c.replicas = j.replicas;
+    c.host = host.req.id;
+    c.share = share;
+    c.reason = params_.policy == policy_kind::omni
+                   ? "host's predicted idle share passes the threshold"
+                   : "greedy: host left GPUs idle in its last step";
+    emit(now_s, std::move(c), out);
+  }
 }
 
 std::vector<command> scheduler_core::window(double now_s) {
@@ -43,55 +87,35 @@ std::vector<command> scheduler_core::window(double now_s) {
   // 1. Re-decide every guest: leave when the host's idle share is no longer lendable, or
   //    when the cluster has free room for it and nobody else waits.
   std::vector<std::string> hosts;
-  for (const auto& [host, guest] : guest_of_) hosts.push_back(host);
+  for (const auto& [host, guests] : guests_of_) hosts.push_back(host);
   for (const auto& host : hosts) {
-    job_state& guest = jobs_.at(guest_of_.at(host));
     double share = guest_share(host);
     if (share <= 0) {
-      evict_guest_of(host, now_s, "host's predicted idle share is below the threshold", out);
-    } else if (pending_.empty() && place_.free_count() >= guest.req.gpus) {
-      evict_guest_of(host, now_s, "free GPUs: run alone", out);
-    } else if (share != guest.share) {
-      guest.share = share;
-      command c = make_command(command_kind::set_share, guest.req.id, guest.epoch);
-      c.host = host;
-      c.share = share;
-      c.reason = "share for the next reservation window";
-      emit(now_s, std::move(c), out);
+      evict_guests_of(host, now_s, "host's predicted idle share is below the threshold", out);
+      continue;
+    }
+    for (const std::string& id : std::vector<std::string>(guests_of_.at(host))) {
+      job_state& guest = jobs_.at(id);
+      if (pending_.empty() && place_.free_count() >= guest.req.gpus) {
+        evict_guest(id, now_s, "free GPUs: run alone", out);
+      } else if (share != guest.share) {
+        guest.share = share;
+        command c = make_command(command_kind::set_share, guest.req.id, guest.epoch);
+        c.host = host;
+        c.share = share;
+        c.reason = "share for the next reservation window";
+        emit(now_s, std::move(c), out);
+      }
     }
   }
   schedule(now_s, out);  // evicted guests may fit in free GPUs now
-  // 2. New guests for running critical hosts without one.
+  // 2. Fill the unused GPUs of running critical hosts with guests.
   for (const auto& host_id : running_) {
+    if (pending_.empty()) break;
     const job_state& host = jobs_.at(host_id);
     if (host.req.klass != job_class::critical) continue;
-    if (guest_of_.count(host_id) || pending_.empty()) continue;
     double share = guest_share(host_id);
-    if (share <= 0) continue;
-    size_t scanned = 0;
-    for (const auto& key : pending_) {
-      if (++scanned > guest_scan_limit) break;
-      job_state& j = jobs_.at(std::get<3>(key));
-      if (j.req.klass == job_class::critical || j.req.gpus > host.gpus.size()) continue;
-      pending_.erase(key);
-      set_phase(j, job_phase::guest);
-      j.host = host_id;
-      j.share = share;
-      j.replicas = std::max<uint32_t>(1, j.req.gpus / j.req.gpus_per_replica);
-      j.run_since_s = now_s;
-      ++j.epoch;
-      guest_of_[host_id] = j.req.id;
-      command c = make_command(command_kind::colocate, j.req.id, j.epoch);
-      c.gpus.assign(host.gpus.begin(), host.gpus.begin() + j.req.gpus);
-      c.replicas = j.replicas;
-      c.host = host_id;
-      c.share = share;
-      c.reason = params_.policy == policy_kind::omni
-                     ? "host's predicted idle share passes the threshold"
-                     : "greedy: host left GPUs idle in its last step";
-      emit(now_s, std::move(c), out);
-      break;
-    }
+    if (share > 0) place_guests(host, share, now_s, out);
   }
   return out;
 }

@@ -316,9 +316,14 @@ std::vector<command> scheduler_core::finished(const std::string& job, double now
   if (it == jobs_.end()) return out;
   job_state& j = it->second;
   if (j.phase == job_phase::pending) return out;  // a late report of a job that was preempted
-  if (guest_of_.count(job)) evict_guest_of(job, now_s, "host finished", out);
-  if (j.phase == job_phase::guest) guest_of_.erase(j.host);
-  else place_.give_back(job, j.gpus);
+  evict_guests_of(job, now_s, "host finished", out);
+  if (j.phase == job_phase::guest) {
+    auto& list = guests_of_[j.host];
+    list.erase(std::remove(list.begin(), list.end(), job), list.end());
+    if (list.empty()) guests_of_.erase(j.host);
+  } else {
+    place_.give_back(job, j.gpus);
+  }
   forecasts_.erase(job);
   set_phase(j, job_phase::pending);  // leaves the phase sets
   jobs_.erase(it);

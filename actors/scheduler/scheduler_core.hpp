@@ -38,7 +38,7 @@ struct job_state {
   double run_since_s = 0;      // start of the current continuous run
   double drain_deadline_s = 0;
   uint32_t keep_replicas = 0;  // replicas that stay when the drain completes
-  std::string host;            // while a guest
+  std::string host;            // while a guest (its `gpus` are a slice of the host's)
   double share = 0;            // while a guest
   uint32_t preemptions = 0;
 };
@@ -90,8 +90,11 @@ class scheduler_core {
   void complete_drain(job_state& v, double now_s);
   void to_pending(job_state& j);
   void set_phase(job_state& j, job_phase p);
-  void evict_guest_of(const std::string& host, double now_s, std::string reason,
-                      std::vector<command>& out);
+  void evict_guest(const std::string& guest, double now_s, std::string reason,
+                   std::vector<command>& out);
+  void evict_guests_of(const std::string& host, double now_s, const std::string& reason,
+                       std::vector<command>& out);
+  void place_guests(const job_state& host, double share, double now_s, std::vector<command>& out);
   uint32_t draining_gpus() const;
   double guest_share(const std::string& host) const;
 
@@ -102,7 +105,8 @@ class scheduler_core {
   std::set<std::string> running_, draining_;
   std::set<queue_key> pending_;
   std::map<std::string, host_forecast> forecasts_;
-  std::map<std::string, std::string> guest_of_;  // host -> guest
+  // host -> its guests, each on its own slice of the host's GPUs (packed up to all of them)
+  std::map<std::string, std::vector<std::string>> guests_of_;
   std::deque<decision> log_;
   uint64_t decisions_total_ = 0;
   uint64_t next_order_ = 0;

@@ -127,6 +127,41 @@ TEST_CASE("omni co-locates only above the idle threshold and with the safety mar
   CHECK(s.find("reg")->phase == job_phase::pending);
 }
 
+TEST_CASE("guests are packed into a host's GPUs on disjoint slices and all leave when it ends") {
+  auto s = make(policy_kind::omni);
+  s.submit(req("crit", job_class::critical, 8), 0);
+  s.submit(req("fill", job_class::best_effort, 8), 1);  // takes the other 8 GPUs
+  s.submit(req("r4", job_class::regular, 4), 2);
+  s.submit(req("b6", job_class::best_effort, 6), 3);  // too big once r4 is placed: skipped
+  s.submit(req("b2", job_class::best_effort, 2), 4);
+  s.submit(req("b1", job_class::best_effort, 1), 5);
+  s.set_forecast("crit", {0.45, 0.38, 0.5, 1.0});
+  auto cs = s.window(60);
+  const command* r4 = find_cmd(cs, command_kind::colocate, "r4");
+  const command* b2 = find_cmd(cs, command_kind::colocate, "b2");
+  const command* b1 = find_cmd(cs, command_kind::colocate, "b1");
+  REQUIRE(r4);
+  REQUIRE(b2);
+  REQUIRE(b1);  // behind the skipped b6, in the 2 GPUs still unused
+  CHECK_FALSE(find_cmd(cs, command_kind::colocate, "b6"));
+  const auto& host = s.find("crit")->gpus;
+  std::vector<uint32_t> lent = r4->gpus;
+  lent.insert(lent.end(), b2->gpus.begin(), b2->gpus.end());
+  lent.insert(lent.end(), b1->gpus.begin(), b1->gpus.end());
+  std::sort(lent.begin(), lent.end());
+  CHECK(lent.size() == 7);
+  CHECK(std::adjacent_find(lent.begin(), lent.end()) == lent.end());  // no GPU lent twice
+  for (uint32_t g : lent) CHECK(std::find(host.begin(), host.end(), g) != host.end());
+  s.submit(req("b1b", job_class::best_effort, 1), 70);
+  CHECK(find_cmd(s.window(120), command_kind::colocate, "b1b"));  // the last unused GPU
+  auto done = s.finished("crit", 200);
+  CHECK(find_cmd(done, command_kind::evict_guest, "r4"));
+  CHECK(find_cmd(done, command_kind::evict_guest, "b2"));
+  CHECK(find_cmd(done, command_kind::evict_guest, "b1"));
+  CHECK(find_cmd(done, command_kind::evict_guest, "b1b"));
+  CHECK(s.find("r4")->phase != job_phase::guest);
+}
+
 TEST_CASE("greedy lends the last observed idle share without a threshold") {
   auto s = make(policy_kind::greedy);
   s.submit(req("crit", job_class::critical, 16), 0);

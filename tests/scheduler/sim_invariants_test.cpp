@@ -67,7 +67,7 @@ void check_run(const std::string& what, const trace& tr, sim_options opt) {
       CHECK(r.busy_utilization <= r.allocated_utilization + 1e-9);
       // A critical job is never preempted or shrunk: its slowdown is its wait to start plus
       // the time guests that overstayed cost it, nothing else.
-      CHECK(r.critical_slowdown ==
+      CHECK(r.critical_slowdown_empty_cluster ==
             doctest::Approx(r.critical_queue_slowdown + r.critical_colocation_slowdown).epsilon(1e-6));
       if (s == 1) CHECK(to_json(opt, r) == to_json(opt, run_simulation(opt, tr)));  // same seed
     }

@@ -52,6 +52,7 @@ void engine::settle(sjob& j) {
       j.remaining_s -= d;
       double idle = j.klass == job_class::critical ? j.cur_idle : 0.0;
       account(from, t, j.held * (1.0 - idle), busy_gpu_s_);
+      if (idle > 0) account(from, t, j.held * idle, critical_idle_gpu_s_);
       if (j.klass != job_class::critical && opt_.periodic_checkpoint_s > 0)
         j.last_ckpt_s = std::max(j.last_ckpt_s, std::floor(j.progress_s / opt_.periodic_checkpoint_s) *
                                                     opt_.periodic_checkpoint_s);

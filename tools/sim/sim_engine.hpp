@@ -34,7 +34,10 @@ struct sim_options {
   double target_load = 0.9;          // auto size: mean demand / target_load
   uint32_t gpus_per_node = 8, nodes_per_switch = 4;
   uint64_t seed = 1;
-  std::string classes = "auto";      // auto | trace | C,R,B fractions
+  std::string classes = "auto";      // auto | trace | size[:BIG,SMALL] | C,R,B fractions
+  // Internal: the critical-alone baseline run keeps only the critical jobs.
+  bool critical_only = false;
+  bool critical_baseline = true;     // run it, for critical_slowdown
   uint64_t max_jobs = 0;             // 0 = all
   double window_start_s = -1, window_end_s = -1;  // submission-time slice of the trace
   sched::scheduler_params sched;
@@ -63,11 +66,22 @@ struct sim_result {
   // Share of capacity left free while at least one job waited (sampled per reservation
   // window). With allocated - busy it bounds what any policy could add to busy.
   double free_while_waiting_utilization = 0;
+  // Idle share of critical jobs' allocations (what co-location can lend), and the busy time
+  // guests made of it, both as shares of capacity.
+  double critical_idle_utilization = 0, guest_busy_utilization = 0;
+  // critical_slowdown: mean over critical jobs of JCT / JCT of the same job when the
+  // critical jobs run alone on the same cluster (no lower class at all) - 1: what the other
+  // classes and the policy cost them. Compared over jobs completed in both runs.
   double critical_slowdown = 0, critical_slowdown_p95 = 0, critical_slowdown_max = 0;
+  uint64_t critical_compared = 0;
+  // critical_slowdown_empty_cluster: JCT / trace duration - 1 (each job alone on an empty
+  // cluster), which also counts waiting behind other critical jobs. It splits into the part
+  // spent waiting to start (queue) and the part a running critical job lost to guests that
+  // overstayed (co-location).
+  double critical_slowdown_empty_cluster = 0;
   double critical_queue_wait_s = 0, critical_colocation_delay_s = 0;
-  // critical_slowdown split: the part spent waiting to start (queue, including waits for
-  // lower-class drains) and the part a running critical job lost to guests that overstayed.
   double critical_queue_slowdown = 0, critical_colocation_slowdown = 0;
+  std::map<std::string, double> critical_jct_s;  // per critical job (not in the JSON)
   uint64_t preemptions = 0, shrinks = 0, forced_releases = 0, colocations = 0,
            guest_shortfalls = 0, rejected = 0, cross_switch = 0, multi_node = 0;
   double preempted_gpu_hours_lost = 0;       // work lost + drain checkpointing + reloads

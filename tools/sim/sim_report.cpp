@@ -38,9 +38,13 @@ std::string to_json(const sim_options& opt, const sim_result& r) {
   o << "  \"allocated_utilization\": " << num(r.allocated_utilization) << ",\n";
   o << "  \"busy_utilization\": " << num(r.busy_utilization) << ",\n";
   o << "  \"free_while_waiting_utilization\": " << num(r.free_while_waiting_utilization) << ",\n";
+  o << "  \"critical_idle_utilization\": " << num(r.critical_idle_utilization) << ",\n";
+  o << "  \"guest_busy_utilization\": " << num(r.guest_busy_utilization) << ",\n";
   o << "  \"critical_slowdown\": " << num(r.critical_slowdown) << ",\n";
   o << "  \"critical_slowdown_p95\": " << num(r.critical_slowdown_p95) << ",\n";
   o << "  \"critical_slowdown_max\": " << num(r.critical_slowdown_max) << ",\n";
+  o << "  \"critical_compared\": " << r.critical_compared << ",\n";
+  o << "  \"critical_slowdown_empty_cluster\": " << num(r.critical_slowdown_empty_cluster) << ",\n";
   o << "  \"critical_queue_slowdown\": " << num(r.critical_queue_slowdown) << ",\n";
   o << "  \"critical_colocation_slowdown\": " << num(r.critical_colocation_slowdown) << ",\n";
   o << "  \"critical_queue_wait_s\": " << num(r.critical_queue_wait_s) << ",\n";

@@ -43,6 +43,8 @@ struct sjob {
   double cur_idle = 0;                  // realised idle share of the current window
   std::vector<predict::step_sample> window_samples;
   double colocation_delay_s = 0;
+  size_t trace_pos = 0;  // row in the trace: names the job across the run and its baseline
+  double shortfall_until = 0;  // host: its wait for guests is charged up to here (once for all guests)
 };
 
 // The id the scheduler core knows a job by: trace ids need not be unique across a slice.
@@ -93,6 +95,7 @@ class engine {
   double t0_ = 0, t1_ = 1;             // measurement window
   double window_start_ = 0, next_row_ = 0;
   double free_waiting_gpu_s_ = 0;  // free GPUs while a job waits, sampled per window
+  double critical_idle_gpu_s_ = 0, guest_busy_gpu_s_ = 0;
   double allocated_gpu_s_ = 0, busy_gpu_s_ = 0, lost_gpu_s_ = 0, restart_gpu_s_ = 0,
          drain_gpu_s_ = 0;
   bool tick_armed_ = false;

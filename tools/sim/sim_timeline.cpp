@@ -70,7 +70,16 @@ scheduler_params engine::with_policy(const sim_options& opt) {
 void engine::build_jobs(const trace& tr) {
   double fc = 0.2, fr = 0.4;
   bool use_trace = opt_.classes == "trace" || (opt_.classes == "auto" && tr.format == "alibaba-v2023");
-  if (opt_.classes != "auto" && opt_.classes != "trace") {
+  // size[:BIG,SMALL]: a job of at least one node's GPUs is critical with probability BIG
+  // (default 0.8), a smaller one with SMALL (0.1); the rest split evenly regular/best-effort.
+  bool by_size = opt_.classes.rfind("size", 0) == 0;
+  double p_big = 0.8, p_small = 0.1;
+  if (by_size) {
+    if (opt_.classes != "size" &&
+        (std::sscanf(opt_.classes.c_str(), "size:%lf,%lf", &p_big, &p_small) != 2 || p_big < 0 ||
+         p_big > 1 || p_small < 0 || p_small > 1))
+      throw std::runtime_error("--classes: expected size or size:BIG,SMALL with probabilities in [0, 1]");
+  } else if (opt_.classes != "auto" && opt_.classes != "trace") {
     double fb = 0;
     if (std::sscanf(opt_.classes.c_str(), "%lf,%lf,%lf", &fc, &fr, &fb) != 3 || fc < 0 || fr < 0 ||
         fb < 0 || fc + fr + fb <= 0)
@@ -80,16 +89,25 @@ void engine::build_jobs(const trace& tr) {
     fr /= sum;
   }
   rng_stream cls = rng_stream::derive(opt_.seed, "sim.classes");
-  for (const trace_job& t : tr.jobs) {
+  uint64_t taken = 0;  // jobs of the slice, counted before the critical-only filter
+  for (size_t pos = 0; pos < tr.jobs.size(); ++pos) {
+    const trace_job& t = tr.jobs[pos];
     if (opt_.window_start_s >= 0 && t.submit_s < opt_.window_start_s) continue;
     if (opt_.window_end_s >= 0 && t.submit_s >= opt_.window_end_s) break;
-    if (opt_.max_jobs && jobs_.size() >= opt_.max_jobs) break;
+    if (opt_.max_jobs && taken >= opt_.max_jobs) break;
+    ++taken;
     sjob j;
     j.t = t;
     j.index = jobs_.size();
+    j.trace_pos = pos;
     double u = cls.uniform();  // drawn for every job so a class rule change shifts nothing else
+    if (by_size) {
+      fc = t.gpus >= opt_.gpus_per_node ? p_big : p_small;
+      fr = (1 - fc) / 2;
+    }
     if (use_trace && t.klass) j.klass = *t.klass;
     else j.klass = u < fc ? job_class::critical : (u < fc + fr ? job_class::regular : job_class::best_effort);
+    if (opt_.critical_only && j.klass != job_class::critical) continue;
     j.gpr = (t.gpus % opt_.gpus_per_node == 0) ? opt_.gpus_per_node : t.gpus;
     j.gpr = std::min(j.gpr, t.gpus);
     j.full_replicas = t.gpus / j.gpr;
@@ -181,12 +199,18 @@ void engine::credit_guest(sjob& g, double until) {
   g.credited_until = until;
   if (w <= 0) return;
   if (g.share > h.cur_idle + 1e-12) {
-    double delay = (g.share - h.cur_idle) * w;
-    settle(h);
-    h.remaining_s += delay;
-    h.progress_s -= delay;
-    h.colocation_delay_s += delay;
-    reschedule(h);
+    // Guests of one host sit on disjoint GPUs of the same job, so the host waits once for
+    // their eviction however many overstayed.
+    double from = std::max(until - w, h.shortfall_until);
+    if (until > from) {
+      double delay = (g.share - h.cur_idle) * (until - from);
+      settle(h);
+      h.remaining_s += delay;
+      h.progress_s -= delay;
+      h.colocation_delay_s += delay;
+      reschedule(h);
+      h.shortfall_until = until;
+    }
     lost_gpu_s_ += h.cur_idle * w * g.t.gpus;
     ++result_.guest_shortfalls;
     return;
@@ -197,6 +221,7 @@ void engine::credit_guest(sjob& g, double until) {
   g.remaining_s -= gain;
   g.last_ckpt_s = g.progress_s;  // a guest's state is swapped out at every slice end
   account(until - w, until, g.t.gpus * g.share * opt_.share_efficiency, busy_gpu_s_);
+  account(until - w, until, g.t.gpus * g.share * opt_.share_efficiency, guest_busy_gpu_s_);
 }
 
 void engine::finish(sjob& j) {
@@ -286,6 +311,8 @@ sim_result engine::run() {
   r.allocated_utilization = allocated_gpu_s_ / capacity;
   r.busy_utilization = busy_gpu_s_ / capacity;
   r.free_while_waiting_utilization = free_waiting_gpu_s_ / capacity;
+  r.critical_idle_utilization = critical_idle_gpu_s_ / capacity;
+  r.guest_busy_utilization = guest_busy_gpu_s_ / capacity;
   r.lost_work_gpu_hours = lost_gpu_s_ / 3600.0;
   r.preempted_gpu_hours_lost = (lost_gpu_s_ + drain_gpu_s_ + restart_gpu_s_) / 3600.0;
   r.decisions = core_.decisions_total();
@@ -300,6 +327,7 @@ sim_result engine::run() {
     ++cs.completed;
     jct[to_string(j.klass)].push_back(j.completion - j.t.submit_s);
     if (j.klass == job_class::critical) {
+      r.critical_jct_s[std::to_string(j.trace_pos)] = j.completion - j.t.submit_s;
       slow.push_back((j.completion - j.t.submit_s) / j.t.duration_s - 1.0);
       slow_queue.push_back((j.first_start - j.t.submit_s) / j.t.duration_s);
       slow_coloc.push_back(j.colocation_delay_s / j.t.duration_s);
@@ -311,11 +339,9 @@ sim_result engine::run() {
     r.per_class[k].jct_mean_s = mean(v);
     r.per_class[k].jct_p95_s = percentile(v, 0.95);
   }
-  r.critical_slowdown = mean(slow);
+  r.critical_slowdown_empty_cluster = mean(slow);
   r.critical_queue_slowdown = mean(slow_queue);
   r.critical_colocation_slowdown = mean(slow_coloc);
-  r.critical_slowdown_p95 = percentile(slow, 0.95);
-  r.critical_slowdown_max = slow.empty() ? 0 : *std::max_element(slow.begin(), slow.end());
   if (!opt_.timeline_path.empty()) {
     std::ofstream out(opt_.timeline_path);
     if (!out) throw std::runtime_error(opt_.timeline_path + ": cannot write");
@@ -326,8 +352,25 @@ sim_result engine::run() {
 }
 
 sim_result run_simulation(const sim_options& opt, const trace& tr) {
-  engine e(opt, tr);
-  return e.run();
+  sim_result r = engine(opt, tr).run();
+  if (!opt.critical_baseline || opt.critical_only || r.critical_jct_s.empty()) return r;
+  // The same critical jobs (same class draws) alone on the same cluster: no lower class, so
+  // the policy has nothing to lend, preempt or backfill.
+  sim_options alone = opt;
+  alone.critical_only = true;
+  alone.policy = sched::policy_kind::exclusive;
+  alone.timeline_path.clear();
+  sim_result base = engine(alone, tr).run();
+  std::vector<double> slow;
+  for (const auto& [id, jct] : r.critical_jct_s) {
+    auto it = base.critical_jct_s.find(id);
+    if (it != base.critical_jct_s.end() && it->second > 0) slow.push_back(jct / it->second - 1.0);
+  }
+  r.critical_compared = slow.size();
+  r.critical_slowdown = mean(slow);
+  r.critical_slowdown_p95 = percentile(slow, 0.95);
+  r.critical_slowdown_max = slow.empty() ? 0 : *std::max_element(slow.begin(), slow.end());
+  return r;
 }
 
 }  // namespace msomni::sim
