@@ -40,6 +40,7 @@ struct bench_options {
   int64_t batch = 16;
   uint64_t samples = 0;  // pipeline modes: samples to pull (rounded up to whole batches)
   bool videos = false;   // include DIR/videos
+  std::string sources;   // comma-separated subset of images,text,videos (overrides --videos)
   int passes = 1;        // limit mode: decode every sample this many times
   std::string caf_policy = "sharing";  // actors mode: CAF scheduler policy (sharing | stealing)
 };
@@ -51,9 +52,14 @@ struct source_info {
 };
 
 std::vector<source_info> sources_of(const bench_options& o) {
-  std::vector<source_info> out = {{"images", o.data_dir + "/images", modality::image},
-                                  {"text", o.data_dir + "/text", modality::text}};
-  if (o.videos) out.push_back({"videos", o.data_dir + "/videos", modality::video});
+  const std::vector<source_info> all = {{"images", o.data_dir + "/images", modality::image},
+                                        {"text", o.data_dir + "/text", modality::text},
+                                        {"videos", o.data_dir + "/videos", modality::video}};
+  const std::string want = o.sources.empty() ? (o.videos ? "images,text,videos" : "images,text") : o.sources;
+  std::vector<source_info> out;
+  for (const auto& s : all)
+    if (("," + want + ",").find("," + s.name + ",") != std::string::npos) out.push_back(s);
+  if (out.empty()) throw std::invalid_argument("--sources " + want + " names none of images,text,videos");
   return out;
 }
 
@@ -196,6 +202,7 @@ int main(int argc, char** argv) {
       else if (a == "--batch") o.batch = std::stoll(v);
       else if (a == "--samples") o.samples = std::stoull(v);
       else if (a == "--videos") o.videos = v == "1";
+      else if (a == "--sources") o.sources = v;
       else if (a == "--passes") o.passes = std::stoi(v);
       else if (a == "--caf-policy") o.caf_policy = v;
       else throw std::invalid_argument("unknown option " + a);
@@ -211,7 +218,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "msomni-bench-data: %s\nusage: msomni-bench-data --mode limit|inline|actors --data DIR "
                  "[--workers N] [--samples N] [--image-size PX] [--patch-size PX] [--video-frames N] "
-                 "[--max-seq-len N] [--batch N] [--videos 0|1] [--passes N] [--caf-policy sharing|stealing]\n",
+                 "[--max-seq-len N] [--batch N] [--videos 0|1] [--sources images,text,videos] [--passes N] [--caf-policy sharing|stealing]\n",
                  e.what());
     return 2;
   }

@@ -2,10 +2,12 @@
 # Driver of the data-pipeline benchmark (issue 5): generates one shard set, then, side by side
 # at 1 and 2 workers, measures (a) the raw FFmpeg decode limit (msomni-bench-data --mode limit),
 # the msomni pipeline (actor pipeline, and the in-thread reference at 1), and (b) a PyTorch
-# DataLoader reading the same tar members with PIL decoding, and prints a markdown table.
-# torchvision and PyAV are not installed here, so the PyTorch side cannot decode MP4: both
-# sides run on the images + text sources only (videos are generated but not read). Every column
-# of a row runs pinned to the same N cpus (--pin 1, taskset / sched_setaffinity).
+# DataLoader reading the same tar members with PIL decoding, and prints a markdown table. A
+# second table (--video 1) runs the same columns on the videos source alone: the limit, msomni
+# and a DataLoader decoding the MP4s with PyAV (python3-av; torchvision.io.read_video is a
+# wrapper over the same PyAV decode that converts every frame, so it would only be slower),
+# all taking the same evenly spaced frames, bilinear-resized. Every column of a row runs pinned
+# to the same N cpus (--pin 1, taskset / sched_setaffinity).
 import argparse
 import io
 import os
@@ -17,6 +19,11 @@ import time
 
 import numpy as np
 import torch
+
+try:
+    import av  # python3-av (PyAV), for the video table
+except ImportError:
+    av = None
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset, RandomSampler
 
@@ -37,19 +44,25 @@ def index_source(directory):
                 by_key.setdefault(key, {})[ext] = (m.offset_data, m.size)
         for key in sorted(by_key):
             parts = by_key[key]
-            media = parts.get("jpg") or parts.get("jpeg") or parts.get("png")
+            media = parts.get("jpg") or parts.get("jpeg") or parts.get("png") or parts.get("mp4")
             if "txt" in parts:
                 out.append((path, media, parts["txt"]))
     return out
 
 
-class shard_dataset(Dataset):
-    """One sample per item: PIL decode + bilinear resize, [-1, 1] patches, byte tokens."""
+def frame_indices(total, count):
+    """msomni's sample_frame_indices: slot i takes frame floor((i + 0.5) * total / count)."""
+    return [min(total - 1, int((i + 0.5) * total / count)) for i in range(count)]
 
-    def __init__(self, items, image_size, patch_size, max_seq_len):
+
+class shard_dataset(Dataset):
+    """One sample per item: PIL decode (PyAV for MP4) + bilinear resize, [-1, 1] patches, byte tokens."""
+
+    def __init__(self, items, image_size, patch_size, max_seq_len, video_frames=1):
         self.items = items
-        self.size, self.patch = image_size, patch_size
-        self.patches = (image_size // patch_size) ** 2
+        self.size, self.patch, self.frames = image_size, patch_size, video_frames
+        self.per_frame = (image_size // patch_size) ** 2
+        self.patches = self.per_frame * video_frames
         self.max_tokens = max_seq_len - self.patches
         self.files = {}
 
@@ -63,19 +76,43 @@ class shard_dataset(Dataset):
         f.seek(span[0])
         return f.read(span[1])
 
+    def _video_frames(self, data):
+        """The evenly spaced frames of an MP4, decoded in order on one thread (like msomni's
+        workers), converted (libswscale, bilinear) only where a slot wants them."""
+        with av.open(io.BytesIO(data)) as container:
+            stream = container.streams.video[0]
+            stream.codec_context.thread_count = 1
+            wanted = frame_indices(stream.frames, self.frames)
+            got = {}
+            for n, frame in enumerate(container.decode(stream)):
+                if n in wanted:
+                    got[n] = frame.to_ndarray(width=self.size, height=self.size, format="rgb24", interpolation="BILINEAR")
+                if n >= wanted[-1]:
+                    break
+        last = got[max(got)]
+        return [got.get(n, last) for n in wanted]
+
+    def _patchify(self, rgb):
+        g = self.size // self.patch
+        a = torch.from_numpy(np.asarray(rgb, dtype=np.float32)) / 127.5 - 1.0
+        a = a.reshape(g, self.patch, g, self.patch, 3).permute(0, 2, 1, 3, 4)
+        return a.reshape(self.per_frame, self.patch * self.patch * 3)
+
     def __getitem__(self, i):
         path, media, caption = self.items[i]
         patch_dim = self.patch * self.patch * 3
         patches = torch.zeros(self.patches, patch_dim)
         patch_mask = torch.zeros(self.patches, dtype=torch.uint8)
         if media is not None:
-            img = Image.open(io.BytesIO(self._read(path, media))).convert("RGB")
-            img = img.resize((self.size, self.size), Image.BILINEAR)
-            a = torch.from_numpy(np.asarray(img, dtype=np.float32)) / 127.5 - 1.0
-            g = self.size // self.patch
-            a = a.reshape(g, self.patch, g, self.patch, 3).permute(0, 2, 1, 3, 4)
-            patches = a.reshape(self.patches, patch_dim)
-            patch_mask[:] = 1
+            data = self._read(path, media)
+            if data[4:8] == b"ftyp":  # MP4
+                frames = self._video_frames(data)
+            else:
+                img = Image.open(io.BytesIO(data)).convert("RGB")
+                frames = [img.resize((self.size, self.size), Image.BILINEAR)]
+            for f, rgb in enumerate(frames):
+                patches[f * self.per_frame:(f + 1) * self.per_frame] = self._patchify(rgb)
+            patch_mask[:len(frames) * self.per_frame] = 1
         text = self._read(path, caption)[: self.max_tokens - 2]
         tokens = torch.full((self.max_tokens,), TOKEN_PAD, dtype=torch.int32)
         tokens[0] = TOKEN_BOS
@@ -91,18 +128,18 @@ def cores(workers):
     return set(range(workers))
 
 
-def run_torch(items, args, workers):
+def run_torch(items, args, workers, frames):
     saved = os.sched_getaffinity(0)
     if args.pin:
         os.sched_setaffinity(0, cores(workers))  # loader worker processes inherit it
     try:
-        return run_torch_pinned(items, args, workers)
+        return run_torch_pinned(items, args, workers, frames)
     finally:
         os.sched_setaffinity(0, saved)
 
 
-def run_torch_pinned(items, args, workers):
-    ds = shard_dataset(items, args.image_size, args.patch_size, args.max_seq_len)
+def run_torch_pinned(items, args, workers, frames):
+    ds = shard_dataset(items, args.image_size, args.patch_size, args.max_seq_len, frames)
     total = len(items) * args.epochs
     sampler = RandomSampler(ds, num_samples=total, generator=torch.Generator().manual_seed(7))
     t0 = time.perf_counter()
@@ -114,15 +151,51 @@ def run_torch_pinned(items, args, workers):
     return got / secs
 
 
-def run_msomni(args, mode, workers, samples):
+def run_msomni(args, mode, workers, samples, sources, frames):
     pin = ["taskset", "-c", ",".join(str(c) for c in sorted(cores(workers)))] if args.pin else []
-    cmd = pin + [args.bench, "--mode", mode, "--data", args.data, "--workers", str(workers),
-           "--image-size", str(args.image_size), "--patch-size", str(args.patch_size), "--video-frames", "1",
+    cmd = pin + [args.bench, "--mode", mode, "--data", args.data, "--workers", str(workers), "--sources", sources,
+           "--image-size", str(args.image_size), "--patch-size", str(args.patch_size), "--video-frames", str(frames),
            "--max-seq-len", str(args.max_seq_len), "--batch", str(args.batch)]
     cmd += ["--passes", str(args.epochs)] if mode == "limit" else ["--samples", str(samples)]
     line = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
     fields = dict(kv.split("=") for kv in line.split())
     return float(fields["samples_per_s"])
+
+
+def table(args, title, sources, frames, inline, epochs):
+    """One markdown table: per worker count, every column `repeats` times, interleaved."""
+    args = argparse.Namespace(**{**vars(args), "epochs": epochs})
+    items = [it for src in sources.split(",") for it in index_source(os.path.join(args.data, src))]
+    samples = len(items) * args.epochs
+    print(f"# {title}: {len(items)} samples x {args.epochs} epochs per measurement, {frames} frame(s) per sample, "
+          f"{args.gen_size}px -> {args.image_size}px, batch {args.batch}, median of {args.repeats}, "
+          f"{os.cpu_count()} cpus, torch {torch.__version__}", file=sys.stderr)
+    rows = []
+    for w in [int(x) for x in args.workers.split(",")]:
+        cells = {"limit": [], "actors": [], "inline": [], "torch": []}
+        for _ in range(args.repeats):  # interleaved, so drift hits every column alike
+            cells["limit"].append(run_msomni(args, "limit", w, samples, sources, frames))
+            cells["actors"].append(run_msomni(args, "actors", w, samples, sources, frames))
+            if w == 1 and inline:
+                cells["inline"].append(run_msomni(args, "inline", w, samples, sources, frames))
+            cells["torch"].append(run_torch(items, args, w, frames))
+        med = {k: statistics.median(v) if v else None for k, v in cells.items()}
+        rows.append((w, med))
+        print(f"# {title} workers={w} " + " ".join(f"{k}={[round(x) for x in v]}" for k, v in cells.items()),
+              file=sys.stderr)
+
+    print(f"\n{title}\n")
+    print("| workers | (a) FFmpeg limit | msomni actor pipeline | msomni in-thread | (b) PyTorch DataLoader "
+          "| actors / limit | actors / PyTorch | in-thread / limit | in-thread / PyTorch |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    def fmt(x, suffix=""):
+        return "-" if x is None else f"{x:.2f}{suffix}" if suffix else f"{x:.0f}"
+
+    for w, m in rows:
+        lim, act, inl, pt = m["limit"], m["actors"], m["inline"], m["torch"]
+        ratio = lambda a, b: None if a is None else a / b
+        print(f"| {w} | {fmt(lim)} | {fmt(act)} | {fmt(inl)} | {fmt(pt)} | {fmt(act / lim, 'x')} "
+              f"| {fmt(act / pt, 'x')} | {fmt(ratio(inl, lim), 'x')} | {fmt(ratio(inl, pt), 'x')} |", flush=True)
 
 
 def main():
@@ -142,6 +215,10 @@ def main():
     p.add_argument("--repeats", type=int, default=3, help="measurements per cell; the median is reported")
     p.add_argument("--workers", default="1,2")
     p.add_argument("--pin", type=int, default=1, help="1: run every column of a row on the first N cpus (taskset)")
+    p.add_argument("--image-text", type=int, default=1, help="1: the images + text table")
+    p.add_argument("--video", type=int, default=1, help="1: the videos table (needs python3-av)")
+    p.add_argument("--video-frames", type=int, default=4, help="frames sampled per video in the videos table")
+    p.add_argument("--video-epochs", type=int, default=10, help="passes over the videos per measurement")
     p.add_argument("--bench", default=os.path.join(build, "bench_data", "msomni-bench-data"))
     p.add_argument("--gen", default=os.path.join(build, "dataset_gen", "msomni-gen-dataset"))
     args = p.parse_args()
@@ -150,37 +227,15 @@ def main():
         subprocess.run([args.gen, "--out", args.data, "--images", str(args.images), "--videos", str(args.videos),
                         "--texts", str(args.texts), "--image-size", str(args.gen_size),
                         "--video-size", str(args.gen_size)], check=True, stderr=subprocess.DEVNULL)
-    items = index_source(os.path.join(args.data, "images")) + index_source(os.path.join(args.data, "text"))
-    samples = len(items) * args.epochs
     torch.set_num_threads(1)
-    print(f"# {len(items)} samples (images + text) x {args.epochs} epochs per measurement, "
-          f"{args.gen_size}px -> {args.image_size}px, batch {args.batch}, median of {args.repeats}, "
-          f"{os.cpu_count()} cpus, torch {torch.__version__}", file=sys.stderr)
+    if args.image_text:
+        table(args, "images + text", "images,text", 1, inline=True, epochs=args.epochs)
+    if args.video:
+        if av is None:
+            sys.exit("bench_data.py: the videos table needs PyAV (apt-get install python3-av)")
+        table(args, f"videos ({args.video_frames} frames each)", "videos", args.video_frames, inline=True,
+              epochs=args.video_epochs)
 
-    rows = []
-    for w in [int(x) for x in args.workers.split(",")]:
-        cells = {"limit": [], "actors": [], "inline": [], "torch": []}
-        for _ in range(args.repeats):  # interleaved, so drift hits every column alike
-            cells["limit"].append(run_msomni(args, "limit", w, samples))
-            cells["actors"].append(run_msomni(args, "actors", w, samples))
-            if w == 1:
-                cells["inline"].append(run_msomni(args, "inline", w, samples))
-            cells["torch"].append(run_torch(items, args, w))
-        med = {k: statistics.median(v) if v else None for k, v in cells.items()}
-        rows.append((w, med))
-        print(f"# workers={w} " + " ".join(f"{k}={[round(x) for x in v]}" for k, v in cells.items()), file=sys.stderr)
-
-    print("| workers | (a) FFmpeg limit | msomni actor pipeline | msomni in-thread | (b) PyTorch DataLoader "
-          "| actors / limit | actors / PyTorch | in-thread / limit | in-thread / PyTorch |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    def fmt(x, suffix=""):
-        return "-" if x is None else f"{x:.2f}{suffix}" if suffix else f"{x:.0f}"
-
-    for w, m in rows:
-        lim, act, inl, pt = m["limit"], m["actors"], m["inline"], m["torch"]
-        ratio = lambda a, b: None if a is None else a / b
-        print(f"| {w} | {fmt(lim)} | {fmt(act)} | {fmt(inl)} | {fmt(pt)} | {fmt(act / lim, 'x')} "
-              f"| {fmt(act / pt, 'x')} | {fmt(ratio(inl, lim), 'x')} | {fmt(ratio(inl, pt), 'x')} |")
 
 if __name__ == "__main__":
     main()
