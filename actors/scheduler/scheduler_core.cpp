@@ -93,7 +93,53 @@ uint32_t scheduler_core::draining_gpus() const {
   return n;
 }
 
+// Critical demand (GPUs held or wanted by critical jobs), remembered as a sliding-window
+// maximum over critical_peak_memory_s; returns that maximum.
+uint32_t scheduler_core::note_critical_demand(double now_s) {
+  if (params_.policy != policy_kind::omni || params_.critical_peak_memory_s <= 0) return 0;
+  uint32_t demand = 0;
+  for (const auto& id : running_) {
+    const job_state& j = jobs_.at(id);
+    if (j.req.klass == job_class::critical) demand += static_cast<uint32_t>(j.gpus.size());
+  }
+  for (const auto& key : pending_) {
+    if (std::get<0>(key) != static_cast<uint8_t>(job_class::critical)) break;
+    demand += jobs_.at(std::get<3>(key)).req.gpus;
+  }
+  while (!critical_peak_.empty() && critical_peak_.back().second <= demand) critical_peak_.pop_back();
+  critical_peak_.emplace_back(now_s, demand);
+  while (critical_peak_.front().first < now_s - params_.critical_peak_memory_s ||
+         critical_peak_.size() > params_.critical_peak_samples)
+    critical_peak_.pop_front();
+  critical_peak_now_ = critical_peak_.front().second;
+  return critical_peak_now_;
+}
+
+// GPUs a critical job could not get back at once: every GPU a running regular job holds
+// (inside its run window it keeps them; past it, or to shrink, it drains first, and a
+// drain of minutes is a large slowdown for a short critical job). Best-effort gives way at
+// once and free GPUs are free.
+uint32_t scheduler_core::locked_regular_gpus() const {
+  uint32_t n = 0;
+  for (const auto& id : running_) {
+    const job_state& j = jobs_.at(id);
+    if (j.req.klass == job_class::regular) n += static_cast<uint32_t>(j.gpus.size());
+  }
+  return n;
+}
+
+// GPUs job j may hold beside omni's reserve for critical jobs (every GPU for other classes
+// and policies).
+uint32_t scheduler_core::room_beside_reserve(const job_state& j) const {
+  if (params_.policy != policy_kind::omni || params_.critical_peak_memory_s <= 0 ||
+      j.req.klass != job_class::regular)
+    return place_.total();
+  int64_t room = int64_t{place_.total()} - critical_peak_now_ - locked_regular_gpus();
+  return static_cast<uint32_t>(std::max<int64_t>(room, 0));
+}
+
 void scheduler_core::schedule(double now_s, std::vector<command>& out) {
+  note_critical_demand(now_s);
   if (pending_.empty()) {
     grow(now_s, out);
     return;
@@ -120,7 +166,27 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
       continue;
     uint32_t need = j.req.gpus;
     uint32_t gpr = j.req.gpus_per_replica;
+    uint32_t min_need = j.req.min_replicas * gpr;
     int64_t usable = std::min<int64_t>(free_now, std::max<int64_t>(pool, 0));
+    // omni: a regular job holds its GPUs through a run window and gives them back only after
+    // a drain, so it may only take what critical demand left unused at its recent peak. It
+    // starts smaller to fit beside that reserve, or waits without blocking those behind it.
+    uint32_t room = room_beside_reserve(j);
+    if (room < need) {
+      int64_t fit = std::min<int64_t>(usable, room);
+      if (!any_blocked && fit >= min_need) {
+        uint32_t r = static_cast<uint32_t>(fit / gpr);
+        start(j, r, now_s,
+              "elastic start at " + std::to_string(r) + " of " + std::to_string(full_replicas(j.req)) +
+                  " replicas beside the critical reserve",
+              out);
+        free_now -= r * gpr;
+        pool -= r * gpr;
+      } else {
+        ++reserve_deferrals_;
+      }
+      continue;
+    }
     if (usable >= need) {
       start(j, full_replicas(j.req), now_s,
             any_blocked ? "backfill: fits in free GPUs behind a blocked job" : "fits in free GPUs",
@@ -129,7 +195,6 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
       pool -= need;
       continue;
     }
-    uint32_t min_need = j.req.min_replicas * gpr;
     if (params_.policy == policy_kind::omni && preemptible(j.req.klass) && !any_blocked &&
         usable >= min_need) {
       uint32_t r = static_cast<uint32_t>(usable / gpr);
@@ -160,8 +225,8 @@ void scheduler_core::grow(double now_s, std::vector<command>& out) {
   std::sort(running.begin(), running.end());
   for (const auto& key : running) {
     job_state& j = jobs_.at(std::get<3>(key));
-    uint32_t add = std::min(full_replicas(j.req) - j.replicas,
-                            place_.free_count() / j.req.gpus_per_replica);
+    uint32_t add = std::min({full_replicas(j.req) - j.replicas, place_.free_count() / j.req.gpus_per_replica,
+                             room_beside_reserve(j) / j.req.gpus_per_replica});
     if (add == 0) continue;
     auto choice = place_.choose_near(add * j.req.gpus_per_replica, j.gpus);
     if (!choice) continue;

@@ -67,6 +67,7 @@ class scheduler_core {
   uint64_t decisions_total() const noexcept { return decisions_total_; }
   uint64_t cross_switch_placements() const noexcept { return cross_switch_; }
   uint64_t multi_node_placements() const noexcept { return multi_node_; }
+  uint64_t reserve_deferrals() const noexcept { return reserve_deferrals_; }
   // Invariant probe: true when a critical job waits while a lower-class job that policy
   // allows to be preempted or shrunk still runs without a notice.
   bool critical_starved_by_lower(double now_s) const;
@@ -96,6 +97,10 @@ class scheduler_core {
                        std::vector<command>& out);
   void place_guests(const job_state& host, double share, double now_s, std::vector<command>& out);
   uint32_t draining_gpus() const;
+  // omni's critical reserve (see scheduler_params::critical_peak_memory_s).
+  uint32_t note_critical_demand(double now_s);
+  uint32_t locked_regular_gpus() const;
+  uint32_t room_beside_reserve(const job_state& j) const;
   double guest_share(const std::string& host) const;
 
   scheduler_params params_;
@@ -108,10 +113,13 @@ class scheduler_core {
   // host -> its guests, each on its own slice of the host's GPUs (packed up to all of them)
   std::map<std::string, std::vector<std::string>> guests_of_;
   std::deque<decision> log_;
+  std::deque<std::pair<double, uint32_t>> critical_peak_;  // sliding-window max of critical demand
+  uint32_t critical_peak_now_ = 0;
   uint64_t decisions_total_ = 0;
   uint64_t next_order_ = 0;
   uint64_t cross_switch_ = 0;
   uint64_t multi_node_ = 0;
+  uint64_t reserve_deferrals_ = 0;
 };
 
 }  // namespace msomni::sched

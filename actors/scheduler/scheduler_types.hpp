@@ -42,6 +42,11 @@ struct scheduler_params {
   double reservation_window_s = 60;     // co-location is decided per window of this length
   size_t queue_capacity = 1024;         // pending jobs; submissions past it are rejected
   size_t decision_log_capacity = 4096;  // newest decisions kept
+  // omni's reserve for critical jobs: regular jobs may lock (hold inside their run window,
+  // min replicas) only GPUs that critical demand left unused at its peak over this memory.
+  // 0 = no reserve.
+  double critical_peak_memory_s = 21600;
+  size_t critical_peak_samples = 4096;  // bound on the sliding-window maximum's entries
 };
 
 enum class command_kind : uint8_t {

@@ -95,7 +95,14 @@ struct scheduler_fixture : msomni::testing::caf_test_fixture {
   std::vector<caf::actor> spawned;
 
   // One node of 8 GPUs; the defaults (drain 10 min, run window 2 h, windows 60 s).
-  explicit scheduler_fixture(scheduler_params p = {}) {
+  // Without omni's critical reserve (tested in scheduler_core_test.cpp), which would hold a
+  // preempted regular job back until the critical peak ages out: these tests follow the flow.
+  static scheduler_params no_reserve() {
+    scheduler_params p;
+    p.critical_peak_memory_s = 0;
+    return p;
+  }
+  explicit scheduler_fixture(scheduler_params p = no_reserve()) {
     scheduler_settings s{topology::uniform(8, 8, 4), p, {}};
     sched_actor = spawn_scheduler(sys, s, {&clk, obs});
   }

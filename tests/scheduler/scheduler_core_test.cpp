@@ -12,10 +12,11 @@ using namespace msomni::sched;
 namespace {
 
 // 2 switches x 2 nodes x 4 GPUs.
-scheduler_core make(policy_kind p, size_t queue = 16) {
+scheduler_core make(policy_kind p, size_t queue = 16, double critical_peak_memory_s = 21600) {
   scheduler_params prm;
   prm.policy = p;
   prm.queue_capacity = queue;
+  prm.critical_peak_memory_s = critical_peak_memory_s;
   return scheduler_core(topology::uniform(16, 4, 2), prm);
 }
 
@@ -96,8 +97,10 @@ TEST_CASE("a victim that never answers is released at the drain deadline and res
   CHECK(find_cmd(forced, command_kind::force_release, "reg"));
   CHECK(find_cmd(forced, command_kind::start, "c1"));
   CHECK(s.find("reg")->preemptions == 1);
-  auto done = s.finished("c1", 9000);
-  CHECK(find_cmd(done, command_kind::start, "reg"));
+  // It resumes once the 16-GPU critical peak (last seen at 8600) has left omni's 6 h
+  // reserve memory.
+  CHECK_FALSE(find_cmd(s.finished("c1", 9000), command_kind::start, "reg"));
+  CHECK(find_cmd(s.window(8600 + 21600 + 60), command_kind::start, "reg"));
 }
 
 TEST_CASE("exclusive never preempts and greedy ignores the run window") {
@@ -173,7 +176,7 @@ TEST_CASE("greedy lends the last observed idle share without a threshold") {
 }
 
 TEST_CASE("elastic start when full and grow back when room frees up") {
-  auto s = make(policy_kind::omni);
+  auto s = make(policy_kind::omni, 16, 0);  // no critical reserve: it would hold the growth back
   s.submit(req("a", job_class::critical, 12, 4), 0);
   auto cs = s.submit(req("b", job_class::regular, 8, 2, 1), 1);
   const command* st = find_cmd(cs, command_kind::start, "b");
@@ -208,4 +211,29 @@ TEST_CASE("a second critical job behind a blocked critical job still reclaims fr
   auto b = s.submit(req("critB", job_class::critical, 1), t);  // A still waits for its drain
   CHECK(std::count_if(b.begin(), b.end(), [](const command& c) { return c.kind == command_kind::preempt; }) == 1);
   CHECK_FALSE(s.critical_starved_by_lower(t));
+}
+
+TEST_CASE("omni keeps regular jobs out of the reserve for critical demand until its peak ages out") {
+  auto s = make(policy_kind::omni);  // 16 GPUs, critical_peak_memory_s = 6 h by default
+  REQUIRE(find_cmd(s.submit(req("crit", job_class::critical, 12), 0), command_kind::start, "crit"));
+  s.finished("crit", 100);
+  // Beside the 12 critical GPUs seen 100 s ago only 4 are free of the reserve: the regular
+  // job starts at 2 of its 4 replicas, and a second one waits without blocking the
+  // best-effort job behind it, which gives way at once.
+  const command* st = find_cmd(s.submit(req("reg", job_class::regular, 8, 2, 1), 200), command_kind::start, "reg");
+  REQUIRE(st);
+  CHECK(st->replicas == 2);
+  CHECK(st->reason.find("critical reserve") != std::string::npos);
+  CHECK_FALSE(find_cmd(s.submit(req("reg2", job_class::regular, 4, 4), 201), command_kind::start, "reg2"));
+  CHECK(s.reserve_deferrals() > 0);
+  CHECK(find_cmd(s.submit(req("be", job_class::best_effort, 8), 202), command_kind::start, "be"));
+  CHECK(s.window(21000).empty());  // the peak is still inside the memory: no start, no growth
+  CHECK(find_cmd(s.window(21800), command_kind::start, "reg2"));  // aged out
+  // greedy keeps no reserve
+  auto g = make(policy_kind::greedy);
+  g.submit(req("crit", job_class::critical, 12), 0);
+  g.finished("crit", 100);
+  const command* gs = find_cmd(g.submit(req("reg", job_class::regular, 8, 2, 1), 200), command_kind::start, "reg");
+  REQUIRE(gs);
+  CHECK(gs->replicas == 4);
 }

@@ -62,18 +62,21 @@ def main():
                 f"{d['busy_utilization']:.3f} | {gain} | "
                 f"{d['allocated_utilization'] - d['busy_utilization']:.3f} | "
                 f"{d.get('free_while_waiting_utilization', float('nan')):.3f} | "
-                f"{d['critical_slowdown'] * 100:.1f}% = {d['critical_queue_slowdown'] * 100:.1f}% + "
+                f"{d['critical_idle_utilization']:.3f} | {d['guest_busy_utilization']:.3f} | "
+                f"{d['critical_slowdown'] * 100:.2f}% | "
+                f"{d['critical_slowdown_empty_cluster'] * 100:.1f}% = {d['critical_queue_slowdown'] * 100:.1f}% + "
                 f"{d['critical_colocation_slowdown'] * 100:.2f}% | "
                 f"{jct(d, 'critical')} | {jct(d, 'regular')} | {jct(d, 'best_effort')} | "
                 f"{d['preemptions']} | {d['preempted_gpu_hours_lost']:.0f} | {d['rejected']} | "
                 f"{'ok' if bad == 0 else 'VIOLATED'} |")
             print(rows[-1], file=sys.stderr, flush=True)
     print("| trace | GPUs | policy | alloc util | busy util | busy vs exclusive | "
-          "allocated but idle | free while jobs wait | "
-          "crit slowdown = queue + co-location | JCT crit mean / p95 (h) | "
+          "allocated but idle | free while jobs wait | critical idle | guest busy | "
+          "crit slowdown vs crit alone | crit slowdown vs empty cluster = queue + co-location | "
+          "JCT crit mean / p95 (h) | "
           "JCT regular mean / p95 (h) | JCT best-effort mean / p95 (h) | preemptions | "
           "GPU-h lost to preemption | rejected | invariants |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 
 

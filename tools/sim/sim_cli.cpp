@@ -68,6 +68,10 @@ Outputs:
 Scheduler ([scheduler] defaults):
   --idle-threshold X (0.35)  --safety-factor A (2.0)  --min-confidence C (0.5)
   --drain-s S (600)          --min-run-window-s S (7200)  --reservation-window-s S (60)
+  --critical-peak-memory-s S (21600)  omni's reserve for critical jobs: a regular job starts
+                             only if the GPUs regular jobs lock in their run window (min
+                             replicas) fit beside the peak critical demand of the last S
+                             seconds; 0 = no reserve
   --queue-capacity N (1024)  --step-window N (200)
 Critical-job step timeline (uniform per job; see docs/simulator_assumptions.md):
   --step-s MIN,MAX (20,60)   --bubble MIN,MAX (0.10,0.30)   --data-wait MIN,MAX (0.05,0.25)
@@ -109,6 +113,7 @@ std::vector<std::pair<std::string, setter>> flag_table(sim_options& o) {
       {"--idle-threshold", d(sp.idle_threshold)}, {"--safety-factor", d(o.safety_factor)},
       {"--min-confidence", d(sp.min_confidence)}, {"--drain-s", d(sp.drain_period_s)},
       {"--min-run-window-s", d(sp.min_run_window_s)}, {"--reservation-window-s", d(sp.reservation_window_s)},
+      {"--critical-peak-memory-s", d(sp.critical_peak_memory_s)},
       {"--queue-capacity", u(sp.queue_capacity)}, {"--step-window", u(o.step_window)},
       {"--step-s", p(tl.step_min_s, tl.step_max_s)}, {"--bubble", p(tl.bubble_min, tl.bubble_max)},
       {"--data-wait", p(tl.data_wait_min, tl.data_wait_max)}, {"--jitter", d(tl.jitter)},

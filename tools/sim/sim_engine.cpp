@@ -210,6 +210,7 @@ void engine::apply(const std::vector<command>& cmds) {
       case command_kind::reject:
         j.done = true;
         ++result_.rejected;
+        result_.rejected_rows.insert(j.trace_pos);
         ++result_.per_class[to_string(j.klass)].rejected;
         --unfinished_;
         break;

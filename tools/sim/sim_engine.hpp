@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct sim_options {
   std::string classes = "auto";      // auto | trace | size[:BIG,SMALL] | C,R,B fractions
   // Internal: the critical-alone baseline run keeps only the critical jobs.
   bool critical_only = false;
+  std::set<size_t> skip_rows;        // trace rows the baseline leaves out (rejected in the run)
   bool critical_baseline = true;     // run it, for critical_slowdown
   uint64_t max_jobs = 0;             // 0 = all
   double window_start_s = -1, window_end_s = -1;  // submission-time slice of the trace
@@ -82,8 +84,9 @@ struct sim_result {
   double critical_queue_wait_s = 0, critical_colocation_delay_s = 0;
   double critical_queue_slowdown = 0, critical_colocation_slowdown = 0;
   std::map<std::string, double> critical_jct_s;  // per critical job (not in the JSON)
+  std::set<size_t> rejected_rows;                 // trace rows rejected (not in the JSON)
   uint64_t preemptions = 0, shrinks = 0, forced_releases = 0, colocations = 0,
-           guest_shortfalls = 0, rejected = 0, cross_switch = 0, multi_node = 0;
+           guest_shortfalls = 0, rejected = 0, reserve_deferrals = 0, cross_switch = 0, multi_node = 0;
   double preempted_gpu_hours_lost = 0;       // work lost + drain checkpointing + reloads
   double lost_work_gpu_hours = 0;
   std::map<std::string, class_stats> per_class;

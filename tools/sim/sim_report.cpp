@@ -57,6 +57,7 @@ std::string to_json(const sim_options& opt, const sim_result& r) {
   o << "  \"preempted_gpu_hours_lost\": " << num(r.preempted_gpu_hours_lost) << ",\n";
   o << "  \"lost_work_gpu_hours\": " << num(r.lost_work_gpu_hours) << ",\n";
   o << "  \"rejected\": " << r.rejected << ",\n";
+  o << "  \"reserve_deferrals\": " << r.reserve_deferrals << ",\n";
   o << "  \"multi_node_placements\": " << r.multi_node << ",\n";
   o << "  \"cross_switch_placements\": " << r.cross_switch << ",\n";
   o << "  \"decisions\": " << r.decisions << ",\n";

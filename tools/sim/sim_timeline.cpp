@@ -107,7 +107,7 @@ void engine::build_jobs(const trace& tr) {
     }
     if (use_trace && t.klass) j.klass = *t.klass;
     else j.klass = u < fc ? job_class::critical : (u < fc + fr ? job_class::regular : job_class::best_effort);
-    if (opt_.critical_only && j.klass != job_class::critical) continue;
+    if (opt_.critical_only && (j.klass != job_class::critical || opt_.skip_rows.count(pos))) continue;
     j.gpr = (t.gpus % opt_.gpus_per_node == 0) ? opt_.gpus_per_node : t.gpus;
     j.gpr = std::min(j.gpr, t.gpus);
     j.full_replicas = t.gpus / j.gpr;
@@ -318,6 +318,7 @@ sim_result engine::run() {
   r.decisions = core_.decisions_total();
   r.cross_switch = core_.cross_switch_placements();
   r.multi_node = core_.multi_node_placements();
+  r.reserve_deferrals = core_.reserve_deferrals();
   std::map<std::string, std::vector<double>> jct;
   std::vector<double> slow, slow_queue, slow_coloc;
   for (const sjob& j : jobs_) {
@@ -354,12 +355,12 @@ sim_result engine::run() {
 sim_result run_simulation(const sim_options& opt, const trace& tr) {
   sim_result r = engine(opt, tr).run();
   if (!opt.critical_baseline || opt.critical_only || r.critical_jct_s.empty()) return r;
-  // The same critical jobs (same class draws) alone on the same cluster: no lower class, so
-  // the policy has nothing to lend, preempt or backfill.
+  // The same critical jobs (same class draws) alone on the same cluster under the same
+  // policy: no lower class, so nothing to lend to, preempt or wait for.
   sim_options alone = opt;
   alone.critical_only = true;
-  alone.policy = sched::policy_kind::exclusive;
   alone.timeline_path.clear();
+  alone.skip_rows = r.rejected_rows;  // a job the run turned away is no competitor alone either
   sim_result base = engine(alone, tr).run();
   std::vector<double> slow;
   for (const auto& [id, jct] : r.critical_jct_s) {
