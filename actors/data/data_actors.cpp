@@ -60,9 +60,9 @@ caf::behavior reader_actor(caf::stateful_actor<reader_state>* self, std::shared_
 
 // worker: decodes one sample at a time with its own decoder (and fetcher, for replacements of
 // bad samples) and reports to the pool.
-caf::behavior worker_actor(caf::event_based_actor* self, decode_options opts, std::shared_ptr<const source_list> sources,
-                           std::shared_ptr<const storage> st, caf::actor pool) {
-  auto decoder = std::make_shared<media_decoder>(opts);
+caf::behavior worker_actor(caf::event_based_actor* self, decode_options opts, std::shared_ptr<pixel_pool> pixels,
+                           std::shared_ptr<const source_list> sources, std::shared_ptr<const storage> st, caf::actor pool) {
+  auto decoder = std::make_shared<media_decoder>(opts, std::move(pixels));
   auto fetcher = std::make_shared<sample_fetcher>(std::move(sources), std::move(st));
   auto clock = std::make_shared<real_clock>();
   return {
@@ -85,18 +85,19 @@ struct pool_state {
   caf::actor reader, tensor;
 };
 
-caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup setup,
+caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup setup, std::shared_ptr<pixel_pool> pixels,
                          std::shared_ptr<const source_list> sources, std::shared_ptr<const storage> storage,
                          caf::actor tensor) {
   auto& st = self->state;
   setup.pool.per_worker = 2;
   st.core = std::make_unique<decode_pool_core>(setup.pool);
   const decode_options opts{int(setup.shape.image_size), int(setup.shape.video_frames), size_t(setup.shape.max_tokens())};
-  st.inline_decoder = std::make_unique<media_decoder>(opts);
+  st.inline_decoder = std::make_unique<media_decoder>(opts, pixels);
   st.inline_fetcher = std::make_unique<sample_fetcher>(sources, storage);
   st.tensor = tensor;
   for (uint32_t i = 0; i < setup.pool.workers; ++i)
-    st.workers.push_back(self->spawn<caf::linked>(worker_actor, opts, sources, storage, caf::actor_cast<caf::actor>(self)));
+    st.workers.push_back(
+        self->spawn<caf::linked>(worker_actor, opts, pixels, sources, storage, caf::actor_cast<caf::actor>(self)));
   st.busy.assign(st.workers.size(), 0);
   auto dispatch = [self] {
     auto& st = self->state;
@@ -162,7 +163,7 @@ struct tensor_state {
 };
 
 caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_setup setup, order_slot slot,
-                           pipeline_position start) {
+                           pipeline_position start, std::shared_ptr<pixel_pool> pixels) {
   auto& st = self->state;
   st.core = std::make_unique<tensor_core>(start.sources, setup.pool.source_kinds, setup.depth,
                                           order_core(make_mixer(setup), slot), setup.batch_queue);
@@ -189,7 +190,7 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
       st.waiting.pop_front();
     }
   };
-  auto pack = [self, serve] {
+  auto pack = [self, serve, pixels] {
     auto& st = self->state;
     if (!st.failure.empty()) return serve();  // the first failure stands; the cores stopped mid-batch
     try {
@@ -209,9 +210,10 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
         pack_micro_batch_into(st.shape, *samples, *b);
         b->index = st.core->last_batch_global() / uint64_t(st.shape.batch);
         uint32_t unique = 0, full = 0;
-        for (const auto& x : *samples) {
+        for (auto& x : *samples) {
           unique += x.unique_frames;
           full += x.frames;
+          pixels->give(std::move(x.pixels));  // back to the decoders
         }
         st.core->on_batch_timing(ms_since(st.clock, t0), unique, full, st.consumer_step_ms);
         st.packed.push_back({b, st.core->position_after_last_batch()});
@@ -265,6 +267,7 @@ struct actor_pipeline::impl {
   std::shared_ptr<const data::storage> store;
   std::shared_ptr<const source_list> sources;
   caf::actor reader, pool, tensor;
+  std::shared_ptr<pixel_pool> pixels = std::make_shared<pixel_pool>();
   caf::scoped_actor scope;
   batch_ptr current;  // the batch next_batch returned last
   // What stage actors replaced in a reslot had counted.
@@ -295,8 +298,8 @@ struct actor_pipeline::impl {
     order_core plan(make_mixer(setup), slot);
     plan.restore(start.at, start.micro);
     auto reader_ptr = std::make_shared<own_reader>(std::move(plan), sample_fetcher(sources, store));
-    tensor = sys.spawn(tensor_actor, setup, slot, start);
-    pool = sys.spawn(pool_actor, setup, sources, store, tensor);
+    tensor = sys.spawn(tensor_actor, setup, slot, start, pixels);
+    pool = sys.spawn(pool_actor, setup, pixels, sources, store, tensor);
     reader = sys.spawn(reader_actor, reader_ptr, setup.sources.size(), pool, tensor);
     caf::anon_send(pool, wire_atom::value, reader);
     caf::anon_send(tensor, wire_atom::value, pool);

@@ -82,7 +82,7 @@ data_pipeline::data_pipeline(pipeline_setup setup, order_slot slot, std::shared_
       sources_(index_sources(setup_, *storage_)),
       reader_core_(setup_.sources.size()),
       pool_(setup_.pool),
-      decoder_({int(setup_.shape.image_size), int(setup_.shape.video_frames), size_t(setup_.shape.max_tokens())}),
+      decoder_({int(setup_.shape.image_size), int(setup_.shape.video_frames), size_t(setup_.shape.max_tokens())}, pixels_),
       repair_(sources_, storage_) {
   pipeline_position start;
   for (const auto& s : setup_.sources) start.sources.push_back(s.name);
@@ -155,6 +155,7 @@ micro_batch data_pipeline::next_batch() {
     for (const auto& g : upstream) pool_.on_tensor_credit(g);
     if (samples) {
       micro_batch b = pack_micro_batch(setup_.shape, *samples);
+      for (auto& x : *samples) pixels_->give(std::move(x.pixels));  // back to the decoder
       tensor_->on_batch_taken();  // handed straight to the caller
       b.index = tensor_->last_batch_global() / uint64_t(slot_.micro_batch);
       ++metrics_.batches;

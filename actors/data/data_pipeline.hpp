@@ -100,6 +100,7 @@ class data_pipeline {
   reader_core reader_core_;
   decode_pool_core pool_;
   std::unique_ptr<tensor_core> tensor_;
+  std::shared_ptr<pixel_pool> pixels_ = std::make_shared<pixel_pool>();  // decoder_'s output buffers, recycled
   media_decoder decoder_;
   sample_fetcher repair_;  // replacements of bad samples (sample_repair.hpp)
   data_metrics metrics_;

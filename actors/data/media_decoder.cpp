@@ -195,7 +195,9 @@ const char* media_decoder::impl::decode_video(const raw_sample& in, const decode
   if (total <= 0) return "stream has no frame count";  // our shards always carry a frame count in the moov
   const auto wanted = sample_frame_indices(total, o.video_frames);
   const size_t frame_bytes = size_t(o.image_size) * o.image_size * 3;
-  out.pixels.assign(frame_bytes * wanted.size(), 0);
+  // Every byte is written below (each slot is decoded, copied from a keyframe or from the slot
+  // before, or the sample is bad), so a recycled buffer needs no zeroing.
+  out.pixels.resize(frame_bytes * wanted.size());
   const AVRational rate = st->avg_frame_rate.num > 0 ? st->avg_frame_rate : AVRational{25, 1};
   int64_t decoded = 0, packets = 0, discarded = 0;
   std::vector<bool> filled(wanted.size(), false);
@@ -287,7 +289,27 @@ std::vector<int32_t> tokenize_bytes(std::string_view text, size_t max_tokens) {
   return out;
 }
 
-media_decoder::media_decoder(decode_options opts) : opts_(opts), impl_(std::make_unique<impl>()) {
+std::vector<uint8_t> pixel_pool::take() {
+  std::lock_guard lock(mu_);
+  if (free_.empty()) return {};
+  std::vector<uint8_t> out = std::move(free_.back());
+  free_.pop_back();
+  return out;
+}
+
+void pixel_pool::give(std::vector<uint8_t>&& buffer) {
+  if (buffer.capacity() == 0) return;
+  std::lock_guard lock(mu_);
+  if (free_.size() < max_free_) free_.push_back(std::move(buffer));
+}
+
+size_t pixel_pool::free_buffers() {
+  std::lock_guard lock(mu_);
+  return free_.size();
+}
+
+media_decoder::media_decoder(decode_options opts, std::shared_ptr<pixel_pool> pool)
+    : opts_(opts), pool_(std::move(pool)), impl_(std::make_unique<impl>()) {
   // Damaged samples are expected and reported by the pipeline with their keys; FFmpeg's own
   // per-packet complaints would flood stderr. A level someone lowered on purpose is kept.
   if (av_log_get_level() == AV_LOG_INFO) av_log_set_level(AV_LOG_FATAL);
@@ -306,6 +328,7 @@ decoded_sample media_decoder::decode(const raw_sample& in, bool keyframe_only) {
     return out;
   }
   out.tokens = tokenize_bytes(in.caption, opts_.max_tokens);
+  if (pool_ && in.kind != modality::text) out.pixels = pool_->take();  // resized, not zeroed, below
   bool ok = true;
   if (in.kind == modality::image) {
     ok = impl_->decode_image(in, opts_.image_size, out);

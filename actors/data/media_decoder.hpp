@@ -8,6 +8,7 @@
 #include "sample.hpp"
 
 #include <memory>
+#include <mutex>
 #include <string_view>
 
 namespace msomni::data {
@@ -27,9 +28,27 @@ struct decode_options {
   size_t max_tokens = 224;
 };
 
+// Pixel buffers shared by the decoders of one pipeline (thread-safe): a decoder given a pool
+// takes each output buffer from it, and the stage done with a decoded sample's pixels gives
+// them back, so steady-state decoding allocates nothing. A fresh buffer costs malloc, zeroing
+// and, for a 150 KB video, page faults when the heap was trimmed after the previous batch.
+// A recycled buffer is not zeroed: the decoder writes every byte of the pixels it returns.
+class pixel_pool {
+ public:
+  explicit pixel_pool(size_t max_free = 128) : max_free_(max_free) {}
+  std::vector<uint8_t> take();               // a free buffer (any size) or an empty one
+  void give(std::vector<uint8_t>&& buffer);  // kept while fewer than max_free are free
+  size_t free_buffers();
+
+ private:
+  std::mutex mu_;
+  std::vector<std::vector<uint8_t>> free_;
+  size_t max_free_;
+};
+
 class media_decoder {
  public:
-  explicit media_decoder(decode_options opts);
+  explicit media_decoder(decode_options opts, std::shared_ptr<pixel_pool> pool = nullptr);
   ~media_decoder();
   media_decoder(const media_decoder&) = delete;
   media_decoder& operator=(const media_decoder&) = delete;
@@ -44,6 +63,7 @@ class media_decoder {
  private:
   struct impl;
   decode_options opts_;
+  std::shared_ptr<pixel_pool> pool_;
   std::unique_ptr<impl> impl_;
 };
 

@@ -162,4 +162,22 @@ TEST_CASE("decoding does not depend on what the decoder decoded before") {
     data::media_decoder fresh({16, 2, 64});
     CHECK(fresh.decode(samples[i], false).pixels == a[i]);
   }
+  // Output buffers recycled through a pixel_pool are not zeroed: every byte must be rewritten.
+  // Buffers of videos (2 frames) go to images and back, full and keyframe-only decodes alike.
+  auto pool = std::make_shared<data::pixel_pool>(1);
+  data::media_decoder pooled({16, 2, 64}, pool);
+  std::vector<uint8_t> garbage(16 * 16 * 3 * 2, 0xA5);
+  for (int round = 0; round < 2; ++round)
+    for (size_t i = samples.size(); i-- > 0;) {
+      CAPTURE(i);
+      pool->give(std::vector<uint8_t>(garbage));
+      auto out = pooled.decode(samples[i], false);
+      CHECK(out.pixels == a[i]);
+      if (samples[i].kind == modality::video) {
+        pool->give(std::move(out.pixels));
+        CHECK(pooled.decode(samples[i], true).pixels == data::media_decoder({16, 2, 64}).decode(samples[i], true).pixels);
+      }
+      pool->give(std::move(out.pixels));
+      (void)pool->take();  // the pool holds at most one buffer: drop it, the next round starts from garbage
+    }
 }

@@ -1,7 +1,8 @@
 // msomni-bench-data: samples/s of one rank's data path on generated shards, in three modes.
 //   limit    - every sample of the sources read into memory first, then media_decoder
-//              (libavcodec decode + libswscale resize + byte tokens) on N std::threads over
-//              disjoint slices, --passes times over the set: no reader, no credits, no tensorizer. The decode limit.
+//              (libavcodec decode + libswscale resize + byte tokens) on N std::threads taking
+//              samples from a shared counter, --passes times over the set: no reader, no
+//              credits, no tensorizer. The decode limit.
 //   inline   - data_pipeline (the in-thread reference: one thread reads, decodes, packs).
 //   actors   - actor_pipeline with io.decode_workers = N on a CAF system of N threads.
 // Prints one line: "mode=... workers=N samples=S seconds=T samples_per_s=R".
@@ -128,14 +129,23 @@ int run_limit(const bench_options& o) {
                                    size_t(o.max_seq_len - o.video_frames * (o.image_size / o.patch_size) *
                                                               (o.image_size / o.patch_size))};
   std::atomic<uint64_t> bad{0};
+  // The pipelines' decoders recycle their output buffers through a pixel_pool; so does the
+  // limit (each decoded sample's pixels go straight back), the same decoder the same way.
+  auto pixels = std::make_shared<data::pixel_pool>();
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
+  // Each thread takes the next sample from a shared counter, so no thread idles while another
+  // still has a slice left (static slices let a 2-thread limit end on one busy core).
+  std::atomic<uint64_t> next{0};
+  const uint64_t total = uint64_t(all.size()) * uint64_t(o.passes);
   for (int w = 0; w < o.workers; ++w) {
-    threads.emplace_back([&, w] {
-      data::media_decoder dec(dopts);
-      for (int pass = 0; pass < o.passes; ++pass)
-        for (size_t i = size_t(w); i < all.size(); i += size_t(o.workers))
-          if (dec.decode(all[i], false).bad) ++bad;
+    threads.emplace_back([&] {
+      data::media_decoder dec(dopts, pixels);
+      for (uint64_t k = next++; k < total; k = next++) {
+        data::decoded_sample out = dec.decode(all[size_t(k % all.size())], false);
+        if (out.bad) ++bad;
+        pixels->give(std::move(out.pixels));
+      }
     });
   }
   for (auto& t : threads) t.join();
