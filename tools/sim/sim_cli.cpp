@@ -56,7 +56,10 @@ Inputs:
   --seed S                   seeds class assignment and every model draw (default 1)
   --classes RULE             auto (trace qos if present, else 0.2,0.4,0.4) | trace |
                              C,R,B  fractions of critical, regular, best-effort, drawn per
-                             job from the seeded stream "sim.classes"
+                             job from the seeded stream "sim.classes" |
+                             size[:BIG,SMALL]  a job of >= --gpus-per-node GPUs is
+                             critical with probability BIG (0.8), a smaller one with SMALL
+                             (0.1); the rest half regular, half best-effort (same stream)
   --max-jobs N               only the first N jobs (in submission order) of the slice
   --start-s T / --end-s T    only jobs submitted in [T, T') (trace seconds)
   Job durations are replayed in full (no cap).
