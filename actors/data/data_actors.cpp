@@ -8,7 +8,10 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <deque>
+#include <thread>
 
 // Samples and batches never leave the rank process, so they travel as shared pointers.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::raw_sample>)
@@ -31,6 +34,11 @@ using stats_atom = caf::atom_constant<caf::atom("dstats")>;
 using batch_ptr = std::shared_ptr<micro_batch>;
 
 double ms_since(const real_clock& c, time_point t) { return std::chrono::duration<double, std::milli>(c.now() - t).count(); }
+
+// steady_clock in ns: comparable across threads, so the consumer stamps its pulls with it.
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // reader: reads one of this rank's samples per credit, in the reader core's order. Sender of
 // credits: pool.
@@ -158,8 +166,13 @@ struct tensor_state {
   data_metrics metrics;
   std::string failure;
   real_clock clock;
-  time_point last_delivery{}, wait_started{};
+  // steady_ns() of the last delivery and of the waiting pull's sending. The consumer's step is
+  // delivery -> its next pull as the consumer sent it: measured when the tensor actor gets to
+  // the pull, it would include the time the pull waited behind a batch being packed, so a
+  // slow tensor stage would always look as slow as the consumer and never saturated.
+  int64_t last_delivery_ns = 0, wait_started_ns = 0;
   double consumer_step_ms = 0;
+  double test_extra_pack_ms_per_frame = 0;
 };
 
 caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_setup setup, order_slot slot,
@@ -171,6 +184,7 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
   st.delivered = start;
   st.shape = setup.shape;
   st.spare_max = setup.batch_queue + 1;
+  st.test_extra_pack_ms_per_frame = setup.test_extra_pack_ms_per_frame;
   auto serve = [self] {
     auto& st = self->state;
     while (!st.waiting.empty() && (!st.packed.empty() || !st.failure.empty())) {
@@ -181,10 +195,10 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
         ++st.metrics.batches;
         st.packed.pop_front();
         st.core->on_batch_taken();
-        const double wait = ms_since(st.clock, st.wait_started);
+        const double wait = double(std::max<int64_t>(0, steady_ns() - st.wait_started_ns)) / 1e6;
         st.metrics.data_wait_ms_total += wait;
         st.metrics.data_wait_ms_max = std::max(st.metrics.data_wait_ms_max, wait);
-        st.last_delivery = st.clock.now();
+        st.last_delivery_ns = steady_ns();
       }
       st.waiting.front().deliver(b);  // nullptr = failed; the caller asks for the reason
       st.waiting.pop_front();
@@ -215,6 +229,8 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
           full += x.frames;
           pixels->give(std::move(x.pixels));  // back to the decoders
         }
+        if (st.test_extra_pack_ms_per_frame > 0)  // test knob (pipeline_setup): slow packing on purpose
+          std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(st.test_extra_pack_ms_per_frame * unique));
         st.core->on_batch_timing(ms_since(st.clock, t0), unique, full, st.consumer_step_ms);
         st.packed.push_back({b, st.core->position_after_last_batch()});
       }
@@ -233,12 +249,13 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
         self->state.core->on_decoded(std::move(*s));
         pack();
       },
-      // rank -> tensor: one batch per request; `done` is the previous batch's buffers (or null).
-      [=](pull_atom, batch_ptr& done) -> caf::result<batch_ptr> {
+      // rank -> tensor: one batch per request; `done` is the previous batch's buffers (or null),
+      // `asked_ns` the consumer's steady_ns() when it sent the request.
+      [=](pull_atom, batch_ptr& done, int64_t asked_ns) -> caf::result<batch_ptr> {
         auto& st = self->state;
         if (done && done.use_count() == 1 && st.spare.size() < st.spare_max) st.spare.push_back(std::move(done));
-        st.wait_started = st.clock.now();
-        if (st.metrics.batches > 0) st.consumer_step_ms = ms_since(st.clock, st.last_delivery);
+        st.wait_started_ns = asked_ns;
+        if (st.metrics.batches > 0) st.consumer_step_ms = double(std::max<int64_t>(0, asked_ns - st.last_delivery_ns)) / 1e6;
         auto rp = self->make_response_promise();
         st.waiting.push_back(rp);
         serve();
@@ -331,7 +348,7 @@ actor_pipeline::actor_pipeline(caf::actor_system& sys, pipeline_setup setup, ord
 actor_pipeline::~actor_pipeline() { impl_->stop(); }
 
 const micro_batch& actor_pipeline::next_batch() {
-  impl_->current = impl_->ask<batch_ptr>(impl_->tensor, pull_atom::value, std::move(impl_->current));
+  impl_->current = impl_->ask<batch_ptr>(impl_->tensor, pull_atom::value, std::move(impl_->current), steady_ns());
   if (!impl_->current)
     throw std::runtime_error("data pipeline failed: " + impl_->ask<std::string>(impl_->tensor, fail_atom::value));
   return *impl_->current;

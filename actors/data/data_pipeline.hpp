@@ -48,6 +48,11 @@ struct pipeline_setup {
   pool_limits pool;
   uint32_t batch_queue = 3;      // packed batches held ahead of the consumer
   double max_data_wait_ms = 200;
+  // TEST/DEBUG KNOB, never set from a job config: the actor pipeline's tensor stage sleeps this
+  // many ms per converted frame after packing each batch, inside the timed packing, as if
+  // packing were that slow. It drives the live downgrade path in tests
+  // (tests/data/actor_pipeline_test.cpp); the in-thread data_pipeline ignores it.
+  double test_extra_pack_ms_per_frame = 0;
 };
 
 // The sources of a setup, each listed once (tar headers of every shard); shared by every

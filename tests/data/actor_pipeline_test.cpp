@@ -9,6 +9,7 @@
 #include <caf/actor_system_config.hpp>
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 
 using namespace msomni;
@@ -110,4 +111,72 @@ TEST_CASE("the actor pipeline counts bad data and fails with a reason on an all-
   // Only the slot's own sample is counted (the ones tried as replacements count at their own
   // slots); the failing slot is the first, so exactly one.
   CHECK(p.bad_data()[data::bad_reason::corrupt_image] == 1);
+}
+
+// The live downgrade path on the real actor pipeline: the tensor stage is slowed through the
+// test knob (pipeline_setup::test_extra_pack_ms_per_frame, 3 ms per converted frame) while the
+// consumer asks for the next batch at once, so packing a batch takes longer than the
+// consumer's step and the stage reports saturation. Which videos get downgraded depends on
+// timing, so nothing here asserts a count or a duration: only that some were downgraded, that
+// each downgraded slot is a video whose pixels differ from the full-quality reference (its
+// frames are keyframes, not the sampled frames; every generated video moves), that every
+// other slot equals the reference, that the metrics count at least the delivered downgrades,
+// and that with downgrade disabled the same slowed pipeline downgrades nothing.
+TEST_CASE("the actor pipeline downgrades videos to keyframe-only while the test knob slows its tensor stage") {
+  testing::temp_dir dir;
+  gen::write_dataset(testing::tiny_dataset(dir.path()));
+  auto job = testing::tiny_job(dir.path());
+  job.io.downgrade_video = false;
+  data::data_pipeline reference(data::make_pipeline_setup(job), testing::slot(0, 1));
+  constexpr size_t batches = 30;
+  std::vector<data::micro_batch> expected;
+  for (size_t i = 0; i < batches; ++i) expected.push_back(reference.next_batch());
+
+  struct outcome {
+    uint64_t delivered_downgrades = 0, metric_downgrades = 0, counted = 0, video_slots = 0;
+    bool slots_ok = true;
+  };
+  auto run = [&](bool downgrade) {
+    auto j = job;
+    j.io.downgrade_video = downgrade;
+    auto setup = data::make_pipeline_setup(j);
+    setup.test_extra_pack_ms_per_frame = 3;
+    threaded_system ts;
+    data::actor_pipeline p(*ts.sys, setup, testing::slot(0, 1));
+    outcome out;
+    for (size_t i = 0; i < batches; ++i) {
+      const data::micro_batch& b = p.next_batch();
+      const data::micro_batch& ref = expected[i];
+      REQUIRE(b.keys == ref.keys);  // the order never depends on downgrades
+      const size_t slot_floats = b.patches.size() / b.keys.size();
+      for (size_t k = 0; k < b.keys.size(); ++k) {
+        CAPTURE(b.keys[k]);
+        const bool same = std::equal(b.patches.begin() + k * slot_floats, b.patches.begin() + (k + 1) * slot_floats,
+                                     ref.patches.begin() + k * slot_floats);
+        if (b.kinds[k] == modality::video) ++out.video_slots;
+        if (b.downgraded[k]) {
+          ++out.delivered_downgrades;
+          out.slots_ok = out.slots_ok && b.kinds[k] == modality::video && !same;
+        } else {
+          out.slots_ok = out.slots_ok && same;
+        }
+      }
+    }
+    out.metric_downgrades = p.metrics().downgrades;
+    out.counted = p.downgrades();
+    return out;
+  };
+
+  const outcome on = run(true);
+  CHECK(on.video_slots > 0);
+  CHECK(on.delivered_downgrades > 0);
+  CHECK(on.slots_ok);
+  CHECK(on.metric_downgrades == on.counted);
+  CHECK(on.metric_downgrades >= on.delivered_downgrades);  // read-ahead may hold more
+
+  const outcome off = run(false);
+  CHECK(off.video_slots > 0);
+  CHECK(off.delivered_downgrades == 0);
+  CHECK(off.metric_downgrades == 0);
+  CHECK(off.slots_ok);
 }
