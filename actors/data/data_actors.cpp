@@ -15,6 +15,7 @@
 
 // Samples and batches never leave the rank process, so they travel as shared pointers.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::raw_sample>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<std::vector<msomni::data::raw_sample>>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::decoded_sample>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::micro_batch>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::bad_data_counts>)
@@ -40,8 +41,8 @@ int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// reader: reads one of this rank's samples per credit, in the reader core's order. Sender of
-// credits: pool.
+// reader: reads one of this rank's samples per credit, in the reader core's order, and sends
+// what one grant allowed as one message. Sender of credits: pool.
 struct reader_state {
   std::unique_ptr<own_reader> reader;
   std::unique_ptr<reader_core> core;
@@ -56,12 +57,16 @@ caf::behavior reader_actor(caf::stateful_actor<reader_state>* self, std::shared_
       [=](const msg::credit_grant& g) {
         auto& st = self->state;
         st.core->on_credit(g);
+        auto batch = std::make_shared<std::vector<raw_sample>>();
+        std::string failure;
         try {
           while (auto s = st.core->next_read([&](uint32_t x) { return st.reader->ready(x); }))
-            self->send(pool, std::make_shared<raw_sample>(st.reader->next(*s)));
+            batch->push_back(st.reader->next(*s));
         } catch (const std::exception& e) {
-          self->send(tensor, fail_atom::value, std::string(e.what()));
+          failure = e.what();
         }
+        if (!batch->empty()) self->send(pool, std::move(batch));
+        if (!failure.empty()) self->send(tensor, fail_atom::value, failure);
       },
   };
 }
@@ -128,8 +133,8 @@ caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup s
         self->state.reader = reader;
         for (const auto& g : self->state.core->initial_reader_credits()) self->send(reader, g);
       },
-      [=](const std::shared_ptr<raw_sample>& raw) {  // reader -> pool, within its credits
-        self->state.core->on_raw(std::move(*raw));
+      [=](const std::shared_ptr<std::vector<raw_sample>>& raws) {  // reader -> pool, within its credits
+        for (auto& raw : *raws) self->state.core->on_raw(std::move(raw));
         dispatch();
       },
       [=](const msg::credit_grant& g) {  // tensor -> pool

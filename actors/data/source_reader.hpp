@@ -7,7 +7,7 @@
 // found by walking every shard's tar headers once at start (source_index). The global order
 // (global_order.hpp) says which draws are this rank's; own_reader reads those and never
 // touches the bytes of the others (a shard is opened only for a draw in it: headers, then
-// one pread per member of the sample).
+// one pread per sample, spanning its adjacent members).
 //
 // Shard-level damage (bad tar headers, truncation, an unreadable shard) rides on the draw at
 // the shard's start position in each epoch (for an empty shard that is the next shard's first
@@ -83,7 +83,7 @@ class source_index {
 using source_list = std::vector<source_index>;
 
 // Reads any draw of any source; keeps the last shard opened per source (listing and sample
-// order), so draws that follow each other in a shard cost one pread per member. Not shared
+// order), so draws that follow each other in a shard cost one pread each. Not shared
 // between threads: one per reader, decode worker or pool.
 class sample_fetcher {
  public:
