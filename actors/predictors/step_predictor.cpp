@@ -62,6 +62,7 @@ step_stats step_predictor::stats(const std::string& job) const {
       last_ck = i;
       ++ck_count;
       ck_sum += s.checkpoint_s;
+      st.checkpoint_min_s = ck_count == 1 ? s.checkpoint_s : std::min(st.checkpoint_min_s, s.checkpoint_s);
       continue;
     }
     double idle = idle_share(s);
@@ -95,14 +96,14 @@ step_stats step_predictor::stats(const std::string& job) const {
   return st;
 }
 
-idle_forecast step_predictor::forecast(const std::string& job, double horizon_s) const {
+idle_forecast step_predictor::forecast(const std::string& job, double horizon_s, double since_last_s) const {
   idle_forecast f;
   f.horizon_s = horizon_s;
   step_stats st = stats(job);
   if (st.samples == 0 || st.step_mean_s <= 0) return f;  // nothing known: lend nothing
   // Steps in the horizon average their idle shares, so the horizon's spread shrinks with
-  // sqrt(steps) -- assuming steps are independent, which checkpoint phases are not; their
-  // idle time comes on top of the mean and only makes lending safer.
+  // sqrt(steps) -- assuming steps are independent, which checkpoint phases are not; they
+  // are forecast as windows below.
   double steps = std::max(1.0, horizon_s / st.step_mean_s);
   f.idle_mean = st.idle_mean;
   f.idle_std = st.idle_std / std::sqrt(steps);
@@ -111,21 +112,26 @@ idle_forecast step_predictor::forecast(const std::string& job, double horizon_s)
   double fill = static_cast<double>(st.samples) / static_cast<double>(params_.window_steps);
   double cv = st.step_std_s / st.step_mean_s;
   f.confidence = std::clamp(std::min(fill, 1.0) * (1.0 - cv), 0.0, 1.0);
-  if (st.checkpoint_every_steps > 0) {
-    // Steps since the newest checkpoint step decide where the next one lands.
-    const step_ring& r = rings_.at(job);
-    size_t since = 0;
-    for (size_t i = r.size(); i-- > 0;) {
-      if (r.at(i).checkpoint_s > 0) break;
-      ++since;
-    }
-    double next_in_steps = std::max(0.0, st.checkpoint_every_steps - static_cast<double>(since));
-    for (double at = next_in_steps * st.step_mean_s;
-         at < horizon_s && f.windows.size() < params_.max_windows;
-         at += st.checkpoint_every_steps * st.step_mean_s) {
-      f.windows.push_back({at, st.checkpoint_mean_s});
-    }
+  if (st.checkpoint_every_steps <= 0 || horizon_s <= 0) return f;
+  // Steps since the newest checkpoint step decide where the next one lands: after
+  // next_in_steps ordinary step lengths (its phase closes its own step).
+  const step_ring& r = rings_.at(job);
+  size_t since = 0;
+  for (size_t i = r.size(); i-- > 0;) {
+    if (r.at(i).checkpoint_s > 0) break;
+    ++since;
   }
+  double next_in_steps = std::max(1.0, st.checkpoint_every_steps - static_cast<double>(since));
+  double covered = 0;
+  for (double n = next_in_steps; f.windows.size() < params_.max_windows; n += st.checkpoint_every_steps) {
+    double at = n * st.step_mean_s - since_last_s;
+    if (at >= horizon_s) break;
+    if (at + st.checkpoint_mean_s > 0) f.windows.push_back({at, st.checkpoint_mean_s});
+    double margin = params_.safety_factor * st.step_std_s * std::sqrt(n);
+    double lo = std::max(at + margin, 0.0), hi = std::min(at + st.checkpoint_min_s - margin, horizon_s);
+    if (hi > lo) covered += hi - lo;
+  }
+  f.phase_share = std::clamp(covered / horizon_s, 0.0, 1.0);
   return f;
 }
 

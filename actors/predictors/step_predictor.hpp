@@ -50,9 +50,12 @@ struct step_stats {
   double last_idle = 0;        // idle share of the most recent sample
   double checkpoint_every_steps = 0;  // mean gap between steps with a checkpoint phase; 0 = none seen
   double checkpoint_mean_s = 0;
+  double checkpoint_min_s = 0;        // shortest checkpoint/evaluation phase kept
 };
 
-// A predicted stretch of idle GPU time, relative to the last observed step.
+// A predicted stretch of idle GPU time, relative to now (the end of the last observed step
+// plus the `since_last_s` the caller passed). Phases sit at the end of their step, as a
+// checkpoint taken after the optimizer update does.
 struct idle_window {
   double start_in_s = 0;
   double length_s = 0;
@@ -66,6 +69,11 @@ struct idle_forecast {
   double last_idle = 0;       // the newest observation (what a predictor-less policy uses)
   double confidence = 0;      // 0..1: history fill times stability (1 - coefficient of variation)
   std::vector<idle_window> windows;  // predicted checkpoint/evaluation windows in the horizon
+  // Share of the horizon that predicted phases surely cover: each window shrunk by its
+  // timing margin (safety_factor x step-time std x sqrt(steps until it)) at both ends and
+  // cut to the shortest phase seen. During a phase the job's GPUs are idle, so this share
+  // is lendable whole, on top of the ordinary idle share in the rest of the horizon.
+  double phase_share = 0;
 };
 
 struct predictor_params {
@@ -86,7 +94,9 @@ class step_predictor {
   size_t jobs() const noexcept { return rings_.size(); }
 
   step_stats stats(const std::string& job) const;
-  idle_forecast forecast(const std::string& job, double horizon_s) const;
+  // since_last_s: time from the end of the newest observed step to now (the step in
+  // progress), so that windows are placed relative to now.
+  idle_forecast forecast(const std::string& job, double horizon_s, double since_last_s = 0) const;
   const predictor_params& params() const noexcept { return params_; }
 
  private:

@@ -33,6 +33,7 @@ struct shell_state {
   std::map<std::string, caf::actor> jobs;
   std::map<caf::actor_addr, std::string> job_of;
   std::map<std::string, uint64_t> resume_step;  // from the victim's job_released
+  std::map<std::string, double> last_report_s;  // when each job's newest step report came
   double drain_armed_s = -1;                    // deadline a drain timer is pending for
   bool window_armed = false;
 
@@ -54,6 +55,7 @@ void forget(shell_state& st, const std::string& job) {
     st.jobs.erase(it);
   }
   st.resume_step.erase(job);
+  st.last_report_s.erase(job);
   st.predictor.forget(job);
 }
 
@@ -95,8 +97,10 @@ void on_window(caf::event_based_actor* self, shell_state& st) {
     const job_state* j = st.core.find(id);
     if (!j || j->req.klass != job_class::critical || j->phase != job_phase::running) continue;
     if (!st.predictor.knows(id)) continue;
-    auto f = st.predictor.forecast(id, horizon_s);
-    st.core.set_forecast(id, {f.idle_mean, f.lendable_share, f.last_idle, f.confidence});
+    auto last = st.last_report_s.find(id);
+    double since = last == st.last_report_s.end() ? 0.0 : std::max(0.0, st.now_s() - last->second);
+    auto f = st.predictor.forecast(id, horizon_s, since);
+    st.core.set_forecast(id, {f.idle_mean, f.lendable_share, f.last_idle, f.confidence, f.phase_share});
   }
   execute(self, st, st.core.window(st.now_s()));
 }
@@ -133,6 +137,7 @@ caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_stat
       [st](const msg::job_step_report& r) {
         if (!st->jobs.count(r.job)) return;
         st->predictor.observe(r.job, {r.step_s, r.data_wait_s, r.checkpoint_s, r.bubble_share});
+        st->last_report_s[r.job] = st->now_s();
       },
       [self, st](const msg::job_released& r) {
         const job_state* j = st->core.find(r.job);

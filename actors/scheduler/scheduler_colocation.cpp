@@ -1,7 +1,8 @@
 // Scheduler policy core, co-location half: once per reservation window, decide which
 // preemptible jobs run as guests inside critical jobs' idle share and how large a share.
-// omni lends the predictor's mean idle share minus its safety margin, and only when the
-// mean passes the idle threshold with enough confidence; greedy lends whatever the last
+// omni lends the predictor's mean idle share minus its safety margin, plus whatever part of
+// the window a predicted checkpoint/evaluation phase surely covers, and only when the
+// window's predicted idle share passes the idle threshold with enough confidence; greedy lends whatever the last
 // step left idle, with no threshold and no margin (the "no prediction" baseline).
 #include "scheduler_core.hpp"
 
@@ -20,8 +21,12 @@ double scheduler_core::guest_share(const std::string& host) const {
   const host_forecast& f = it->second;
   if (params_.policy == policy_kind::greedy) return std::clamp(f.last_idle, 0.0, 1.0);
   if (params_.policy != policy_kind::omni) return 0;
-  if (f.idle_mean < params_.idle_threshold || f.confidence < params_.min_confidence) return 0;
-  return std::clamp(f.lendable_share, 0.0, 1.0);
+  // A predicted checkpoint/evaluation phase leaves the whole of its part of the window idle;
+  // the rest of the window has the ordinary idle share. The threshold applies to the window.
+  double phase = std::clamp(f.phase_share, 0.0, 1.0);
+  double window_idle = phase + (1 - phase) * f.idle_mean;
+  if (window_idle < params_.idle_threshold || f.confidence < params_.min_confidence) return 0;
+  return std::clamp(phase + (1 - phase) * f.lendable_share, 0.0, 1.0);
 }
 
 void scheduler_core::evict_guest(const std::string& guest_id, double now_s, std::string reason,

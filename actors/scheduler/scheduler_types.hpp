@@ -93,6 +93,7 @@ struct host_forecast {
   double lendable_share = 0;  // mean minus the safety margin
   double last_idle = 0;       // newest observation only
   double confidence = 0;
+  double phase_share = 0;     // share of the next window surely inside a checkpoint/eval phase
 };
 
 }  // namespace msomni::sched

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 using namespace msomni::predict;
 
 TEST_CASE("idle share counts waits and the bubble part of compute") {
@@ -55,6 +57,22 @@ TEST_CASE("checkpoint phases become predicted idle windows") {
   CHECK(p.stats("j").checkpoint_every_steps == doctest::Approx(20));
   CHECK(f.windows.front().length_s == doctest::Approx(120));
   CHECK(f.windows.front().start_in_s == doctest::Approx(20 * p.stats("j").step_mean_s));
+}
+
+TEST_CASE("the part of a window a predicted phase surely covers is its phase share") {
+  step_predictor p({200, 2.0, 8, 16});
+  for (int i = 0; i < 100; ++i) p.observe("j", {10, 0, (i % 20 == 19) ? 120.0 : 0.0, 0});
+  // The next phase starts 20 ordinary steps (200 s) after the newest (checkpoint) step.
+  CHECK(p.forecast("j", 60, 0).phase_share == 0);                                  // 200 s away
+  CHECK(p.forecast("j", 60, 150).phase_share == doctest::Approx(10.0 / 60));     // starts 50 s in
+  CHECK(p.forecast("j", 60, 195).phase_share == doctest::Approx(55.0 / 60));     // starts 5 s in
+  CHECK(p.forecast("j", 60, 195).windows.front().start_in_s == doctest::Approx(5));
+  // With step-time noise the window is shrunk by 2 std x sqrt(20 steps) at both ends.
+  step_predictor q({200, 2.0, 8, 16});
+  for (int i = 0; i < 100; ++i) q.observe("j", {(i % 2) ? 9.0 : 11.0, 0, (i % 20 == 19) ? 120.0 : 0.0, 0});
+  double margin = 2.0 * q.stats("j").step_std_s * std::sqrt(20.0);
+  CHECK(margin > 5);
+  CHECK(q.forecast("j", 60, 195).phase_share == doctest::Approx((60 - 5 - margin) / 60).epsilon(0.02));
 }
 
 TEST_CASE("the job table is bounded") {

@@ -81,6 +81,8 @@ Critical-job step timeline (uniform per job; see docs/simulator_assumptions.md):
   --jitter CV (0.03)         --data-wait-cv CV (0.5)
   --checkpoint-every-s S (7200)  --checkpoint-s MIN,MAX (60,300)
   --eval-every-s S (3600)        --eval-s MIN,MAX (60,300)
+                             phases come every round(S / mean step) steps, as a training
+                             loop schedules them; a phase closes its step
 Preemption cost model:
   --victim-checkpoint-s MIN,MAX (30,180)  time a victim needs for its drain checkpoint
   --unresponsive-p P (0.02)  chance a victim never answers (forced at the drain deadline)

@@ -38,8 +38,15 @@ struct sjob {
   // Critical-job step timeline.
   bool timeline_ready = false;
   double step_mean_s = 0, bubble = 0, data_wait_share = 0, ckpt_len_s = 0, eval_len_s = 0;
-  double timeline_s = 0, next_ckpt_s = 0, next_eval_s = 0;
-  double carry_s = 0, carry_idle = 0;   // unfinished part of the current step
+  double timeline_s = 0;
+  // Phases every so many steps, as a training loop schedules them (checkpoint_every_steps):
+  // the checkpoint period is a whole number of evaluation periods when both are set.
+  uint64_t steps_done = 0, eval_every_steps = 0, ckpt_every_steps = 0;
+  // The step in progress: its sample (fed to the predictor once it is over), and what is
+  // left of it. A step is data wait, then compute (bubble share idle), then its
+  // checkpoint/evaluation phase, if any.
+  predict::step_sample cur_step;
+  double carry_s = 0;                   // unfinished part of the current step
   double cur_idle = 0;                  // realised idle share of the current window
   std::vector<predict::step_sample> window_samples;
   double colocation_delay_s = 0;

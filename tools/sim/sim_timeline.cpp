@@ -149,14 +149,30 @@ void engine::init_timeline(sjob& j) {
   j.data_wait_share = uniform_in(r, m.data_wait_min, m.data_wait_max);
   j.ckpt_len_s = uniform_in(r, m.checkpoint_min_s, m.checkpoint_max_s);
   j.eval_len_s = uniform_in(r, m.eval_min_s, m.eval_max_s);
-  j.next_ckpt_s = m.checkpoint_every_s;
-  j.next_eval_s = m.eval_every_s;
+  auto steps_of = [&](double every_s) {
+    return every_s > 0 ? std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(every_s / j.step_mean_s))) : 0;
+  };
+  j.eval_every_steps = steps_of(m.eval_every_s);
+  j.ckpt_every_steps = steps_of(m.checkpoint_every_s);
+  if (j.eval_every_steps && j.ckpt_every_steps)
+    j.ckpt_every_steps = j.eval_every_steps *
+                         std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(m.checkpoint_every_s / m.eval_every_s)));
   j.timeline_ready = true;
   roll_window(j);
 }
 
+namespace {
+// Idle seconds in [from, to) of a step laid out as data wait, compute, phase.
+double idle_in_step(const predict::step_sample& s, double from, double to) {
+  auto overlap = [&](double a, double b) { return std::max(0.0, std::min(to, b) - std::max(from, a)); };
+  double wait_end = s.data_wait_s, compute_end = s.step_s - s.checkpoint_s;
+  return overlap(0, wait_end) + s.bubble_share * overlap(wait_end, compute_end) + overlap(compute_end, s.step_s);
+}
+}  // namespace
+
 // Consumes one reservation window of the job's step timeline: whole steps are generated as
-// needed (and queued for the predictor), a step that straddles the boundary carries over.
+// needed, a step that straddles the boundary carries over, and a step is queued for the
+// predictor only once it is over (no peeking into the step in progress).
 void engine::roll_window(sjob& j) {
   const timeline_model& m = opt_.timeline;
   rng_stream r = rng_stream::derive(opt_.seed ^ static_cast<uint64_t>(j.timeline_s * 1000),
@@ -167,25 +183,21 @@ void engine::roll_window(sjob& j) {
       predict::step_sample s;
       double compute = j.step_mean_s * std::max(0.5, 1.0 + m.jitter * r.normal());
       s.data_wait_s = std::max(0.0, j.data_wait_share * j.step_mean_s * (1.0 + m.data_wait_cv * r.normal()));
-      if (j.timeline_s >= j.next_ckpt_s) {
-        s.checkpoint_s += j.ckpt_len_s;
-        j.next_ckpt_s += m.checkpoint_every_s;
-      }
-      if (j.timeline_s >= j.next_eval_s) {
-        s.checkpoint_s += j.eval_len_s;
-        j.next_eval_s += m.eval_every_s;
-      }
+      ++j.steps_done;
+      if (j.ckpt_every_steps && j.steps_done % j.ckpt_every_steps == 0) s.checkpoint_s += j.ckpt_len_s;
+      if (j.eval_every_steps && j.steps_done % j.eval_every_steps == 0) s.checkpoint_s += j.eval_len_s;
       s.step_s = compute + s.data_wait_s + s.checkpoint_s;
       s.bubble_share = j.bubble;
+      j.cur_step = s;
       j.carry_s = s.step_s;
-      j.carry_idle = predict::idle_share(s);
       j.timeline_s += s.step_s;
-      if (j.window_samples.size() < 4096) j.window_samples.push_back(s);
     }
     double take = std::min(need, j.carry_s);
-    idle += take * j.carry_idle;
+    double at = j.cur_step.step_s - j.carry_s;
+    idle += idle_in_step(j.cur_step, at, at + take);
     need -= take;
     j.carry_s -= take;
+    if (j.carry_s <= 1e-9 && j.window_samples.size() < 4096) j.window_samples.push_back(j.cur_step);
   }
   j.cur_idle = idle / opt_.sched.reservation_window_s;
 }
@@ -266,9 +278,12 @@ void engine::tick() {
     if (j.klass != job_class::critical || !j.running) continue;
     for (const auto& s : j.window_samples) predictor_.observe(sim_key(j), s);
     j.window_samples.clear();
+    // Forecast from what is over, placed relative to now (inside the step in progress),
+    // then realise the window.
+    double since_last = j.cur_step.step_s - j.carry_s;
+    auto f = predictor_.forecast(sim_key(j), opt_.sched.reservation_window_s, since_last);
+    core_.set_forecast(sim_key(j), {f.idle_mean, f.lendable_share, f.last_idle, f.confidence, f.phase_share});
     roll_window(j);
-    auto f = predictor_.forecast(sim_key(j), opt_.sched.reservation_window_s);
-    core_.set_forecast(sim_key(j), {f.idle_mean, f.lendable_share, f.last_idle, f.confidence});
   }
   // Headroom left unused: free GPUs while some job waits (value at the window's end held
   // over the window -- a per-window sample, not exact).
