@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 #include <utility>
@@ -121,15 +122,29 @@ struct sample_fetcher::open_shard {
   size_t shard = SIZE_MAX;
   uint64_t epoch = UINT64_MAX;
   std::unique_ptr<byte_source> file;
-  std::vector<sample_entry> samples;
+  std::shared_ptr<const std::vector<sample_entry>> samples = std::make_shared<const std::vector<sample_entry>>();
   std::vector<size_t> perm;
   std::vector<uint8_t> span;  // one sample's members read at once
+};
+
+// Listings of shards opened before, so a shard opened again in a later epoch costs no header
+// walk (a pread per member header). Bounded by samples held; a hit is used only while the
+// file still has the size it had when listed, else the shard is listed again.
+struct sample_fetcher::listing_cache {
+  static constexpr size_t max_samples = 65536;
+  struct entry {
+    uint64_t file_size = 0;
+    std::shared_ptr<const std::vector<sample_entry>> samples;
+  };
+  std::map<std::pair<uint32_t, size_t>, entry> by_shard;  // (source, shard index)
+  size_t held = 0;
 };
 
 sample_fetcher::sample_fetcher(std::shared_ptr<const source_list> sources, std::shared_ptr<const storage> st)
     : sources_(std::move(sources)), storage_(std::move(st)) {
   open_.resize(sources_->size());
   for (auto& o : open_) o = std::make_unique<open_shard>();
+  listings_ = std::make_unique<listing_cache>();
 }
 sample_fetcher::sample_fetcher(sample_fetcher&&) noexcept = default;
 sample_fetcher::~sample_fetcher() = default;
@@ -152,15 +167,32 @@ raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
   if (primary)
     if (auto it = o.layout.problems.find(pos); it != o.layout.problems.end()) s.shard_problems = it->second;
   if (o.shard != shard || o.epoch != epoch || !o.file) {
-    o.samples.clear();
+    o.samples = std::make_shared<const std::vector<sample_entry>>();
     o.shard = shard;
     o.epoch = epoch;
     o.file = storage_->open(info.path);
-    if (o.file) o.samples = group_samples(list_tar(*o.file));
-    o.perm = src.sample_order(epoch, shard, o.samples.size());
+    if (o.file) {
+      const uint64_t size = o.file->size();
+      auto& cache = *listings_;
+      const auto it = cache.by_shard.find({source, shard});
+      if (it != cache.by_shard.end() && it->second.file_size == size) {
+        o.samples = it->second.samples;
+      } else {
+        o.samples = std::make_shared<const std::vector<sample_entry>>(group_samples(list_tar(*o.file)));
+        if (it != cache.by_shard.end()) {
+          cache.held -= it->second.samples->size();
+          cache.by_shard.erase(it);
+        }
+        if (cache.held + o.samples->size() <= listing_cache::max_samples) {
+          cache.by_shard[{source, shard}] = {size, o.samples};
+          cache.held += o.samples->size();
+        }
+      }
+    }
+    o.perm = src.sample_order(epoch, shard, o.samples->size());
   }
   const uint64_t offset = pos - start[p];
-  if (!o.file || o.samples.size() != info.samples) {
+  if (!o.file || o.samples->size() != info.samples) {
     // The shard changed or vanished since it was listed: its samples are lost for now.
     s.key = info.label + "/#" + std::to_string(offset);
     s.bad = true;
@@ -168,7 +200,7 @@ raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
     o.file.reset();
     return s;
   }
-  const sample_entry& e = o.samples[o.perm[offset]];
+  const sample_entry& e = (*o.samples)[o.perm[offset]];
   s.key = info.label + "/" + e.key;
   bool has_media = false, has_caption = false;
   // A sample's members are adjacent in the tar (header, data, header, data): one pread of the

@@ -83,7 +83,9 @@ class source_index {
 using source_list = std::vector<source_index>;
 
 // Reads any draw of any source; keeps the last shard opened per source (listing and sample
-// order), so draws that follow each other in a shard cost one pread each. Not shared
+// order), so draws that follow each other in a shard cost one pread each, and the listings
+// of shards opened before (up to 65536 samples' worth), so reopening one in a later epoch
+// walks no headers while its file size is unchanged. Not shared
 // between threads: one per reader, decode worker or pool.
 class sample_fetcher {
  public:
@@ -98,9 +100,11 @@ class sample_fetcher {
 
  private:
   struct open_shard;
+  struct listing_cache;
   std::shared_ptr<const source_list> sources_;
   std::shared_ptr<const storage> storage_;
   std::vector<std::unique_ptr<open_shard>> open_;  // per source
+  std::unique_ptr<listing_cache> listings_;        // shards listed before, by (source, shard)
 };
 
 // This rank's draws, source by source, in the global order's consumption order. The reader
