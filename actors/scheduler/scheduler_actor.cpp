@@ -60,7 +60,8 @@ void forget(shell_state& st, const std::string& job) {
 }
 
 void arm_timers(caf::event_based_actor* self, shell_state& st) {
-  double deadline = st.core.next_deadline_s();
+  double deadline = st.core.next_deadline_s(), window_end = st.core.next_window_end_s();
+  if (window_end >= 0 && (deadline < 0 || window_end < deadline)) deadline = window_end;
   if (deadline >= 0 && (st.drain_armed_s < 0 || deadline < st.drain_armed_s)) {
     st.drain_armed_s = deadline;
     double wait = deadline - st.now_s();

@@ -139,6 +139,7 @@ uint32_t scheduler_core::room_beside_reserve(const job_state& j) const {
 }
 
 void scheduler_core::schedule(double now_s, std::vector<command>& out) {
+  last_schedule_s_ = now_s;
   note_critical_demand(now_s);
   if (pending_.empty()) {
     grow(now_s, out);
@@ -371,6 +372,20 @@ double scheduler_core::next_deadline_s() const {
   for (const auto& id : draining_) {
     const job_state& v = jobs_.at(id);
     if (best < 0 || v.drain_deadline_s < best) best = v.drain_deadline_s;
+  }
+  return best;
+}
+
+double scheduler_core::next_window_end_s() const {
+  if (pending_.empty() || std::get<0>(*pending_.begin()) != static_cast<uint8_t>(job_class::critical) ||
+      params_.policy == policy_kind::exclusive)
+    return -1;
+  double best = -1;
+  for (const auto& id : running_) {
+    const job_state& j = jobs_.at(id);
+    if (j.req.klass != job_class::regular) continue;
+    double end = j.run_since_s + params_.min_run_window_s;
+    if (end > last_schedule_s_ && (best < 0 || end < best)) best = end;
   }
   return best;
 }

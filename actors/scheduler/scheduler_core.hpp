@@ -73,6 +73,10 @@ class scheduler_core {
   bool critical_starved_by_lower(double now_s) const;
   // The earliest pending drain deadline, or a negative number when nothing drains.
   double next_deadline_s() const;
+  // While a critical job waits: the earliest end of a regular job's run window that no
+  // scheduling pass has seen yet (from then on it may be preempted for the critical job),
+  // else a negative number. Call expire() then, as at a drain deadline.
+  double next_window_end_s() const;
 
  private:
   using queue_key = std::tuple<uint8_t, double, uint64_t, std::string>;
@@ -115,6 +119,7 @@ class scheduler_core {
   std::deque<decision> log_;
   std::deque<std::pair<double, uint32_t>> critical_peak_;  // sliding-window max of critical demand
   uint32_t critical_peak_now_ = 0;
+  double last_schedule_s_ = -1e300;
   uint64_t decisions_total_ = 0;
   uint64_t next_order_ = 0;
   uint64_t cross_switch_ = 0;

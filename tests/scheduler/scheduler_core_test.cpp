@@ -237,3 +237,13 @@ TEST_CASE("omni keeps regular jobs out of the reserve for critical demand until 
   REQUIRE(gs);
   CHECK(gs->replicas == 4);
 }
+
+TEST_CASE("a regular job's run window ending while a critical job waits is a wake-up for the core") {
+  auto s = make(policy_kind::omni, 16, 0);
+  s.submit(req("reg", job_class::regular, 16, 16), 0);
+  CHECK(s.next_window_end_s() < 0);  // nobody waits
+  CHECK_FALSE(find_cmd(s.submit(req("c1", job_class::critical, 8), 100), command_kind::preempt, "reg"));
+  CHECK(s.next_window_end_s() == doctest::Approx(7200));
+  CHECK(find_cmd(s.expire(7200), command_kind::preempt, "reg"));
+  CHECK(s.next_window_end_s() < 0);  // seen by that pass
+}

@@ -107,6 +107,7 @@ void engine::release_local(sjob& j, uint32_t keep_replicas, double lost_s) {
 }
 
 void engine::victim_answers(size_t idx, uint64_t epoch, bool graceful) {
+  catch_up();
   sjob& j = jobs_[idx];
   if (j.done || !j.draining || j.epoch != epoch) return;
   settle(j);

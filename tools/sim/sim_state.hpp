@@ -81,6 +81,7 @@ class engine {
   void arrive(size_t idx);
   void finish(sjob& j);
   void credit_guest(sjob& g, double until);
+  void catch_up();
   void complete(sjob& j);
   void init_timeline(sjob& j);
   void roll_window(sjob& j);

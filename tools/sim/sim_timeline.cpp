@@ -125,7 +125,16 @@ void engine::build_jobs(const trace& tr) {
 }
 
 
+// A regular job's run window that ended while a critical job waited makes it preemptible:
+// the core acts on it as on a drain deadline, before the event at hand (the live shell
+// arms a timer at next_window_end_s()).
+void engine::catch_up() {
+  double w = core_.next_window_end_s();
+  if (w >= 0 && w <= now()) apply(core_.expire(now()));
+}
+
 void engine::arrive(size_t idx) {
+  catch_up();
   sjob& j = jobs_[idx];
   j.last_t = now();
   ++result_.per_class[to_string(j.klass)].submitted;
@@ -237,6 +246,7 @@ void engine::credit_guest(sjob& g, double until) {
 }
 
 void engine::finish(sjob& j) {
+  catch_up();
   j.finish_timer = 0;
   settle(j);
   for (size_t gi : std::vector<size_t>(guests_.begin(), guests_.end()))
@@ -263,6 +273,7 @@ void engine::complete(sjob& j) {
 }
 
 void engine::tick() {
+  catch_up();
   double t = now();
   for (size_t i : active_) settle(jobs_[i]);
   for (size_t gi : std::vector<size_t>(guests_.begin(), guests_.end())) {
