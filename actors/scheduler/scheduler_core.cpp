@@ -3,6 +3,7 @@
 #include "scheduler_core.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace msomni::sched {
@@ -94,9 +95,9 @@ uint32_t scheduler_core::draining_gpus() const {
 }
 
 // Critical demand (GPUs held or wanted by critical jobs), remembered as a sliding-window
-// maximum over critical_peak_memory_s; returns that maximum.
-uint32_t scheduler_core::note_critical_demand(double now_s) {
-  if (params_.policy != policy_kind::omni || params_.critical_peak_memory_s <= 0) return 0;
+// maximum over critical_peak_memory_s (critical_peak_now_).
+void scheduler_core::note_critical_demand(double now_s) {
+  if (params_.policy != policy_kind::omni || params_.critical_peak_memory_s <= 0) return;
   uint32_t demand = 0;
   for (const auto& id : running_) {
     const job_state& j = jobs_.at(id);
@@ -112,7 +113,6 @@ uint32_t scheduler_core::note_critical_demand(double now_s) {
          critical_peak_.size() > params_.critical_peak_samples)
     critical_peak_.pop_front();
   critical_peak_now_ = critical_peak_.front().second;
-  return critical_peak_now_;
 }
 
 // GPUs a critical job could not get back at once: every GPU a running regular job holds
@@ -128,14 +128,12 @@ uint32_t scheduler_core::locked_regular_gpus() const {
   return n;
 }
 
-// GPUs job j may hold beside omni's reserve for critical jobs (every GPU for other classes
-// and policies).
-uint32_t scheduler_core::room_beside_reserve(const job_state& j) const {
-  if (params_.policy != policy_kind::omni || params_.critical_peak_memory_s <= 0 ||
-      j.req.klass != job_class::regular)
-    return place_.total();
-  int64_t room = int64_t{place_.total()} - critical_peak_now_ - locked_regular_gpus();
-  return static_cast<uint32_t>(std::max<int64_t>(room, 0));
+// GPUs regular jobs may still take beside omni's reserve for critical jobs (no bound when
+// there is no reserve). Computed once per pass; starts and growth take from it.
+int64_t scheduler_core::regular_room() const {
+  if (params_.policy != policy_kind::omni || params_.critical_peak_memory_s <= 0)
+    return std::numeric_limits<int64_t>::max() / 2;
+  return std::max<int64_t>(int64_t{place_.total()} - critical_peak_now_ - locked_regular_gpus(), 0);
 }
 
 void scheduler_core::schedule(double now_s, std::vector<command>& out) {
@@ -145,6 +143,7 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
     grow(now_s, out);
     return;
   }
+  int64_t regular_room = this->regular_room();
   uint32_t free_now = place_.free_count();
   // GPUs that are free or will be once the notices already sent are answered; a blocked
   // job claims its share of them so that one drain is not promised to two jobs.
@@ -172,9 +171,9 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
     // omni: a regular job holds its GPUs through a run window and gives them back only after
     // a drain, so it may only take what critical demand left unused at its recent peak. It
     // starts smaller to fit beside that reserve, or waits without blocking those behind it.
-    uint32_t room = room_beside_reserve(j);
-    if (room < need) {
-      int64_t fit = std::min<int64_t>(usable, room);
+    const bool regular = j.req.klass == job_class::regular;
+    if (regular && regular_room < need) {
+      int64_t fit = std::min<int64_t>(usable, regular_room);
       if (!any_blocked && fit >= min_need) {
         uint32_t r = static_cast<uint32_t>(fit / gpr);
         start(j, r, now_s,
@@ -183,12 +182,14 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
               out);
         free_now -= r * gpr;
         pool -= r * gpr;
+        regular_room -= r * gpr;
       } else {
         ++reserve_deferrals_;
       }
       continue;
     }
     if (usable >= need) {
+      if (regular) regular_room -= need;
       start(j, full_replicas(j.req), now_s,
             any_blocked ? "backfill: fits in free GPUs behind a blocked job" : "fits in free GPUs",
             out);
@@ -205,6 +206,7 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
             out);
       free_now -= r * gpr;
       pool -= r * gpr;
+      if (regular) regular_room -= r * gpr;
       continue;
     }
     if (params_.policy != policy_kind::exclusive && pool < need)
@@ -224,16 +226,21 @@ void scheduler_core::grow(double now_s, std::vector<command>& out) {
     if (j.replicas < full_replicas(j.req)) running.push_back(key_of(j));
   }
   std::sort(running.begin(), running.end());
+  int64_t regular_room = this->regular_room();
   for (const auto& key : running) {
     job_state& j = jobs_.at(std::get<3>(key));
+    const bool regular = j.req.klass == job_class::regular;
+    uint32_t room = regular ? static_cast<uint32_t>(std::clamp<int64_t>(regular_room, 0, place_.total()))
+                            : place_.total();
     uint32_t add = std::min({full_replicas(j.req) - j.replicas, place_.free_count() / j.req.gpus_per_replica,
-                             room_beside_reserve(j) / j.req.gpus_per_replica});
+                             room / j.req.gpus_per_replica});
     if (add == 0) continue;
     auto choice = place_.choose_near(add * j.req.gpus_per_replica, j.gpus);
     if (!choice) continue;
     place_.take(j.req.id, choice->gpus);
     j.gpus.insert(j.gpus.end(), choice->gpus.begin(), choice->gpus.end());
     j.replicas += add;
+    if (regular) regular_room -= int64_t{add} * j.req.gpus_per_replica;
     command c = make_command(command_kind::resize, j.req.id, j.epoch);
     c.gpus = j.gpus;
     c.replicas = j.replicas;

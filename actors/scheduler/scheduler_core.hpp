@@ -102,9 +102,9 @@ class scheduler_core {
   void place_guests(const job_state& host, double share, double now_s, std::vector<command>& out);
   uint32_t draining_gpus() const;
   // omni's critical reserve (see scheduler_params::critical_peak_memory_s).
-  uint32_t note_critical_demand(double now_s);
+  void note_critical_demand(double now_s);
   uint32_t locked_regular_gpus() const;
-  uint32_t room_beside_reserve(const job_state& j) const;
+  int64_t regular_room() const;
   double guest_share(const std::string& host) const;
 
   scheduler_params params_;
