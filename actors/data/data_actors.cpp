@@ -34,12 +34,11 @@ using stats_atom = caf::atom_constant<caf::atom("dstats")>;
 
 using batch_ptr = std::shared_ptr<micro_batch>;
 
-double ms_since(const real_clock& c, time_point t) { return std::chrono::duration<double, std::milli>(c.now() - t).count(); }
+double ms_since(const msomni::clock& c, time_point t) { return std::chrono::duration<double, std::milli>(c.now() - t).count(); }
 
-// steady_clock in ns: comparable across threads, so the consumer stamps its pulls with it.
-int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+// A time of the pipeline's shared clock as it travels in a pull, and back.
+int64_t stamp(const msomni::clock& c) { return c.now().time_since_epoch().count(); }
+double ms_between(int64_t from, int64_t to) { return double(std::max<int64_t>(0, to - from)) / 1e6; }
 
 // reader: reads one of this rank's samples per credit, in the reader core's order, and sends
 // what one grant allowed as one message. Sender of credits: pool.
@@ -170,8 +169,8 @@ struct tensor_state {
   bad_data_counts bad;
   data_metrics metrics;
   std::string failure;
-  real_clock clock;
-  // steady_ns() of the last delivery and of the waiting pull's sending. The consumer's step is
+  std::shared_ptr<const msomni::clock> clock;  // shared with the consumer, which stamps its pulls
+  // stamp() of the last delivery and of the waiting pull's sending. The consumer's step is
   // delivery -> its next pull as the consumer sent it: measured when the tensor actor gets to
   // the pull, it would include the time the pull waited behind a batch being packed, so a
   // slow tensor stage would always look as slow as the consumer and never saturated.
@@ -181,8 +180,10 @@ struct tensor_state {
 };
 
 caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_setup setup, order_slot slot,
-                           pipeline_position start, std::shared_ptr<pixel_pool> pixels) {
+                           pipeline_position start, std::shared_ptr<pixel_pool> pixels,
+                           std::shared_ptr<const msomni::clock> clock) {
   auto& st = self->state;
+  st.clock = std::move(clock);
   st.core = std::make_unique<tensor_core>(start.sources, setup.pool.source_kinds, setup.depth,
                                           order_core(make_mixer(setup), slot), setup.batch_queue);
   st.core->restore(start);
@@ -200,10 +201,10 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
         ++st.metrics.batches;
         st.packed.pop_front();
         st.core->on_batch_taken();
-        const double wait = double(std::max<int64_t>(0, steady_ns() - st.wait_started_ns)) / 1e6;
+        const double wait = ms_between(st.wait_started_ns, stamp(*st.clock));
         st.metrics.data_wait_ms_total += wait;
         st.metrics.data_wait_ms_max = std::max(st.metrics.data_wait_ms_max, wait);
-        st.last_delivery_ns = steady_ns();
+        st.last_delivery_ns = stamp(*st.clock);
       }
       st.waiting.front().deliver(b);  // nullptr = failed; the caller asks for the reason
       st.waiting.pop_front();
@@ -218,7 +219,7 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
         auto samples = st.core->next_batch(up, st.bad);
         for (const auto& g : coalesce(up)) self->send(st.pool, g);
         if (!samples) break;
-        const time_point t0 = st.clock.now();
+        const time_point t0 = st.clock->now();
         batch_ptr b;
         if (st.spare.empty()) {
           b = std::make_shared<micro_batch>();
@@ -236,7 +237,7 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
         }
         if (st.test_extra_pack_ms_per_frame > 0)  // test knob (pipeline_setup): slow packing on purpose
           std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(st.test_extra_pack_ms_per_frame * unique));
-        st.core->on_batch_timing(ms_since(st.clock, t0), unique, full, st.consumer_step_ms);
+        st.core->on_batch_timing(ms_since(*st.clock, t0), unique, full, st.consumer_step_ms);
         st.packed.push_back({b, st.core->position_after_last_batch()});
       }
     } catch (const std::exception& e) {
@@ -255,12 +256,12 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
         pack();
       },
       // rank -> tensor: one batch per request; `done` is the previous batch's buffers (or null),
-      // `asked_ns` the consumer's steady_ns() when it sent the request.
+      // `asked_ns` the shared clock's stamp() when the consumer sent the request.
       [=](pull_atom, batch_ptr& done, int64_t asked_ns) -> caf::result<batch_ptr> {
         auto& st = self->state;
         if (done && done.use_count() == 1 && st.spare.size() < st.spare_max) st.spare.push_back(std::move(done));
         st.wait_started_ns = asked_ns;
-        if (st.metrics.batches > 0) st.consumer_step_ms = double(std::max<int64_t>(0, asked_ns - st.last_delivery_ns)) / 1e6;
+        if (st.metrics.batches > 0) st.consumer_step_ms = ms_between(st.last_delivery_ns, asked_ns);
         auto rp = self->make_response_promise();
         st.waiting.push_back(rp);
         serve();
@@ -290,6 +291,7 @@ struct actor_pipeline::impl {
   std::shared_ptr<const source_list> sources;
   caf::actor reader, pool, tensor;
   std::shared_ptr<pixel_pool> pixels = std::make_shared<pixel_pool>();
+  std::shared_ptr<const msomni::clock> clock = std::make_shared<real_clock>();  // consumer's and tensor stage's
   caf::scoped_actor scope;
   batch_ptr current;  // the batch next_batch returned last
   // What stage actors replaced in a reslot had counted.
@@ -320,7 +322,7 @@ struct actor_pipeline::impl {
     order_core plan(make_mixer(setup), slot);
     plan.restore(start.at, start.micro);
     auto reader_ptr = std::make_shared<own_reader>(std::move(plan), sample_fetcher(sources, store));
-    tensor = sys.spawn(tensor_actor, setup, slot, start, pixels);
+    tensor = sys.spawn(tensor_actor, setup, slot, start, pixels, clock);
     pool = sys.spawn(pool_actor, setup, pixels, sources, store, tensor);
     reader = sys.spawn(reader_actor, reader_ptr, setup.sources.size(), pool, tensor);
     caf::anon_send(pool, wire_atom::value, reader);
@@ -353,7 +355,7 @@ actor_pipeline::actor_pipeline(caf::actor_system& sys, pipeline_setup setup, ord
 actor_pipeline::~actor_pipeline() { impl_->stop(); }
 
 const micro_batch& actor_pipeline::next_batch() {
-  impl_->current = impl_->ask<batch_ptr>(impl_->tensor, pull_atom::value, std::move(impl_->current), steady_ns());
+  impl_->current = impl_->ask<batch_ptr>(impl_->tensor, pull_atom::value, std::move(impl_->current), stamp(*impl_->clock));
   if (!impl_->current)
     throw std::runtime_error("data pipeline failed: " + impl_->ask<std::string>(impl_->tensor, fail_atom::value));
   return *impl_->current;
