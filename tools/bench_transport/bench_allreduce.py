@@ -13,6 +13,8 @@ import socket
 import statistics
 import subprocess
 
+from node_mesh import lines_until_done, node_mesh
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -33,29 +35,8 @@ def free_port():
 
 def run_msomni(build, n):
     node = os.path.join(build, "tools/bench_transport/msomni-bench-allreduce-node")
-    procs = [subprocess.Popen([node, f"bench{i}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-             for i in range(n)]
-    try:
-        addrs = [p.stdout.readline().strip() for p in procs]
-        for p in procs:
-            for a in addrs:
-                p.stdin.write("PEER" + a[4:] + "\n")
-            p.stdin.write("GO\n")
-            p.stdin.flush()
-        lines = []
-        for line in procs[0].stdout:
-            if line.startswith("DONE"):
-                break
-            lines.append(line)
-        for p in procs:
-            p.stdin.close()
-        for p in procs:
-            p.wait(timeout=60)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    with node_mesh(node, [f"bench{i}" for i in range(n)]) as procs:
+        lines = lines_until_done(procs[0].stdout)
     return parse(lines)
 
 

@@ -11,27 +11,14 @@ import subprocess
 import sys
 import time
 
+from node_mesh import lines_until_done, node_mesh
+
 
 def run_msomni(build):
     node = os.path.join(build, "tools/bench_transport/msomni-bench-latency-node")
-    procs = [subprocess.Popen([node, f"lat{i}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-             for i in range(2)]
-    addrs = [p.stdout.readline().strip() for p in procs]
-    for p in procs:
-        for a in addrs:
-            p.stdin.write("PEER" + a[4:] + "\n")
-        p.stdin.write("GO\n")
-        p.stdin.flush()
-    out = {}
-    for line in procs[1].stdout:
-        if line.startswith("DONE"):
-            break
-        k, v = line.split()
-        out[k] = float(v)
-    for p in procs:
-        p.stdin.close()
-        p.wait(timeout=60)
-    return out
+    with node_mesh(node, ["lat0", "lat1"]) as procs:
+        lines = lines_until_done(procs[1].stdout)
+    return {k: float(v) for k, v in (line.split() for line in lines)}
 
 
 def perftest(test, tls, size=8, iters=200000):
