@@ -148,14 +148,33 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
   // GPUs that are free or will be once the notices already sent are answered; a blocked
   // job claims its share of them so that one drain is not promised to two jobs.
   int64_t pool = static_cast<int64_t>(free_now) + draining_gpus();
+  // omni: GPUs of running best-effort jobs, which give way at once: a blocked critical job
+  // counts them as its own without evicting them until that lets it start (claimed in queue
+  // order within the pass).
+  int64_t at_once = params_.policy == policy_kind::omni ? running_best_effort_gpus() : 0;
   bool any_blocked = false, critical_blocked = false;
   // start() erases only the entry being looked at, so step past it first.
   for (auto it = pending_.begin(), next = it; it != pending_.end(); it = next) {
     ++next;
     if (params_.policy == policy_kind::exclusive && any_blocked) break;  // strict priority
     job_state& j = jobs_.at(std::get<3>(*it));
-    // A waiting critical job keeps every lower class out of the GPUs it is owed.
-    if (critical_blocked && j.req.klass != job_class::critical) break;
+    // A waiting critical job keeps every lower class out of the GPUs it is owed, except
+    // (omni) best-effort work, which may borrow free GPUs the critical job cannot use yet and
+    // gives them back at once.
+    if (critical_blocked && j.req.klass != job_class::critical) {
+      if (params_.policy != policy_kind::omni) break;
+      if (j.req.klass == job_class::best_effort) {
+        uint32_t r = std::min(full_replicas(j.req), free_now / j.req.gpus_per_replica);
+        if (r >= j.req.min_replicas && r > 0) {
+          start(j, r, now_s,
+                "borrows free GPUs a waiting critical job cannot use yet (" + std::to_string(r) +
+                    " of " + std::to_string(full_replicas(j.req)) + " replicas; gives them back at once)",
+                out);
+          free_now -= r * j.req.gpus_per_replica;
+        }
+      }
+      continue;
+    }
     // Behind a blocked job only work that gives way at once may fill in (omni); greedy
     // fills with anything preemptible. A critical job is never skipped here: behind another
     // blocked critical job it still starts in GPUs nobody was promised (`usable`) or
@@ -209,8 +228,30 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
       if (regular) regular_room -= r * gpr;
       continue;
     }
-    if (params_.policy != policy_kind::exclusive && pool < need)
-      pool += reclaim(j, static_cast<uint32_t>(need - std::max<int64_t>(pool, 0)), now_s, out);
+    if (params_.policy == policy_kind::omni && j.req.klass == job_class::critical) {
+      // Best-effort GPUs already given back for it arrive at once, like free ones.
+      const int64_t instant = int64_t{free_now} + (critical_blocked ? 0 : draining_best_effort_gpus());
+      if (!critical_blocked && instant + at_once >= need) {
+        // It can start now: evict best-effort jobs (at once) and keep the free part for it.
+        // Only the first blocked critical job evicts: one behind it would free GPUs that the
+        // first one claims again in the next pass, while best-effort work refilled the rest.
+        int64_t deficit = need - instant;
+        uint32_t got = deficit > 0 ? reclaim(j, static_cast<uint32_t>(deficit), now_s, out, victims::best_effort) : 0;
+        at_once -= got;
+        pool += got;
+        free_now -= static_cast<uint32_t>(std::clamp<int64_t>(need - (instant - free_now) - got, 0, free_now));
+      } else {
+        // It waits for drains or other jobs: best-effort keeps running on what it is owed
+        // until then; regular jobs start draining now, since their drain takes minutes.
+        int64_t from_best_effort = std::clamp<int64_t>(need - std::max<int64_t>(pool, 0), 0, at_once);
+        at_once -= from_best_effort;
+        int64_t deficit = need - std::max<int64_t>(pool, 0) - from_best_effort;
+        if (deficit > 0) pool += reclaim(j, static_cast<uint32_t>(deficit), now_s, out, victims::draining);
+        pool += from_best_effort;
+      }
+    } else if (params_.policy != policy_kind::exclusive && pool < need) {
+      pool += reclaim(j, static_cast<uint32_t>(need - std::max<int64_t>(pool, 0)), now_s, out, victims::any);
+    }
     pool -= need;
     any_blocked = true;
     if (j.req.klass == job_class::critical) critical_blocked = true;
@@ -261,8 +302,26 @@ bool scheduler_core::may_shrink(const job_state& v, const job_state& claimant) c
          v.req.klass > claimant.req.klass && v.replicas > v.req.min_replicas;
 }
 
+uint32_t scheduler_core::draining_best_effort_gpus() const {
+  uint32_t n = 0;
+  for (const auto& id : draining_) {
+    const job_state& j = jobs_.at(id);
+    if (j.req.klass == job_class::best_effort) n += static_cast<uint32_t>(j.gpus.size());
+  }
+  return n;
+}
+
+uint32_t scheduler_core::running_best_effort_gpus() const {
+  uint32_t n = 0;
+  for (const auto& id : running_) {
+    const job_state& j = jobs_.at(id);
+    if (j.req.klass == job_class::best_effort) n += static_cast<uint32_t>(j.gpus.size());
+  }
+  return n;
+}
+
 uint32_t scheduler_core::reclaim(const job_state& claimant, uint32_t deficit, double now_s,
-                                 std::vector<command>& out) {
+                                 std::vector<command>& out, victims which) {
   // Plan first: cheapest victims first (best-effort, then shrinking regular jobs that keep
   // running, then whole regular jobs past their run window), newest first within a kind so
   // the least work is put at risk.
@@ -272,7 +331,9 @@ uint32_t scheduler_core::reclaim(const job_state& claimant, uint32_t deficit, do
   for (const auto& id : running_) {
     const job_state& v = jobs_.at(id);
     uint32_t held = static_cast<uint32_t>(v.gpus.size());
-    if (v.req.klass == job_class::best_effort && may_preempt(v, claimant, now_s))
+    const bool best_effort = v.req.klass == job_class::best_effort;
+    if ((which == victims::best_effort && !best_effort) || (which == victims::draining && best_effort)) continue;
+    if (best_effort && may_preempt(v, claimant, now_s))
       cands.push_back({0, -v.run_since_s, id, held, 0});
     else if (may_shrink(v, claimant))
       cands.push_back({1, -v.run_since_s, id, (v.replicas - v.req.min_replicas) * v.req.gpus_per_replica,
@@ -428,8 +489,18 @@ bool scheduler_core::critical_starved_by_lower(double now_s) const {
     if (!first) first = &j;
   }
   if (!first || owed <= place_.free_count() + draining_gpus()) return false;
+  // omni lets best-effort run on GPUs a waiting critical job is owed while it could not start
+  // anyway, and takes them (at once) as soon as it could: starved when the first waiting
+  // critical job could start now on free and best-effort GPUs, or when the best-effort GPUs do
+  // not cover what is owed and a regular job it may take from still runs without a notice.
+  uint32_t best_effort = params_.policy == policy_kind::omni ? running_best_effort_gpus() : 0;
+  if (best_effort > 0 && place_.free_count() + best_effort >= first->req.gpus &&
+      place_.free_count() + draining_gpus() < first->req.gpus)
+    return true;
+  if (owed <= place_.free_count() + draining_gpus() + best_effort) return false;
   for (const auto& id : running_) {
     const job_state& v = jobs_.at(id);
+    if (best_effort > 0 && v.req.klass == job_class::best_effort) continue;
     if (may_preempt(v, *first, now_s) || may_shrink(v, *first)) return true;
   }
   return false;

@@ -86,8 +86,13 @@ class scheduler_core {
   void grow(double now_s, std::vector<command>& out);
   void start(job_state& j, uint32_t replicas, double now_s, std::string reason,
              std::vector<command>& out);
+  // Which running lower-class jobs reclaim may take: best-effort ones (they give way at once),
+  // the ones that drain first (regular), or any.
+  enum class victims : uint8_t { any, best_effort, draining };
   uint32_t reclaim(const job_state& claimant, uint32_t deficit, double now_s,
-                   std::vector<command>& out);
+                   std::vector<command>& out, victims which);
+  uint32_t running_best_effort_gpus() const;
+  uint32_t draining_best_effort_gpus() const;
   bool may_preempt(const job_state& victim, const job_state& claimant, double now_s) const;
   bool may_shrink(const job_state& victim, const job_state& claimant) const;
   void notice(job_state& v, uint32_t keep, double now_s, std::string reason,

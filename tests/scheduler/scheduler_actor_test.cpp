@@ -200,24 +200,30 @@ TEST_CASE_FIXTURE(scheduler_fixture, "a victim that does not answer is released 
   CHECK(resumed->resume_step == 0);  // it never reported a checkpoint: from scratch
 }
 
-TEST_CASE_FIXTURE(scheduler_fixture, "a regular job inside its run window is not preempted but best-effort goes at once") {
+TEST_CASE_FIXTURE(scheduler_fixture, "a regular job inside its run window is not preempted and best-effort goes at once when the critical job can start") {
   auto reg = job({submit("reg", job_class::regular, 4)});
   auto be = job({submit("be", job_class::best_effort, 4)});
   REQUIRE(reg->last(command_kind::start));
   REQUIRE(be->last(command_kind::start));
   advance(10min);
   auto crit = job({submit("crit", job_class::critical, 8)});
+  // The critical job needs the regular job's GPUs too, which its run window protects:
+  // evicting best-effort now would only leave 4 GPUs idle, so it keeps running.
   CHECK(reg->notices.empty());
-  REQUIRE(be->notices.size() == 1);
-  CHECK(be->notices.front().drain_s == 0);
-  run();
-  // Best-effort has no drain period: its GPUs are taken back at once (the job never answered).
-  CHECK(decisions->last(command_kind::force_release));
-  CHECK(crit->commands.empty());  // 4 of 8 GPUs free; the rest wait for the run window
+  CHECK(be->notices.empty());
+  CHECK(crit->commands.empty());
   advance(2h - 10min - 1min);
   CHECK(reg->notices.empty());
   advance(1min);  // the run window is over: the next reservation window reclaims it
   REQUIRE(reg->notices.size() == 1);
+  CHECK(reg->notices.front().drain_s == 600);
+  CHECK(be->notices.empty());  // the drain takes minutes; best-effort works on meanwhile
+  advance(10min);              // the regular job never answered: forced at its deadline
+  REQUIRE(be->notices.size() == 1);
+  CHECK(be->notices.front().drain_s == 0);  // now the critical job can start: at once
+  run();
+  CHECK(decisions->count(command_kind::force_release) == 2);
+  CHECK(crit->last(command_kind::start));
 }
 
 TEST_CASE_FIXTURE(scheduler_fixture, "step reports feed the predictor: a pending job is co-located in a critical job's idle share") {

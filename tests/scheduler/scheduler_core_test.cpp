@@ -48,21 +48,25 @@ TEST_CASE("placement keeps a group under one switch and refuses double allocatio
   CHECK(pl.free_count() == 16);
 }
 
-TEST_CASE("a critical job takes best-effort GPUs at once and shrinks young regular jobs") {
+TEST_CASE("a critical job shrinks young regular jobs and takes best-effort GPUs once it can start") {
   auto s = make(policy_kind::omni);
   s.submit(req("be", job_class::best_effort, 8), 0);
   s.submit(req("reg", job_class::regular, 8, 2, 2), 0);
   auto cs = s.submit(req("crit", job_class::critical, 12, 4), 10);
-  const command* be = find_cmd(cs, command_kind::preempt, "be");
   const command* reg = find_cmd(cs, command_kind::preempt, "reg");
-  REQUIRE(be);
   REQUIRE(reg);
-  CHECK(be->drain_s == 0);
   CHECK(reg->keep_replicas == 2);  // inside its run window: shrunk, not stopped
+  // 4 GPUs come back only after the drain: best-effort works on meanwhile.
+  CHECK(!find_cmd(cs, command_kind::preempt, "be"));
   CHECK(!find_cmd(cs, command_kind::start, "crit"));
   CHECK_FALSE(s.critical_starved_by_lower(10));
-  CHECK(s.released("be", be->epoch, 10).empty());  // 8 of 12: still waiting
-  auto after = s.released("reg", reg->epoch, 30);
+  auto drained = s.released("reg", reg->epoch, 30);
+  const command* be = find_cmd(drained, command_kind::preempt, "be");
+  REQUIRE(be);  // 4 free + 8 best-effort = 12: now it can start, so best-effort goes at once
+  CHECK(be->drain_s == 0);
+  CHECK(!find_cmd(drained, command_kind::start, "crit"));
+  CHECK_FALSE(s.critical_starved_by_lower(30));
+  auto after = s.released("be", be->epoch, 30);
   CHECK(find_cmd(after, command_kind::start, "crit"));
   CHECK(s.find("reg")->phase == job_phase::running);
   CHECK(s.find("reg")->replicas == 2);
@@ -70,6 +74,48 @@ TEST_CASE("a critical job takes best-effort GPUs at once and shrinks young regul
   // A repeated or stale job_released changes nothing.
   CHECK(s.released("reg", reg->epoch, 31).empty());
   CHECK(s.released("be", be->epoch - 1, 31).empty());
+}
+
+TEST_CASE("best-effort borrows free GPUs a waiting critical job cannot use yet and gives them back at once") {
+  auto s = make(policy_kind::omni);
+  s.submit(req("c1", job_class::critical, 12), 0);
+  auto cs = s.submit(req("c2", job_class::critical, 8), 10);  // 4 free of the 8 it needs
+  CHECK(!find_cmd(cs, command_kind::start, "c2"));
+  cs = s.submit(req("be", job_class::best_effort, 4), 20);
+  const command* st = find_cmd(cs, command_kind::start, "be");
+  REQUIRE(st);
+  CHECK(st->reason.find("borrows free GPUs a waiting critical job cannot use yet") != std::string::npos);
+  cs = s.submit(req("reg", job_class::regular, 1), 30);  // a regular job would hold them 2 h
+  CHECK(!find_cmd(cs, command_kind::start, "reg"));
+  CHECK_FALSE(s.critical_starved_by_lower(30));
+  // c1 ends: 12 free + 4 best-effort. c2 takes free GPUs at once; best-effort keeps its own.
+  cs = s.finished("c1", 40);
+  CHECK(find_cmd(cs, command_kind::start, "c2"));
+  CHECK(!find_cmd(cs, command_kind::preempt, "be"));
+  // greedy and exclusive keep every lower class out of the GPUs a critical job waits for.
+  for (policy_kind p : {policy_kind::greedy, policy_kind::exclusive}) {
+    auto g = make(p);
+    g.submit(req("c1", job_class::critical, 12), 0);
+    g.submit(req("c2", job_class::critical, 8), 10);
+    CHECK(!find_cmd(g.submit(req("be", job_class::best_effort, 4), 20), command_kind::start, "be"));
+  }
+}
+
+TEST_CASE("the first waiting critical job takes best-effort GPUs as soon as that lets it start") {
+  auto s = make(policy_kind::omni);
+  s.submit(req("c1", job_class::critical, 8), 0);
+  s.submit(req("c2", job_class::critical, 12), 10);  // waits: 8 free
+  auto cs = s.submit(req("be", job_class::best_effort, 8), 20);
+  REQUIRE(find_cmd(cs, command_kind::start, "be"));  // borrows c2's 8 free GPUs
+  cs = s.finished("c1", 30);  // 8 free + 8 best-effort >= 12
+  const command* n = find_cmd(cs, command_kind::preempt, "be");
+  REQUIRE(n);
+  CHECK(n->drain_s == 0);
+  CHECK(n->reason.find("c2") != std::string::npos);
+  CHECK(!find_cmd(cs, command_kind::start, "be"));  // no refill of the GPUs c2 is owed
+  CHECK_FALSE(s.critical_starved_by_lower(30));
+  cs = s.released("be", n->epoch, 30);
+  CHECK(find_cmd(cs, command_kind::start, "c2"));
 }
 
 TEST_CASE("a regular job is preempted only after its minimum run window") {
