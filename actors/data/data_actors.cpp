@@ -163,6 +163,8 @@ struct tensor_state {
   caf::actor pool;
   std::deque<packed_batch> packed;
   std::vector<batch_ptr> spare;  // buffers handed back by the consumer, reused by pack
+  batch_ptr filling;              // the batch whose slots are being packed
+  double filling_pack_ms = 0;     // time spent packing its slots so far
   size_t spare_max = 2;
   std::deque<caf::response_promise> waiting;
   pipeline_position delivered;
@@ -210,34 +212,47 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
       st.waiting.pop_front();
     }
   };
+  // Each sample is packed into its slot as soon as the core places it (with one decode worker
+  // that is right after its decode, while its pixels are still in cache) and its pixels go
+  // straight back to the decoders, so few buffers circulate. Measured at 1 worker (share of
+  // the wall time spent decoding, 4 runs each): 0.884 against 0.874 packing whole batches.
   auto pack = [self, serve, pixels] {
     auto& st = self->state;
     if (!st.failure.empty()) return serve();  // the first failure stands; the cores stopped mid-batch
     try {
       while (true) {
         std::vector<msg::credit_grant> up;
-        auto samples = st.core->next_batch(up, st.bad);
+        while (const auto i = st.core->fill_slot(up, st.bad)) {
+          const time_point t0 = st.clock->now();
+          if (!st.filling) {
+            if (st.spare.empty()) {
+              st.filling = std::make_shared<micro_batch>();
+            } else {
+              st.filling = std::move(st.spare.back());
+              st.spare.pop_back();
+            }
+            pack_begin(st.shape, *st.filling);
+          }
+          decoded_sample& x = st.core->slot(*i);
+          pack_slot(st.shape, *i, x, *st.filling);
+          pixels->give(std::move(x.pixels));  // back to the decoders
+          st.filling_pack_ms += ms_since(*st.clock, t0);
+        }
         for (const auto& g : coalesce(up)) self->send(st.pool, g);
+        auto samples = st.core->take_batch();
         if (!samples) break;
         const time_point t0 = st.clock->now();
-        batch_ptr b;
-        if (st.spare.empty()) {
-          b = std::make_shared<micro_batch>();
-        } else {
-          b = std::move(st.spare.back());
-          st.spare.pop_back();
-        }
-        pack_micro_batch_into(st.shape, *samples, *b);
+        batch_ptr b = std::move(st.filling);
         b->index = st.core->last_batch_global() / uint64_t(st.shape.batch);
         uint32_t unique = 0, full = 0;
-        for (auto& x : *samples) {
+        for (const auto& x : *samples) {
           unique += x.unique_frames;
           full += x.frames;
-          pixels->give(std::move(x.pixels));  // back to the decoders
         }
         if (st.test_extra_pack_ms_per_frame > 0)  // test knob (pipeline_setup): slow packing on purpose
           std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(st.test_extra_pack_ms_per_frame * unique));
-        st.core->on_batch_timing(ms_since(*st.clock, t0), unique, full, st.consumer_step_ms);
+        st.core->on_batch_timing(st.filling_pack_ms + ms_since(*st.clock, t0), unique, full, st.consumer_step_ms);
+        st.filling_pack_ms = 0;
         st.packed.push_back({b, st.core->position_after_last_batch()});
       }
     } catch (const std::exception& e) {

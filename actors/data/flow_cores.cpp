@@ -138,38 +138,47 @@ void tensor_core::on_decoded(decoded_sample s) {
 
 std::optional<std::vector<decoded_sample>> tensor_core::next_batch(std::vector<msg::credit_grant>& upstream,
                                                                    bad_data_counts& bad) {
-  if (ready_batches_ >= batch_queue_capacity_) return std::nullopt;
-  while (slots_.size() < batch_size_) {
-    if (!pending_) pending_ = order_.next();
-    const uint32_t src = pending_->source;
-    auto it = buffers_[src].find(next_seq_[src]);
-    if (it == buffers_[src].end()) return std::nullopt;  // the sample this slot needs is not here yet
-    decoded_sample x = std::move(it->second);
-    buffers_[src].erase(it);
-    --backlog_;
-    ++next_seq_[src];
-    upstream.push_back({0, kinds_[src], 1, src});
-    if (x.pos.draw != pending_->draw)
-      throw std::logic_error("tensor stage: " + x.key + " is draw " + std::to_string(x.pos.draw) + " of " + names_[src] +
-                             ", the order wants draw " + std::to_string(pending_->draw));
-    for (const auto& [reason, shard] : x.shard_problems) {
-      bad.add(reason, shard);
-      MSOMNI_LOG(warn, "data.tensor") << "shard " << shard << ": " << to_string(reason);
-    }
-    if (x.replaced) {
-      bad.add(x.replaced_reason, x.replaced_key);
-      MSOMNI_LOG(warn, "data.tensor") << "skipped bad sample " << x.replaced_key << ": " << to_string(x.replaced_reason)
-                                      << "; its slot takes " << x.key;
-    }
-    if (x.bad) {
-      bad.add(x.reason, x.key);
-      throw std::runtime_error("data source '" + names_[src] + "': " + std::to_string(x.bad_run) +
-                               " bad samples in a row (first " + x.key + ": " + to_string(x.reason) + ")");
-    }
-    if (slots_.empty()) batch_global_ = pending_->global;
-    pending_.reset();
-    slots_.push_back(std::move(x));
+  while (fill_slot(upstream, bad)) {
   }
+  return take_batch();
+}
+
+std::optional<uint32_t> tensor_core::fill_slot(std::vector<msg::credit_grant>& upstream, bad_data_counts& bad) {
+  if (ready_batches_ >= batch_queue_capacity_ || slots_.size() >= batch_size_) return std::nullopt;
+  if (!pending_) pending_ = order_.next();
+  const uint32_t src = pending_->source;
+  auto it = buffers_[src].find(next_seq_[src]);
+  if (it == buffers_[src].end()) return std::nullopt;  // the sample this slot needs is not here yet
+  decoded_sample x = std::move(it->second);
+  buffers_[src].erase(it);
+  --backlog_;
+  ++next_seq_[src];
+  upstream.push_back({0, kinds_[src], 1, src});
+  if (x.pos.draw != pending_->draw)
+    throw std::logic_error("tensor stage: " + x.key + " is draw " + std::to_string(x.pos.draw) + " of " + names_[src] +
+                           ", the order wants draw " + std::to_string(pending_->draw));
+  for (const auto& [reason, shard] : x.shard_problems) {
+    bad.add(reason, shard);
+    MSOMNI_LOG(warn, "data.tensor") << "shard " << shard << ": " << to_string(reason);
+  }
+  if (x.replaced) {
+    bad.add(x.replaced_reason, x.replaced_key);
+    MSOMNI_LOG(warn, "data.tensor") << "skipped bad sample " << x.replaced_key << ": " << to_string(x.replaced_reason)
+                                    << "; its slot takes " << x.key;
+  }
+  if (x.bad) {
+    bad.add(x.reason, x.key);
+    throw std::runtime_error("data source '" + names_[src] + "': " + std::to_string(x.bad_run) +
+                             " bad samples in a row (first " + x.key + ": " + to_string(x.reason) + ")");
+  }
+  if (slots_.empty()) batch_global_ = pending_->global;
+  pending_.reset();
+  slots_.push_back(std::move(x));
+  return uint32_t(slots_.size() - 1);
+}
+
+std::optional<std::vector<decoded_sample>> tensor_core::take_batch() {
+  if (slots_.size() < batch_size_) return std::nullopt;
   ++ready_batches_;
   last_batch_global_ = batch_global_;
   last_position_ = {names_, order_.boundary(), order_.micro_done()};

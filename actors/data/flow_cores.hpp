@@ -141,6 +141,16 @@ class tensor_core {
   // source that is all damage must stop the job with a reason, not spin forever.
   std::optional<std::vector<decoded_sample>> next_batch(std::vector<msg::credit_grant>& upstream,
                                                         bad_data_counts& bad);
+  // next_batch one slot at a time, for a driver that packs each sample as its slot is filled
+  // (its pixels are still in cache then): fill_slot fills the next slot of the batch being
+  // assembled if its sample is here (same checks, grants and bad-data records as next_batch)
+  // and returns its index; none = waiting for a sample, the batch is full, or the ready-batch
+  // queue is full. slot(i) is a filled slot (the driver may move its pixels out); take_batch
+  // returns the B samples once every slot is filled. next_batch = fill_slot until none, then
+  // take_batch.
+  std::optional<uint32_t> fill_slot(std::vector<msg::credit_grant>& upstream, bad_data_counts& bad);
+  decoded_sample& slot(uint32_t i) { return slots_.at(i); }
+  std::optional<std::vector<decoded_sample>> take_batch();
   // The driver handed a packed batch to the consumer / the consumer took one.
   void on_batch_taken() { if (ready_batches_ > 0) --ready_batches_; }
   uint32_t ready_batches() const noexcept { return ready_batches_; }

@@ -102,9 +102,10 @@ TEST_CASE("packing puts patches and masks and padding where the model expects th
   CHECK_THROWS_AS(data::pack_micro_batch(shape, {img}), std::invalid_argument);
 }
 
-// Patch sizes 8 and 16 give runs of 24 and 48 bytes: the vector loops' bodies and tails both run.
+// Patch sizes 2, 4, 8 and 16 give runs of 6, 12, 24 and 48 bytes: the vector loops' bodies
+// and tails both run, with streaming stores (runs of a multiple of 4 floats) and without.
 TEST_CASE("packing scales every byte to x * 2/255 - 1 in patch order and a recycled batch packs like a fresh one") {
-  for (const int64_t patch : {int64_t{8}, int64_t{16}}) {
+  for (const int64_t patch : {int64_t{2}, int64_t{4}, int64_t{8}, int64_t{16}}) {
     CAPTURE(patch);
     const data::batch_shape shape{3, 32, patch, 2, 16 + 2 * (32 / patch) * (32 / patch)};
     const int64_t S = shape.image_size, D = shape.patch_dim(), P = shape.max_patches(), grid = S / patch;
@@ -139,6 +140,15 @@ TEST_CASE("packing scales every byte to x * 2/255 - 1 in patch order and a recyc
     CHECK(reused == data::pack_micro_batch(shape, second));
     data::pack_micro_batch_into(shape, first, reused);
     CHECK(reused == fresh);
+    // Slot by slot in any order (the actor pipeline packs each sample as its slot is filled):
+    // the same bytes, into a recycled batch and into an empty one.
+    data::micro_batch empty;
+    for (data::micro_batch* out : {&reused, &empty}) {
+      data::pack_begin(shape, *out);
+      for (const uint32_t i : {2u, 0u, 1u}) data::pack_slot(shape, i, second[i], *out);
+      CHECK(*out == data::pack_micro_batch(shape, second));
+    }
+    CHECK_THROWS_AS(data::pack_slot(shape, 3, second[0], reused), std::invalid_argument);
   }
 }
 
