@@ -119,14 +119,7 @@ void scheduler_core::note_critical_demand(double now_s) {
 // (inside its run window it keeps them; past it, or to shrink, it drains first, and a
 // drain of minutes is a large slowdown for a short critical job). Best-effort gives way at
 // once and free GPUs are free.
-uint32_t scheduler_core::locked_regular_gpus() const {
-  uint32_t n = 0;
-  for (const auto& id : running_) {
-    const job_state& j = jobs_.at(id);
-    if (j.req.klass == job_class::regular) n += static_cast<uint32_t>(j.gpus.size());
-  }
-  return n;
-}
+uint32_t scheduler_core::locked_regular_gpus() const { return gpus_held(running_, job_class::regular); }
 
 // GPUs regular jobs may still take beside omni's reserve for critical jobs (no bound when
 // there is no reserve). Computed once per pass; starts and growth take from it.
@@ -151,7 +144,7 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
   // omni: GPUs of running best-effort jobs, which give way at once: a blocked critical job
   // counts them as its own without evicting them until that lets it start (claimed in queue
   // order within the pass).
-  int64_t at_once = params_.policy == policy_kind::omni ? running_best_effort_gpus() : 0;
+  int64_t at_once = params_.policy == policy_kind::omni ? gpus_held(running_, job_class::best_effort) : 0;
   bool any_blocked = false, critical_blocked = false;
   // start() erases only the entry being looked at, so step past it first.
   for (auto it = pending_.begin(), next = it; it != pending_.end(); it = next) {
@@ -230,7 +223,7 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
     }
     if (params_.policy == policy_kind::omni && j.req.klass == job_class::critical) {
       // Best-effort GPUs already given back for it arrive at once, like free ones.
-      const int64_t instant = int64_t{free_now} + (critical_blocked ? 0 : draining_best_effort_gpus());
+      const int64_t instant = int64_t{free_now} + (critical_blocked ? 0 : gpus_held(draining_, job_class::best_effort));
       if (!critical_blocked && instant + at_once >= need) {
         // It can start now: evict best-effort jobs (at once) and keep the free part for it.
         // Only the first blocked critical job evicts: one behind it would free GPUs that the
@@ -302,20 +295,11 @@ bool scheduler_core::may_shrink(const job_state& v, const job_state& claimant) c
          v.req.klass > claimant.req.klass && v.replicas > v.req.min_replicas;
 }
 
-uint32_t scheduler_core::draining_best_effort_gpus() const {
+uint32_t scheduler_core::gpus_held(const std::set<std::string>& ids, job_class klass) const {
   uint32_t n = 0;
-  for (const auto& id : draining_) {
+  for (const auto& id : ids) {
     const job_state& j = jobs_.at(id);
-    if (j.req.klass == job_class::best_effort) n += static_cast<uint32_t>(j.gpus.size());
-  }
-  return n;
-}
-
-uint32_t scheduler_core::running_best_effort_gpus() const {
-  uint32_t n = 0;
-  for (const auto& id : running_) {
-    const job_state& j = jobs_.at(id);
-    if (j.req.klass == job_class::best_effort) n += static_cast<uint32_t>(j.gpus.size());
+    if (j.req.klass == klass) n += static_cast<uint32_t>(j.gpus.size());
   }
   return n;
 }
@@ -493,7 +477,7 @@ bool scheduler_core::critical_starved_by_lower(double now_s) const {
   // anyway, and takes them (at once) as soon as it could: starved when the first waiting
   // critical job could start now on free and best-effort GPUs, or when the best-effort GPUs do
   // not cover what is owed and a regular job it may take from still runs without a notice.
-  uint32_t best_effort = params_.policy == policy_kind::omni ? running_best_effort_gpus() : 0;
+  uint32_t best_effort = params_.policy == policy_kind::omni ? gpus_held(running_, job_class::best_effort) : 0;
   if (best_effort > 0 && place_.free_count() + best_effort >= first->req.gpus &&
       place_.free_count() + draining_gpus() < first->req.gpus)
     return true;

@@ -91,8 +91,8 @@ class scheduler_core {
   enum class victims : uint8_t { any, best_effort, draining };
   uint32_t reclaim(const job_state& claimant, uint32_t deficit, double now_s,
                    std::vector<command>& out, victims which);
-  uint32_t running_best_effort_gpus() const;
-  uint32_t draining_best_effort_gpus() const;
+  // GPUs held by the jobs of one class among `ids` (running_ or draining_).
+  uint32_t gpus_held(const std::set<std::string>& ids, job_class klass) const;
   bool may_preempt(const job_state& victim, const job_state& claimant, double now_s) const;
   bool may_shrink(const job_state& victim, const job_state& claimant) const;
   void notice(job_state& v, uint32_t keep, double now_s, std::string reason,
