@@ -94,6 +94,7 @@ struct pool_state {
   std::unique_ptr<sample_fetcher> inline_fetcher;
   std::vector<caf::actor> workers;
   std::vector<uint32_t> busy;  // samples held per worker (at most per_worker)
+  std::unique_ptr<credit_batcher> reader_grants;  // half a depth per message to the reader
   caf::actor reader, tensor;
 };
 
@@ -103,6 +104,7 @@ caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup s
   auto& st = self->state;
   setup.pool.per_worker = 2;
   st.core = std::make_unique<decode_pool_core>(setup.pool);
+  st.reader_grants = std::make_unique<credit_batcher>(half_depths(setup.depth));
   const decode_options opts{int(setup.shape.image_size), int(setup.shape.video_frames), size_t(setup.shape.max_tokens())};
   st.inline_decoder = std::make_unique<media_decoder>(opts, pixels);
   st.inline_fetcher = std::make_unique<sample_fetcher>(sources, storage);
@@ -125,7 +127,8 @@ caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup s
       ++st.busy[w];
       self->send(st.workers[w], decode_atom::value, w, std::make_shared<raw_sample>(std::move(d->sample)), d->keyframe_only);
     }
-    for (const auto& g : coalesce(up)) self->send(st.reader, g);
+    st.reader_grants->add(up);
+    for (const auto& g : st.reader_grants->take()) self->send(st.reader, g);
   };
   return {
       [=](wire_atom, caf::actor reader) {
@@ -162,6 +165,8 @@ struct tensor_state {
   batch_shape shape;
   caf::actor pool;
   std::deque<packed_batch> packed;
+  std::unique_ptr<credit_batcher> pool_grants;  // half a depth per message to the pool
+  std::optional<bool> saturated_sent;           // the pool acts on the flag only
   std::vector<batch_ptr> spare;  // buffers handed back by the consumer, reused by pack
   batch_ptr filling;              // the batch whose slots are being packed
   double filling_pack_ms = 0;     // time spent packing its slots so far
@@ -189,6 +194,7 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
   st.core = std::make_unique<tensor_core>(start.sources, setup.pool.source_kinds, setup.depth,
                                           order_core(make_mixer(setup), slot), setup.batch_queue);
   st.core->restore(start);
+  st.pool_grants = std::make_unique<credit_batcher>(half_depths(setup.depth));
   st.delivered = start;
   st.shape = setup.shape;
   st.spare_max = setup.batch_queue + 1;
@@ -219,6 +225,7 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
   auto pack = [self, serve, pixels] {
     auto& st = self->state;
     if (!st.failure.empty()) return serve();  // the first failure stands; the cores stopped mid-batch
+    bool packed_one = false;
     try {
       while (true) {
         std::vector<msg::credit_grant> up;
@@ -238,7 +245,8 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
           pixels->give(std::move(x.pixels));  // back to the decoders
           st.filling_pack_ms += ms_since(*st.clock, t0);
         }
-        for (const auto& g : coalesce(up)) self->send(st.pool, g);
+        st.pool_grants->add(up);
+        for (const auto& g : st.pool_grants->take()) self->send(st.pool, g);
         auto samples = st.core->take_batch();
         if (!samples) break;
         const time_point t0 = st.clock->now();
@@ -254,11 +262,18 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
         st.core->on_batch_timing(st.filling_pack_ms + ms_since(*st.clock, t0), unique, full, st.consumer_step_ms);
         st.filling_pack_ms = 0;
         st.packed.push_back({b, st.core->position_after_last_batch()});
+        packed_one = true;
       }
     } catch (const std::exception& e) {
       st.failure = e.what();
     }
-    self->send(st.pool, st.core->pressure(0, uint32_t(st.packed.size())));
+    // Saturation follows batch timings, so it can change only when a batch was packed; the
+    // pool acts on nothing else in the message (one per decoded sample before).
+    const msg::stage_pressure p = st.core->pressure(0, uint32_t(st.packed.size()));
+    if (packed_one || st.saturated_sent != p.saturated) {
+      self->send(st.pool, p);
+      st.saturated_sent = p.saturated;
+    }
     serve();
   };
   return {

@@ -22,6 +22,40 @@ std::vector<msg::credit_grant> coalesce(const std::vector<msg::credit_grant>& gr
   return out;
 }
 
+credit_batcher::credit_batcher(std::vector<uint32_t> min_grant) : min_grant_(std::move(min_grant)) {
+  owed_.resize(min_grant_.size());
+  for (uint32_t s = 0; s < owed_.size(); ++s) {
+    if (min_grant_[s] == 0) throw std::invalid_argument("credit_batcher: min_grant of source " + std::to_string(s) + " is 0");
+    owed_[s].source = s;
+    owed_[s].credits = 0;
+  }
+}
+
+void credit_batcher::add(const std::vector<msg::credit_grant>& grants) {
+  for (const auto& g : grants) {
+    auto& o = owed_.at(g.source);
+    o.epoch = g.epoch;
+    o.kind = g.kind;
+    o.credits += g.credits;
+  }
+}
+
+std::vector<msg::credit_grant> credit_batcher::take() {
+  std::vector<msg::credit_grant> out;
+  for (uint32_t s = 0; s < owed_.size(); ++s)
+    if (owed_[s].credits >= min_grant_[s]) {
+      out.push_back(owed_[s]);
+      owed_[s].credits = 0;
+    }
+  return out;
+}
+
+std::vector<uint32_t> half_depths(const std::vector<uint32_t>& depth) {
+  std::vector<uint32_t> out;
+  for (auto d : depth) out.push_back(std::max<uint32_t>(1, d / 2));
+  return out;
+}
+
 void reader_core::on_credit(const msg::credit_grant& g) { credits_.at(g.source) += g.credits; }
 
 decode_pool_core::decode_pool_core(pool_limits limits) : limits_(std::move(limits)) {

@@ -32,6 +32,28 @@ namespace msomni::data {
 // Grants summed per source (one message per source instead of one per sample).
 std::vector<msg::credit_grant> coalesce(const std::vector<msg::credit_grant>& grants);
 
+// Credit grants held back until a source owes at least its `min_grant` (the drivers use half
+// the source's depth), then sent summed: one message carries many credits, so two stages
+// exchange a few messages per batch instead of one per sample (each message also wakes an
+// actor, and at 2 workers often a sleeping thread). It cannot stall a source: the credits of
+// a source add up to its depth (held upstream + in flight + queued downstream + owed here), so
+// a downstream queue that runs dry with nothing in flight leaves all of them owed here, and
+// min_grant <= depth. The upstream keeps depth - min_grant credits of cushion meanwhile.
+class credit_batcher {
+ public:
+  explicit credit_batcher(std::vector<uint32_t> min_grant);
+  void add(const std::vector<msg::credit_grant>& grants);
+  // The grants of sources owing at least their min_grant, one per source; they are no longer owed.
+  std::vector<msg::credit_grant> take();
+  uint32_t owed(uint32_t source) const { return owed_.at(source).credits; }
+
+ private:
+  std::vector<uint32_t> min_grant_;
+  std::vector<msg::credit_grant> owed_;  // per source
+};
+// Half of each depth, at least 1: the min_grant the actor shells use.
+std::vector<uint32_t> half_depths(const std::vector<uint32_t>& depth);
+
 class reader_core {
  public:
   explicit reader_core(size_t sources) : credits_(sources, 0) {}

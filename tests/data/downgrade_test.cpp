@@ -171,3 +171,21 @@ TEST_CASE("the simulation is deterministic") {
   CHECK(a.max_wait_ms == b.max_wait_ms);
   CHECK(a.videos == b.videos);
 }
+
+TEST_CASE("credit grants are held until a source owes half its depth and then sent summed") {
+  CHECK(data::half_depths({36, 12, 1, 3}) == std::vector<uint32_t>{18, 6, 1, 1});
+  data::credit_batcher b(data::half_depths({8, 2}));
+  for (int i = 0; i < 3; ++i) b.add({{0, modality::image, 1, 0}});
+  b.add({{0, modality::text, 1, 1}});
+  const auto first = b.take();  // text reached its 1; images owe 3 of 4
+  REQUIRE(first.size() == 1);
+  CHECK(first[0] == msg::credit_grant{0, modality::text, 1, 1});
+  CHECK(b.owed(0) == 3);
+  b.add({{0, modality::image, 1, 0}, {0, modality::image, 2, 0}});
+  const auto second = b.take();
+  REQUIRE(second.size() == 1);
+  CHECK(second[0] == msg::credit_grant{0, modality::image, 6, 0});
+  CHECK(b.owed(0) == 0);
+  CHECK(b.take().empty());
+  CHECK_THROWS_AS(data::credit_batcher({0}), std::invalid_argument);
+}
