@@ -26,14 +26,9 @@ std::pair<std::string, std::string> split_member(const std::string& name) {
   return {name.substr(0, dot), name.substr(dot + 1)};
 }
 
-struct sample_entry {
-  std::string key;
-  std::vector<tar_member> members;
-};
-
 // Members of one key are adjacent in a WebDataset shard; group runs of equal keys.
-std::vector<sample_entry> group_samples(const tar_listing& listing) {
-  std::vector<sample_entry> out;
+shard_listing group_samples(const tar_listing& listing) {
+  shard_listing out;
   for (const auto& m : listing.members) {
     auto key = split_member(m.name).first;
     if (out.empty() || out.back().key != key) out.push_back({std::move(key), {}});
@@ -50,9 +45,13 @@ source_index::source_index(uint32_t index, source_spec spec, uint64_t seed, bool
   if (paths.empty()) throw std::runtime_error("data source '" + spec_.name + "': no .tar shards at " + spec_.uri);
   for (const auto& path : paths) {
     shard_info info{path, std::filesystem::path(path).filename().string(), 0, {}};
+    std::shared_ptr<const shard_listing> samples;
+    uint64_t size = 0;
     if (auto file = st.open(path)) {
       const tar_listing listing = list_tar(*file);
-      info.samples = group_samples(listing).size();
+      samples = std::make_shared<const shard_listing>(group_samples(listing));
+      size = file->size();
+      info.samples = samples->size();
       info.problems.assign(listing.bad_header_runs, bad_reason::bad_tar_header);
       if (listing.truncated) info.problems.push_back(bad_reason::truncated_shard);
     } else {
@@ -61,8 +60,16 @@ source_index::source_index(uint32_t index, source_spec spec, uint64_t seed, bool
     }
     samples_ += info.samples;
     shards_.push_back(std::move(info));
+    listings_.push_back(std::move(samples));
+    listed_sizes_.push_back(size);
   }
   if (samples_ == 0) throw std::runtime_error("data source '" + spec_.name + "' yields no samples");
+  if (samples_ > listing_samples_max) std::fill(listings_.begin(), listings_.end(), nullptr);
+}
+
+std::shared_ptr<const shard_listing> source_index::listing(size_t shard, uint64_t file_size) const {
+  if (shard >= listings_.size() || !listings_[shard] || listed_sizes_[shard] != file_size) return nullptr;
+  return listings_[shard];
 }
 
 std::vector<size_t> source_index::shard_order(uint64_t epoch) const {
@@ -122,7 +129,7 @@ struct sample_fetcher::open_shard {
   size_t shard = SIZE_MAX;
   uint64_t epoch = UINT64_MAX;
   std::unique_ptr<byte_source> file;
-  std::shared_ptr<const std::vector<sample_entry>> samples = std::make_shared<const std::vector<sample_entry>>();
+  std::shared_ptr<const shard_listing> samples = std::make_shared<const shard_listing>();
   std::vector<size_t> perm;
   std::vector<uint8_t> span;  // one sample's members read at once
 };
@@ -134,7 +141,7 @@ struct sample_fetcher::listing_cache {
   static constexpr size_t max_samples = 65536;
   struct entry {
     uint64_t file_size = 0;
-    std::shared_ptr<const std::vector<sample_entry>> samples;
+    std::shared_ptr<const shard_listing> samples;
   };
   std::map<std::pair<uint32_t, size_t>, entry> by_shard;  // (source, shard index)
   size_t held = 0;
@@ -167,7 +174,7 @@ raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
   if (primary)
     if (auto it = o.layout.problems.find(pos); it != o.layout.problems.end()) s.shard_problems = it->second;
   if (o.shard != shard || o.epoch != epoch || !o.file) {
-    o.samples = std::make_shared<const std::vector<sample_entry>>();
+    o.samples = std::make_shared<const shard_listing>();
     o.shard = shard;
     o.epoch = epoch;
     o.file = storage_->open(info.path);
@@ -177,8 +184,10 @@ raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
       const auto it = cache.by_shard.find({source, shard});
       if (it != cache.by_shard.end() && it->second.file_size == size) {
         o.samples = it->second.samples;
+      } else if (auto listed = src.listing(shard, size)) {
+        o.samples = std::move(listed);  // walked by the index at start; the index keeps it
       } else {
-        o.samples = std::make_shared<const std::vector<sample_entry>>(group_samples(list_tar(*o.file)));
+        o.samples = std::make_shared<const shard_listing>(group_samples(list_tar(*o.file)));
         if (it != cache.by_shard.end()) {
           cache.held -= it->second.samples->size();
           cache.by_shard.erase(it);
@@ -200,7 +209,7 @@ raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
     o.file.reset();
     return s;
   }
-  const sample_entry& e = (*o.samples)[o.perm[offset]];
+  const shard_sample& e = (*o.samples)[o.perm[offset]];
   s.key = info.label + "/" + e.key;
   bool has_media = false, has_caption = false;
   // A sample's members are adjacent in the tar (header, data, header, data): one pread of the

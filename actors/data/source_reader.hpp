@@ -43,6 +43,13 @@ struct shard_info {
   std::vector<bad_reason> problems;    // bad_tar_header per damaged run, truncated, unreadable
 };
 
+// The samples of one shard in tar order: a key and its adjacent members.
+struct shard_sample {
+  std::string key;
+  std::vector<tar_member> members;
+};
+using shard_listing = std::vector<shard_sample>;
+
 // One epoch of a source: the shard order and where each shard starts.
 struct epoch_layout {
   uint64_t epoch = UINT64_MAX;
@@ -64,6 +71,12 @@ class source_index {
   uint64_t samples_per_epoch() const noexcept { return samples_; }
 
   epoch_layout layout(uint64_t epoch) const;
+  // The listing walked at construction, kept while the source has at most
+  // listing_samples_max samples (null otherwise, or for an unreadable shard), with the
+  // file size it had then: a fetcher opening the shard uses it instead of walking its
+  // headers a second time (one pread per member header).
+  static constexpr uint64_t listing_samples_max = 65536;
+  std::shared_ptr<const shard_listing> listing(size_t shard, uint64_t file_size) const;
   // Sample order inside one shard of `samples` keys in `epoch` (indices in tar order).
   std::vector<size_t> sample_order(uint64_t epoch, size_t shard, size_t samples) const;
   // The readable cursor after `draws` draws (epoch, shard position, offset, samples_read).
@@ -77,6 +90,8 @@ class source_index {
   uint64_t seed_;
   bool shuffle_;
   std::vector<shard_info> shards_;
+  std::vector<std::shared_ptr<const shard_listing>> listings_;  // per shard, see listing()
+  std::vector<uint64_t> listed_sizes_;
   uint64_t samples_ = 0;
 };
 

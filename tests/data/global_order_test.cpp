@@ -78,14 +78,16 @@ void check_same(const world_run& a, const world_run& b) {
 // never reads the media of other ranks' samples.
 struct counting_storage final : data::storage {
   std::shared_ptr<data::storage> inner = data::make_local_storage();
-  mutable std::atomic<uint64_t> member_bytes{0};
+  mutable std::atomic<uint64_t> member_bytes{0}, header_reads{0};
   struct counted final : data::byte_source {
     std::unique_ptr<data::byte_source> src;
     std::atomic<uint64_t>* total;
+    std::atomic<uint64_t>* headers;
     uint64_t size() const override { return src->size(); }
     size_t read_at(uint64_t offset, void* dst, size_t n) const override {
       const size_t got = src->read_at(offset, dst, n);
       if (n > data::tar_block_size) *total += got;
+      else if (n == data::tar_block_size) ++*headers;  // list_tar reads one header block at a time
       return got;
     }
   };
@@ -96,6 +98,7 @@ struct counting_storage final : data::storage {
     auto c = std::make_unique<counted>();
     c->src = std::move(f);
     c->total = &member_bytes;
+    c->headers = &header_reads;
     return c;
   }
 };
@@ -284,4 +287,20 @@ TEST_CASE("a rank reads the media of its own samples only") {
   REQUIRE(one->member_bytes > 0);
   // Rank 0 of 4 decodes a quarter of the samples; read-ahead may add a little.
   CHECK(double(four->member_bytes) < 0.5 * double(one->member_bytes));
+}
+
+TEST_CASE("a fetcher walks no tar header the source index walked at start") {
+  testing::temp_dir dir;
+  gen::write_dataset(testing::tiny_dataset(dir.path()));
+  const auto setup = data::make_pipeline_setup(testing::tiny_job(dir.path()));
+  auto st = std::make_shared<counting_storage>();
+  const auto sources = data::index_sources(setup, *st);
+  const uint64_t walked = st->header_reads;
+  REQUIRE(walked > 0);
+  data::sample_fetcher fetcher(sources, st);
+  uint64_t read = 0;
+  for (uint32_t s = 0; s < sources->size(); ++s)
+    for (uint64_t d = 0; d < 2 * (*sources)[s].samples_per_epoch(); ++d, ++read) CHECK_FALSE(fetcher.read(s, d, true).bad);
+  CHECK(read > 0);
+  CHECK(st->header_reads == walked);  // two epochs of every source, every shard opened twice
 }
