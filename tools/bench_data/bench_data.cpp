@@ -5,6 +5,9 @@
 //              credits, no tensorizer. The decode limit.
 //   inline   - data_pipeline (the in-thread reference: one thread reads, decodes, packs).
 //   actors   - actor_pipeline with io.decode_workers = N on a CAF system of N threads.
+//   pixels   - no timing: every sample's decoded RGB frames (full decode) written to --out
+//              FILE back to back, in the limit's order, so pixel_check.py can compare them
+//              with the PyTorch side's frames.
 // Prints one line: "mode=... workers=N samples=S seconds=T samples_per_s=R".
 #include "data_actors.hpp"
 #include "data_pipeline.hpp"
@@ -16,6 +19,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -44,6 +48,7 @@ struct bench_options {
   std::string sources;   // comma-separated subset of images,text,videos (overrides --videos)
   int passes = 1;        // limit mode: decode every sample this many times
   std::string caf_policy = "sharing";  // actors mode: CAF scheduler policy (sharing | stealing)
+  std::string out;                     // pixels mode: output file
 };
 
 struct source_info {
@@ -156,6 +161,28 @@ int run_limit(const bench_options& o) {
   return bad.load() == 0 ? 0 : 1;
 }
 
+int run_pixels(const bench_options& o) {
+  const auto st = data::make_local_storage();
+  const data::decode_options dopts{int(o.image_size), int(o.video_frames), size_t(o.max_seq_len)};
+  data::media_decoder dec(dopts);
+  std::FILE* f = std::fopen(o.out.c_str(), "wb");
+  if (!f) throw std::runtime_error("cannot write " + o.out);
+  uint64_t n = 0, bad = 0;
+  for (const auto& s : sources_of(o))
+    for (const auto& raw : load_samples(s, *st)) {
+      const data::decoded_sample x = dec.decode(raw, false);
+      if (x.bad) ++bad;
+      const size_t want = size_t(o.video_frames) * size_t(o.image_size * o.image_size * 3);
+      std::vector<uint8_t> frames(want, 0);
+      std::copy_n(x.pixels.begin(), std::min(want, x.pixels.size()), frames.begin());
+      std::fwrite(frames.data(), 1, frames.size(), f);
+      ++n;
+    }
+  std::fclose(f);
+  std::printf("mode=pixels samples=%llu bad=%llu out=%s\n", (unsigned long long)n, (unsigned long long)bad, o.out.c_str());
+  return bad == 0 ? 0 : 1;
+}
+
 template <class Pipe>
 uint64_t pull(Pipe& p, uint64_t samples) {
   uint64_t got = 0;
@@ -215,20 +242,25 @@ int main(int argc, char** argv) {
       else if (a == "--sources") o.sources = v;
       else if (a == "--passes") o.passes = std::stoi(v);
       else if (a == "--caf-policy") o.caf_policy = v;
+      else if (a == "--out") o.out = v;
       else throw std::invalid_argument("unknown option " + a);
     }
     if (o.data_dir.empty() || o.workers < 1) throw std::invalid_argument("--data DIR and --workers >= 1 are required");
     if (o.mode == "limit") return run_limit(o);
+    if (o.mode == "pixels") {
+      if (o.out.empty()) throw std::invalid_argument("--out FILE is required for pixels mode");
+      return run_pixels(o);
+    }
     if (o.mode == "inline" || o.mode == "actors") {
       if (o.samples == 0) throw std::invalid_argument("--samples N is required for pipeline modes");
       return run_pipeline(o);
     }
-    throw std::invalid_argument("--mode must be limit, inline or actors");
+    throw std::invalid_argument("--mode must be limit, inline, actors or pixels");
   } catch (const std::exception& e) {
     std::fprintf(stderr,
-                 "msomni-bench-data: %s\nusage: msomni-bench-data --mode limit|inline|actors --data DIR "
+                 "msomni-bench-data: %s\nusage: msomni-bench-data --mode limit|inline|actors|pixels --data DIR "
                  "[--workers N] [--samples N] [--image-size PX] [--patch-size PX] [--video-frames N] "
-                 "[--max-seq-len N] [--batch N] [--videos 0|1] [--sources images,text,videos] [--passes N] [--caf-policy sharing|stealing]\n",
+                 "[--max-seq-len N] [--batch N] [--videos 0|1] [--sources images,text,videos] [--passes N] [--caf-policy sharing|stealing] [--out FILE]\n",
                  e.what());
     return 2;
   }
