@@ -12,16 +12,6 @@
 
 namespace msomni::data {
 
-std::vector<msg::credit_grant> coalesce(const std::vector<msg::credit_grant>& grants) {
-  std::vector<msg::credit_grant> out;
-  for (const auto& g : grants) {
-    auto it = std::find_if(out.begin(), out.end(), [&](const msg::credit_grant& o) { return o.source == g.source; });
-    if (it == out.end()) out.push_back(g);
-    else it->credits += g.credits;
-  }
-  return out;
-}
-
 credit_batcher::credit_batcher(std::vector<uint32_t> min_grant) : min_grant_(std::move(min_grant)) {
   owed_.resize(min_grant_.size());
   for (uint32_t s = 0; s < owed_.size(); ++s) {

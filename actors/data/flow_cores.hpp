@@ -29,9 +29,6 @@
 
 namespace msomni::data {
 
-// Grants summed per source (one message per source instead of one per sample).
-std::vector<msg::credit_grant> coalesce(const std::vector<msg::credit_grant>& grants);
-
 // Credit grants held back until a source owes at least its `min_grant` (the drivers use half
 // the source's depth), then sent summed: one message carries many credits, so two stages
 // exchange a few messages per batch instead of one per sample (each message also wakes an

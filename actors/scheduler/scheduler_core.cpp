@@ -223,7 +223,8 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
     }
     if (params_.policy == policy_kind::omni && j.req.klass == job_class::critical) {
       // Best-effort GPUs already given back for it arrive at once, like free ones.
-      const int64_t instant = int64_t{free_now} + (critical_blocked ? 0 : gpus_held(draining_, job_class::best_effort));
+      const int64_t given_back = critical_blocked ? 0 : gpus_held(draining_, job_class::best_effort);
+      const int64_t instant = int64_t{free_now} + given_back;
       if (!critical_blocked && instant + at_once >= need) {
         // It can start now: evict best-effort jobs (at once) and keep the free part for it.
         // Only the first blocked critical job evicts: one behind it would free GPUs that the
@@ -232,7 +233,7 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
         uint32_t got = deficit > 0 ? reclaim(j, static_cast<uint32_t>(deficit), now_s, out, victims::best_effort) : 0;
         at_once -= got;
         pool += got;
-        free_now -= static_cast<uint32_t>(std::clamp<int64_t>(need - (instant - free_now) - got, 0, free_now));
+        free_now -= static_cast<uint32_t>(std::clamp<int64_t>(need - given_back - got, 0, free_now));
       } else {
         // It waits for drains or other jobs: best-effort keeps running on what it is owed
         // until then; regular jobs start draining now, since their drain takes minutes.
