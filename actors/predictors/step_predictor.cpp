@@ -103,13 +103,14 @@ idle_forecast step_predictor::forecast(const std::string& job, double horizon_s,
   if (st.samples == 0 || st.step_mean_s <= 0) return f;  // nothing known: lend nothing
   // Steps in the horizon average their idle shares, so the horizon's spread shrinks with
   // sqrt(steps) -- assuming steps are independent, which checkpoint phases are not; they
-  // are forecast as windows below.
+  // are forecast as windows below. The mean itself comes from the samples in the ring, so
+  // its standard error (std / sqrt(samples)) adds to the spread: a short history lends less.
   double steps = std::max(1.0, horizon_s / st.step_mean_s);
   f.idle_mean = st.idle_mean;
-  f.idle_std = st.idle_std / std::sqrt(steps);
+  f.idle_std = st.idle_std * std::sqrt(1.0 / steps + 1.0 / static_cast<double>(st.samples));
   f.lendable_share = std::max(0.0, f.idle_mean - params_.safety_factor * f.idle_std);
   f.last_idle = st.last_idle;
-  double fill = static_cast<double>(st.samples) / static_cast<double>(params_.window_steps);
+  double fill = static_cast<double>(st.samples) / static_cast<double>(std::max<size_t>(params_.warmup_steps, 1));
   double cv = st.step_std_s / st.step_mean_s;
   f.confidence = std::clamp(std::min(fill, 1.0) * (1.0 - cv), 0.0, 1.0);
   if (st.checkpoint_every_steps <= 0 || horizon_s <= 0) return f;

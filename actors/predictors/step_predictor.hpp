@@ -64,10 +64,12 @@ struct idle_window {
 struct idle_forecast {
   double horizon_s = 0;
   double idle_mean = 0;       // expected idle share over the horizon
-  double idle_std = 0;        // std of that share over the horizon (per-step std / sqrt(steps))
+  // std of that share over the horizon: per-step std x sqrt(1/steps + 1/samples), the
+  // spread of the horizon's steps plus the uncertainty of the mean estimated from the ring
+  double idle_std = 0;
   double lendable_share = 0;  // idle_mean - safety_factor * idle_std, never below 0
   double last_idle = 0;       // the newest observation (what a predictor-less policy uses)
-  double confidence = 0;      // 0..1: history fill times stability (1 - coefficient of variation)
+  double confidence = 0;      // 0..1: warm-up (samples / warmup_steps, at most 1) times stability (1 - step-time cv)
   std::vector<idle_window> windows;  // predicted checkpoint/evaluation windows in the horizon
   // Share of the horizon that predicted phases surely cover: each window shrunk by its
   // timing margin (safety_factor x step-time std x sqrt(steps until it)) at both ends and
@@ -81,6 +83,7 @@ struct predictor_params {
   double safety_factor = 2.0;    // alpha ([scheduler] safety_factor)
   size_t max_jobs = 4096;        // bound on tracked jobs; a new job past it is refused
   size_t max_windows = 16;       // bound on windows returned per forecast
+  size_t warmup_steps = 30;      // samples before the confidence can reach 1
 };
 
 class step_predictor {

@@ -7,6 +7,7 @@
 #include "scheduler_core.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace msomni::sched {
 
@@ -58,8 +59,12 @@ void scheduler_core::place_guests(const job_state& host, double share, double no
   if (auto it = guests_of_.find(host.req.id); it != guests_of_.end())
     for (const std::string& g : it->second)
       for (uint32_t gpu : jobs_.at(g).gpus) unused.erase(std::remove(unused.begin(), unused.end(), gpu), unused.end());
+  // Critical jobs sort first and never become guests: the scan starts behind them, so a
+  // long critical queue cannot hide the preemptible jobs from it.
   size_t scanned = 0;
-  for (auto it = pending_.begin(), next = it; it != pending_.end() && !unused.empty(); it = next) {
+  auto first_guest = pending_.lower_bound(
+      queue_key{static_cast<uint8_t>(job_class::regular), -std::numeric_limits<double>::infinity(), 0, ""});
+  for (auto it = first_guest, next = it; it != pending_.end() && !unused.empty(); it = next) {
     ++next;
     if (++scanned > guest_scan_limit) break;
     job_state& j = jobs_.at(std::get<3>(*it));

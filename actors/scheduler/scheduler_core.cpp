@@ -77,6 +77,7 @@ void scheduler_core::start(job_state& j, uint32_t replicas, double now_s, std::s
   j.gpus = choice->gpus;
   j.replicas = replicas;
   j.run_since_s = now_s;
+  j.borrowed = false;
   ++j.epoch;
   command c = make_command(command_kind::start, j.req.id, j.epoch);
   c.gpus = j.gpus;
@@ -119,7 +120,14 @@ void scheduler_core::note_critical_demand(double now_s) {
 // (inside its run window it keeps them; past it, or to shrink, it drains first, and a
 // drain of minutes is a large slowdown for a short critical job). Best-effort gives way at
 // once and free GPUs are free.
-uint32_t scheduler_core::locked_regular_gpus() const { return gpus_held(running_, job_class::regular); }
+uint32_t scheduler_core::locked_regular_gpus() const {
+  uint32_t n = 0;
+  for (const auto& id : running_) {
+    const job_state& j = jobs_.at(id);
+    if (j.req.klass == job_class::regular && !j.borrowed) n += static_cast<uint32_t>(j.gpus.size());
+  }
+  return n;
+}
 
 // GPUs regular jobs may still take beside omni's reserve for critical jobs (no bound when
 // there is no reserve). Computed once per pass; starts and growth take from it.
@@ -141,10 +149,10 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
   // GPUs that are free or will be once the notices already sent are answered; a blocked
   // job claims its share of them so that one drain is not promised to two jobs.
   int64_t pool = static_cast<int64_t>(free_now) + draining_gpus();
-  // omni: GPUs of running best-effort jobs, which give way at once: a blocked critical job
+  // omni: GPUs of running jobs that give way at once (best-effort, borrowed): a blocked critical job
   // counts them as its own without evicting them until that lets it start (claimed in queue
   // order within the pass).
-  int64_t at_once = params_.policy == policy_kind::omni ? gpus_held(running_, job_class::best_effort) : 0;
+  int64_t at_once = params_.policy == policy_kind::omni ? gpus_giving_way(running_) : 0;
   bool any_blocked = false, critical_blocked = false;
   // start() erases only the entry being looked at, so step past it first.
   for (auto it = pending_.begin(), next = it; it != pending_.end(); it = next) {
@@ -152,19 +160,20 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
     if (params_.policy == policy_kind::exclusive && any_blocked) break;  // strict priority
     job_state& j = jobs_.at(std::get<3>(*it));
     // A waiting critical job keeps every lower class out of the GPUs it is owed, except
-    // (omni) best-effort work, which may borrow free GPUs the critical job cannot use yet and
-    // gives them back at once.
+    // (omni) that preemptible work may borrow free GPUs the critical job cannot use yet, on
+    // best-effort terms: it gives them back at once, and a regular job's run window does not
+    // cover a borrowed run.
     if (critical_blocked && j.req.klass != job_class::critical) {
       if (params_.policy != policy_kind::omni) break;
-      if (j.req.klass == job_class::best_effort) {
-        uint32_t r = std::min(full_replicas(j.req), free_now / j.req.gpus_per_replica);
-        if (r >= j.req.min_replicas && r > 0) {
-          start(j, r, now_s,
-                "borrows free GPUs a waiting critical job cannot use yet (" + std::to_string(r) +
-                    " of " + std::to_string(full_replicas(j.req)) + " replicas; gives them back at once)",
-                out);
-          free_now -= r * j.req.gpus_per_replica;
-        }
+      uint32_t r = std::min(full_replicas(j.req), free_now / j.req.gpus_per_replica);
+      if (r >= j.req.min_replicas && r > 0) {
+        start(j, r, now_s,
+              "borrows free GPUs a waiting critical job cannot use yet (" + std::to_string(r) + " of " +
+                  std::to_string(full_replicas(j.req)) + " replicas; gives them back at once" +
+                  (j.req.klass == job_class::regular ? ", outside its run window)" : ")"),
+              out);
+        j.borrowed = true;
+        free_now -= r * j.req.gpus_per_replica;
       }
       continue;
     }
@@ -195,6 +204,17 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
         free_now -= r * gpr;
         pool -= r * gpr;
         regular_room -= r * gpr;
+      } else if (!any_blocked && usable >= min_need) {
+        // The reserve is kept for critical bursts; until one comes the job borrows it on
+        // best-effort terms (gives it back at once, outside its run window).
+        uint32_t r = std::min(full_replicas(j.req), static_cast<uint32_t>(usable / gpr));
+        start(j, r, now_s,
+              "borrows the critical reserve (" + std::to_string(r) + " of " + std::to_string(full_replicas(j.req)) +
+                  " replicas; gives it back at once, outside its run window)",
+              out);
+        j.borrowed = true;
+        free_now -= r * gpr;
+        pool -= r * gpr;
       } else {
         ++reserve_deferrals_;
       }
@@ -223,25 +243,25 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
     }
     if (params_.policy == policy_kind::omni && j.req.klass == job_class::critical) {
       // Best-effort GPUs already given back for it arrive at once, like free ones.
-      const int64_t given_back = critical_blocked ? 0 : gpus_held(draining_, job_class::best_effort);
+      const int64_t given_back = critical_blocked ? 0 : gpus_giving_way(draining_);
       const int64_t instant = int64_t{free_now} + given_back;
       if (!critical_blocked && instant + at_once >= need) {
-        // It can start now: evict best-effort jobs (at once) and keep the free part for it.
+        // It can start now: evict jobs that give way at once and keep the free part for it.
         // Only the first blocked critical job evicts: one behind it would free GPUs that the
-        // first one claims again in the next pass, while best-effort work refilled the rest.
+        // first one claims again in the next pass, while borrowers refilled the rest.
         int64_t deficit = need - instant;
-        uint32_t got = deficit > 0 ? reclaim(j, static_cast<uint32_t>(deficit), now_s, out, victims::best_effort) : 0;
+        uint32_t got = deficit > 0 ? reclaim(j, static_cast<uint32_t>(deficit), now_s, out, victims::at_once) : 0;
         at_once -= got;
         pool += got;
         free_now -= static_cast<uint32_t>(std::clamp<int64_t>(need - given_back - got, 0, free_now));
       } else {
-        // It waits for drains or other jobs: best-effort keeps running on what it is owed
+        // It waits for drains or other jobs: borrowers keep running on what it is owed
         // until then; regular jobs start draining now, since their drain takes minutes.
-        int64_t from_best_effort = std::clamp<int64_t>(need - std::max<int64_t>(pool, 0), 0, at_once);
-        at_once -= from_best_effort;
-        int64_t deficit = need - std::max<int64_t>(pool, 0) - from_best_effort;
+        int64_t from_borrowers = std::clamp<int64_t>(need - std::max<int64_t>(pool, 0), 0, at_once);
+        at_once -= from_borrowers;
+        int64_t deficit = need - std::max<int64_t>(pool, 0) - from_borrowers;
         if (deficit > 0) pool += reclaim(j, static_cast<uint32_t>(deficit), now_s, out, victims::draining);
-        pool += from_best_effort;
+        pool += from_borrowers;
       }
     } else if (params_.policy != policy_kind::exclusive && pool < need) {
       pool += reclaim(j, static_cast<uint32_t>(need - std::max<int64_t>(pool, 0)), now_s, out, victims::any);
@@ -287,44 +307,44 @@ void scheduler_core::grow(double now_s, std::vector<command>& out) {
 bool scheduler_core::may_preempt(const job_state& v, const job_state& claimant, double now_s) const {
   if (v.phase != job_phase::running || v.req.klass <= claimant.req.klass) return false;
   if (params_.policy == policy_kind::greedy) return true;  // greedy ignores the run window
-  if (v.req.klass == job_class::best_effort) return true;
+  if (gives_way_at_once(v)) return true;
   return now_s - v.run_since_s >= params_.min_run_window_s;
 }
 
 bool scheduler_core::may_shrink(const job_state& v, const job_state& claimant) const {
-  return params_.policy == policy_kind::omni && v.phase == job_phase::running &&
+  return params_.policy == policy_kind::omni && v.phase == job_phase::running && !v.borrowed &&
          v.req.klass > claimant.req.klass && v.replicas > v.req.min_replicas;
 }
 
-uint32_t scheduler_core::gpus_held(const std::set<std::string>& ids, job_class klass) const {
+uint32_t scheduler_core::gpus_giving_way(const std::set<std::string>& ids) const {
   uint32_t n = 0;
   for (const auto& id : ids) {
     const job_state& j = jobs_.at(id);
-    if (j.req.klass == klass) n += static_cast<uint32_t>(j.gpus.size());
+    if (gives_way_at_once(j)) n += static_cast<uint32_t>(j.gpus.size());
   }
   return n;
 }
 
 uint32_t scheduler_core::reclaim(const job_state& claimant, uint32_t deficit, double now_s,
                                  std::vector<command>& out, victims which) {
-  // Plan first: cheapest victims first (best-effort, then shrinking regular jobs that keep
-  // running, then whole regular jobs past their run window), newest first within a kind so
-  // the least work is put at risk.
+  // Plan first: cheapest victims first (best-effort, then borrowed regular runs, then
+  // shrinking regular jobs that keep running, then whole regular jobs past their run
+  // window), newest first within a kind so the least work is put at risk.
   struct cand { int kind; double since; std::string id; uint32_t gain; uint32_t keep; };
   std::vector<cand> cands;
   if (claimant.req.klass == job_class::best_effort) return 0;  // nothing ranks below it
   for (const auto& id : running_) {
     const job_state& v = jobs_.at(id);
     uint32_t held = static_cast<uint32_t>(v.gpus.size());
-    const bool best_effort = v.req.klass == job_class::best_effort;
-    if ((which == victims::best_effort && !best_effort) || (which == victims::draining && best_effort)) continue;
-    if (best_effort && may_preempt(v, claimant, now_s))
-      cands.push_back({0, -v.run_since_s, id, held, 0});
+    const bool at_once = gives_way_at_once(v);
+    if ((which == victims::at_once && !at_once) || (which == victims::draining && at_once)) continue;
+    if (at_once && may_preempt(v, claimant, now_s))
+      cands.push_back({v.req.klass == job_class::best_effort ? 0 : 1, -v.run_since_s, id, held, 0});
     else if (may_shrink(v, claimant))
-      cands.push_back({1, -v.run_since_s, id, (v.replicas - v.req.min_replicas) * v.req.gpus_per_replica,
+      cands.push_back({2, -v.run_since_s, id, (v.replicas - v.req.min_replicas) * v.req.gpus_per_replica,
                        v.req.min_replicas});
     else if (may_preempt(v, claimant, now_s))
-      cands.push_back({2, -v.run_since_s, id, held, 0});
+      cands.push_back({3, -v.run_since_s, id, held, 0});
   }
   std::sort(cands.begin(), cands.end(), [](const cand& a, const cand& b) {
     return std::tie(a.kind, a.since, a.id) < std::tie(b.kind, b.since, b.id);
@@ -350,8 +370,7 @@ uint32_t scheduler_core::reclaim(const job_state& claimant, uint32_t deficit, do
 
 void scheduler_core::notice(job_state& v, uint32_t keep, double now_s, std::string reason,
                             std::vector<command>& out) {
-  double drain = v.req.klass == job_class::best_effort ? params_.best_effort_drain_s
-                                                       : params_.drain_period_s;
+  double drain = gives_way_at_once(v) ? params_.best_effort_drain_s : params_.drain_period_s;
   set_phase(v, job_phase::draining);
   v.keep_replicas = keep;
   v.drain_deadline_s = now_s + drain;
@@ -373,6 +392,7 @@ void scheduler_core::set_phase(job_state& j, job_phase p) {
 
 void scheduler_core::to_pending(job_state& j) {
   set_phase(j, job_phase::pending);
+  j.borrowed = false;
   j.gpus.clear();
   j.replicas = 0;
   j.host.clear();
@@ -474,18 +494,19 @@ bool scheduler_core::critical_starved_by_lower(double now_s) const {
     if (!first) first = &j;
   }
   if (!first || owed <= place_.free_count() + draining_gpus()) return false;
-  // omni lets best-effort run on GPUs a waiting critical job is owed while it could not start
-  // anyway, and takes them (at once) as soon as it could: starved when the first waiting
-  // critical job could start now on free and best-effort GPUs, or when the best-effort GPUs do
-  // not cover what is owed and a regular job it may take from still runs without a notice.
-  uint32_t best_effort = params_.policy == policy_kind::omni ? gpus_held(running_, job_class::best_effort) : 0;
-  if (best_effort > 0 && place_.free_count() + best_effort >= first->req.gpus &&
+  // omni lets work that gives way at once (best-effort, borrowed runs) use GPUs a waiting
+  // critical job is owed while it could not start anyway, and takes them (at once) as soon as
+  // it could: starved when the first waiting critical job could start now on free GPUs and
+  // those, or when they do not cover what is owed and a regular job it may take from still
+  // runs without a notice.
+  uint32_t at_once = params_.policy == policy_kind::omni ? gpus_giving_way(running_) : 0;
+  if (at_once > 0 && place_.free_count() + at_once >= first->req.gpus &&
       place_.free_count() + draining_gpus() < first->req.gpus)
     return true;
-  if (owed <= place_.free_count() + draining_gpus() + best_effort) return false;
+  if (owed <= place_.free_count() + draining_gpus() + at_once) return false;
   for (const auto& id : running_) {
     const job_state& v = jobs_.at(id);
-    if (best_effort > 0 && v.req.klass == job_class::best_effort) continue;
+    if (at_once > 0 && gives_way_at_once(v)) continue;
     if (may_preempt(v, *first, now_s) || may_shrink(v, *first)) return true;
   }
   return false;

@@ -41,6 +41,9 @@ struct job_state {
   std::string host;            // while a guest (its `gpus` are a slice of the host's)
   double share = 0;            // while a guest
   uint32_t preemptions = 0;
+  // omni: this run borrows GPUs owed to a waiting critical job. It gives them back at once
+  // when asked (no drain, no run window), like best-effort work, until it next waits.
+  bool borrowed = false;
 };
 
 class scheduler_core {
@@ -57,6 +60,9 @@ class scheduler_core {
   // One reservation window boundary: guests re-evaluated, new guests placed.
   std::vector<command> window(double now_s);
   void set_forecast(const std::string& host, const host_forecast& f) { forecasts_[host] = f; }
+  // Share of a critical host's GPU time the policy lends to guests in the next window from
+  // its latest forecast (0: not lendable).
+  double guest_share(const std::string& host) const;
 
   const job_state* find(const std::string& job) const;
   const placement& gpus() const noexcept { return place_; }
@@ -88,11 +94,15 @@ class scheduler_core {
              std::vector<command>& out);
   // Which running lower-class jobs reclaim may take: best-effort ones (they give way at once),
   // the ones that drain first (regular), or any.
-  enum class victims : uint8_t { any, best_effort, draining };
+  enum class victims : uint8_t { any, at_once, draining };
   uint32_t reclaim(const job_state& claimant, uint32_t deficit, double now_s,
                    std::vector<command>& out, victims which);
-  // GPUs held by the jobs of one class among `ids` (running_ or draining_).
-  uint32_t gpus_held(const std::set<std::string>& ids, job_class klass) const;
+  // Jobs that give their GPUs back at once: best-effort work and borrowed runs.
+  static bool gives_way_at_once(const job_state& j) {
+    return j.req.klass == job_class::best_effort || j.borrowed;
+  }
+  // GPUs such jobs hold among `ids` (running_ or draining_).
+  uint32_t gpus_giving_way(const std::set<std::string>& ids) const;
   bool may_preempt(const job_state& victim, const job_state& claimant, double now_s) const;
   bool may_shrink(const job_state& victim, const job_state& claimant) const;
   void notice(job_state& v, uint32_t keep, double now_s, std::string reason,
@@ -110,7 +120,6 @@ class scheduler_core {
   void note_critical_demand(double now_s);
   uint32_t locked_regular_gpus() const;
   int64_t regular_room() const;
-  double guest_share(const std::string& host) const;
 
   scheduler_params params_;
   placement place_;

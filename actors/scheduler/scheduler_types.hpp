@@ -39,13 +39,16 @@ struct scheduler_params {
   double drain_period_s = 600;          // notice -> forced release, regular jobs
   double best_effort_drain_s = 0;       // best-effort is preemptible at any time
   double min_run_window_s = 7200;       // a regular job runs this long before preemption
-  double reservation_window_s = 60;     // co-location is decided per window of this length
+  // Co-location is decided per window of this length (seed 002: 30 min to 1 h; shorter
+  // windows only add shortfalls, see BENCHMARKS.md).
+  double reservation_window_s = 1800;
   size_t queue_capacity = 1024;         // pending jobs; submissions past it are rejected
   size_t decision_log_capacity = 4096;  // newest decisions kept
   // omni's reserve for critical jobs: regular jobs may lock (hold inside their run window,
-  // min replicas) only GPUs that critical demand left unused at its peak over this memory.
-  // 0 = no reserve.
-  double critical_peak_memory_s = 21600;
+  // min replicas) only GPUs that critical demand left unused at its peak over this memory
+  // (7 days: a weekly rhythm of critical bursts); beyond it they borrow on best-effort
+  // terms. 0 = no reserve.
+  double critical_peak_memory_s = 604800;
   size_t critical_peak_samples = 4096;  // bound on the sliding-window maximum's entries
 };
 

@@ -108,7 +108,7 @@ struct scheduler_section {
   double safety_factor = 2.0;
   double drain_period_s = 600.0;
   double min_run_window_s = 7200.0;
-  double reservation_window_s = 60.0;
+  double reservation_window_s = 1800.0;
   double critical_slowdown_budget = 0.02;
   int64_t queue_capacity = 1024;
 };

@@ -42,10 +42,24 @@ TEST_CASE("steady jobs get a lendable share near their idle mean and noisy ones 
 }
 
 TEST_CASE("confidence grows with history and unknown jobs lend nothing") {
-  step_predictor p({200, 2.0, 8, 16});
+  step_predictor p({200, 2.0, 8, 16, 30});
   CHECK(p.forecast("nobody", 60).lendable_share == 0);
+  for (int i = 0; i < 15; ++i) p.observe("j", {30, 6, 0, 0});
+  CHECK(p.forecast("j", 60).confidence == doctest::Approx(0.5));  // half the warm-up
   for (int i = 0; i < 50; ++i) p.observe("j", {30, 6, 0, 0});
-  CHECK(p.forecast("j", 60).confidence == doctest::Approx(0.25));
+  CHECK(p.forecast("j", 60).confidence == doctest::Approx(1.0));
+}
+
+TEST_CASE("a short history lends less: the margin covers the uncertainty of the mean") {
+  step_predictor p({200, 2.0, 8, 16});
+  for (int i = 0; i < 200; ++i) {
+    if (i < 20) p.observe("young", {30, (i % 2) ? 0.0 : 12.0, 0, 0.25});
+    p.observe("old", {30, (i % 2) ? 0.0 : 12.0, 0, 0.25});
+  }
+  auto young = p.forecast("young", 1800), old = p.forecast("old", 1800);
+  CHECK(young.idle_mean == doctest::Approx(old.idle_mean));
+  CHECK(young.idle_std > old.idle_std);
+  CHECK(young.lendable_share < old.lendable_share);
 }
 
 TEST_CASE("checkpoint phases become predicted idle windows") {

@@ -94,7 +94,7 @@ struct scheduler_fixture : msomni::testing::caf_test_fixture {
   caf::actor sched_actor;
   std::vector<caf::actor> spawned;
 
-  // One node of 8 GPUs; the issue's defaults (drain 10 min, run window 2 h, windows 60 s).
+  // One node of 8 GPUs; the issue's defaults (drain 10 min, run window 2 h, windows 30 min).
   // Without omni's critical reserve (tested in scheduler_core_test.cpp), which would hold a
   // preempted regular job back until the critical peak ages out: these tests follow the flow.
   static scheduler_params no_reserve() {
@@ -235,7 +235,7 @@ TEST_CASE_FIXTURE(scheduler_fixture, "step reports feed the predictor: a pending
   for (int i = 0; i < 200; ++i)
     caf::anon_send(sched_actor, msg::job_step_report{"crit", 30, 15, 0, 0});
   run();
-  advance(60s);  // one reservation window
+  advance(1800s);  // one reservation window
   const auto* guest = be->last(command_kind::colocate);
   REQUIRE(guest);
   CHECK(guest->host == "crit");

@@ -76,22 +76,28 @@ TEST_CASE("a critical job shrinks young regular jobs and takes best-effort GPUs 
   CHECK(s.released("be", be->epoch - 1, 31).empty());
 }
 
-TEST_CASE("best-effort borrows free GPUs a waiting critical job cannot use yet and gives them back at once") {
+TEST_CASE("preemptible work borrows free GPUs a waiting critical job cannot use yet and gives them back at once") {
   auto s = make(policy_kind::omni);
   s.submit(req("c1", job_class::critical, 12), 0);
   auto cs = s.submit(req("c2", job_class::critical, 8), 10);  // 4 free of the 8 it needs
   CHECK(!find_cmd(cs, command_kind::start, "c2"));
-  cs = s.submit(req("be", job_class::best_effort, 4), 20);
+  cs = s.submit(req("be", job_class::best_effort, 3), 20);
   const command* st = find_cmd(cs, command_kind::start, "be");
   REQUIRE(st);
   CHECK(st->reason.find("borrows free GPUs a waiting critical job cannot use yet") != std::string::npos);
-  cs = s.submit(req("reg", job_class::regular, 1), 30);  // a regular job would hold them 2 h
-  CHECK(!find_cmd(cs, command_kind::start, "reg"));
+  // A regular job borrows on the same terms: its run window does not cover a borrowed run.
+  cs = s.submit(req("reg", job_class::regular, 1), 30);
+  st = find_cmd(cs, command_kind::start, "reg");
+  REQUIRE(st);
+  CHECK(st->reason.find("outside its run window") != std::string::npos);
+  CHECK(s.find("reg")->borrowed);
+  CHECK(s.find("be")->borrowed);
   CHECK_FALSE(s.critical_starved_by_lower(30));
-  // c1 ends: 12 free + 4 best-effort. c2 takes free GPUs at once; best-effort keeps its own.
+  // c1 ends: 12 free + 4 borrowed. c2 takes free GPUs at once; the borrowers keep theirs.
   cs = s.finished("c1", 40);
   CHECK(find_cmd(cs, command_kind::start, "c2"));
   CHECK(!find_cmd(cs, command_kind::preempt, "be"));
+  CHECK(!find_cmd(cs, command_kind::preempt, "reg"));
   // greedy and exclusive keep every lower class out of the GPUs a critical job waits for.
   for (policy_kind p : {policy_kind::greedy, policy_kind::exclusive}) {
     auto g = make(p);
@@ -116,6 +122,23 @@ TEST_CASE("the first waiting critical job takes best-effort GPUs as soon as that
   CHECK_FALSE(s.critical_starved_by_lower(30));
   cs = s.released("be", n->epoch, 30);
   CHECK(find_cmd(cs, command_kind::start, "c2"));
+}
+
+TEST_CASE("a borrowed regular run gives its GPUs back at once inside its run window") {
+  auto s = make(policy_kind::omni);
+  s.submit(req("c1", job_class::critical, 8), 0);
+  s.submit(req("c2", job_class::critical, 12), 10);  // waits: 8 free
+  REQUIRE(find_cmd(s.submit(req("reg", job_class::regular, 8, 8), 20), command_kind::start, "reg"));
+  REQUIRE(s.find("reg")->borrowed);
+  auto cs = s.finished("c1", 30);  // 8 free + 8 borrowed >= 12, 10 s into reg's run
+  const command* n = find_cmd(cs, command_kind::preempt, "reg");
+  REQUIRE(n);
+  CHECK(n->drain_s == 0);
+  CHECK(n->reason.find("c2") != std::string::npos);
+  CHECK_FALSE(s.critical_starved_by_lower(30));
+  cs = s.released("reg", n->epoch, 30);
+  CHECK(find_cmd(cs, command_kind::start, "c2"));
+  CHECK_FALSE(s.find("reg")->borrowed);  // waiting again; its next start decides anew
 }
 
 TEST_CASE("a regular job is preempted only after its minimum run window") {
@@ -143,10 +166,12 @@ TEST_CASE("a victim that never answers is released at the drain deadline and res
   CHECK(find_cmd(forced, command_kind::force_release, "reg"));
   CHECK(find_cmd(forced, command_kind::start, "c1"));
   CHECK(s.find("reg")->preemptions == 1);
-  // It resumes once the 16-GPU critical peak (last seen at 8600) has left omni's 6 h
-  // reserve memory.
-  CHECK_FALSE(find_cmd(s.finished("c1", 9000), command_kind::start, "reg"));
-  CHECK(find_cmd(s.window(8600 + 21600 + 60), command_kind::start, "reg"));
+  // It resumes at once, but on borrowed terms while the 16-GPU critical peak (last seen at
+  // 8600) is inside omni's 6 h reserve memory: it would give the GPUs back at once.
+  const auto again_cmds = s.finished("c1", 9000);  // keep the commands alive
+  const command* again = find_cmd(again_cmds, command_kind::start, "reg");
+  REQUIRE(again);
+  CHECK(again->reason.find("borrows the critical reserve") != std::string::npos);
 }
 
 TEST_CASE("exclusive never preempts and greedy ignores the run window") {
@@ -216,7 +241,8 @@ TEST_CASE("greedy lends the last observed idle share without a threshold") {
   s.submit(req("crit", job_class::critical, 16), 0);
   s.submit(req("be", job_class::best_effort, 2), 1);
   s.set_forecast("crit", {0.10, 0.0, 0.2, 0.1});
-  const command* g = find_cmd(s.window(60), command_kind::colocate, "be");
+  const auto g_cmds = s.window(60);  // keep the commands alive
+  const command* g = find_cmd(g_cmds, command_kind::colocate, "be");
   REQUIRE(g);
   CHECK(g->share == doctest::Approx(0.2));
 }
@@ -260,26 +286,47 @@ TEST_CASE("a second critical job behind a blocked critical job still reclaims fr
 }
 
 TEST_CASE("omni keeps regular jobs out of the reserve for critical demand until its peak ages out") {
-  auto s = make(policy_kind::omni);  // 16 GPUs, critical_peak_memory_s = 6 h by default
+  auto s = make(policy_kind::omni);  // 16 GPUs, critical_peak_memory_s = 6 h here
   REQUIRE(find_cmd(s.submit(req("crit", job_class::critical, 12), 0), command_kind::start, "crit"));
   s.finished("crit", 100);
   // Beside the 12 critical GPUs seen 100 s ago only 4 are free of the reserve: the regular
   // job starts at 2 of its 4 replicas, and a second one waits without blocking the
   // best-effort job behind it, which gives way at once.
-  const command* st = find_cmd(s.submit(req("reg", job_class::regular, 8, 2, 1), 200), command_kind::start, "reg");
+  const auto st_cmds = s.submit(req("reg", job_class::regular, 8, 2, 1), 200);  // keep the commands alive
+  const command* st = find_cmd(st_cmds, command_kind::start, "reg");
   REQUIRE(st);
   CHECK(st->replicas == 2);
   CHECK(st->reason.find("critical reserve") != std::string::npos);
-  CHECK_FALSE(find_cmd(s.submit(req("reg2", job_class::regular, 4, 4), 201), command_kind::start, "reg2"));
-  CHECK(s.reserve_deferrals() > 0);
+  // A second one borrows the reserve on best-effort terms, outside its run window.
+  const auto reg2_cmds = s.submit(req("reg2", job_class::regular, 4, 4), 201);
+  st = find_cmd(reg2_cmds, command_kind::start, "reg2");
+  REQUIRE(st);
+  CHECK(st->reason.find("borrows the critical reserve") != std::string::npos);
+  CHECK(s.find("reg2")->borrowed);
   CHECK(find_cmd(s.submit(req("be", job_class::best_effort, 8), 202), command_kind::start, "be"));
+  CHECK_FALSE(find_cmd(s.submit(req("reg3", job_class::regular, 4, 4), 203), command_kind::start, "reg3"));
+  CHECK(s.reserve_deferrals() > 0);  // no room at all: it waits
   CHECK(s.window(21000).empty());  // the peak is still inside the memory: no start, no growth
-  CHECK(find_cmd(s.window(21800), command_kind::start, "reg2"));  // aged out
+  // Aged out: the next regular start is a locked run again.
+  const auto reg3_cmds = s.finished("be", 21800);
+  st = find_cmd(reg3_cmds, command_kind::start, "reg3");
+  REQUIRE(st);
+  CHECK(st->reason.find("borrows") == std::string::npos);
+  CHECK_FALSE(s.find("reg3")->borrowed);
+  // A critical job takes the borrowed run back at once; the locked runs keep their windows.
+  // reg grew into the rest when be ended: nothing is free, reg2's 4 GPUs cover crit2.
+  auto cs = s.submit(req("crit2", job_class::critical, 4), 21900);
+  const command* n = find_cmd(cs, command_kind::preempt, "reg2");
+  REQUIRE(n);
+  CHECK(n->drain_s == 0);
+  CHECK(!find_cmd(cs, command_kind::preempt, "reg"));
+  CHECK(!find_cmd(cs, command_kind::preempt, "reg3"));
   // greedy keeps no reserve
   auto g = make(policy_kind::greedy);
   g.submit(req("crit", job_class::critical, 12), 0);
   g.finished("crit", 100);
-  const command* gs = find_cmd(g.submit(req("reg", job_class::regular, 8, 2, 1), 200), command_kind::start, "reg");
+  const auto gs_cmds = g.submit(req("reg", job_class::regular, 8, 2, 1), 200);  // keep the commands alive
+  const command* gs = find_cmd(gs_cmds, command_kind::start, "reg");
   REQUIRE(gs);
   CHECK(gs->replicas == 4);
 }

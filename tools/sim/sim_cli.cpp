@@ -70,11 +70,12 @@ Outputs:
   --timeline-step-s S        one timeline row per S simulated seconds (default 3600)
 Scheduler ([scheduler] defaults):
   --idle-threshold X (0.35)  --safety-factor A (2.0)  --min-confidence C (0.5)
-  --drain-s S (600)          --min-run-window-s S (7200)  --reservation-window-s S (60)
-  --critical-peak-memory-s S (21600)  omni's reserve for critical jobs: a regular job starts
-                             only if the GPUs regular jobs lock in their run window (min
-                             replicas) fit beside the peak critical demand of the last S
-                             seconds; 0 = no reserve
+  --drain-s S (600)          --min-run-window-s S (7200)  --reservation-window-s S (1800)
+  --critical-peak-memory-s S (604800)  omni's reserve for critical jobs: a regular job
+                             locks GPUs (its run window) only where they fit beside the
+                             peak critical demand of the last S seconds; past that it
+                             borrows them on best-effort terms (gives them back at once);
+                             0 = no reserve
   --queue-capacity N (1024)  --step-window N (200)
 Critical-job step timeline (uniform per job; see docs/simulator_assumptions.md):
   --step-s MIN,MAX (20,60)   --bubble MIN,MAX (0.10,0.30)   --data-wait MIN,MAX (0.05,0.25)

@@ -124,7 +124,9 @@ void engine::on_preempt(sjob& j, const command& c) {
   j.keep_on_drain = c.keep_replicas;
   if (c.keep_replicas == 0) {
     ++result_.preemptions;
-    if (j.klass == job_class::regular && opt_.policy == policy_kind::omni &&
+    // A borrowed run (omni) is outside the run window by rule: the core said so at its start.
+    const job_state* s = core_.find(sim_key(j));
+    if (j.klass == job_class::regular && opt_.policy == policy_kind::omni && !(s && s->borrowed) &&
         now() - j.run_since < opt_.sched.min_run_window_s)
       ++result_.regular_preempted_in_window;
     j.rate = 0;  // checkpointing, not training

@@ -71,6 +71,15 @@ struct sim_result {
   // Idle share of critical jobs' allocations (what co-location can lend), and the busy time
   // guests made of it, both as shares of capacity.
   double critical_idle_utilization = 0, guest_busy_utilization = 0;
+  // Where critical idle time went, as shares of capacity, judged at each window's start
+  // from the window's realised idle and the guests then placed: lent to guests (split into
+  // guest busy, share-efficiency loss, slices lost to overstay), kept back by the safety
+  // margin (idle above the share lent), on host GPUs no guest fitted, and not lent at all
+  // because the forecast was below the idle threshold or under the confidence floor.
+  struct idle_breakdown {
+    double guest_busy = 0, efficiency_loss = 0, overstay_lost = 0, margin = 0, no_guest = 0,
+           below_threshold = 0, low_confidence = 0;
+  } idle_split;
   // critical_slowdown: mean over critical jobs of JCT / JCT of the same job when the
   // critical jobs run alone on the same cluster (no lower class at all) - 1: what the other
   // classes and the policy cost them. Compared over jobs completed in both runs.

@@ -40,6 +40,12 @@ std::string to_json(const sim_options& opt, const sim_result& r) {
   o << "  \"free_while_waiting_utilization\": " << num(r.free_while_waiting_utilization) << ",\n";
   o << "  \"critical_idle_utilization\": " << num(r.critical_idle_utilization) << ",\n";
   o << "  \"guest_busy_utilization\": " << num(r.guest_busy_utilization) << ",\n";
+  const auto& s = r.idle_split;
+  o << "  \"critical_idle_split\": {\"guest_busy\": " << num(s.guest_busy)
+    << ", \"efficiency_loss\": " << num(s.efficiency_loss) << ", \"overstay_lost\": " << num(s.overstay_lost)
+    << ", \"margin\": " << num(s.margin) << ", \"no_guest\": " << num(s.no_guest)
+    << ", \"below_threshold\": " << num(s.below_threshold) << ", \"low_confidence\": " << num(s.low_confidence)
+    << "},\n";
   o << "  \"critical_slowdown\": " << num(r.critical_slowdown) << ",\n";
   o << "  \"critical_slowdown_p95\": " << num(r.critical_slowdown_p95) << ",\n";
   o << "  \"critical_slowdown_max\": " << num(r.critical_slowdown_max) << ",\n";

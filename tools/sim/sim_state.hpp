@@ -48,6 +48,7 @@ struct sjob {
   predict::step_sample cur_step;
   double carry_s = 0;                   // unfinished part of the current step
   double cur_idle = 0;                  // realised idle share of the current window
+  double confidence = 0;                // of the latest forecast
   std::vector<predict::step_sample> window_samples;
   double colocation_delay_s = 0;
   size_t trace_pos = 0;  // row in the trace: names the job across the run and its baseline
@@ -86,6 +87,7 @@ class engine {
   void init_timeline(sjob& j);
   void roll_window(sjob& j);
   void tick();
+  void split_idle(double window_s);
   void check_invariants();
   void timeline_row();
 
@@ -104,6 +106,7 @@ class engine {
   double window_start_ = 0, next_row_ = 0;
   double free_waiting_gpu_s_ = 0;  // free GPUs while a job waits, sampled per window
   double critical_idle_gpu_s_ = 0, guest_busy_gpu_s_ = 0;
+  sim_result::idle_breakdown idle_split_gpu_s_;  // GPU-seconds, see sim_result::idle_split
   double allocated_gpu_s_ = 0, busy_gpu_s_ = 0, lost_gpu_s_ = 0, restart_gpu_s_ = 0,
          drain_gpu_s_ = 0;
   bool tick_armed_ = false;

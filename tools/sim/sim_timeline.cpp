@@ -294,6 +294,7 @@ void engine::tick() {
     double since_last = j.cur_step.step_s - j.carry_s;
     auto f = predictor_.forecast(sim_key(j), opt_.sched.reservation_window_s, since_last);
     core_.set_forecast(sim_key(j), {f.idle_mean, f.lendable_share, f.last_idle, f.confidence, f.phase_share});
+    j.confidence = f.confidence;
     roll_window(j);
   }
   // Headroom left unused: free GPUs while some job waits (value at the window's end held
@@ -301,12 +302,41 @@ void engine::tick() {
   if (core_.pending_count() > 0) account(window_start_, t, core_.gpus().free_count(), free_waiting_gpu_s_);
   apply(core_.window(t));
   check_invariants();
+  split_idle(opt_.sched.reservation_window_s);
   if (t >= next_row_) timeline_row();
   window_start_ = t;
   if (unfinished_ > 0)
     clk_.schedule_after(std::chrono::duration_cast<nanos>(
                             std::chrono::duration<double>(opt_.sched.reservation_window_s)),
                         [this] { tick(); });
+}
+
+// Where the idle time of the window now starting goes (sim_result::idle_split): a
+// diagnostic at the window's start; guests that leave inside the window are not followed.
+void engine::split_idle(double w) {
+  if (opt_.policy == policy_kind::exclusive) return;
+  std::map<size_t, double> guest_gpus;
+  for (size_t gi : guests_) guest_gpus[jobs_[gi].host] += jobs_[gi].t.gpus;
+  auto& s = idle_split_gpu_s_;
+  for (size_t i : active_) {
+    const sjob& h = jobs_[i];
+    if (h.klass != job_class::critical || !h.running || h.cur_idle <= 0) continue;
+    double idle = h.cur_idle * h.held * w;
+    double share = core_.guest_share(sim_key(h));
+    if (share <= 0) {
+      (h.confidence < opt_.sched.min_confidence ? s.low_confidence : s.below_threshold) += idle;
+      continue;
+    }
+    double lent_on = std::min<double>(guest_gpus[i], h.held);
+    s.no_guest += h.cur_idle * (h.held - lent_on) * w;
+    if (share > h.cur_idle + 1e-12) {
+      s.overstay_lost += h.cur_idle * lent_on * w;
+      continue;
+    }
+    s.margin += (h.cur_idle - share) * lent_on * w;
+    s.guest_busy += share * opt_.share_efficiency * lent_on * w;
+    s.efficiency_loss += share * (1 - opt_.share_efficiency) * lent_on * w;
+  }
 }
 
 void engine::check_invariants() {
@@ -339,6 +369,10 @@ sim_result engine::run() {
   r.free_while_waiting_utilization = free_waiting_gpu_s_ / capacity;
   r.critical_idle_utilization = critical_idle_gpu_s_ / capacity;
   r.guest_busy_utilization = guest_busy_gpu_s_ / capacity;
+  const auto& s = idle_split_gpu_s_;
+  r.idle_split = {s.guest_busy / capacity,      s.efficiency_loss / capacity, s.overstay_lost / capacity,
+                  s.margin / capacity,          s.no_guest / capacity,        s.below_threshold / capacity,
+                  s.low_confidence / capacity};
   r.lost_work_gpu_hours = lost_gpu_s_ / 3600.0;
   r.preempted_gpu_hours_lost = (lost_gpu_s_ + drain_gpu_s_ + restart_gpu_s_) / 3600.0;
   r.decisions = core_.decisions_total();
