@@ -3,6 +3,7 @@
 #include "scheduler_core.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -113,7 +114,8 @@ void scheduler_core::note_critical_demand(double now_s) {
   while (critical_peak_.front().first < now_s - params_.critical_peak_memory_s ||
          critical_peak_.size() > params_.critical_peak_samples)
     critical_peak_.pop_front();
-  critical_peak_now_ = critical_peak_.front().second;
+  critical_peak_now_ = static_cast<uint32_t>(
+      std::ceil(critical_peak_.front().second * std::max(params_.critical_reserve_factor, 0.0)));
 }
 
 // GPUs a critical job could not get back at once: every GPU a running regular job holds

@@ -12,11 +12,13 @@ using namespace msomni::sched;
 namespace {
 
 // 2 switches x 2 nodes x 4 GPUs.
-scheduler_core make(policy_kind p, size_t queue = 16, double critical_peak_memory_s = 21600) {
+scheduler_core make(policy_kind p, size_t queue = 16, double critical_peak_memory_s = 21600,
+                    double critical_reserve_factor = 1) {
   scheduler_params prm;
   prm.policy = p;
   prm.queue_capacity = queue;
   prm.critical_peak_memory_s = critical_peak_memory_s;
+  prm.critical_reserve_factor = critical_reserve_factor;
   return scheduler_core(topology::uniform(16, 4, 2), prm);
 }
 
@@ -329,6 +331,26 @@ TEST_CASE("omni keeps regular jobs out of the reserve for critical demand until 
   const command* gs = find_cmd(gs_cmds, command_kind::start, "reg");
   REQUIRE(gs);
   CHECK(gs->replicas == 4);
+}
+
+TEST_CASE("the critical reserve is a multiple of the remembered peak") {
+  auto s = make(policy_kind::omni, 16, 21600, 2.0);
+  s.submit(req("crit", job_class::critical, 6), 0);
+  s.finished("crit", 100);
+  // 16 - 2 x 6 = 4 GPUs may be locked by regular jobs: 2 of the 4 replicas (2 GPUs each).
+  const auto cmds = s.submit(req("reg", job_class::regular, 8, 2, 1), 200);
+  const command* st = find_cmd(cmds, command_kind::start, "reg");
+  REQUIRE(st);
+  CHECK(st->replicas == 2);
+  CHECK_FALSE(s.find("reg")->borrowed);
+  // With a 1x reserve 16 - 6 = 10 GPUs may be locked: the job starts whole.
+  auto one = make(policy_kind::omni, 16, 21600, 1.0);
+  one.submit(req("crit", job_class::critical, 6), 0);
+  one.finished("crit", 100);
+  const auto cmds1 = one.submit(req("reg", job_class::regular, 8, 2, 1), 200);
+  const command* st1 = find_cmd(cmds1, command_kind::start, "reg");
+  REQUIRE(st1);
+  CHECK(st1->replicas == 4);
 }
 
 TEST_CASE("a regular job's run window ending while a critical job waits is a wake-up for the core") {

@@ -72,10 +72,11 @@ Scheduler ([scheduler] defaults):
   --idle-threshold X (0.35)  --safety-factor A (2.0)  --min-confidence C (0.5)
   --drain-s S (600)          --min-run-window-s S (7200)  --reservation-window-s S (1800)
   --critical-peak-memory-s S (604800)  omni's reserve for critical jobs: a regular job
-                             locks GPUs (its run window) only where they fit beside the
-                             peak critical demand of the last S seconds; past that it
+                             locks GPUs (its run window) only where they fit beside F x
+                             the peak critical demand of the last S seconds; past that it
                              borrows them on best-effort terms (gives them back at once);
                              0 = no reserve
+  --critical-reserve-factor F (2.0)  that multiple of the peak
   --queue-capacity N (1024)  --step-window N (200)
 Critical-job step timeline (uniform per job; see docs/simulator_assumptions.md):
   --step-s MIN,MAX (20,60)   --bubble MIN,MAX (0.10,0.30)   --data-wait MIN,MAX (0.05,0.25)
@@ -120,6 +121,7 @@ std::vector<std::pair<std::string, setter>> flag_table(sim_options& o) {
       {"--min-confidence", d(sp.min_confidence)}, {"--drain-s", d(sp.drain_period_s)},
       {"--min-run-window-s", d(sp.min_run_window_s)}, {"--reservation-window-s", d(sp.reservation_window_s)},
       {"--critical-peak-memory-s", d(sp.critical_peak_memory_s)},
+      {"--critical-reserve-factor", d(sp.critical_reserve_factor)},
       {"--queue-capacity", u(sp.queue_capacity)}, {"--step-window", u(o.step_window)},
       {"--step-s", p(tl.step_min_s, tl.step_max_s)}, {"--bubble", p(tl.bubble_min, tl.bubble_max)},
       {"--data-wait", p(tl.data_wait_min, tl.data_wait_max)}, {"--jitter", d(tl.jitter)},
@@ -178,6 +180,10 @@ int parse_cli(int argc, const char* const* argv, sim_options& o, std::ostream& o
   }
   if (o.sched.reservation_window_s <= 0) {
     err << "msomni-sim: --reservation-window-s must be positive\n";
+    return 2;
+  }
+  if (o.sched.critical_reserve_factor < 0) {
+    err << "msomni-sim: --critical-reserve-factor must not be negative\n";
     return 2;
   }
   return -1;
