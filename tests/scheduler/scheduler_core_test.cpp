@@ -203,6 +203,21 @@ TEST_CASE("omni co-locates only above the idle threshold and with the safety mar
   CHECK(s.find("reg")->phase == job_phase::pending);
 }
 
+TEST_CASE("a predicted phase counts toward the window's idle share and is lent whole") {
+  auto s = make(policy_kind::omni);
+  s.submit(req("crit", job_class::critical, 16), 0);
+  s.submit(req("reg", job_class::regular, 4), 1);
+  // Ordinary steps 25% idle; a 5% phase leaves the window at 28.75%: below 35%.
+  s.set_forecast("crit", {0.25, 0.20, 0.3, 1.0, 0.05});
+  CHECK(s.window(60).empty());
+  // A 20% phase takes the window to 40%: the phase is lent whole, the rest with its margin.
+  s.set_forecast("crit", {0.25, 0.20, 0.3, 1.0, 0.20});
+  const auto cs = s.window(120);
+  const command* g = find_cmd(cs, command_kind::colocate, "reg");
+  REQUIRE(g);
+  CHECK(g->share == doctest::Approx(0.20 + 0.80 * 0.20));
+}
+
 TEST_CASE("guests are packed into a host's GPUs on disjoint slices and all leave when it ends") {
   auto s = make(policy_kind::omni);
   s.submit(req("crit", job_class::critical, 8), 0);
