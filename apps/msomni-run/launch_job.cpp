@@ -9,6 +9,7 @@
 
 #include "config/config_loader.hpp"
 #include "core/log.hpp"
+#include "core/secret_file.hpp"
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
 #include "messages/catalog.hpp"
@@ -42,31 +43,9 @@ namespace {
 std::atomic<bool> g_stop{false};
 extern "C" void on_stop_signal(int) { g_stop = true; }
 
-std::string random_token() {
-  unsigned char bytes[16] = {};
-  const int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || ::read(fd, bytes, sizeof bytes) != static_cast<ssize_t>(sizeof bytes))
-    throw std::runtime_error("cannot read /dev/urandom for the control token");
-  ::close(fd);
-  std::string hex;
-  for (unsigned char b : bytes) {
-    static const char* digits = "0123456789abcdef";
-    hex += digits[b >> 4];
-    hex += digits[b & 15];
-  }
-  return hex;
-}
-
 void write_control_file(const fs::path& run_dir, const std::string& address, const std::string& token) {
-  const auto path = run_dir / "control.json";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::runtime_error("cannot write " + path.string());
-  ::fchmod(fd, 0600);
-  const std::string text = "{\"address\":\"" + address + "\",\"token\":\"" + token + "\",\"pid\":" +
-                           std::to_string(::getpid()) + "}\n";
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  if (!ok) throw std::runtime_error("cannot write " + path.string());
+  write_private_file((run_dir / "control.json").string(), "{\"address\":\"" + address + "\",\"token\":\"" + token +
+                                                              "\",\"pid\":" + std::to_string(::getpid()) + "}\n");
 }
 
 std::string read_latest(const fs::path& ckpt_dir) {

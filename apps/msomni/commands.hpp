@@ -29,4 +29,7 @@ int run_scale_down(const std::vector<std::string>& args, std::ostream& out, std:
 int run_scale_up(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_stop(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+// `msomni job --scheduler-info FILE ... -- COMMAND`: run a command as a job of msomni-sched.
+int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
 }  // namespace msomni::cli

@@ -16,6 +16,8 @@ const msomni::cli::command commands[] = {
     {"scale-up", "start and join replicas at a barrier: msomni scale-up --run-dir DIR --replicas N",
      msomni::cli::run_scale_up},
     {"stop", "final checkpoint at the next barrier, then end: msomni stop --run-dir DIR", msomni::cli::run_stop},
+    {"job", "run a command as a job of msomni-sched: msomni job --scheduler-info FILE --id NAME --class C --gpus N -- COMMAND",
+     msomni::cli::run_job},
 };
 
 void usage(std::ostream& os) {

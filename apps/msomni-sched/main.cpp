@@ -1,0 +1,147 @@
+// msomni-sched [--gpus N] [--gpus-per-node N] [--nodes-per-switch N] [--policy omni|exclusive|greedy]
+//              [--idle-threshold X] [--drain-s S] [--min-run-window-s S] [--reservation-window-s S]
+//              [--queue-capacity N] [--listen HOST:PORT] [--info-file FILE]
+// The co-location scheduler as a service (SPEC R7): the scheduler actor shell around the same
+// scheduler_core that msomni-sim replays, on a UCX node named "sched". Jobs reach it with
+// `msomni job --scheduler-info FILE ...`. It publishes the actor under a name that carries a
+// random token and writes "ADDRESS TOKEN" to the info file (mode 0600): without the token a
+// job cannot address it (SPEC R9). Every decision is printed with its reason. Ends on
+// SIGINT/SIGTERM. Exit codes: 0 stopped, 1 could not start, 2 usage.
+#include "core/clock.hpp"
+#include "core/secret_file.hpp"
+#include "gateway/gateway.hpp"
+#include "hub/transport_hub.hpp"
+#include "messages/catalog.hpp"
+#include "scheduler_actor.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <map>
+#include <functional>
+#include <thread>
+
+using namespace msomni;
+using namespace std::chrono_literals;
+
+namespace {
+std::atomic<bool> g_done{false};
+extern "C" void on_signal(int) { g_done = true; }
+
+int usage(std::ostream& os, int code) {
+  os << "usage: msomni-sched [options]\n"
+        "  --gpus N                 GPUs in the cluster (default 8)\n"
+        "  --gpus-per-node N        (default 8)      --nodes-per-switch N (default 4)\n"
+        "  --policy P               omni | exclusive | greedy (default omni)\n"
+        "  --idle-threshold X       (0.35)  --drain-s S (600)  --min-run-window-s S (7200)\n"
+        "  --reservation-window-s S (1800)  --queue-capacity N (1024)\n"
+        "  --listen HOST:PORT       where the UCX node listens (default 127.0.0.1, any port)\n"
+        "  --info-file FILE         where \"ADDRESS TOKEN\" goes (default ./msomni-sched.info, mode 0600)\n";
+  return code;
+}
+
+// Prints every decision with its reason (the scheduler's observer).
+caf::behavior decision_printer(caf::event_based_actor*) {
+  return {[](const msg::job_command& c) {
+    std::cout << "decision t=" << c.at_s << "s " << sched::to_string(static_cast<sched::command_kind>(c.kind)) << " "
+              << c.job;
+    if (!c.gpus.empty()) std::cout << " gpus=" << c.gpus.size();
+    if (c.drain_s > 0) std::cout << " drain=" << c.drain_s << "s";
+    std::cout << ": " << c.reason << std::endl;
+  }};
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  sched::scheduler_settings s;
+  uint32_t gpus = 8, per_node = 8, per_switch = 4;
+  std::string listen, info_file = "msomni-sched.info";
+  std::map<std::string, std::function<void(const std::string&)>> flags = {
+      {"--gpus", [&](const std::string& v) { gpus = static_cast<uint32_t>(std::stoul(v)); }},
+      {"--gpus-per-node", [&](const std::string& v) { per_node = static_cast<uint32_t>(std::stoul(v)); }},
+      {"--nodes-per-switch", [&](const std::string& v) { per_switch = static_cast<uint32_t>(std::stoul(v)); }},
+      {"--policy", [&](const std::string& v) {
+         if (!sched::parse_policy(v, s.params.policy)) throw std::invalid_argument(v);
+       }},
+      {"--idle-threshold", [&](const std::string& v) { s.params.idle_threshold = std::stod(v); }},
+      {"--drain-s", [&](const std::string& v) { s.params.drain_period_s = std::stod(v); }},
+      {"--min-run-window-s", [&](const std::string& v) { s.params.min_run_window_s = std::stod(v); }},
+      {"--reservation-window-s", [&](const std::string& v) { s.params.reservation_window_s = std::stod(v); }},
+      {"--queue-capacity", [&](const std::string& v) { s.params.queue_capacity = std::stoul(v); }},
+      {"--listen", [&](const std::string& v) { listen = v; }},
+      {"--info-file", [&](const std::string& v) { info_file = v; }},
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") return usage(std::cout, 0);
+    auto f = flags.find(a);
+    if (f == flags.end()) {
+      std::cerr << "msomni-sched: unknown option " << a << "\n";
+      return usage(std::cerr, 2);
+    }
+    if (i + 1 >= argc) {
+      std::cerr << "msomni-sched: " << a << " needs a value\n";
+      return usage(std::cerr, 2);
+    }
+    try {
+      f->second(argv[++i]);
+    } catch (const std::exception&) {
+      std::cerr << "msomni-sched: " << a << " " << argv[i] << ": not a valid value\n";
+      return 2;
+    }
+  }
+  if (gpus == 0 || per_node == 0 || per_switch == 0 || s.params.reservation_window_s <= 0 ||
+      s.params.idle_threshold < 0 || s.params.idle_threshold > 1 || s.params.drain_period_s < 0 ||
+      s.params.queue_capacity == 0) {
+    std::cerr << "msomni-sched: --gpus, --gpus-per-node, --nodes-per-switch, --queue-capacity and "
+                 "--reservation-window-s must be positive, --idle-threshold in [0, 1], --drain-s >= 0\n";
+    return 2;
+  }
+  s.topo = sched::topology::uniform(gpus, per_node, per_switch);
+
+  caf::actor_system_config cfg;
+  register_catalog(cfg);
+  cfg.set("scheduler.max-threads", 2);
+  cfg.set("logger.console-verbosity", caf::atom("quiet"));
+  caf::actor_system sys{cfg};
+  transport::ucx_node_options opt;
+  opt.name = "sched";
+  if (!listen.empty()) {
+    const auto colon = listen.rfind(':');
+    if (colon == std::string::npos) {
+      std::cerr << "msomni-sched: --listen wants HOST:PORT\n";
+      return 2;
+    }
+    opt.listen_host = listen.substr(0, colon);
+    opt.listen_port = static_cast<uint16_t>(std::stoul(listen.substr(colon + 1)));
+  }
+  real_clock clock;
+  try {
+    transport::transport_hub hub(opt);
+    transport::gateway gw(sys, hub);
+    const std::string token = random_token();
+    auto printer = sys.spawn(decision_printer);
+    auto scheduler = sched::spawn_scheduler(sys, s, {&clock, printer});
+    gw.publish("scheduler-" + token, scheduler);
+    write_private_file(info_file, hub.node().address() + " " + token + "\n");
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::cout << "msomni-sched: " << gpus << " GPUs (" << per_node << " per node), policy "
+              << sched::to_string(s.params.policy) << ", listening at " << hub.node().address()
+              << ", address and token in " << info_file << std::endl;
+    while (!g_done) std::this_thread::sleep_for(100ms);
+    caf::anon_send_exit(scheduler, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(printer, caf::exit_reason::user_shutdown);
+    std::cout << "msomni-sched: stopped" << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "msomni-sched: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,123 @@
+// `msomni job --scheduler-info FILE --id NAME --class critical|regular|best-effort --gpus N
+//  [--gpus-per-replica R] [--min-replicas M] [--run-dir DIR] -- COMMAND [ARGS...]`:
+// joins msomni-sched over UCX (address and token from its info file) and runs COMMAND under
+// the scheduler's decisions (see job_runner.hpp). Exit: the command's exit code when it
+// ran to its end, 1 when the scheduler is unreachable or went away, 2 usage, 3 rejected.
+#include "commands.hpp"
+#include "job_runner.hpp"
+
+#include "gateway/gateway.hpp"
+#include "hub/transport_hub.hpp"
+#include "messages/catalog.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/send.hpp>
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+#include <future>
+#include <iostream>
+
+namespace msomni::cli {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_job_signal(int) { g_interrupted = true; }
+
+int job_usage(std::ostream& os, int code) {
+  os << "usage: msomni job --scheduler-info FILE --id NAME --class critical|regular|best-effort --gpus N\n"
+        "                  [--gpus-per-replica R] [--min-replicas M] [--run-dir DIR] -- COMMAND [ARGS...]\n"
+        "  --scheduler-info  the file msomni-sched wrote (\"ADDRESS TOKEN\")\n"
+        "  --run-dir         the command's run directory (msomni-run's --run-dir): checkpoints/latest\n"
+        "                    gives the step a preempted job reports, metrics.jsonl the step times\n"
+        "                    and data waits that feed the scheduler's idle-window predictor\n";
+  return code;
+}
+
+}  // namespace
+
+int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  job_spec spec;
+  std::string info;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a == "-h" || a == "--help") return job_usage(out, exit_ok);
+    if (i + 1 >= args.size()) {
+      err << "msomni job: " << a << " needs a value\n";
+      return job_usage(err, exit_usage);
+    }
+    const std::string& v = args[++i];
+    try {
+      if (a == "--scheduler-info") info = v;
+      else if (a == "--id") spec.id = v;
+      else if (a == "--class") {
+        if (v == "critical") spec.job_class = 0;
+        else if (v == "regular") spec.job_class = 1;
+        else if (v == "best-effort" || v == "best_effort") spec.job_class = 2;
+        else throw std::invalid_argument(v);
+      } else if (a == "--gpus") spec.gpus = static_cast<uint32_t>(std::stoul(v));
+      else if (a == "--gpus-per-replica") spec.gpus_per_replica = static_cast<uint32_t>(std::stoul(v));
+      else if (a == "--min-replicas") spec.min_replicas = static_cast<uint32_t>(std::stoul(v));
+      else if (a == "--run-dir") spec.run_dir = v;
+      else {
+        err << "msomni job: unknown option " << a << "\n";
+        return job_usage(err, exit_usage);
+      }
+    } catch (const std::exception&) {
+      err << "msomni job: " << a << " " << v << ": not a valid value\n";
+      return exit_usage;
+    }
+  }
+  spec.command.assign(args.begin() + static_cast<std::ptrdiff_t>(std::min(i, args.size())), args.end());
+  if (info.empty() || spec.id.empty() || spec.gpus == 0 || spec.command.empty()) {
+    err << "msomni job: --scheduler-info, --id, a positive --gpus and a command after -- are required\n";
+    return job_usage(err, exit_usage);
+  }
+  std::ifstream in(info);
+  std::string address, token;
+  if (!(in >> address >> token)) {
+    err << "msomni job: " << info << ": expected \"ADDRESS TOKEN\" (written by msomni-sched)\n";
+    return exit_usage;
+  }
+
+  caf::actor_system_config cfg;
+  register_catalog(cfg);
+  cfg.set("scheduler.max-threads", 1);
+  cfg.set("logger.console-verbosity", caf::atom("quiet"));
+  caf::actor_system sys{cfg};
+  transport::ucx_node_options opt;
+  opt.name = "job-" + spec.id + "-" + std::to_string(::getpid());
+  transport::transport_hub hub(opt);
+  transport::gateway gw(sys, hub);
+  hub.node().connect(address);
+  if (!hub.node().wait_up("sched", 20s)) {
+    err << "msomni job: msomni-sched at " << address << " never answered\n";
+    return exit_failed;
+  }
+  std::promise<int> result;
+  auto runner = spawn_job_runner(sys, spec, gw.remote_actor("sched", "scheduler-" + token),
+                                 [&result](int code, const std::string&) { result.set_value(code); });
+  std::signal(SIGINT, on_job_signal);
+  std::signal(SIGTERM, on_job_signal);
+  auto fut = result.get_future();
+  while (fut.wait_for(100ms) != std::future_status::ready) {
+    if (g_interrupted) {  // the command is killed with the runner; the scheduler sees the job go
+      caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+      err << "msomni job: interrupted\n";
+      return exit_failed;
+    }
+  }
+  return fut.get();
+}
+
+}  // namespace msomni::cli

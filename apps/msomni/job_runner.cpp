@@ -1,0 +1,278 @@
+// job_runner (see job_runner.hpp): the child process and the scheduler's commands.
+#include "job_runner.hpp"
+
+#include "messages/catalog.hpp"
+#include "scheduler_types.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+extern char** environ;
+
+namespace msomni::cli {
+
+namespace {
+
+using namespace std::chrono_literals;
+using sched::command_kind;
+using poll_atom = caf::atom_constant<caf::atom("jrpoll")>;
+using quiet_atom = caf::atom_constant<caf::atom("jrquiet")>;
+
+enum class stopping : uint8_t { no, drain, shrink, evicted, killed };
+
+struct runner_state {
+  job_spec spec;
+  caf::actor scheduler;
+  std::function<void(int, const std::string&)> done;
+  pid_t child = -1;
+  std::vector<uint32_t> gpus;
+  uint64_t epoch = 0;
+  uint32_t replicas = 0, keep_replicas = 0;
+  stopping why = stopping::no;
+  bool over = false, heard = false;
+  uint64_t metrics_offset = 0;  // bytes of RUN_DIR/metrics.jsonl already reported
+  static inline const char* name = "job_runner";
+};
+
+uint64_t checkpoint_step(const std::string& run_dir) {
+  if (run_dir.empty()) return 0;
+  std::ifstream in(run_dir + "/checkpoints/latest");
+  std::string s;
+  std::getline(in, s);
+  const auto dash = s.find('-');
+  try {
+    return dash == std::string::npos ? 0 : std::stoull(s.substr(dash + 1));
+  } catch (...) {
+    return 0;
+  }
+}
+
+// The number after "key": in a metrics line, or a negative number.
+double json_number(const std::string& line, const std::string& key) {
+  const auto at = line.find("\"" + key + "\":");
+  if (at == std::string::npos) return -1;
+  try {
+    return std::stod(line.substr(at + key.size() + 3));
+  } catch (...) {
+    return -1;
+  }
+}
+
+// New complete lines of RUN_DIR/metrics.jsonl (msomni-run writes one per step) become
+// job_step_report for the scheduler's step-time predictor; at most 256 per call.
+void report_steps(runner_state& st, caf::event_based_actor* self) {
+  if (st.spec.run_dir.empty()) return;
+  std::ifstream in(st.spec.run_dir + "/metrics.jsonl", std::ios::binary);
+  if (!in) return;
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<uint64_t>(in.tellg());
+  if (size < st.metrics_offset) st.metrics_offset = 0;  // a fresh run started the file again
+  in.seekg(static_cast<std::streamoff>(st.metrics_offset));
+  std::string line;
+  for (int n = 0; n < 256 && std::getline(in, line) && !in.eof(); ++n) {
+    st.metrics_offset += line.size() + 1;
+    const double step_ms = json_number(line, "step_time_ms"), wait_ms = json_number(line, "data_wait_ms");
+    if (step_ms > 0)
+      self->send(st.scheduler, msg::job_step_report{st.spec.id, step_ms / 1000, std::max(0.0, wait_ms) / 1000, 0, 0});
+  }
+}
+
+std::string join(const std::vector<uint32_t>& v) {
+  std::string s;
+  for (uint32_t g : v) s += (s.empty() ? "" : ",") + std::to_string(g);
+  return s;
+}
+
+void say(runner_state& st, const std::string& text) { std::cout << "msomni job " << st.spec.id << ": " << text << std::endl; }
+
+std::string seconds(double s) {
+  std::ostringstream o;
+  o << s << " s";
+  return o.str();
+}
+
+void launch(runner_state& st, uint64_t resume_step, const std::string& host, double share) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  env_strings.push_back("MSOMNI_JOB=" + st.spec.id);
+  env_strings.push_back("MSOMNI_JOB_GPUS=" + join(st.gpus));
+  env_strings.push_back("MSOMNI_JOB_REPLICAS=" + std::to_string(st.replicas));
+  env_strings.push_back("MSOMNI_RESUME_STEP=" + std::to_string(resume_step));
+  if (!host.empty()) {
+    env_strings.push_back("MSOMNI_JOB_HOST=" + host);
+    env_strings.push_back("MSOMNI_JOB_SHARE=" + std::to_string(share));
+  }
+  std::vector<char*> envp, argv;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = st.spec.command;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // fork + exec rather than posix_spawn: the command gets SIGTERM if this process dies, so a
+  // killed `msomni job` leaves no command behind.
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);  // the parent is already gone
+    ::execvpe(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  if (pid < 0) say(st, "cannot start " + st.spec.command[0]);
+  st.child = pid;
+  st.why = stopping::no;
+}
+
+void signal_child(runner_state& st, int sig, stopping why) {
+  st.why = why;
+  if (st.child > 0) ::kill(st.child, sig);
+}
+
+void finish(caf::stateful_actor<runner_state>* self, int code, const std::string& why) {
+  auto& st = self->state;
+  if (st.over) return;
+  st.over = true;
+  say(st, why);
+  st.done(code, why);
+  self->quit();
+}
+
+// The command ended: what that means depends on why it was asked to stop.
+void child_ended(caf::stateful_actor<runner_state>* self, int status) {
+  auto& st = self->state;
+  st.child = -1;
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  switch (st.why) {
+    case stopping::drain:
+    case stopping::shrink: {
+      const uint64_t step = checkpoint_step(st.spec.run_dir);
+      self->send(st.scheduler, msg::job_released{st.spec.id, st.epoch, step});
+      say(st, "released its GPUs (command ended with " + std::to_string(code) + ", checkpoint step " +
+                  std::to_string(step) + ")");
+      if (st.why == stopping::shrink) {
+        const uint32_t per = st.spec.gpus_per_replica ? st.spec.gpus_per_replica : st.spec.gpus;
+        st.gpus.resize(std::min<size_t>(st.gpus.size(), size_t{st.keep_replicas} * per));
+        st.replicas = st.keep_replicas;
+        say(st, "runs on " + std::to_string(st.replicas) + " replicas (gpus " + join(st.gpus) + ")");
+        launch(st, step, "", 0);
+      }
+      break;
+    }
+    case stopping::evicted:
+    case stopping::killed:
+      say(st, "command stopped (" + std::to_string(code) + "); waiting to be started again");
+      break;
+    case stopping::no:
+      self->send(st.scheduler, msg::job_finished{st.spec.id});
+      finish(self, code, code == 0 ? "finished" : "command failed with " + std::to_string(code));
+      break;
+  }
+}
+
+caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf::actor scheduler,
+                     std::function<void(int, const std::string&)> done) {
+  auto& st = self->state;
+  st.spec = std::move(spec);
+  st.scheduler = scheduler;
+  st.done = std::move(done);
+  self->monitor(scheduler);
+  self->set_down_handler([self](const caf::down_msg&) {
+    signal_child(self->state, SIGTERM, stopping::killed);
+    finish(self, 1, "the scheduler went away");
+  });
+  self->set_exit_handler([self](const caf::exit_msg& m) {
+    auto& s = self->state;
+    if (s.child > 0) {
+      ::kill(s.child, SIGKILL);
+      ::waitpid(s.child, nullptr, 0);
+      s.child = -1;
+    }
+    self->quit(m.reason);
+  });
+  const uint32_t per = st.spec.gpus_per_replica ? st.spec.gpus_per_replica : st.spec.gpus;
+  self->send(scheduler, msg::job_submit{st.spec.id, st.spec.job_class, st.spec.gpus, per, st.spec.min_replicas});
+  self->send(self, poll_atom::value);
+  self->delayed_send(self, 10s, quiet_atom::value);
+  say(st, "submitted (" + std::to_string(st.spec.gpus) + " GPUs)");
+  return {
+      [self](const msg::job_command& c) {
+        auto& s = self->state;
+        s.heard = true;
+        if (c.epoch < s.epoch) return;  // stale
+        s.epoch = c.epoch;
+        switch (static_cast<command_kind>(c.kind)) {
+          case command_kind::start:
+          case command_kind::colocate:
+            if (s.child > 0) return;
+            s.gpus = c.gpus;
+            s.replicas = c.replicas;
+            say(s, std::string(c.kind == static_cast<uint8_t>(command_kind::start) ? "started" : "started as a guest of " + c.host) +
+                       " on gpus " + join(s.gpus) + " (" + c.reason + ")");
+            launch(s, c.resume_step, c.kind == static_cast<uint8_t>(command_kind::colocate) ? c.host : "", c.share);
+            break;
+          case command_kind::preempt:  // a shrink notice: the command restarts smaller
+            s.keep_replicas = c.keep_replicas;
+            say(s, "shrink to " + std::to_string(c.keep_replicas) + " replicas within " + seconds(c.drain_s) + " (" + c.reason + ")");
+            signal_child(s, SIGTERM, stopping::shrink);
+            break;
+          case command_kind::force_release:
+            say(s, "force release (" + c.reason + ")");
+            signal_child(s, SIGKILL, stopping::killed);
+            break;
+          case command_kind::evict_guest:
+            say(s, "evicted as a guest (" + c.reason + ")");
+            signal_child(s, SIGTERM, stopping::evicted);
+            break;
+          case command_kind::resize:
+            say(s, "grown to " + std::to_string(c.replicas) + " replicas: applies at the next start (" + c.reason + ")");
+            break;
+          case command_kind::set_share:
+            break;
+          case command_kind::reject:
+            finish(self, 3, "rejected: " + c.reason);
+            break;
+        }
+      },
+      [self](const msg::preempt_notice& n) {
+        auto& s = self->state;
+        s.heard = true;
+        if (n.epoch < s.epoch) return;
+        s.epoch = n.epoch;
+        say(s, "preempted: checkpoint and release within " + seconds(n.drain_s) + " (" + n.reason + ")");
+        if (s.child > 0) signal_child(s, SIGTERM, stopping::drain);
+        else self->send(s.scheduler, msg::job_released{s.spec.id, n.epoch, checkpoint_step(s.spec.run_dir)});
+      },
+      [self](quiet_atom) {
+        if (!self->state.heard)
+          say(self->state, "no decision yet: waiting in the scheduler's queue (or the token in the info file is stale)");
+      },
+      [self](poll_atom) {
+        auto& s = self->state;
+        report_steps(s, self);
+        if (s.child > 0) {
+          int status = 0;
+          if (::waitpid(s.child, &status, WNOHANG) == s.child) child_ended(self, status);
+        }
+        if (!s.over) self->delayed_send(self, 100ms, poll_atom::value);
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, caf::actor scheduler,
+                            std::function<void(int, const std::string&)> done) {
+  return sys.spawn(runner, std::move(spec), std::move(scheduler), std::move(done));
+}
+
+}  // namespace msomni::cli

@@ -1,0 +1,41 @@
+// The job side of the co-location scheduler (`msomni job`): an actor that submits a job to
+// msomni-sched and runs its command as a child process under the scheduler's decisions,
+// the way srun or a torchelastic agent wraps a training command.
+//   start / colocate      -> the command starts; MSOMNI_JOB_GPUS, MSOMNI_JOB_REPLICAS,
+//                            MSOMNI_RESUME_STEP (and MSOMNI_JOB_HOST, MSOMNI_JOB_SHARE for a
+//                            guest) in its environment
+//   preempt_notice        -> SIGTERM (msomni-run saves a final checkpoint and ends); when the
+//                            command has ended, job_released{epoch, checkpoint step}
+//   shrink notice         -> the same, then the command starts again on the GPUs it keeps
+//   force_release         -> SIGKILL (the drain period is over)
+//   evict_guest           -> SIGTERM; the job waits in the queue again
+//   reject                -> the job ends with the scheduler's reason
+//   the command ends by itself -> job_finished; the job ends with the command's exit code
+//   RUN_DIR/metrics.jsonl (with --run-dir) -> job_step_report per step (step_time_ms,
+//                            data_wait_ms), which feeds the scheduler's step-time predictor
+// A scheduler that goes away ends the job (the command is stopped with SIGTERM first).
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace msomni::cli {
+
+struct job_spec {
+  std::string id;
+  uint8_t job_class = 1;  // 0 critical, 1 regular, 2 best-effort
+  uint32_t gpus = 1, gpus_per_replica = 0, min_replicas = 1;  // 0 per replica = the whole job
+  std::vector<std::string> command;  // argv; command[0] is looked up in PATH
+  std::string run_dir;  // optional: checkpoints/latest gives the checkpoint step, metrics.jsonl the steps
+};
+
+// `done(exit_code, why)` is called once, from the actor, when the job is over.
+caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, caf::actor scheduler,
+                            std::function<void(int, const std::string&)> done);
+
+}  // namespace msomni::cli

@@ -1,0 +1,143 @@
+// msomni-sched and `msomni job` as real processes over UCX on loopback: the scheduler
+// service runs the same scheduler_core as msomni-sim; jobs wrap a command. A critical job
+// preempts a running regular job, whose command gets SIGTERM, ends, is reported released
+// and is started again once the critical job is done. A job without the token cannot reach
+// the scheduler; bad flags exit with 2.
+#include "core/child_process.hpp"
+#include "support/process_runner.hpp"
+
+#include <sys/stat.h>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+using namespace std::chrono_literals;
+using msomni::child_process;
+using msomni::testing::read_text;
+using msomni::testing::run_command;
+using msomni::testing::temp_dir;
+
+namespace {
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// msomni-sched on 8 GPUs with no run window (so a young regular job may be preempted) and a
+// short drain; waits until it listens.
+std::unique_ptr<child_process> start_scheduler(const temp_dir& dir) {
+  auto sched = std::make_unique<child_process>(
+      MSOMNI_SCHED_BINARY, std::vector<std::string>{"--gpus", "8", "--min-run-window-s", "0", "--drain-s", "20",
+                                                    "--info-file", (dir.path() / "info").string()});
+  REQUIRE_MESSAGE(sched->read_until("msomni-sched: 8 GPUs", 20s), "msomni-sched did not start: " << sched->log);
+  return sched;
+}
+
+}  // namespace
+
+TEST_CASE("msomni-sched over UCX: a critical job preempts a regular job that releases and resumes") {
+  temp_dir dir;
+  auto sched = start_scheduler(dir);
+  const std::string info = (dir.path() / "info").string();
+  struct stat st {};
+  REQUIRE(::stat(info.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  // The regular job's command logs each start and its SIGTERM, then works for 4 s.
+  const std::string runs = (dir.path() / "reg.runs").string();
+  child_process reg(MSOMNI_CLI_BINARY,
+                    {"job", "--scheduler-info", info, "--id", "reg", "--class", "regular", "--gpus", "8", "--", "sh",
+                     "-c",
+                     "echo \"run gpus=$MSOMNI_JOB_GPUS\" >> " + runs + "; trap 'echo term >> " + runs +
+                         "; exit 0' TERM; sleep 4 & wait"});
+  REQUIRE_MESSAGE(reg.read_until("msomni job reg: started", 20s), reg.log);
+  const auto crit = run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info +
+                                " --id crit --class critical --gpus 8 -- sh -c 'echo crit-ran'");
+  CHECK_MESSAGE(crit.exit_code == 0, crit.output);
+  CHECK(crit.output.find("crit-ran") != std::string::npos);
+  CHECK(crit.output.find("msomni job crit: finished") != std::string::npos);
+  REQUIRE_MESSAGE(reg.read_until("msomni job reg: finished", 30s), reg.log);
+  CHECK(reg.wait(10s) == 0);
+  CHECK(reg.log.find("preempted: checkpoint and release within 20 s (make room for critical job crit)") != std::string::npos);
+  CHECK(reg.log.find("released its GPUs") != std::string::npos);
+  CHECK(count(reg.log, "msomni job reg: started") == 2);
+  const std::string r = read_text(runs);
+  CHECK(count(r, "run gpus=0,1,2,3,4,5,6,7") == 2);
+  CHECK(count(r, "term") == 1);
+  // The scheduler printed each decision with its reason, in order.
+  ::kill(sched->pid(), SIGTERM);
+  CHECK(sched->read_until("msomni-sched: stopped", 10s));
+  CHECK(sched->wait(10s) == 0);
+  const auto& log = sched->log;
+  const auto pre = log.find("preempt reg drain=20s: make room for critical job crit");
+  const auto cstart = log.find("start crit gpus=8");
+  REQUIRE(pre != std::string::npos);
+  REQUIRE(cstart != std::string::npos);
+  CHECK(pre < cstart);
+  CHECK(count(log, "start reg gpus=8") == 2);
+}
+
+TEST_CASE("msomni-sched over UCX: a critical job's metrics feed the predictor and a best-effort job is co-located") {
+  temp_dir dir;
+  auto sched = std::make_unique<child_process>(
+      MSOMNI_SCHED_BINARY, std::vector<std::string>{"--gpus", "8", "--reservation-window-s", "1", "--info-file",
+                                                    (dir.path() / "info").string()});
+  REQUIRE_MESSAGE(sched->read_until("msomni-sched: 8 GPUs", 20s), sched->log);
+  const std::string info = (dir.path() / "info").string();
+  const auto run_dir = dir.path() / "crit-run";
+  std::filesystem::create_directories(run_dir);
+  // The critical command writes 40 steps as msomni-run does (1 s steps, half of each waiting
+  // for data: idle share 0.5), then trains on for a while.
+  std::string lines;
+  for (int i = 1; i <= 40; ++i)
+    lines += "{\"step\":" + std::to_string(i) + ",\"step_time_ms\":1000.0,\"data_wait_ms\":500.0}\n";
+  const std::string metrics = dir.write("steps", lines);
+  child_process crit(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "crit", "--class", "critical", "--gpus",
+                                         "8", "--run-dir", run_dir.string(), "--", "sh", "-c",
+                                         "cat " + metrics + " >> " + (run_dir / "metrics.jsonl").string() + "; sleep 6"});
+  REQUIRE_MESSAGE(crit.read_until("msomni job crit: started", 20s), crit.log);
+  const auto guest = run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info +
+                                 " --id be --class best-effort --gpus 2 -- sh -c 'echo \"guest of $MSOMNI_JOB_HOST share $MSOMNI_JOB_SHARE\"'");
+  CHECK_MESSAGE(guest.exit_code == 0, guest.output);
+  CHECK(guest.output.find("started as a guest of crit") != std::string::npos);
+  CHECK(guest.output.find("guest of crit share 0.") != std::string::npos);
+  CHECK(crit.read_until("msomni job crit: finished", 20s));
+  ::kill(sched->pid(), SIGTERM);
+  sched->read_until("msomni-sched: stopped", 10s);
+  CHECK(sched->log.find("colocate be gpus=2: host's predicted idle share passes the threshold") != std::string::npos);
+}
+
+TEST_CASE("msomni-sched: a job without the token cannot reach the scheduler") {
+  temp_dir dir;
+  auto sched = start_scheduler(dir);
+  const std::string real = read_text(dir.path() / "info");
+  const std::string address = real.substr(0, real.find(' '));
+  const std::string forged = dir.write("forged", address + " 00000000000000000000000000000000\n");
+  const auto r = run_command("timeout 4 " + std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + forged +
+                             " --id intruder --class critical --gpus 1 -- true");
+  CHECK(r.exit_code == 124);  // still waiting: its submit went nowhere
+  ::kill(sched->pid(), SIGTERM);
+  sched->read_until("msomni-sched: stopped", 10s);
+  CHECK(sched->log.find("intruder") == std::string::npos);
+}
+
+TEST_CASE("msomni-sched and msomni job refuse bad arguments with exit code 2") {
+  CHECK(run_command(std::string(MSOMNI_SCHED_BINARY) + " --gpus 0").exit_code == 2);
+  CHECK(run_command(std::string(MSOMNI_SCHED_BINARY) + " --policy fastest").exit_code == 2);
+  CHECK(run_command(std::string(MSOMNI_SCHED_BINARY) + " --bogus 1").exit_code == 2);
+  temp_dir dir;
+  const std::string info = dir.write("info", "not-an-info-file");
+  const auto no_cmd = run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info + " --id a --gpus 1");
+  CHECK(no_cmd.exit_code == 2);
+  CHECK(no_cmd.output.find("a command after --") != std::string::npos);
+  const auto bad_info = run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info +
+                                    " --id a --gpus 1 -- true");
+  CHECK(bad_info.exit_code == 2);
+  CHECK(bad_info.output.find("expected \"ADDRESS TOKEN\"") != std::string::npos);
+  CHECK(run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info +
+                    " --id a --class urgent --gpus 1 -- true").exit_code == 2);
+}
