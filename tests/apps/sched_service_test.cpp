@@ -2,7 +2,8 @@
 // service runs the same scheduler_core as msomni-sim; jobs wrap a command. A critical job
 // preempts a running regular job, whose command gets SIGTERM, ends, is reported released
 // and is started again once the critical job is done. A job without the token cannot reach
-// the scheduler; bad flags exit with 2.
+// the scheduler; bad flags exit with 2. msomni-run itself, preempted under msomni job, saves
+// a final checkpoint, resumes from it and matches an uninterrupted run loss for loss.
 #include "core/child_process.hpp"
 #include "support/process_runner.hpp"
 
@@ -12,7 +13,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <sstream>
 #include <string>
+#include <thread>
 
 using namespace std::chrono_literals;
 using msomni::child_process;
@@ -109,6 +113,58 @@ TEST_CASE("msomni-sched over UCX: a critical job's metrics feed the predictor an
   ::kill(sched->pid(), SIGTERM);
   sched->read_until("msomni-sched: stopped", 10s);
   CHECK(sched->log.find("colocate be gpus=2: host's predicted idle share passes the threshold") != std::string::npos);
+}
+
+// step -> loss text, the last line of each step (a resumed run appends to metrics.jsonl).
+std::map<int, std::string> losses(const std::filesystem::path& metrics) {
+  std::map<int, std::string> out;
+  std::istringstream in(read_text(metrics));
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto s = line.find("\"step\":"), l = line.find("\"loss\":");
+    if (s == std::string::npos || l == std::string::npos) continue;
+    out[std::stoi(line.substr(s + 7))] = line.substr(l + 7, line.find(',', l) - l - 7);
+  }
+  return out;
+}
+
+TEST_CASE("msomni-run under msomni job: preempted by a critical job it checkpoints, resumes and matches an uninterrupted run") {
+  temp_dir dir;
+  const std::string cache = (dir.path() / "cache").string();
+  ::setenv("MSOMNI_CACHE_DIR", cache.c_str(), 1);  // for the reference run and the job's command
+  const std::string quickstart = std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml";
+  const auto ref_dir = dir.path() / "ref";
+  const auto ref = run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart + " --set training.steps=240 --run-dir " +
+                               ref_dir.string());
+  REQUIRE_MESSAGE(ref.exit_code == 0, ref.output);
+
+  auto sched = start_scheduler(dir);
+  const std::string info = (dir.path() / "info").string();
+  const auto run_dir = dir.path() / "run";
+  child_process job(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "train", "--class", "regular", "--gpus",
+                                        "8", "--run-dir", run_dir.string(), "--", MSOMNI_RUN_BINARY, quickstart, "--set",
+                                        "training.steps=240", "--run-dir", run_dir.string()});
+  REQUIRE_MESSAGE(job.read_until("msomni job train: started", 20s), job.log);
+  // Preempt it mid-run: once 20 steps are in its metrics, a critical job arrives.
+  for (int i = 0; i < 600 && losses(run_dir / "metrics.jsonl").size() < 20; ++i) std::this_thread::sleep_for(50ms);
+  const auto crit = run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info +
+                                " --id crit --class critical --gpus 8 -- true");
+  CHECK_MESSAGE(crit.exit_code == 0, crit.output);
+  REQUIRE_MESSAGE(job.read_until("msomni job train: finished", 120s), job.log);
+  CHECK(job.wait(10s) == 0);
+  CAPTURE(job.log);
+  CHECK(job.log.find("msomni job train: preempted") != std::string::npos);
+  CHECK(job.log.find("stopped at step") != std::string::npos);  // msomni-run's final checkpoint
+  CHECK(read_text(run_dir / "events.jsonl").find("warmed up with checkpoint step") != std::string::npos);  // the resume
+  const auto released = job.log.find("released its GPUs");
+  REQUIRE(released != std::string::npos);
+  CHECK(job.log.find("checkpoint step 0)") == std::string::npos);  // it reported a real step
+  // Same losses, step by step, as the run nobody interrupted.
+  const auto got = losses(run_dir / "metrics.jsonl"), want = losses(ref_dir / "metrics.jsonl");
+  CHECK(want.size() == 240);
+  CHECK(got == want);
+  ::kill(sched->pid(), SIGTERM);
+  sched->wait(10s);
 }
 
 TEST_CASE("msomni-sched: a job without the token cannot reach the scheduler") {
