@@ -113,6 +113,11 @@ idle_forecast step_predictor::forecast(const std::string& job, double horizon_s,
   double fill = static_cast<double>(st.samples) / static_cast<double>(std::max<size_t>(params_.warmup_steps, 1));
   double cv = st.step_std_s / st.step_mean_s;
   f.confidence = std::clamp(std::min(fill, 1.0) * (1.0 - cv), 0.0, 1.0);
+  f.rhythm_idle = f.idle_mean;
+  if (st.checkpoint_every_steps > 0) {
+    const double phase = st.checkpoint_mean_s / (st.checkpoint_every_steps * st.step_mean_s + st.checkpoint_mean_s);
+    f.rhythm_idle = phase + (1 - phase) * f.idle_mean;
+  }
   if (st.checkpoint_every_steps <= 0 || horizon_s <= 0) return f;
   // Steps since the newest checkpoint step decide where the next one lands: after
   // next_in_steps ordinary step lengths (its phase closes its own step).

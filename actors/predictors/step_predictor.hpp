@@ -76,6 +76,10 @@ struct idle_forecast {
   // cut to the shortest phase seen. During a phase the job's GPUs are idle, so this share
   // is lendable whole, on top of the ordinary idle share in the rest of the horizon.
   double phase_share = 0;
+  // Idle share over the job's whole rhythm: ordinary steps at idle_mean plus its
+  // checkpoint/evaluation phases at their observed period and mean length,
+  // phase / (period x step + phase) of the time. idle_mean when no period is known.
+  double rhythm_idle = 0;
 };
 
 struct predictor_params {

@@ -101,7 +101,7 @@ void on_window(caf::event_based_actor* self, shell_state& st) {
     auto last = st.last_report_s.find(id);
     double since = last == st.last_report_s.end() ? 0.0 : std::max(0.0, st.now_s() - last->second);
     auto f = st.predictor.forecast(id, horizon_s, since);
-    st.core.set_forecast(id, {f.idle_mean, f.lendable_share, f.last_idle, f.confidence, f.phase_share});
+    st.core.set_forecast(id, {f.idle_mean, f.lendable_share, f.last_idle, f.confidence, f.phase_share, f.rhythm_idle});
   }
   execute(self, st, st.core.window(st.now_s()));
 }

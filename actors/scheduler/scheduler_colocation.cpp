@@ -1,8 +1,9 @@
 // Scheduler policy core, co-location half: once per reservation window, decide which
 // preemptible jobs run as guests inside critical jobs' idle share and how large a share.
 // omni lends the predictor's mean idle share minus its safety margin, plus whatever part of
-// the window a predicted checkpoint/evaluation phase surely covers, and only when the
-// window's predicted idle share passes the idle threshold with enough confidence; greedy lends whatever the last
+// the window a predicted checkpoint/evaluation phase surely covers, and only when the job's
+// idle share over its rhythm (phases included) or the window's predicted idle share passes
+// the idle threshold, with enough confidence; greedy lends whatever the last
 // step left idle, with no threshold and no margin (the "no prediction" baseline).
 #include "scheduler_core.hpp"
 
@@ -26,7 +27,10 @@ double scheduler_core::guest_share(const std::string& host) const {
   // the rest of the window has the ordinary idle share. The threshold applies to the window.
   double phase = std::clamp(f.phase_share, 0.0, 1.0);
   double window_idle = phase + (1 - phase) * f.idle_mean;
-  if (window_idle < params_.idle_threshold || f.confidence < params_.min_confidence) return 0;
+  // A host qualifies when its GPUs' idle share over its rhythm passes the threshold, or when
+  // this window's does (a phase lifts it).
+  if (std::max(window_idle, f.rhythm_idle) < params_.idle_threshold || f.confidence < params_.min_confidence)
+    return 0;
   return std::clamp(phase + (1 - phase) * f.lendable_share, 0.0, 1.0);
 }
 

@@ -102,6 +102,9 @@ struct host_forecast {
   double last_idle = 0;       // newest observation only
   double confidence = 0;
   double phase_share = 0;     // share of the next window surely inside a checkpoint/eval phase
+  // The job's idle share over its whole rhythm: ordinary steps plus checkpoint/evaluation
+  // phases at their observed rate (what the GPUs' idle ratio is over hours).
+  double rhythm_idle = 0;
 };
 
 }  // namespace msomni::sched

@@ -62,6 +62,19 @@ TEST_CASE("a short history lends less: the margin covers the uncertainty of the 
   CHECK(young.lendable_share < old.lendable_share);
 }
 
+TEST_CASE("the rhythm's idle share counts checkpoint phases at their observed rate") {
+  step_predictor p({200, 2.0, 8, 16});
+  // 10 s steps, 2 s of data wait (idle 0.2), and a 120 s phase every 20 steps.
+  for (int i = 0; i < 100; ++i) p.observe("j", {10, 2, (i % 20 == 19) ? 120.0 : 0.0, 0});
+  auto f = p.forecast("j", 60);
+  CHECK(f.idle_mean == doctest::Approx(0.2));
+  const double phase = 120.0 / (20 * 10 + 120);
+  CHECK(f.rhythm_idle == doctest::Approx(phase + (1 - phase) * 0.2));
+  // No phase seen: the rhythm is the ordinary steps.
+  for (int i = 0; i < 50; ++i) p.observe("plain", {10, 2, 0, 0});
+  CHECK(p.forecast("plain", 60).rhythm_idle == doctest::Approx(0.2));
+}
+
 TEST_CASE("checkpoint phases become predicted idle windows") {
   step_predictor p({200, 2.0, 8, 16});
   for (int i = 0; i < 100; ++i) p.observe("j", {10, 0, (i % 20 == 19) ? 120.0 : 0.0, 0});

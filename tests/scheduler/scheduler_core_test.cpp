@@ -218,6 +218,21 @@ TEST_CASE("a predicted phase counts toward the window's idle share and is lent w
   CHECK(g->share == doctest::Approx(0.20 + 0.80 * 0.20));
 }
 
+TEST_CASE("a host whose idle share over its rhythm passes the threshold lends in every window") {
+  auto s = make(policy_kind::omni);
+  s.submit(req("crit", job_class::critical, 16), 0);
+  s.submit(req("reg", job_class::regular, 4), 1);
+  // Ordinary steps 30% idle, no phase in this window; over its rhythm (phases included) 38%.
+  s.set_forecast("crit", {0.30, 0.25, 0.3, 1.0, 0.0, 0.38});
+  const auto cs = s.window(60);
+  const command* g = find_cmd(cs, command_kind::colocate, "reg");
+  REQUIRE(g);
+  CHECK(g->share == doctest::Approx(0.25));  // the ordinary share, margin cut
+  // Below the threshold over the rhythm and in the window: the guest leaves.
+  s.set_forecast("crit", {0.30, 0.25, 0.3, 1.0, 0.0, 0.33});
+  CHECK(find_cmd(s.window(120), command_kind::evict_guest, "reg"));
+}
+
 TEST_CASE("guests are packed into a host's GPUs on disjoint slices and all leave when it ends") {
   auto s = make(policy_kind::omni);
   s.submit(req("crit", job_class::critical, 8), 0);
