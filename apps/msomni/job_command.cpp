@@ -31,11 +31,14 @@ extern "C" void on_job_signal(int) { g_interrupted = true; }
 
 int job_usage(std::ostream& os, int code) {
   os << "usage: msomni job --scheduler-info FILE --id NAME --class critical|regular|best-effort --gpus N\n"
-        "                  [--gpus-per-replica R] [--min-replicas M] [--run-dir DIR] -- COMMAND [ARGS...]\n"
+        "                  [--gpus-per-replica R] [--min-replicas M] [--run-dir DIR] [--scratch-dir DIR]\n"
+        "                  -- COMMAND [ARGS...]\n"
         "  --scheduler-info  the file msomni-sched wrote (\"ADDRESS TOKEN\")\n"
         "  --run-dir         the command's run directory (msomni-run's --run-dir): checkpoints/latest\n"
         "                    gives the step a preempted job reports, metrics.jsonl the step times\n"
-        "                    and data waits that feed the scheduler's idle-window predictor\n";
+        "                    and data waits that feed the scheduler's idle-window predictor\n"
+        "  --scratch-dir     the command gets MSOMNI_SCRATCH_DIR=DIR/NAME, created at each start and\n"
+        "                    removed whenever the command ends (a preempted job leaves no scratch)\n";
   return code;
 }
 
@@ -69,6 +72,7 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       else if (a == "--gpus-per-replica") spec.gpus_per_replica = static_cast<uint32_t>(std::stoul(v));
       else if (a == "--min-replicas") spec.min_replicas = static_cast<uint32_t>(std::stoul(v));
       else if (a == "--run-dir") spec.run_dir = v;
+      else if (a == "--scratch-dir") spec.scratch_dir = v;
       else {
         err << "msomni job: unknown option " << a << "\n";
         return job_usage(err, exit_usage);

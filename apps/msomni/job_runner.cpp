@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -101,6 +102,10 @@ std::string seconds(double s) {
   return o.str();
 }
 
+std::filesystem::path scratch_of(const runner_state& st) {
+  return std::filesystem::path(st.spec.scratch_dir) / st.spec.id;
+}
+
 void launch(runner_state& st, uint64_t resume_step, const std::string& host, double share) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
@@ -108,6 +113,13 @@ void launch(runner_state& st, uint64_t resume_step, const std::string& host, dou
   env_strings.push_back("MSOMNI_JOB_GPUS=" + join(st.gpus));
   env_strings.push_back("MSOMNI_JOB_REPLICAS=" + std::to_string(st.replicas));
   env_strings.push_back("MSOMNI_RESUME_STEP=" + std::to_string(resume_step));
+  if (!st.spec.scratch_dir.empty()) {
+    const auto dir = scratch_of(st);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) say(st, "cannot create the scratch directory " + dir.string() + ": " + ec.message());
+    env_strings.push_back("MSOMNI_SCRATCH_DIR=" + dir.string());
+  }
   if (!host.empty()) {
     env_strings.push_back("MSOMNI_JOB_HOST=" + host);
     env_strings.push_back("MSOMNI_JOB_SHARE=" + std::to_string(share));
@@ -133,6 +145,15 @@ void launch(runner_state& st, uint64_t resume_step, const std::string& host, dou
   st.why = stopping::no;
 }
 
+// The command has ended: its scratch files go, whatever the reason.
+void remove_scratch(runner_state& st) {
+  if (st.spec.scratch_dir.empty()) return;
+  std::error_code ec;
+  const auto removed = std::filesystem::remove_all(scratch_of(st), ec);
+  if (ec) say(st, "cannot remove the scratch directory " + scratch_of(st).string() + ": " + ec.message());
+  else if (removed > 0) say(st, "removed its scratch directory (" + std::to_string(removed - 1) + " files)");
+}
+
 void signal_child(runner_state& st, int sig, stopping why) {
   st.why = why;
   if (st.child > 0) ::kill(st.child, sig);
@@ -151,6 +172,7 @@ void finish(caf::stateful_actor<runner_state>* self, int code, const std::string
 void child_ended(caf::stateful_actor<runner_state>* self, int status) {
   auto& st = self->state;
   st.child = -1;
+  remove_scratch(st);
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   switch (st.why) {
     case stopping::drain:
@@ -196,6 +218,7 @@ caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf
       ::kill(s.child, SIGKILL);
       ::waitpid(s.child, nullptr, 0);
       s.child = -1;
+      remove_scratch(s);
     }
     self->quit(m.reason);
   });

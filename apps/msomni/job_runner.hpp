@@ -11,6 +11,7 @@
 //   evict_guest           -> SIGTERM; the job waits in the queue again
 //   reject                -> the job ends with the scheduler's reason
 //   the command ends by itself -> job_finished; the job ends with the command's exit code
+//   the command ends, for any reason -> its scratch directory (with --scratch-dir) is removed
 //   RUN_DIR/metrics.jsonl (with --run-dir) -> job_step_report per step (step_time_ms,
 //                            data_wait_ms), which feeds the scheduler's step-time predictor
 // A scheduler that goes away ends the job (the command is stopped with SIGTERM first).
@@ -32,6 +33,10 @@ struct job_spec {
   uint32_t gpus = 1, gpus_per_replica = 0, min_replicas = 1;  // 0 per replica = the whole job
   std::vector<std::string> command;  // argv; command[0] is looked up in PATH
   std::string run_dir;  // optional: checkpoints/latest gives the checkpoint step, metrics.jsonl the steps
+  // Optional: MSOMNI_SCRATCH_DIR=scratch_dir/ID for the command, created before each start
+  // and removed whenever the command ends (SPEC R7: a preempted job leaves no scratch files
+  // on shared storage; what it needs to resume is in its checkpoint).
+  std::string scratch_dir;
 };
 
 // `done(exit_code, why)` is called once, from the actor, when the job is over.

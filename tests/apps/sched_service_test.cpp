@@ -1,7 +1,7 @@
 // msomni-sched and `msomni job` as real processes over UCX on loopback: the scheduler
 // service runs the same scheduler_core as msomni-sim; jobs wrap a command. A critical job
 // preempts a running regular job, whose command gets SIGTERM, ends, is reported released
-// and is started again once the critical job is done. A job without the token cannot reach
+// and is started again once the critical job is done; its scratch files go each time. A job without the token cannot reach
 // the scheduler; bad flags exit with 2. msomni-run itself, preempted under msomni job, saves
 // a final checkpoint, resumes from it and matches an uninterrupted run loss for loss.
 #include "core/child_process.hpp"
@@ -51,13 +51,15 @@ TEST_CASE("msomni-sched over UCX: a critical job preempts a regular job that rel
   struct stat st {};
   REQUIRE(::stat(info.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
-  // The regular job's command logs each start and its SIGTERM, then works for 4 s.
+  // The regular job's command writes a scratch file, logs each start and its SIGTERM, then
+  // works for 4 s.
   const std::string runs = (dir.path() / "reg.runs").string();
+  const auto scratch = dir.path() / "scratch";
   child_process reg(MSOMNI_CLI_BINARY,
-                    {"job", "--scheduler-info", info, "--id", "reg", "--class", "regular", "--gpus", "8", "--", "sh",
-                     "-c",
-                     "echo \"run gpus=$MSOMNI_JOB_GPUS\" >> " + runs + "; trap 'echo term >> " + runs +
-                         "; exit 0' TERM; sleep 4 & wait"});
+                    {"job", "--scheduler-info", info, "--id", "reg", "--class", "regular", "--gpus", "8",
+                     "--scratch-dir", scratch.string(), "--", "sh", "-c",
+                     "echo partial > \"$MSOMNI_SCRATCH_DIR/activations.bin\" && echo \"run gpus=$MSOMNI_JOB_GPUS\" >> " +
+                         runs + "; trap 'echo term >> " + runs + "; exit 0' TERM; sleep 4 & wait"});
   REQUIRE_MESSAGE(reg.read_until("msomni job reg: started", 20s), reg.log);
   const auto crit = run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info +
                                 " --id crit --class critical --gpus 8 -- sh -c 'echo crit-ran'");
@@ -72,6 +74,9 @@ TEST_CASE("msomni-sched over UCX: a critical job preempts a regular job that rel
   const std::string r = read_text(runs);
   CHECK(count(r, "run gpus=0,1,2,3,4,5,6,7") == 2);
   CHECK(count(r, "term") == 1);
+  // No scratch left behind, neither by the preempted run nor by the finished one (R7).
+  CHECK(count(reg.log, "removed its scratch directory (1 files)") == 2);
+  CHECK_FALSE(std::filesystem::exists(scratch / "reg"));
   // The scheduler printed each decision with its reason, in order.
   ::kill(sched->pid(), SIGTERM);
   CHECK(sched->read_until("msomni-sched: stopped", 10s));
