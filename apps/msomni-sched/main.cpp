@@ -1,4 +1,4 @@
-// msomni-sched [--gpus N] [--gpus-per-node N] [--nodes-per-switch N] [--policy omni|exclusive|greedy]
+// msomni-sched [--config FILE] [--gpus N] [--gpus-per-node N] [--nodes-per-switch N] [--policy omni|exclusive|greedy]
 //              [--idle-threshold X] [--drain-s S] [--min-run-window-s S] [--reservation-window-s S]
 //              [--queue-capacity N] [--listen HOST:PORT] [--info-file FILE]
 // The co-location scheduler as a service (SPEC R7): the scheduler actor shell around the same
@@ -7,6 +7,7 @@
 // random token and writes "ADDRESS TOKEN" to the info file (mode 0600): without the token a
 // job cannot address it (SPEC R9). Every decision is printed with its reason. Ends on
 // SIGINT/SIGTERM. Exit codes: 0 stopped, 1 could not start, 2 usage.
+#include "config/config_loader.hpp"
 #include "core/clock.hpp"
 #include "core/secret_file.hpp"
 #include "gateway/gateway.hpp"
@@ -36,6 +37,11 @@ extern "C" void on_signal(int) { g_done = true; }
 
 int usage(std::ostream& os, int code) {
   os << "usage: msomni-sched [options]\n"
+        "  --config FILE            a TOML file with a [scheduler] table (configs/scheduler/); the keys\n"
+        "                           are step_window, idle_threshold, safety_factor, drain_period_s,\n"
+        "                           min_run_window_s, reservation_window_s, queue_capacity, policy,\n"
+        "                           min_confidence, critical_peak_memory_s, critical_reserve_factor;\n"
+        "                           flags below override it. A bad file is refused with FILE:LINE:COL\n"
         "  --gpus N                 GPUs in the cluster (default 8)\n"
         "  --gpus-per-node N        (default 8)      --nodes-per-switch N (default 4)\n"
         "  --policy P               omni | exclusive | greedy (default omni)\n"
@@ -77,9 +83,34 @@ int main(int argc, char** argv) {
       {"--listen", [&](const std::string& v) { listen = v; }},
       {"--info-file", [&](const std::string& v) { info_file = v; }},
   };
+  // The file first, so that flags override it.
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) != "--config") continue;
+    try {
+      const auto c = config::load_scheduler_file(argv[i + 1]);
+      if (!sched::parse_policy(c.policy, s.params.policy)) throw std::logic_error("policy " + c.policy);
+      s.params.idle_threshold = c.idle_threshold;
+      s.params.min_confidence = c.min_confidence;
+      s.params.drain_period_s = c.drain_period_s;
+      s.params.min_run_window_s = c.min_run_window_s;
+      s.params.reservation_window_s = c.reservation_window_s;
+      s.params.queue_capacity = static_cast<size_t>(c.queue_capacity);
+      s.params.critical_peak_memory_s = c.critical_peak_memory_s;
+      s.params.critical_reserve_factor = c.critical_reserve_factor;
+      s.predictor.window_steps = static_cast<size_t>(c.step_window);
+      s.predictor.safety_factor = c.safety_factor;
+    } catch (const config::config_errors& e) {
+      std::cerr << "msomni-sched: the configuration is invalid; nothing was started.\n" << e.what();
+      return 2;
+    }
+  }
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") return usage(std::cout, 0);
+    if (a == "--config") {
+      ++i;
+      continue;
+    }
     auto f = flags.find(a);
     if (f == flags.end()) {
       std::cerr << "msomni-sched: unknown option " << a << "\n";

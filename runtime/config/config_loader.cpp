@@ -53,19 +53,30 @@ job_config load_parsed(toml::table& root, const std::string& source,
   return cfg;
 }
 
-job_config parse_and_load(std::string_view text, const std::string& source,
-                          const std::vector<std::string>& overrides) {
-  reader_context ctx(source);
-  toml::table root;
+toml::table parse_or_throw(std::string_view text, const std::string& source, reader_context& ctx) {
   try {
-    root = toml::parse(text, source);
+    return toml::parse(text, source);
   } catch (const toml::parse_error& e) {
     const auto line = e.source().begin.line;
     ctx.fail_at({source, line, e.source().begin.column}, key_near(text, line),
                 "syntax error: " + std::string(e.description()));
     throw config_errors(std::move(ctx.errors()));
   }
+}
+
+job_config parse_and_load(std::string_view text, const std::string& source,
+                          const std::vector<std::string>& overrides) {
+  reader_context ctx(source);
+  toml::table root = parse_or_throw(text, source, ctx);
   return load_parsed(root, source, overrides, ctx);
+}
+
+std::string read_whole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw config_errors({config_error{path, 0, 0, "(file)", "cannot open the config file"}});
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace
@@ -95,11 +106,17 @@ config_errors::config_errors(std::vector<config_error> errors)
     : std::runtime_error(join_errors(errors)), errors_(std::move(errors)) {}
 
 job_config load_file(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw config_errors({config_error{path, 0, 0, "(file)", "cannot open the config file"}});
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_and_load(text.str(), path, overrides);
+  return parse_and_load(read_whole(path), path, overrides);
+}
+
+scheduler_section load_scheduler_file(const std::string& path) {
+  const std::string text = read_whole(path);
+  reader_context ctx(path);
+  toml::table root = parse_or_throw(text, path, ctx);
+  scheduler_section s;
+  read_scheduler_schema(root, ctx, s);
+  if (!ctx.errors().empty()) throw config_errors(std::move(ctx.errors()));
+  return s;
 }
 
 job_config load_string(std::string_view toml_text, const std::string& source_name,

@@ -19,6 +19,10 @@ job_config load_file(const std::string& path, const std::vector<std::string>& ov
 job_config load_string(std::string_view toml_text, const std::string& source_name,
                        const std::vector<std::string>& overrides = {});
 
+// A scheduler service's config file (msomni-sched --config): a [scheduler] table and
+// nothing else; throws config_errors listing every problem.
+scheduler_section load_scheduler_file(const std::string& path);
+
 // Checks against the environment (paths exist, ports free, directories writable).
 // Relative data paths resolve against the config file's directory.
 std::vector<config_error> check_environment(const job_config& cfg);

@@ -176,6 +176,10 @@ void read_scheduler(table_reader& r, scheduler_section& s) {
   r.read("reservation_window_s", s.reservation_window_s, 0.001, 86400.0);
   r.read("critical_slowdown_budget", s.critical_slowdown_budget, 0.0, 1.0);
   r.read("queue_capacity", s.queue_capacity, 1, 1 << 24);
+  r.read("policy", s.policy, {"omni", "exclusive", "greedy"});
+  r.read("min_confidence", s.min_confidence, 0.0, 1.0);
+  r.read("critical_peak_memory_s", s.critical_peak_memory_s, 0.0, 365 * 86400.0);
+  r.read("critical_reserve_factor", s.critical_reserve_factor, 0.0, 100.0);
   r.finish();
 }
 
@@ -243,6 +247,13 @@ void check_cross_section(table_reader& training, table_reader& elastic, job_conf
 }
 
 }  // namespace
+
+void read_scheduler_schema(const toml::table& root, reader_context& ctx, scheduler_section& s) {
+  table_reader top(ctx, &root, "", &root);
+  auto sched = table_reader(ctx, top.table("scheduler"), "scheduler", &root);
+  read_scheduler(sched, s);
+  top.finish();
+}
 
 void read_schema(const toml::table& root, reader_context& ctx, job_config& c) {
   table_reader top(ctx, &root, "", &root);

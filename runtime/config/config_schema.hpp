@@ -8,4 +8,7 @@ namespace msomni::config {
 
 void read_schema(const toml::table& root, reader_context& ctx, job_config& out);
 
+// A scheduler service's file (msomni-sched --config): only a [scheduler] table.
+void read_scheduler_schema(const toml::table& root, reader_context& ctx, scheduler_section& out);
+
 }  // namespace msomni::config

@@ -111,6 +111,11 @@ struct scheduler_section {
   double reservation_window_s = 1800.0;
   double critical_slowdown_budget = 0.02;
   int64_t queue_capacity = 1024;
+  // Read by msomni-sched (the scheduler service); a training job ignores them.
+  std::string policy = "omni";                 // omni | exclusive | greedy
+  double min_confidence = 0.5;
+  double critical_peak_memory_s = 604800.0;
+  double critical_reserve_factor = 2.0;
 };
 
 struct cluster_node {

@@ -186,6 +186,28 @@ TEST_CASE("msomni-sched: a job without the token cannot reach the scheduler") {
   CHECK(sched->log.find("intruder") == std::string::npos);
 }
 
+TEST_CASE("msomni-sched reads its policy from a TOML [scheduler] table and refuses a bad one before starting") {
+  temp_dir dir;
+  child_process sched(MSOMNI_SCHED_BINARY,
+                      {"--config", std::string(MSOMNI_SOURCE_DIR) + "/configs/scheduler/cluster-sched.toml", "--gpus", "16",
+                       "--policy", "greedy", "--info-file", (dir.path() / "info").string()});
+  const auto line = sched.read_until("msomni-sched: 16 GPUs", 20s);
+  REQUIRE_MESSAGE(line, sched.log);
+  CHECK(line->find("policy greedy") != std::string::npos);  // the flag overrides the file's omni
+  ::kill(sched.pid(), SIGTERM);
+  CHECK(sched.wait(10s) == 0);
+  const std::string bad = dir.write("bad.toml", "[scheduler]\nidle_treshold = 0.4\npolicy = \"fastest\"\n");
+  const auto r = run_command(std::string(MSOMNI_SCHED_BINARY) + " --config " + bad + " --info-file " +
+                             (dir.path() / "never").string());
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("nothing was started") != std::string::npos);
+  CHECK(r.output.find(bad + ":2:1: scheduler.idle_treshold") != std::string::npos);
+  CHECK(r.output.find(bad + ":3:") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "never"));
+  const std::string other = dir.write("job.toml", "[scheduler]\n[model]\nname = \"x\"\n");
+  CHECK(run_command(std::string(MSOMNI_SCHED_BINARY) + " --config " + other).exit_code == 2);
+}
+
 TEST_CASE("msomni-sched and msomni job refuse bad arguments with exit code 2") {
   CHECK(run_command(std::string(MSOMNI_SCHED_BINARY) + " --gpus 0").exit_code == 2);
   CHECK(run_command(std::string(MSOMNI_SCHED_BINARY) + " --policy fastest").exit_code == 2);
