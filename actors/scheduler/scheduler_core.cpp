@@ -244,7 +244,7 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
       continue;
     }
     if (params_.policy == policy_kind::omni && j.req.klass == job_class::critical) {
-      // Best-effort GPUs already given back for it arrive at once, like free ones.
+      // GPUs that borrowers are already giving back arrive at once, like free ones.
       const int64_t given_back = critical_blocked ? 0 : gpus_giving_way(draining_);
       const int64_t instant = int64_t{free_now} + given_back;
       if (!critical_blocked && instant + at_once >= need) {

@@ -41,8 +41,9 @@ struct job_state {
   std::string host;            // while a guest (its `gpus` are a slice of the host's)
   double share = 0;            // while a guest
   uint32_t preemptions = 0;
-  // omni: this run borrows GPUs owed to a waiting critical job. It gives them back at once
-  // when asked (no drain, no run window), like best-effort work, until it next waits.
+  // omni: this run borrows GPUs owed to a waiting critical job or kept in the critical
+  // reserve. It gives them back at once when asked (no drain, no run window), like
+  // best-effort work, until it next waits.
   bool borrowed = false;
 };
 
