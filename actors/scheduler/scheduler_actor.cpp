@@ -112,6 +112,26 @@ void on_finished(caf::event_based_actor* self, shell_state& st, const std::strin
   execute(self, st, st.core.finished(job, st.now_s()));
 }
 
+msg::scheduler_status status_of(const scheduler_core& core) {
+  const queue_counts c = core.counts();
+  msg::scheduler_status s;
+  s.policy = to_string(core.params().policy);
+  s.gpus_total = core.gpus().total();
+  s.gpus_free = core.gpus().free_count();
+  s.pending_critical = c.pending_by_class[0];
+  s.pending_regular = c.pending_by_class[1];
+  s.pending_best_effort = c.pending_by_class[2];
+  s.queue_capacity = core.params().queue_capacity;
+  s.running = c.running;
+  s.borrowed = c.borrowed;
+  s.draining = c.draining;
+  s.guests = c.guests;
+  s.decisions = core.decisions_total();
+  s.reserve_deferrals = core.reserve_deferrals();
+  s.rejected = c.rejected;
+  return s;
+}
+
 caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_state> st) {
   self->set_down_handler([self, st](caf::down_msg& d) {
     auto it = st->job_of.find(d.source);
@@ -146,6 +166,7 @@ caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_stat
         execute(self, *st, st->core.released(r.job, r.epoch, st->now_s()));
       },
       [self, st](const msg::job_finished& f) { on_finished(self, *st, f.job); },
+      [st](const msg::scheduler_status_request&) { return status_of(st->core); },
       [self, st](drain_atom) {
         st->drain_armed_s = -1;
         execute(self, *st, st->core.expire(st->now_s()));

@@ -8,6 +8,8 @@
 //   job_step_report   running job -> scheduler, per step; a report of an unknown job is dropped
 //   job_released      victim -> scheduler after its drain checkpoint; idempotent (epoch)
 //   job_finished      job -> scheduler; idempotent
+//   scheduler_status_request  anyone holding the handle; answered with scheduler_status
+//                     (queue by class and its bound, jobs by phase, decisions, rejections)
 //   down of a job     as job_finished (a job that is gone holds no GPUs)
 //   own timers        drain deadline (core.expire), reservation window (forecasts, core.window)
 // Messages out: preempt_notice for a full preemption, job_command for every other command;

@@ -46,6 +46,7 @@ std::vector<command> scheduler_core::submit(const job_request& req, double now_s
   else if (req.gpus % per_replica(req) != 0) rej.reason = "gpus not a multiple of gpus_per_replica";
   else if (pending_.size() >= params_.queue_capacity) rej.reason = "queue full (queue_capacity)";
   if (!rej.reason.empty()) {
+    ++rejected_;
     emit(now_s, rej, out);
     return out;
   }
@@ -484,6 +485,17 @@ std::vector<command> scheduler_core::finished(const std::string& job, double now
   jobs_.erase(it);
   schedule(now_s, out);
   return out;
+}
+
+queue_counts scheduler_core::counts() const {
+  queue_counts c;
+  for (const auto& key : pending_) ++c.pending_by_class[std::min<size_t>(std::get<0>(key), 2)];
+  c.running = running_.size();
+  for (const auto& id : running_) c.borrowed += jobs_.at(id).borrowed ? 1 : 0;
+  c.draining = draining_.size();
+  for (const auto& [host, guests] : guests_of_) c.guests += guests.size();
+  c.rejected = rejected_;
+  return c;
 }
 
 bool scheduler_core::critical_starved_by_lower(double now_s) const {

@@ -47,6 +47,13 @@ struct job_state {
   bool borrowed = false;
 };
 
+// How many jobs are where (for status and metrics).
+struct queue_counts {
+  size_t pending_by_class[3] = {0, 0, 0};  // indexed by job_class
+  size_t running = 0, borrowed = 0, draining = 0, guests = 0;
+  uint64_t rejected = 0;
+};
+
 class scheduler_core {
  public:
   scheduler_core(topology topo, scheduler_params params);
@@ -75,6 +82,7 @@ class scheduler_core {
   uint64_t cross_switch_placements() const noexcept { return cross_switch_; }
   uint64_t multi_node_placements() const noexcept { return multi_node_; }
   uint64_t reserve_deferrals() const noexcept { return reserve_deferrals_; }
+  queue_counts counts() const;
   // Invariant probe: true when a critical job waits while a lower-class job that policy
   // allows to be preempted or shrunk still runs without a notice.
   bool critical_starved_by_lower(double now_s) const;
@@ -140,6 +148,7 @@ class scheduler_core {
   uint64_t cross_switch_ = 0;
   uint64_t multi_node_ = 0;
   uint64_t reserve_deferrals_ = 0;
+  uint64_t rejected_ = 0;
 };
 
 }  // namespace msomni::sched

@@ -32,4 +32,7 @@ int run_stop(const std::vector<std::string>& args, std::ostream& out, std::ostre
 // `msomni job --scheduler-info FILE ... -- COMMAND`: run a command as a job of msomni-sched.
 int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+// `msomni sched-status --scheduler-info FILE [--json]`: msomni-sched's queue and jobs.
+int run_sched_status(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
 }  // namespace msomni::cli

@@ -18,6 +18,8 @@ const msomni::cli::command commands[] = {
     {"stop", "final checkpoint at the next barrier, then end: msomni stop --run-dir DIR", msomni::cli::run_stop},
     {"job", "run a command as a job of msomni-sched: msomni job --scheduler-info FILE --id NAME --class C --gpus N -- COMMAND",
      msomni::cli::run_job},
+    {"sched-status", "msomni-sched's queue by class and bound, jobs by phase: msomni sched-status --scheduler-info FILE [--json]",
+     msomni::cli::run_sched_status},
 };
 
 void usage(std::ostream& os) {

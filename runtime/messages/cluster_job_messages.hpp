@@ -79,4 +79,31 @@ typename Inspector::result_type inspect(Inspector& f, job_command& x) {
            x.keep_replicas, x.drain_s, x.host, x.share, x.resume_step, x.at_s, x.reason);
 }
 
+// anyone holding the service's token -> scheduler: how are things? Answered with
+// scheduler_status (msomni sched-status).
+struct scheduler_status_request {
+  std::string who;  // for the log only
+  bool operator==(const scheduler_status_request&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, scheduler_status_request& x) {
+  return f(caf::meta::type_name("scheduler_status_request"), x.who);
+}
+
+// scheduler -> the requester: its queue (bounded by queue_capacity) and its jobs, by phase.
+struct scheduler_status {
+  std::string policy;
+  uint32_t gpus_total = 0, gpus_free = 0;
+  uint64_t pending_critical = 0, pending_regular = 0, pending_best_effort = 0, queue_capacity = 0;
+  uint64_t running = 0, borrowed = 0, draining = 0, guests = 0;
+  uint64_t decisions = 0, reserve_deferrals = 0, rejected = 0;
+  bool operator==(const scheduler_status&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, scheduler_status& x) {
+  return f(caf::meta::type_name("scheduler_status"), x.policy, x.gpus_total, x.gpus_free, x.pending_critical,
+           x.pending_regular, x.pending_best_effort, x.queue_capacity, x.running, x.borrowed, x.draining, x.guests,
+           x.decisions, x.reserve_deferrals, x.rejected);
+}
+
 }  // namespace msomni::msg

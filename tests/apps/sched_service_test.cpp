@@ -61,6 +61,11 @@ TEST_CASE("msomni-sched over UCX: a critical job preempts a regular job that rel
                      "echo partial > \"$MSOMNI_SCRATCH_DIR/activations.bin\" && echo \"run gpus=$MSOMNI_JOB_GPUS\" >> " +
                          runs + "; trap 'echo term >> " + runs + "; exit 0' TERM; sleep 4 & wait"});
   REQUIRE_MESSAGE(reg.read_until("msomni job reg: started", 20s), reg.log);
+  // The service's queue and jobs are visible to a token holder.
+  const auto busy = run_command(std::string(MSOMNI_CLI_BINARY) + " sched-status --json --scheduler-info " + info);
+  CHECK_MESSAGE(busy.exit_code == 0, busy.output);
+  CHECK(busy.output.find("\"gpus_total\":8,\"gpus_free\":0,\"pending\":{\"critical\":0,\"regular\":0,\"best_effort\":0},"
+                         "\"queue_capacity\":1024,\"running\":1,") != std::string::npos);
   const auto crit = run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info +
                                 " --id crit --class critical --gpus 8 -- sh -c 'echo crit-ran'");
   CHECK_MESSAGE(crit.exit_code == 0, crit.output);
@@ -77,6 +82,11 @@ TEST_CASE("msomni-sched over UCX: a critical job preempts a regular job that rel
   // No scratch left behind, neither by the preempted run nor by the finished one (R7).
   CHECK(count(reg.log, "removed its scratch directory (1 files)") == 2);
   CHECK_FALSE(std::filesystem::exists(scratch / "reg"));
+  const auto idle = run_command(std::string(MSOMNI_CLI_BINARY) + " sched-status --scheduler-info " + info);
+  CHECK_MESSAGE(idle.exit_code == 0, idle.output);
+  CHECK(idle.output.find("GPUs 8 free of 8") != std::string::npos);
+  CHECK(idle.output.find("queue   0 of 1024") != std::string::npos);
+  CHECK(idle.output.find("running 0 (borrowed 0), draining 0") != std::string::npos);
   // The scheduler printed each decision with its reason, in order.
   ::kill(sched->pid(), SIGTERM);
   CHECK(sched->read_until("msomni-sched: stopped", 10s));

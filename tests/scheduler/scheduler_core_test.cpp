@@ -95,6 +95,12 @@ TEST_CASE("preemptible work borrows free GPUs a waiting critical job cannot use 
   CHECK(s.find("reg")->borrowed);
   CHECK(s.find("be")->borrowed);
   CHECK_FALSE(s.critical_starved_by_lower(30));
+  const queue_counts n = s.counts();  // c2 waits; c1 runs beside two borrowers
+  CHECK(n.pending_by_class[0] == 1);
+  CHECK(n.pending_by_class[1] + n.pending_by_class[2] == 0);
+  CHECK(n.running == 3);
+  CHECK(n.borrowed == 2);
+  CHECK(n.draining == 0);
   // c1 ends: 12 free + 4 borrowed. c2 takes free GPUs at once; the borrowers keep theirs.
   cs = s.finished("c1", 40);
   CHECK(find_cmd(cs, command_kind::start, "c2"));
@@ -291,6 +297,15 @@ TEST_CASE("elastic start when full and grow back when room frees up") {
   REQUIRE(rs);
   CHECK(rs->replicas == 4);
   CHECK(rs->gpus.size() == 8);
+}
+
+TEST_CASE("rejections are counted") {
+  auto s = make(policy_kind::omni, 1);
+  s.submit(req("big", job_class::critical, 16), 0);
+  s.submit(req("wait", job_class::critical, 16), 1);  // the one queue slot
+  CHECK(find_cmd(s.submit(req("over", job_class::regular, 1), 2), command_kind::reject, "over"));
+  CHECK(find_cmd(s.submit(req("huge", job_class::regular, 64), 3), command_kind::reject, "huge"));
+  CHECK(s.counts().rejected == 2);
 }
 
 TEST_CASE("queue is bounded and every decision carries a reason") {
