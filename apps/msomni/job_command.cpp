@@ -6,12 +6,8 @@
 #include "commands.hpp"
 #include "job_runner.hpp"
 
-#include "gateway/gateway.hpp"
-#include "hub/transport_hub.hpp"
-#include "messages/catalog.hpp"
+#include "scheduler_client.hpp"
 
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 #include <caf/send.hpp>
 #include <unistd.h>
 
@@ -87,29 +83,18 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     err << "msomni job: --scheduler-info, --id, a positive --gpus and a command after -- are required\n";
     return job_usage(err, exit_usage);
   }
-  std::ifstream in(info);
-  std::string address, token;
-  if (!(in >> address >> token)) {
+  const auto ep = read_scheduler_info(info);
+  if (!ep) {
     err << "msomni job: " << info << ": expected \"ADDRESS TOKEN\" (written by msomni-sched)\n";
     return exit_usage;
   }
-
-  caf::actor_system_config cfg;
-  register_catalog(cfg);
-  cfg.set("scheduler.max-threads", 1);
-  cfg.set("logger.console-verbosity", caf::atom("quiet"));
-  caf::actor_system sys{cfg};
-  transport::ucx_node_options opt;
-  opt.name = "job-" + spec.id + "-" + std::to_string(::getpid());
-  transport::transport_hub hub(opt);
-  transport::gateway gw(sys, hub);
-  hub.node().connect(address);
-  if (!hub.node().wait_up("sched", 20s)) {
-    err << "msomni job: msomni-sched at " << address << " never answered\n";
+  scheduler_client client(*ep, "job-" + spec.id + "-" + std::to_string(::getpid()));
+  if (!client.join(20s)) {
+    err << "msomni job: msomni-sched at " << ep->address << " never answered\n";
     return exit_failed;
   }
   std::promise<int> result;
-  auto runner = spawn_job_runner(sys, spec, gw.remote_actor("sched", "scheduler-" + token),
+  auto runner = spawn_job_runner(client.system(), spec, client.scheduler(),
                                  [&result](int code, const std::string&) { result.set_value(code); });
   std::signal(SIGINT, on_job_signal);
   std::signal(SIGTERM, on_job_signal);

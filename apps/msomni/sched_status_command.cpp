@@ -3,12 +3,10 @@
 // running (of which borrowed), draining, guests, free GPUs, decisions, rejections.
 #include "commands.hpp"
 
-#include "gateway/gateway.hpp"
-#include "hub/transport_hub.hpp"
+#include "scheduler_client.hpp"
+
 #include "messages/catalog.hpp"
 
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
 #include <unistd.h>
 
@@ -30,29 +28,20 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
       return exit_usage;
     }
   }
-  std::ifstream in(info);
-  std::string address, token;
-  if (info.empty() || !(in >> address >> token)) {
+  const auto ep = read_scheduler_info(info);
+  if (!ep) {
     err << "msomni sched-status: --scheduler-info FILE with \"ADDRESS TOKEN\" (written by msomni-sched) is required\n";
     return exit_usage;
   }
-  caf::actor_system_config cfg;
-  register_catalog(cfg);
-  cfg.set("scheduler.max-threads", 1);
-  cfg.set("logger.console-verbosity", caf::atom("quiet"));
-  caf::actor_system sys{cfg};
-  transport::ucx_node_options opt;
-  opt.name = "sched-status-" + std::to_string(::getpid());
-  transport::transport_hub hub(opt);
-  transport::gateway gw(sys, hub);
-  hub.node().connect(address);
-  if (!hub.node().wait_up("sched", 10s)) {
-    err << "msomni sched-status: msomni-sched at " << address << " never answered\n";
+  scheduler_client client(*ep, "sched-status-" + std::to_string(::getpid()));
+  if (!client.join(10s)) {
+    err << "msomni sched-status: msomni-sched at " << ep->address << " never answered\n";
     return exit_failed;
   }
+  auto& sys = client.system();
   caf::scoped_actor self{sys};
   int code = exit_failed;
-  self->request(gw.remote_actor("sched", "scheduler-" + token), 10s, msg::scheduler_status_request{"cli"})
+  self->request(client.scheduler(), 10s, msg::scheduler_status_request{"cli"})
       .receive(
           [&](const msg::scheduler_status& s) {
             code = exit_ok;

@@ -1,0 +1,41 @@
+#include "scheduler_client.hpp"
+
+#include "messages/catalog.hpp"
+
+#include <fstream>
+
+namespace msomni::cli {
+
+namespace {
+transport::ucx_node_options node_options(const std::string& node) {
+  transport::ucx_node_options opt;
+  opt.name = node;
+  return opt;
+}
+}  // namespace
+
+std::optional<scheduler_endpoint> read_scheduler_info(const std::string& path) {
+  std::ifstream in(path);
+  scheduler_endpoint ep;
+  if (path.empty() || !(in >> ep.address >> ep.token)) return std::nullopt;
+  return ep;
+}
+
+caf::actor_system_config& scheduler_client::configured(caf::actor_system_config& cfg) {
+  register_catalog(cfg);
+  cfg.set("scheduler.max-threads", 1);
+  cfg.set("logger.console-verbosity", caf::atom("quiet"));
+  return cfg;
+}
+
+scheduler_client::scheduler_client(const scheduler_endpoint& ep, const std::string& node)
+    : ep_(ep), sys_(configured(cfg_)), hub_(node_options(node)), gw_(sys_, hub_) {}
+
+bool scheduler_client::join(std::chrono::milliseconds timeout) {
+  hub_.node().connect(ep_.address);
+  return hub_.node().wait_up("sched", timeout);
+}
+
+caf::actor scheduler_client::scheduler() { return gw_.remote_actor("sched", "scheduler-" + ep_.token); }
+
+}  // namespace msomni::cli

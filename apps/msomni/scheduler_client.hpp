@@ -1,0 +1,43 @@
+// A short-lived client of msomni-sched for the `msomni` subcommands (job, sched-status):
+// reads the service's info file ("ADDRESS TOKEN"), starts an actor system with the message
+// catalog and a UCX node, joins the service and hands out the scheduler's actor handle.
+#pragma once
+
+#include "gateway/gateway.hpp"
+#include "hub/transport_hub.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace msomni::cli {
+
+struct scheduler_endpoint {
+  std::string address, token;
+};
+
+// nullopt when the file cannot be read or does not hold "ADDRESS TOKEN".
+std::optional<scheduler_endpoint> read_scheduler_info(const std::string& path);
+
+class scheduler_client {
+ public:
+  // `node` names this process's UCX node; it must be unique among the service's peers.
+  scheduler_client(const scheduler_endpoint& ep, const std::string& node);
+  // True once the service answered within `timeout`.
+  bool join(std::chrono::milliseconds timeout);
+  caf::actor scheduler();
+  caf::actor_system& system() { return sys_; }
+
+ private:
+  static caf::actor_system_config& configured(caf::actor_system_config& cfg);
+  scheduler_endpoint ep_;
+  caf::actor_system_config cfg_;
+  caf::actor_system sys_;
+  transport::transport_hub hub_;
+  transport::gateway gw_;
+};
+
+}  // namespace msomni::cli
