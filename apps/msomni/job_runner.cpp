@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 extern char** environ;
@@ -41,6 +42,7 @@ struct runner_state {
   uint32_t replicas = 0, keep_replicas = 0;
   stopping why = stopping::no;
   bool over = false, heard = false;
+  std::optional<msg::job_command> deferred_start;  // a start that came while the last run ended
   uint64_t metrics_offset = 0;  // bytes of RUN_DIR/metrics.jsonl already reported
   static inline const char* name = "job_runner";
 };
@@ -159,6 +161,15 @@ void signal_child(runner_state& st, int sig, stopping why) {
   if (st.child > 0) ::kill(st.child, sig);
 }
 
+void start_run(runner_state& st, const msg::job_command& c) {
+  const bool guest = c.kind == static_cast<uint8_t>(command_kind::colocate);
+  st.gpus = c.gpus;
+  st.replicas = c.replicas;
+  say(st, std::string(guest ? "started as a guest of " + c.host : "started") + " on gpus " + join(st.gpus) + " (" +
+              c.reason + ")");
+  launch(st, c.resume_step, guest ? c.host : "", c.share);
+}
+
 void finish(caf::stateful_actor<runner_state>* self, int code, const std::string& why) {
   auto& st = self->state;
   if (st.over) return;
@@ -199,6 +210,11 @@ void child_ended(caf::stateful_actor<runner_state>* self, int status) {
       finish(self, code, code == 0 ? "finished" : "command failed with " + std::to_string(code));
       break;
   }
+  if (st.child <= 0 && !st.over && st.deferred_start) {
+    const msg::job_command next = *st.deferred_start;
+    st.deferred_start.reset();
+    start_run(st, next);
+  }
 }
 
 caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf::actor scheduler,
@@ -236,12 +252,12 @@ caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf
         switch (static_cast<command_kind>(c.kind)) {
           case command_kind::start:
           case command_kind::colocate:
-            if (s.child > 0) return;
-            s.gpus = c.gpus;
-            s.replicas = c.replicas;
-            say(s, std::string(c.kind == static_cast<uint8_t>(command_kind::start) ? "started" : "started as a guest of " + c.host) +
-                       " on gpus " + join(s.gpus) + " (" + c.reason + ")");
-            launch(s, c.resume_step, c.kind == static_cast<uint8_t>(command_kind::colocate) ? c.host : "", c.share);
+            if (s.child > 0) {  // the previous run is still ending (an eviction needs no answer)
+              s.deferred_start = c;
+              say(s, "starts again once the previous run has ended");
+              return;
+            }
+            start_run(s, c);
             break;
           case command_kind::preempt:  // a shrink notice: the command restarts smaller
             s.keep_replicas = c.keep_replicas;
