@@ -1,6 +1,7 @@
 // job_runner (see job_runner.hpp): the child process and the scheduler's commands.
 #include "job_runner.hpp"
 
+#include "manifest.hpp"
 #include "messages/catalog.hpp"
 #include "scheduler_types.hpp"
 
@@ -47,18 +48,16 @@ struct runner_state {
   static inline const char* name = "job_runner";
 };
 
+// The step RUN_DIR/checkpoints/latest names (msomni-run's checkpoint root), 0 when none.
 uint64_t checkpoint_step(const std::string& run_dir) {
   if (run_dir.empty()) return 0;
-  std::ifstream in(run_dir + "/checkpoints/latest");
-  std::string s;
-  std::getline(in, s);
-  const auto dash = s.find('-');
-  try {
-    return dash == std::string::npos ? 0 : std::stoull(s.substr(dash + 1));
-  } catch (...) {
-    return 0;
-  }
+  std::ifstream in(std::filesystem::path(run_dir) / "checkpoints" / ckpt::latest_file);
+  std::string name;
+  std::getline(in, name);
+  return ckpt::parse_checkpoint_dir_name(name).value_or(0);
 }
+
+uint32_t per_replica(const job_spec& spec) { return spec.gpus_per_replica ? spec.gpus_per_replica : spec.gpus; }
 
 // The number after "key": in a metrics line, or a negative number.
 double json_number(const std::string& line, const std::string& key) {
@@ -75,11 +74,13 @@ double json_number(const std::string& line, const std::string& key) {
 // job_step_report for the scheduler's step-time predictor; at most 256 per call.
 void report_steps(runner_state& st, caf::event_based_actor* self) {
   if (st.spec.run_dir.empty()) return;
-  std::ifstream in(st.spec.run_dir + "/metrics.jsonl", std::ios::binary);
-  if (!in) return;
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<uint64_t>(in.tellg());
+  const auto path = std::filesystem::path(st.spec.run_dir) / "metrics.jsonl";
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec || size == st.metrics_offset) return;  // nothing new: no need to open it
   if (size < st.metrics_offset) st.metrics_offset = 0;  // a fresh run started the file again
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
   in.seekg(static_cast<std::streamoff>(st.metrics_offset));
   std::string line;
   for (int n = 0; n < 256 && std::getline(in, line) && !in.eof(); ++n) {
@@ -193,8 +194,7 @@ void child_ended(caf::stateful_actor<runner_state>* self, int status) {
       say(st, "released its GPUs (command ended with " + std::to_string(code) + ", checkpoint step " +
                   std::to_string(step) + ")");
       if (st.why == stopping::shrink) {
-        const uint32_t per = st.spec.gpus_per_replica ? st.spec.gpus_per_replica : st.spec.gpus;
-        st.gpus.resize(std::min<size_t>(st.gpus.size(), size_t{st.keep_replicas} * per));
+        st.gpus.resize(std::min<size_t>(st.gpus.size(), size_t{st.keep_replicas} * per_replica(st.spec)));
         st.replicas = st.keep_replicas;
         say(st, "runs on " + std::to_string(st.replicas) + " replicas (gpus " + join(st.gpus) + ")");
         launch(st, step, "", 0);
@@ -238,8 +238,8 @@ caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf
     }
     self->quit(m.reason);
   });
-  const uint32_t per = st.spec.gpus_per_replica ? st.spec.gpus_per_replica : st.spec.gpus;
-  self->send(scheduler, msg::job_submit{st.spec.id, st.spec.job_class, st.spec.gpus, per, st.spec.min_replicas});
+  self->send(scheduler, msg::job_submit{st.spec.id, st.spec.job_class, st.spec.gpus, per_replica(st.spec),
+                                        st.spec.min_replicas});
   self->send(self, poll_atom::value);
   self->delayed_send(self, 10s, quiet_atom::value);
   say(st, "submitted (" + std::to_string(st.spec.gpus) + " GPUs)");
