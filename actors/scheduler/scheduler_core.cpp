@@ -64,7 +64,7 @@ std::vector<command> scheduler_core::submit(const job_request& req, double now_s
 }
 
 void scheduler_core::start(job_state& j, uint32_t replicas, double now_s, std::string reason,
-                           std::vector<command>& out) {
+                           std::vector<command>& out, bool borrowed) {
   uint32_t count = replicas * j.req.gpus_per_replica;
   auto choice = place_.choose(count);
   if (!choice) throw std::logic_error("start without enough free GPUs: " + j.req.id);
@@ -79,7 +79,7 @@ void scheduler_core::start(job_state& j, uint32_t replicas, double now_s, std::s
   j.gpus = choice->gpus;
   j.replicas = replicas;
   j.run_since_s = now_s;
-  j.borrowed = false;
+  j.borrowed = borrowed;
   ++j.epoch;
   command c = make_command(command_kind::start, j.req.id, j.epoch);
   c.gpus = j.gpus;
@@ -174,8 +174,7 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
               "borrows free GPUs a waiting critical job cannot use yet (" + std::to_string(r) + " of " +
                   std::to_string(full_replicas(j.req)) + " replicas; gives them back at once" +
                   (j.req.klass == job_class::regular ? ", outside its run window)" : ")"),
-              out);
-        j.borrowed = true;
+              out, true);
         free_now -= r * j.req.gpus_per_replica;
       }
       continue;
@@ -214,8 +213,7 @@ void scheduler_core::schedule(double now_s, std::vector<command>& out) {
         start(j, r, now_s,
               "borrows the critical reserve (" + std::to_string(r) + " of " + std::to_string(full_replicas(j.req)) +
                   " replicas; gives it back at once, outside its run window)",
-              out);
-        j.borrowed = true;
+              out, true);
         free_now -= r * gpr;
         pool -= r * gpr;
       } else {

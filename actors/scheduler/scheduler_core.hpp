@@ -99,8 +99,9 @@ class scheduler_core {
   void emit(double now_s, command c, std::vector<command>& out);
   void schedule(double now_s, std::vector<command>& out);
   void grow(double now_s, std::vector<command>& out);
+  // `borrowed`: the run gives its GPUs back at once and has no run window (job_state::borrowed).
   void start(job_state& j, uint32_t replicas, double now_s, std::string reason,
-             std::vector<command>& out);
+             std::vector<command>& out, bool borrowed = false);
   // Which running lower-class jobs reclaim may take: best-effort ones (they give way at once),
   // the ones that drain first (regular), or any.
   enum class victims : uint8_t { any, at_once, draining };

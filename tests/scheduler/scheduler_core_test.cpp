@@ -379,23 +379,20 @@ TEST_CASE("omni keeps regular jobs out of the reserve for critical demand until 
 }
 
 TEST_CASE("the critical reserve is a multiple of the remembered peak") {
-  auto s = make(policy_kind::omni, 16, 21600, 2.0);
-  s.submit(req("crit", job_class::critical, 6), 0);
-  s.finished("crit", 100);
-  // 16 - 2 x 6 = 4 GPUs may be locked by regular jobs: 2 of the 4 replicas (2 GPUs each).
-  const auto cmds = s.submit(req("reg", job_class::regular, 8, 2, 1), 200);
-  const command* st = find_cmd(cmds, command_kind::start, "reg");
-  REQUIRE(st);
-  CHECK(st->replicas == 2);
-  CHECK_FALSE(s.find("reg")->borrowed);
-  // With a 1x reserve 16 - 6 = 10 GPUs may be locked: the job starts whole.
-  auto one = make(policy_kind::omni, 16, 21600, 1.0);
-  one.submit(req("crit", job_class::critical, 6), 0);
-  one.finished("crit", 100);
-  const auto cmds1 = one.submit(req("reg", job_class::regular, 8, 2, 1), 200);
-  const command* st1 = find_cmd(cmds1, command_kind::start, "reg");
-  REQUIRE(st1);
-  CHECK(st1->replicas == 4);
+  // After a 6-GPU critical peak on 16 GPUs, regular jobs may lock 16 - factor x 6 GPUs:
+  // 4 at 2x (2 of the 4 replicas of 2 GPUs each), 10 at 1x (the job starts whole).
+  struct { double factor; uint32_t replicas; } cases[] = {{2.0, 2}, {1.0, 4}};
+  for (const auto& c : cases) {
+    CAPTURE(c.factor);
+    auto s = make(policy_kind::omni, 16, 21600, c.factor);
+    s.submit(req("crit", job_class::critical, 6), 0);
+    s.finished("crit", 100);
+    const auto cmds = s.submit(req("reg", job_class::regular, 8, 2, 1), 200);
+    const command* st = find_cmd(cmds, command_kind::start, "reg");
+    REQUIRE(st);
+    CHECK(st->replicas == c.replicas);
+    CHECK_FALSE(s.find("reg")->borrowed);
+  }
 }
 
 TEST_CASE("a regular job's run window ending while a critical job waits is a wake-up for the core") {
