@@ -19,9 +19,9 @@ std::optional<std::string> progress_core::on_step(const msg::step_record& r, tim
   char line[384];
   std::snprintf(line, sizeof line,
                 "{\"step\":%llu,\"loss\":%.9g,\"world_size\":%u,\"step_time_ms\":%.3f,\"tokens_per_s\":%.1f,"
-                "\"data_wait_ms\":%.3f,\"downgraded_samples\":%llu,\"time_ms\":%lld}",
+                "\"data_wait_ms\":%.3f,\"checkpoint_ms\":%.3f,\"downgraded_samples\":%llu,\"time_ms\":%lld}",
                 static_cast<unsigned long long>(r.step), r.loss, r.world_size, r.step_time_ns / 1e6,
-                r.tokens_per_s, r.data_wait_ns / 1e6, static_cast<unsigned long long>(r.downgraded_samples),
+                r.tokens_per_s, r.data_wait_ns / 1e6, r.checkpoint_ns / 1e6, static_cast<unsigned long long>(r.downgraded_samples),
                 static_cast<long long>(wall_ms));
   return std::string(line);
 }

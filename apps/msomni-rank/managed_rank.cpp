@@ -197,14 +197,14 @@ class managed_rank {
       if (control_lost_) throw std::runtime_error("the control process is gone");
       const uint64_t newest = ring_->rank() == 0 ? inbox_.newest_epoch() : 0;
       const uint64_t announce = newest > epoch_ ? newest : 0;
-      const auto r = t.step(announce);
+      auto r = t.step(announce);
       char line[256];
       std::snprintf(line, sizeof line, "STEP {\"step\":%llu,\"loss\":%.17g,\"world_size\":%u,\"step_time_ms\":%.3f}",
                     static_cast<unsigned long long>(r.step), r.loss, r.world_size, r.step_time_ns / 1e6);
       std::cout << line << std::endl;
-      if (ring_->rank() == 0) caf::anon_send(orchestrator_, r);
       const bool last = t.steps_done() == total;
       if (t.last_announced() > epoch_) {
+        if (ring_->rank() == 0) caf::anon_send(orchestrator_, r);
         auto plan = inbox_.take_exactly(t.last_announced(), announced_plan_wait);
         if (!plan) throw std::runtime_error("epoch " + std::to_string(t.last_announced()) + " was announced but never arrived");
         if (plan->checkpoint_first) {
@@ -216,7 +216,13 @@ class managed_rank {
         }
         return plan;
       }
+      // The record goes out after the checkpoint call, with the time the rank stood still in
+      // it: the scheduler's predictor counts that as an idle phase of the job's GPUs.
+      const auto checkpoint_from = std::chrono::steady_clock::now();
       checkpoints_->after_step(t, *ring_, last);
+      r.checkpoint_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                              checkpoint_from).count();
+      if (ring_->rank() == 0) caf::anon_send(orchestrator_, r);
     }
     checkpoints_->finish(*ring_);
     return std::nullopt;

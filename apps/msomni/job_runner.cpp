@@ -70,6 +70,20 @@ double json_number(const std::string& line, const std::string& key) {
   }
 }
 
+}  // namespace
+
+std::optional<msg::job_step_report> step_report_from(const std::string& job, const std::string& line) {
+  const double step_ms = json_number(line, "step_time_ms");
+  if (!(step_ms > 0)) return std::nullopt;
+  const double wait_ms = std::max(0.0, json_number(line, "data_wait_ms"));
+  const double checkpoint_ms = std::max(0.0, json_number(line, "checkpoint_ms"));
+  // The predictor's step spans every idle part of it; msomni-run's step_time_ms ends at the
+  // optimizer update, before the checkpoint the rank then stood still for.
+  return msg::job_step_report{job, (step_ms + checkpoint_ms) / 1000, wait_ms / 1000, checkpoint_ms / 1000, 0};
+}
+
+namespace {
+
 // New complete lines of RUN_DIR/metrics.jsonl (msomni-run writes one per step) become
 // job_step_report for the scheduler's step-time predictor; at most 256 per call.
 void report_steps(runner_state& st, caf::event_based_actor* self) {
@@ -85,9 +99,7 @@ void report_steps(runner_state& st, caf::event_based_actor* self) {
   std::string line;
   for (int n = 0; n < 256 && std::getline(in, line) && !in.eof(); ++n) {
     st.metrics_offset += line.size() + 1;
-    const double step_ms = json_number(line, "step_time_ms"), wait_ms = json_number(line, "data_wait_ms");
-    if (step_ms > 0)
-      self->send(st.scheduler, msg::job_step_report{st.spec.id, step_ms / 1000, std::max(0.0, wait_ms) / 1000, 0, 0});
+    if (auto r = step_report_from(st.spec.id, line)) self->send(st.scheduler, *r);
   }
 }
 

@@ -13,15 +13,19 @@
 //   the command ends by itself -> job_finished; the job ends with the command's exit code
 //   the command ends, for any reason -> its scratch directory (with --scratch-dir) is removed
 //   RUN_DIR/metrics.jsonl (with --run-dir) -> job_step_report per step (step_time_ms,
-//                            data_wait_ms), which feeds the scheduler's step-time predictor
+//                            data_wait_ms, checkpoint_ms), which feeds the scheduler's
+//                            step-time predictor
 // A scheduler that goes away ends the job (the command is stopped with SIGTERM first).
 #pragma once
+
+#include "messages/cluster_job_messages.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +42,10 @@ struct job_spec {
   // on shared storage; what it needs to resume is in its checkpoint).
   std::string scratch_dir;
 };
+
+// One line of msomni-run's metrics.jsonl as a step report for the predictor; nullopt for a
+// line without a positive step_time_ms. No bubble share: msomni-run has no pipeline stages.
+std::optional<msg::job_step_report> step_report_from(const std::string& job, const std::string& line);
 
 // `done(exit_code, why)` is called once, from the actor, when the job is over.
 caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, caf::actor scheduler,

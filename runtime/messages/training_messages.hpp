@@ -18,12 +18,13 @@ struct step_record {
   double tokens_per_s = 0;
   int64_t data_wait_ns = 0;
   uint64_t downgraded_samples = 0;
+  int64_t checkpoint_ns = 0;  // the rank stood still for a checkpoint after this step's update
   bool operator==(const step_record&) const = default;
 };
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_record& x) {
   return f(caf::meta::type_name("step_record"), x.step, x.world_size, x.loss, x.step_time_ns,
-           x.tokens_per_s, x.data_wait_ns, x.downgraded_samples);
+           x.tokens_per_s, x.data_wait_ns, x.downgraded_samples, x.checkpoint_ns);
 }
 
 // orchestrator -> rank checkpoint writers: save at `step`. Idempotent per (epoch, step).

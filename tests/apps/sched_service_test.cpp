@@ -32,14 +32,32 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-// msomni-sched on 8 GPUs with no run window (so a young regular job may be preempted) and a
-// short drain; waits until it listens.
-std::unique_ptr<child_process> start_scheduler(const temp_dir& dir) {
-  auto sched = std::make_unique<child_process>(
-      MSOMNI_SCHED_BINARY, std::vector<std::string>{"--gpus", "8", "--min-run-window-s", "0", "--drain-s", "20",
-                                                    "--info-file", (dir.path() / "info").string()});
+// msomni-sched on 8 GPUs with its info file in `dir`; by default no run window (so a young
+// regular job may be preempted) and a short drain. Waits until it listens.
+std::unique_ptr<child_process> start_scheduler(const temp_dir& dir,
+                                               std::vector<std::string> policy = {"--min-run-window-s", "0",
+                                                                                  "--drain-s", "20"}) {
+  std::vector<std::string> args{"--gpus", "8", "--info-file", (dir.path() / "info").string()};
+  args.insert(args.end(), policy.begin(), policy.end());
+  auto sched = std::make_unique<child_process>(MSOMNI_SCHED_BINARY, args);
   REQUIRE_MESSAGE(sched->read_until("msomni-sched: 8 GPUs", 20s), "msomni-sched did not start: " << sched->log);
   return sched;
+}
+
+// A critical job on all 8 GPUs whose command appends `metrics` (msomni-run's metrics.jsonl
+// lines) to its run directory, then trains on for `seconds`; waits until it has started.
+std::unique_ptr<child_process> start_critical_writing(const temp_dir& dir, const std::string& metrics, int seconds) {
+  const auto run_dir = dir.path() / "crit-run";
+  std::filesystem::create_directories(run_dir);
+  const std::string steps = dir.write("steps", metrics);
+  auto crit = std::make_unique<child_process>(
+      MSOMNI_CLI_BINARY,
+      std::vector<std::string>{"job", "--scheduler-info", (dir.path() / "info").string(), "--id", "crit", "--class",
+                               "critical", "--gpus", "8", "--run-dir", run_dir.string(), "--", "sh", "-c",
+                               "cat " + steps + " >> " + (run_dir / "metrics.jsonl").string() + "; sleep " +
+                                   std::to_string(seconds)});
+  REQUIRE_MESSAGE(crit->read_until("msomni job crit: started", 20s), crit->log);
+  return crit;
 }
 
 }  // namespace
@@ -102,29 +120,43 @@ TEST_CASE("msomni-sched over UCX: a critical job preempts a regular job that rel
 
 TEST_CASE("msomni-sched over UCX: a critical job's metrics feed the predictor and a best-effort job is co-located") {
   temp_dir dir;
-  auto sched = std::make_unique<child_process>(
-      MSOMNI_SCHED_BINARY, std::vector<std::string>{"--gpus", "8", "--reservation-window-s", "1", "--info-file",
-                                                    (dir.path() / "info").string()});
-  REQUIRE_MESSAGE(sched->read_until("msomni-sched: 8 GPUs", 20s), sched->log);
+  auto sched = start_scheduler(dir, {"--reservation-window-s", "1"});
   const std::string info = (dir.path() / "info").string();
-  const auto run_dir = dir.path() / "crit-run";
-  std::filesystem::create_directories(run_dir);
   // The critical command writes 40 steps as msomni-run does (1 s steps, half of each waiting
   // for data: idle share 0.5), then trains on for a while.
   std::string lines;
   for (int i = 1; i <= 40; ++i)
     lines += "{\"step\":" + std::to_string(i) + ",\"step_time_ms\":1000.0,\"data_wait_ms\":500.0}\n";
-  const std::string metrics = dir.write("steps", lines);
-  child_process crit(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "crit", "--class", "critical", "--gpus",
-                                         "8", "--run-dir", run_dir.string(), "--", "sh", "-c",
-                                         "cat " + metrics + " >> " + (run_dir / "metrics.jsonl").string() + "; sleep 6"});
-  REQUIRE_MESSAGE(crit.read_until("msomni job crit: started", 20s), crit.log);
+  auto crit = start_critical_writing(dir, lines, 6);
   const auto guest = run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info +
                                  " --id be --class best-effort --gpus 2 -- sh -c 'echo \"guest of $MSOMNI_JOB_HOST share $MSOMNI_JOB_SHARE\"'");
   CHECK_MESSAGE(guest.exit_code == 0, guest.output);
   CHECK(guest.output.find("started as a guest of crit") != std::string::npos);
   CHECK(guest.output.find("guest of crit share 0.") != std::string::npos);
-  CHECK(crit.read_until("msomni job crit: finished", 20s));
+  CHECK(crit->read_until("msomni job crit: finished", 20s));
+  ::kill(sched->pid(), SIGTERM);
+  sched->read_until("msomni-sched: stopped", 10s);
+  CHECK(sched->log.find("colocate be gpus=2: host's predicted idle share passes the threshold") != std::string::npos);
+}
+
+TEST_CASE("msomni-sched over UCX: checkpoint phases in a critical job's metrics lift its idle share past the threshold") {
+  temp_dir dir;
+  auto sched = start_scheduler(dir, {"--reservation-window-s", "1"});
+  const std::string info = (dir.path() / "info").string();
+  // 1 s steps that wait 0.2 s for data (idle share 0.2, below the 35% threshold), and after
+  // every 4th update the rank stands still for a 1.5 s checkpoint: over its rhythm the GPUs
+  // are idle (4 x 0.2 + 1.5) / (4 + 1.5) = 42% of the time. Without the checkpoint phases
+  // the predictor would see 20% and no guest would be placed (all 8 GPUs are the critical job's).
+  std::string lines;
+  for (int i = 1; i <= 60; ++i)
+    lines += "{\"step\":" + std::to_string(i) + ",\"step_time_ms\":1000.0,\"data_wait_ms\":200.0,\"checkpoint_ms\":" +
+             (i % 4 == 0 ? "1500.0" : "0.000") + "}\n";
+  auto crit = start_critical_writing(dir, lines, 8);
+  child_process guest(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "be", "--class", "best-effort",
+                                          "--gpus", "2", "--", "true"});
+  CHECK_MESSAGE(guest.read_until("msomni job be: started as a guest of crit", 20s), guest.log);
+  CHECK(guest.wait(20s) == 0);
+  CHECK(crit->read_until("msomni job crit: finished", 20s));
   ::kill(sched->pid(), SIGTERM);
   sched->read_until("msomni-sched: stopped", 10s);
   CHECK(sched->log.find("colocate be gpus=2: host's predicted idle share passes the threshold") != std::string::npos);
@@ -178,6 +210,17 @@ TEST_CASE("msomni-run under msomni job: preempted by a critical job it checkpoin
   const auto got = losses(run_dir / "metrics.jsonl"), want = losses(ref_dir / "metrics.jsonl");
   CHECK(want.size() == 240);
   CHECK(got == want);
+  // Each line carries the time the rank stood still for a checkpoint after that step: more
+  // than nothing at the checkpoint steps (every 100 and the last), which msomni job passes
+  // on to the predictor as the job's checkpoint phases.
+  for (const int step : {100, 200, 240}) {
+    const auto ref_metrics = read_text(ref_dir / "metrics.jsonl");
+    const auto at = ref_metrics.find("{\"step\":" + std::to_string(step) + ",");
+    REQUIRE(at != std::string::npos);
+    const auto field = ref_metrics.find("\"checkpoint_ms\":", at);
+    REQUIRE(field != std::string::npos);
+    CHECK_MESSAGE(std::stod(ref_metrics.substr(field + 16)) > 0, "step " << step);
+  }
   ::kill(sched->pid(), SIGTERM);
   sched->wait(10s);
 }
