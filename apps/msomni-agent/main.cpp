@@ -7,6 +7,7 @@
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
 #include "messages/catalog.hpp"
+#include "core/stop_signal.hpp"
 #include "node_agent.hpp"
 
 #include <caf/actor_system.hpp>
@@ -14,9 +15,7 @@
 #include <caf/send.hpp>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <iostream>
 #include <thread>
 
@@ -24,9 +23,6 @@ using namespace msomni;
 using namespace std::chrono_literals;
 
 namespace {
-std::atomic<bool> g_done{false};
-extern "C" void on_signal(int) { g_done = true; }
-
 int usage(std::ostream& os, int code) {
   os << "usage: msomni-agent --join HOST:PORT --node NAME [--rack R] [--switch S] [--slots N]\n"
         "                    [--heartbeat-s SECONDS] [--log-dir DIR]\n"
@@ -76,7 +72,7 @@ int main(int argc, char** argv) {
   }
   if (s.log_dir.empty()) s.log_dir = "/tmp/msomni-agent-" + s.node;
   s.heartbeat_interval = std::chrono::milliseconds(static_cast<int64_t>(heartbeat_s * 1000));
-  s.on_orchestrator_lost = [] { g_done = true; };
+  s.on_orchestrator_lost = [] { stop_signal::flag() = true; };
   try {
     s.rank_binary = agent::find_rank_binary();
   } catch (const std::exception& e) {
@@ -84,10 +80,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   caf::actor_system_config cfg;
-  register_catalog(cfg);
-  cfg.set("scheduler.max-threads", 1);
-  cfg.set("logger.console-verbosity", caf::atom("quiet"));
-  caf::actor_system sys{cfg};
+  caf::actor_system sys{configure_process(cfg, 1)};
   int code = 0;
   {
     transport::ucx_node_options opt;
@@ -100,13 +93,12 @@ int main(int argc, char** argv) {
       std::cerr << "msomni-agent: the control process at " << join << " never answered\n";
       return 1;
     }
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    stop_signal::install();
     auto agent = agent::spawn_node_agent(sys, s, gw.remote_actor("control", "orchestrator"));
     gw.publish("agent", agent);
     std::cout << "msomni-agent: node " << s.node << " (rack " << s.rack << ", switch " << s.switch_name << ", "
               << s.slots << " slots) joined " << join << std::endl;
-    while (!g_done) std::this_thread::sleep_for(100ms);
+    while (!stop_signal::flag()) std::this_thread::sleep_for(100ms);
     caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
     std::cout << "msomni-agent: node " << s.node << " done" << std::endl;
   }

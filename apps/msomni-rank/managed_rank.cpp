@@ -262,10 +262,7 @@ class managed_rank {
 
 int run_managed_rank(const config::job_config& cfg, const managed_rank_options& opts) {
   caf::actor_system_config caf_cfg;
-  register_catalog(caf_cfg);
-  caf_cfg.set("scheduler.max-threads", 1);
-  caf_cfg.set("logger.console-verbosity", caf::atom("quiet"));
-  caf::actor_system sys{caf_cfg};
+  caf::actor_system sys{configure_process(caf_cfg, 1)};
   try {
     transport::ucx_node_options node_opt;
     node_opt.name = opts.name;

@@ -10,6 +10,7 @@
 #include "config/config_loader.hpp"
 #include "core/log.hpp"
 #include "core/secret_file.hpp"
+#include "core/stop_signal.hpp"
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
 #include "messages/catalog.hpp"
@@ -24,9 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -39,9 +38,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-extern "C" void on_stop_signal(int) { g_stop = true; }
 
 void write_control_file(const fs::path& run_dir, const std::string& address, const std::string& token) {
   write_private_file((run_dir / "control.json").string(), "{\"address\":\"" + address + "\",\"token\":\"" + token +
@@ -102,10 +98,7 @@ int launch_job(const config::job_config& cfg, const run_options& opts, const cha
                                 " that verifies (latest points at " + read_latest(ckpt_dir) + ")");
 
   caf::actor_system_config caf_cfg;
-  register_catalog(caf_cfg);
-  caf_cfg.set("scheduler.max-threads", 2);
-  caf_cfg.set("logger.console-verbosity", caf::atom("quiet"));
-  caf::actor_system sys{caf_cfg};
+  caf::actor_system sys{configure_process(caf_cfg, 2)};
   transport::ucx_node_options node_opt;
   node_opt.name = "control";
   node_opt.listen_host = cfg.cluster.control_host;
@@ -133,7 +126,7 @@ int launch_job(const config::job_config& cfg, const run_options& opts, const cha
   env.on_finish = [&outcome](bool ok, const std::string& reason) { outcome.set_value({ok, reason}); };
   env.journal = &journal;
   env.token = token;
-  env.stop_signal = &g_stop;
+  env.stop_signal = &stop_signal::flag();
   env.agent_silence_limit = heartbeat * std::max<int64_t>(1, cfg.elasticity.heartbeat_misses);
   env.progress_on_tty = ::isatty(2);
   auto orchestrator = orchestrator::spawn_orchestrator(sys, elastic_settings_from(cfg, resume), std::move(env));
@@ -155,11 +148,9 @@ int launch_job(const config::job_config& cfg, const run_options& opts, const cha
       std::cerr << "  msomni-agent --join " << hub.node().address() << " --node " << n.name << " --rack " << n.rack
                 << " --switch " << n.switch_name << " --slots " << n.slots << "\n";
   }
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
+  stop_signal::install();
   const auto [ok, reason] = finished.get();
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  stop_signal::restore();
   // Ranks leave on their own after rank_left; give them a moment before the agent reaps the rest.
   std::this_thread::sleep_for(300ms);
   if (local_agent) caf::anon_send_exit(local_agent, caf::exit_reason::user_shutdown);

@@ -10,6 +10,7 @@
 #include "config/config_loader.hpp"
 #include "core/clock.hpp"
 #include "core/secret_file.hpp"
+#include "core/stop_signal.hpp"
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
 #include "messages/catalog.hpp"
@@ -20,9 +21,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <iostream>
 #include <map>
 #include <functional>
@@ -32,9 +31,6 @@ using namespace msomni;
 using namespace std::chrono_literals;
 
 namespace {
-std::atomic<bool> g_done{false};
-extern "C" void on_signal(int) { g_done = true; }
-
 int usage(std::ostream& os, int code) {
   os << "usage: msomni-sched [options]\n"
         "  --config FILE            a TOML file with a [scheduler] table (configs/scheduler/); the keys\n"
@@ -137,10 +133,7 @@ int main(int argc, char** argv) {
   s.topo = sched::topology::uniform(gpus, per_node, per_switch);
 
   caf::actor_system_config cfg;
-  register_catalog(cfg);
-  cfg.set("scheduler.max-threads", 2);
-  cfg.set("logger.console-verbosity", caf::atom("quiet"));
-  caf::actor_system sys{cfg};
+  caf::actor_system sys{configure_process(cfg, 2)};
   transport::ucx_node_options opt;
   opt.name = "sched";
   if (!listen.empty()) {
@@ -161,12 +154,11 @@ int main(int argc, char** argv) {
     auto scheduler = sched::spawn_scheduler(sys, s, {&clock, printer});
     gw.publish("scheduler-" + token, scheduler);
     write_private_file(info_file, hub.node().address() + " " + token + "\n");
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    stop_signal::install();
     std::cout << "msomni-sched: " << gpus << " GPUs (" << per_node << " per node), policy "
               << sched::to_string(s.params.policy) << ", listening at " << hub.node().address()
               << ", address and token in " << info_file << std::endl;
-    while (!g_done) std::this_thread::sleep_for(100ms);
+    while (!stop_signal::flag()) std::this_thread::sleep_for(100ms);
     caf::anon_send_exit(scheduler, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(printer, caf::exit_reason::user_shutdown);
     std::cout << "msomni-sched: stopped" << std::endl;

@@ -72,10 +72,7 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
     return exit_usage;
   }
   caf::actor_system_config cfg;
-  register_catalog(cfg);
-  cfg.set("scheduler.max-threads", 1);
-  cfg.set("logger.console-verbosity", caf::atom("quiet"));
-  caf::actor_system sys{cfg};
+  caf::actor_system sys{configure_process(cfg, 1)};
   try {
     transport::ucx_node_options opt;
     opt.name = "cli-" + std::to_string(::getpid());

@@ -7,11 +7,11 @@
 #include "job_runner.hpp"
 
 #include "scheduler_client.hpp"
+#include "core/stop_signal.hpp"
 
 #include <caf/send.hpp>
 #include <unistd.h>
 
-#include <csignal>
 #include <fstream>
 #include <future>
 #include <iostream>
@@ -21,9 +21,6 @@ namespace msomni::cli {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_job_signal(int) { g_interrupted = true; }
 
 int job_usage(std::ostream& os, int code) {
   os << "usage: msomni job --scheduler-info FILE --id NAME --class critical|regular|best-effort --gpus N\n"
@@ -96,11 +93,10 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   std::promise<int> result;
   auto runner = spawn_job_runner(client.system(), spec, client.scheduler(),
                                  [&result](int code, const std::string&) { result.set_value(code); });
-  std::signal(SIGINT, on_job_signal);
-  std::signal(SIGTERM, on_job_signal);
+  stop_signal::install();
   auto fut = result.get_future();
   while (fut.wait_for(100ms) != std::future_status::ready) {
-    if (g_interrupted) {  // the command is killed with the runner; the scheduler sees the job go
+    if (stop_signal::flag()) {  // the command is killed with the runner; the scheduler sees the job go
       caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
       err << "msomni job: interrupted\n";
       return exit_failed;

@@ -21,15 +21,8 @@ std::optional<scheduler_endpoint> read_scheduler_info(const std::string& path) {
   return ep;
 }
 
-caf::actor_system_config& scheduler_client::configured(caf::actor_system_config& cfg) {
-  register_catalog(cfg);
-  cfg.set("scheduler.max-threads", 1);
-  cfg.set("logger.console-verbosity", caf::atom("quiet"));
-  return cfg;
-}
-
 scheduler_client::scheduler_client(const scheduler_endpoint& ep, const std::string& node)
-    : ep_(ep), sys_(configured(cfg_)), hub_(node_options(node)), gw_(sys_, hub_) {}
+    : ep_(ep), sys_(configure_process(cfg_, 1)), hub_(node_options(node)), gw_(sys_, hub_) {}
 
 bool scheduler_client::join(std::chrono::milliseconds timeout) {
   hub_.node().connect(ep_.address);

@@ -32,7 +32,6 @@ class scheduler_client {
   caf::actor_system& system() { return sys_; }
 
  private:
-  static caf::actor_system_config& configured(caf::actor_system_config& cfg);
   scheduler_endpoint ep_;
   caf::actor_system_config cfg_;
   caf::actor_system sys_;

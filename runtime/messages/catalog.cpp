@@ -9,4 +9,11 @@ void register_catalog(caf::actor_system_config& cfg) {
   cfg.add_message_types<caf::id_block::msomni>();
 }
 
+caf::actor_system_config& configure_process(caf::actor_system_config& cfg, size_t threads) {
+  register_catalog(cfg);
+  cfg.set("scheduler.max-threads", threads);
+  cfg.set("logger.console-verbosity", caf::atom("quiet"));
+  return cfg;
+}
+
 }  // namespace msomni

@@ -56,6 +56,10 @@ namespace msomni {
 // Adds every catalog type to `cfg` (call once, before constructing the actor system).
 void register_catalog(caf::actor_system_config& cfg);
 
+// The actor system every msomni process runs: the catalog registered, `threads` scheduler
+// threads, and CAF's own console logger quiet (processes print what they mean to).
+caf::actor_system_config& configure_process(caf::actor_system_config& cfg, size_t threads);
+
 // Number of types in the catalog.
 constexpr size_t catalog_size = caf::id_block::msomni::end - caf::id_block::msomni::begin;
 

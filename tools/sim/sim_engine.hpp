@@ -79,6 +79,9 @@ struct sim_result {
   struct idle_breakdown {
     double guest_busy = 0, efficiency_loss = 0, overstay_lost = 0, margin = 0, no_guest = 0,
            below_threshold = 0, low_confidence = 0;
+    // Of no_guest and below_threshold: the part in windows when no preemptible job waited
+    // at all (nothing to lend to, whatever the threshold).
+    double no_guest_queue_empty = 0, below_threshold_queue_empty = 0;
   } idle_split;
   // critical_slowdown: mean over critical jobs of JCT / JCT of the same job when the
   // critical jobs run alone on the same cluster (no lower class at all) - 1: what the other

@@ -46,6 +46,8 @@ std::string to_json(const sim_options& opt, const sim_result& r) {
     << ", \"margin\": " << num(s.margin) << ", \"no_guest\": " << num(s.no_guest)
     << ", \"below_threshold\": " << num(s.below_threshold) << ", \"low_confidence\": " << num(s.low_confidence)
     << "},\n";
+  o << "  \"critical_idle_queue_empty\": {\"no_guest\": " << num(s.no_guest_queue_empty)
+    << ", \"below_threshold\": " << num(s.below_threshold_queue_empty) << "},\n";
   o << "  \"critical_slowdown\": " << num(r.critical_slowdown) << ",\n";
   o << "  \"critical_slowdown_p95\": " << num(r.critical_slowdown_p95) << ",\n";
   o << "  \"critical_slowdown_max\": " << num(r.critical_slowdown_max) << ",\n";

@@ -318,17 +318,27 @@ void engine::split_idle(double w) {
   std::map<size_t, double> guest_gpus;
   for (size_t gi : guests_) guest_gpus[jobs_[gi].host] += jobs_[gi].t.gpus;
   auto& s = idle_split_gpu_s_;
+  const auto queued = core_.counts();
+  const bool none_waiting = queued.pending_by_class[static_cast<size_t>(job_class::regular)] +
+                                queued.pending_by_class[static_cast<size_t>(job_class::best_effort)] ==
+                            0;
   for (size_t i : active_) {
     const sjob& h = jobs_[i];
     if (h.klass != job_class::critical || !h.running || h.cur_idle <= 0) continue;
     double idle = h.cur_idle * h.held * w;
     double share = core_.guest_share(sim_key(h));
     if (share <= 0) {
-      (h.confidence < opt_.sched.min_confidence ? s.low_confidence : s.below_threshold) += idle;
+      if (h.confidence < opt_.sched.min_confidence) {
+        s.low_confidence += idle;
+      } else {
+        s.below_threshold += idle;
+        if (none_waiting) s.below_threshold_queue_empty += idle;
+      }
       continue;
     }
     double lent_on = std::min<double>(guest_gpus[i], h.held);
     s.no_guest += h.cur_idle * (h.held - lent_on) * w;
+    if (none_waiting) s.no_guest_queue_empty += h.cur_idle * (h.held - lent_on) * w;
     if (share > h.cur_idle + 1e-12) {
       s.overstay_lost += h.cur_idle * lent_on * w;
       continue;
@@ -372,7 +382,8 @@ sim_result engine::run() {
   const auto& s = idle_split_gpu_s_;
   r.idle_split = {s.guest_busy / capacity,      s.efficiency_loss / capacity, s.overstay_lost / capacity,
                   s.margin / capacity,          s.no_guest / capacity,        s.below_threshold / capacity,
-                  s.low_confidence / capacity};
+                  s.low_confidence / capacity,  s.no_guest_queue_empty / capacity,
+                  s.below_threshold_queue_empty / capacity};
   r.lost_work_gpu_hours = lost_gpu_s_ / 3600.0;
   r.preempted_gpu_hours_lost = (lost_gpu_s_ + drain_gpu_s_ + restart_gpu_s_) / 3600.0;
   r.decisions = core_.decisions_total();
