@@ -3,8 +3,8 @@
 // policies, seeds 1..N, on clusters small enough to be contended. Every run must show no
 // GPU allocated twice, no critical job waiting for a lower class that policy lets it
 // take from (omni, greedy), every preempted job resumed to completion, no regular job
-// preempted inside its run window (omni), every job accounted for, and the same JSON
-// for the same seed.
+// preempted inside its run window (omni), every job accounted for, busy utilisation within
+// the trace's demand ceiling, and the same JSON for the same seed.
 #include "sim_engine.hpp"
 #include "trace_reader.hpp"
 
@@ -44,6 +44,7 @@ trace synthetic(uint64_t seed) {
 }
 
 void check_run(const std::string& what, const trace& tr, sim_options opt) {
+  std::vector<double> ceiling(seeds + 1, -1);  // per seed: the same whatever the policy
   for (auto p : {sched::policy_kind::omni, sched::policy_kind::greedy, sched::policy_kind::exclusive}) {
     opt.policy = p;
     for (uint64_t s = 1; s <= seeds; ++s) {
@@ -65,6 +66,13 @@ void check_run(const std::string& what, const trace& tr, sim_options opt) {
       CHECK(done == submitted);  // nothing left waiting: a preempted job resumed or is reported
       CHECK(r.allocated_utilization <= 1.0 + 1e-9);
       CHECK(r.busy_utilization <= r.allocated_utilization + 1e-9);
+      // No policy does more work than the trace holds: the ceiling takes each critical job's
+      // expected idle share, the run its realised one, hence the small allowance.
+      CHECK(r.demand_ceiling_utilization > 0);
+      CHECK(r.demand_ceiling_utilization <= 1.0);
+      CHECK(r.busy_utilization <= r.demand_ceiling_utilization + 0.01);
+      if (ceiling[s] < 0) ceiling[s] = r.demand_ceiling_utilization;
+      CHECK(r.demand_ceiling_utilization == ceiling[s]);
       // A critical job is never preempted or shrunk: its slowdown is its wait to start plus
       // the time guests that overstayed cost it, nothing else.
       CHECK(r.critical_slowdown_empty_cluster ==

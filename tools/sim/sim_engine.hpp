@@ -68,6 +68,10 @@ struct sim_result {
   // Share of capacity left free while at least one job waited (sampled per reservation
   // window). With allocated - busy it bounds what any policy could add to busy.
   double free_while_waiting_utilization = 0;
+  // The most busy utilisation the trace allows any policy: every job that fits running alone
+  // from its submission, critical jobs at their expected idle share, clipped at the window's
+  // end, capped at 1 (engine::demand_ceiling). The same for every policy of a trace and seed.
+  double demand_ceiling_utilization = 0;
   // Idle share of critical jobs' allocations (what co-location can lend), and the busy time
   // guests made of it, both as shares of capacity.
   double critical_idle_utilization = 0, guest_busy_utilization = 0;

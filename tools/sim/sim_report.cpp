@@ -38,6 +38,7 @@ std::string to_json(const sim_options& opt, const sim_result& r) {
   o << "  \"allocated_utilization\": " << num(r.allocated_utilization) << ",\n";
   o << "  \"busy_utilization\": " << num(r.busy_utilization) << ",\n";
   o << "  \"free_while_waiting_utilization\": " << num(r.free_while_waiting_utilization) << ",\n";
+  o << "  \"demand_ceiling_utilization\": " << num(r.demand_ceiling_utilization) << ",\n";
   o << "  \"critical_idle_utilization\": " << num(r.critical_idle_utilization) << ",\n";
   o << "  \"guest_busy_utilization\": " << num(r.guest_busy_utilization) << ",\n";
   const auto& s = r.idle_split;

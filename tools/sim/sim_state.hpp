@@ -84,7 +84,11 @@ class engine {
   void credit_guest(sjob& g, double until);
   void catch_up();
   void complete(sjob& j);
+  // Draws a critical job's step timeline (seeded by its index: the same in every policy).
+  void draw_timeline(sjob& j) const;
   void init_timeline(sjob& j);
+  // result_.demand_ceiling_utilization (sim_result).
+  void demand_ceiling();
   void roll_window(sjob& j);
   void tick();
   void split_idle(double window_s);

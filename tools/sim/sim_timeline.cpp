@@ -122,6 +122,7 @@ void engine::build_jobs(const trace& tr) {
   unfinished_ = jobs_.size();
   result_.jobs = jobs_.size();
   result_.window_s = t1_ - t0_;
+  demand_ceiling();
 }
 
 
@@ -150,7 +151,7 @@ void engine::arrive(size_t idx) {
   }
 }
 
-void engine::init_timeline(sjob& j) {
+void engine::draw_timeline(sjob& j) const {
   rng_stream r = rng_stream::derive(opt_.seed, "sim.timeline", j.index);
   const timeline_model& m = opt_.timeline;
   j.step_mean_s = uniform_in(r, m.step_min_s, m.step_max_s);
@@ -166,8 +167,47 @@ void engine::init_timeline(sjob& j) {
   if (j.eval_every_steps && j.ckpt_every_steps)
     j.ckpt_every_steps = j.eval_every_steps *
                          std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(m.checkpoint_every_s / m.eval_every_s)));
+}
+
+void engine::init_timeline(sjob& j) {
+  draw_timeline(j);
   j.timeline_ready = true;
   roll_window(j);
+}
+
+namespace {
+// A critical job's expected idle share from its drawn timeline: per step, a mean compute of
+// step_mean_s (its bubble share idle), a mean data wait of data_wait_share x step_mean_s,
+// and its checkpoint/evaluation phases spread over the steps between them.
+double expected_idle_share(const sjob& j) {
+  const double compute = j.step_mean_s, wait = j.data_wait_share * j.step_mean_s;
+  double phase = 0;
+  if (j.ckpt_every_steps) phase += j.ckpt_len_s / static_cast<double>(j.ckpt_every_steps);
+  if (j.eval_every_steps) phase += j.eval_len_s / static_cast<double>(j.eval_every_steps);
+  const double step = compute + wait + phase;
+  return step > 0 ? (wait + j.bubble * compute + phase) / step : 0;
+}
+}  // namespace
+
+// The most busy GPU time the trace holds inside the measurement window, whatever the
+// policy: each job that fits the cluster running alone at full size from its submission,
+// critical jobs busy 1 - their expected idle share of it, clipped at the window's end, the
+// sum capped at the capacity. Co-location moves work earlier; it makes none.
+void engine::demand_ceiling() {
+  double busy = 0;
+  const double total = core_.gpus().total();
+  for (const sjob& j : jobs_) {
+    if (j.t.gpus > total) continue;  // rejected by every policy
+    const double run = std::max(0.0, std::min(j.t.duration_s, t1_ - j.t.submit_s));
+    double share = 1;
+    if (j.klass == job_class::critical) {
+      sjob drawn = j;
+      draw_timeline(drawn);
+      share = 1 - expected_idle_share(drawn);
+    }
+    busy += j.t.gpus * run * share;
+  }
+  result_.demand_ceiling_utilization = std::min(1.0, busy / (total * (t1_ - t0_)));
 }
 
 namespace {
