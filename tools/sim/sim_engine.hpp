@@ -68,9 +68,10 @@ struct sim_result {
   // Share of capacity left free while at least one job waited (sampled per reservation
   // window). With allocated - busy it bounds what any policy could add to busy.
   double free_while_waiting_utilization = 0;
-  // The most busy utilisation the trace allows any policy: every job that fits running alone
-  // from its submission, critical jobs at their expected idle share, clipped at the window's
-  // end, capped at 1 (engine::demand_ceiling). The same for every policy of a trace and seed.
+  // The most busy utilisation the trace allows any policy: every job that fits offers its
+  // work at its alone rate from its submission (critical jobs at their expected idle share),
+  // done by a fluid server of the cluster's size as soon as capacity allows
+  // (engine::demand_ceiling). The same for every policy of a trace and seed.
   double demand_ceiling_utilization = 0;
   // Idle share of critical jobs' allocations (what co-location can lend), and the busy time
   // guests made of it, both as shares of capacity.

@@ -87,7 +87,7 @@ class engine {
   // Draws a critical job's step timeline (seeded by its index: the same in every policy).
   void draw_timeline(sjob& j) const;
   void init_timeline(sjob& j);
-  // result_.demand_ceiling_utilization (sim_result).
+  // result_.demand_ceiling_utilization (sim_result): a fluid bound on any policy's busy time.
   void demand_ceiling();
   void roll_window(sjob& j);
   void tick();
