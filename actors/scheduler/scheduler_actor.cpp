@@ -21,10 +21,11 @@ namespace {
 
 using drain_atom = caf::atom_constant<caf::atom("sdrain")>;
 using window_atom = caf::atom_constant<caf::atom("swindow")>;
+using recovered_atom = caf::atom_constant<caf::atom("srecover")>;
 
 struct shell_state {
   shell_state(scheduler_settings s, scheduler_env e)
-      : core(std::move(s.topo), s.params), predictor(s.predictor), env(std::move(e)) {}
+      : core(std::move(s.topo), s.params), predictor(s.predictor), env(std::move(e)), recovering(s.recover_s > 0) {}
   scheduler_core core;
   predict::step_predictor predictor;
   scheduler_env env;
@@ -36,6 +37,10 @@ struct shell_state {
   std::map<std::string, double> last_report_s;  // when each job's newest step report came
   double drain_armed_s = -1;                    // deadline a drain timer is pending for
   bool window_armed = false;
+  // While recovering after a restart: submissions held back, in arrival order, with their
+  // senders (bounded by the queue capacity).
+  bool recovering = false;
+  std::vector<std::pair<msg::job_submit, caf::actor>> held_back;
 
   double now_s() const { return std::chrono::duration<double>(env.clock->now().time_since_epoch()).count(); }
 };
@@ -112,7 +117,8 @@ void on_finished(caf::event_based_actor* self, shell_state& st, const std::strin
   execute(self, st, st.core.finished(job, st.now_s()));
 }
 
-msg::scheduler_status status_of(const scheduler_core& core) {
+msg::scheduler_status status_of(const shell_state& st) {
+  const scheduler_core& core = st.core;
   const queue_counts c = core.counts();
   msg::scheduler_status s;
   s.policy = to_string(core.params().policy);
@@ -129,31 +135,68 @@ msg::scheduler_status status_of(const scheduler_core& core) {
   s.decisions = core.decisions_total();
   s.reserve_deferrals = core.reserve_deferrals();
   s.rejected = c.rejected;
+  s.recovering = st.recovering;
+  s.held_back = st.held_back.size();
   return s;
 }
 
-caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_state> st) {
+// Remembers `handle` as where `job`'s commands go; a job that goes away is finished.
+void track(caf::event_based_actor* self, shell_state& st, const std::string& job, const caf::actor& handle) {
+  if (!handle) return;
+  st.jobs[job] = handle;
+  st.job_of[handle.address()] = job;
+  self->monitor(handle);
+}
+
+// A class byte the catalog does not know is refused before the core sees it.
+bool refuse_unknown_class(caf::event_based_actor* self, shell_state& st, const msg::job_submit& s,
+                          const caf::actor& handle) {
+  if (s.job_class <= static_cast<uint8_t>(job_class::best_effort)) return false;
+  command rej = make_command(command_kind::reject, s.job, 0);
+  rej.reason = "unknown job_class " + std::to_string(s.job_class);
+  if (handle) self->send(handle, to_message(rej, st.now_s(), 0));
+  return true;
+}
+
+job_request request_of(const msg::job_submit& s) {
+  return {s.job, static_cast<job_class>(s.job_class), s.gpus, s.gpus_per_replica, s.min_replicas};
+}
+
+void take_submit(caf::event_based_actor* self, shell_state& st, const msg::job_submit& s, const caf::actor& handle) {
+  if (st.jobs.count(s.job) || refuse_unknown_class(self, st, s, handle)) return;
+  track(self, st, s.job, handle);
+  execute(self, st, st.core.submit(request_of(s), st.now_s()));
+}
+
+caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_state> st, double recover_s) {
+  if (st->recovering) self->delayed_send(self, span_of(recover_s), recovered_atom::value);
   self->set_down_handler([self, st](caf::down_msg& d) {
     auto it = st->job_of.find(d.source);
     if (it != st->job_of.end()) on_finished(self, *st, std::string(it->second));
   });
   return {
       [self, st](const msg::job_submit& s) {
-        if (st->jobs.count(s.job)) return;  // repeated submit
         auto handle = caf::actor_cast<caf::actor>(self->current_sender());
-        if (s.job_class > static_cast<uint8_t>(job_class::best_effort)) {
-          command rej = make_command(command_kind::reject, s.job, 0);
-          rej.reason = "unknown job_class " + std::to_string(s.job_class);
-          if (handle) self->send(handle, to_message(rej, st->now_s(), 0));
+        if (!st->recovering) return take_submit(self, *st, s, handle);
+        if (st->held_back.size() < st->core.params().queue_capacity) {
+          st->held_back.emplace_back(s, handle);
           return;
         }
-        if (handle) {
-          st->jobs[s.job] = handle;
-          st->job_of[handle.address()] = s.job;
-          self->monitor(handle);
-        }
-        job_request r{s.job, static_cast<job_class>(s.job_class), s.gpus, s.gpus_per_replica, s.min_replicas};
-        execute(self, *st, st->core.submit(r, st->now_s()));
+        command rej = make_command(command_kind::reject, s.job, 0);
+        rej.reason = "queue full (queue_capacity) while the scheduler recovers from a restart";
+        if (handle) self->send(handle, to_message(rej, st->now_s(), 0));
+      },
+      [self, st](const msg::job_rejoin& r) {
+        auto handle = caf::actor_cast<caf::actor>(self->current_sender());
+        if (st->jobs.count(r.request.job) || refuse_unknown_class(self, *st, r.request, handle)) return;
+        track(self, *st, r.request.job, handle);
+        execute(self, *st, st->core.adopt(request_of(r.request), r.held, r.replicas, r.epoch, st->now_s()));
+      },
+      [self, st](recovered_atom) {
+        st->recovering = false;
+        auto held = std::move(st->held_back);
+        st->held_back.clear();
+        for (auto& [s, handle] : held) take_submit(self, *st, s, handle);
       },
       [st](const msg::job_step_report& r) {
         if (!st->jobs.count(r.job)) return;
@@ -166,7 +209,7 @@ caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_stat
         execute(self, *st, st->core.released(r.job, r.epoch, st->now_s()));
       },
       [self, st](const msg::job_finished& f) { on_finished(self, *st, f.job); },
-      [st](const msg::scheduler_status_request&) { return status_of(st->core); },
+      [st](const msg::scheduler_status_request&) { return status_of(*st); },
       [self, st](drain_atom) {
         st->drain_armed_s = -1;
         execute(self, *st, st->core.expire(st->now_s()));
@@ -182,7 +225,8 @@ caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_stat
 
 caf::actor spawn_scheduler(caf::actor_system& sys, scheduler_settings s, scheduler_env env) {
   if (!env.clock) throw std::invalid_argument("spawn_scheduler: scheduler_env.clock is required");
-  return sys.spawn(scheduler, std::make_shared<shell_state>(std::move(s), std::move(env)));
+  const double recover_s = s.recover_s;
+  return sys.spawn(scheduler, std::make_shared<shell_state>(std::move(s), std::move(env)), recover_s);
 }
 
 }  // namespace msomni::sched

@@ -4,7 +4,11 @@
 // core; msomni-sim drives the same core without this shell.
 //
 // Messages in (who sends them; idempotent?):
-//   job_submit        job -> scheduler; the sender becomes the job's handle; a repeat is ignored
+//   job_submit        job -> scheduler; the sender becomes the job's handle; a repeat is ignored.
+//                     While recovering (recover_s), held back and taken in order afterwards
+//   job_rejoin        job -> a restarted scheduler: it still runs on GPUs the previous
+//                     instance gave it; core.adopt keeps it there or requeues it. The sender
+//                     becomes the job's handle; a repeat of a known job is ignored
 //   job_step_report   running job -> scheduler, per step; a report of an unknown job is dropped
 //   job_released      victim -> scheduler after its drain checkpoint; idempotent (epoch)
 //   job_finished      job -> scheduler; idempotent
@@ -41,6 +45,11 @@ struct scheduler_settings {
   topology topo;
   scheduler_params params;
   predict::predictor_params predictor;
+  // After a restart: for this long nothing new is placed, so that the jobs still running on
+  // the previous instance's GPUs can rejoin (job_rejoin) before those GPUs look free.
+  // Submissions meanwhile wait (at most params.queue_capacity of them; past that they are
+  // rejected) and are taken in arrival order when it ends. 0: no recovery period.
+  double recover_s = 0;
 };
 
 caf::actor spawn_scheduler(caf::actor_system& sys, scheduler_settings s, scheduler_env env);

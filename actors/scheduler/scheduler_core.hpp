@@ -60,6 +60,13 @@ class scheduler_core {
 
   // Each call returns the commands to carry out, in order.
   std::vector<command> submit(const job_request& req, double now_s);
+  // A job that ran under a previous instance of the scheduler (msomni-sched restarted) and
+  // still runs on `gpus` with `replicas` replicas, at its own `epoch`. When those GPUs are a
+  // valid size for it and all free here, it keeps them (command adopted; its run window
+  // starts again now). Otherwise it is queued as if just submitted and told to stop its run
+  // (command requeue); a request submit() would refuse is rejected the same way.
+  std::vector<command> adopt(const job_request& req, const std::vector<uint32_t>& gpus, uint32_t replicas,
+                             uint64_t epoch, double now_s);
   // Victim's job_released. Idempotent: a repeat or a stale epoch does nothing.
   std::vector<command> released(const std::string& job, uint64_t epoch, double now_s);
   std::vector<command> finished(const std::string& job, double now_s);
@@ -96,6 +103,12 @@ class scheduler_core {
  private:
   using queue_key = std::tuple<uint8_t, double, uint64_t, std::string>;
   queue_key key_of(const job_state& j) const;
+  // Why submit() (`queued`: the job would wait in the queue) would turn `req` away, or empty.
+  std::string refusal(const job_request& req, bool queued) const;
+  // A new job's state, its request normalised (replica size, min replicas by class).
+  job_state& admit(const job_request& req, double now_s);
+  // Why `gpus` cannot be the adopted run of `j` here, or empty.
+  std::string unadoptable(const job_state& j, const std::vector<uint32_t>& gpus, uint32_t replicas) const;
   void emit(double now_s, command c, std::vector<command>& out);
   void schedule(double now_s, std::vector<command>& out);
   void grow(double now_s, std::vector<command>& out);

@@ -39,6 +39,8 @@ const char* to_string(command_kind k) {
     case command_kind::set_share: return "set_share";
     case command_kind::evict_guest: return "evict_guest";
     case command_kind::reject: return "reject";
+    case command_kind::adopted: return "adopted";
+    case command_kind::requeue: return "requeue";
   }
   return "?";
 }

@@ -66,6 +66,8 @@ enum class command_kind : uint8_t {
   set_share,      // guest's share for the next reservation window
   evict_guest,    // guest leaves its host at a window boundary and waits again
   reject,         // refused at submission
+  adopted,        // a restarted scheduler keeps a rejoining job's run on the GPUs it holds
+  requeue,        // a rejoining job's GPUs are taken here: stop the run and wait again
 };
 const char* to_string(command_kind k);
 

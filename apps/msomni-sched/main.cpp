@@ -22,6 +22,7 @@
 #include <caf/send.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <functional>
@@ -44,7 +45,11 @@ int usage(std::ostream& os, int code) {
         "  --idle-threshold X       (0.35)  --drain-s S (600)  --min-run-window-s S (7200)\n"
         "  --reservation-window-s S (1800)  --queue-capacity N (1024)\n"
         "  --listen HOST:PORT       where the UCX node listens (default 127.0.0.1, any port)\n"
-        "  --info-file FILE         where \"ADDRESS TOKEN\" goes (default ./msomni-sched.info, mode 0600)\n";
+        "  --info-file FILE         where \"ADDRESS TOKEN\" goes (default ./msomni-sched.info, mode 0600)\n"
+        "  --recover-s S            when the info file is already there (a previous instance wrote it:\n"
+        "                           this is a restart), place nothing for S seconds (default 10) so\n"
+        "                           that the jobs still running on its GPUs can rejoin (msomni job\n"
+        "                           reconnects on its own); submissions meanwhile wait. 0: no wait\n";
   return code;
 }
 
@@ -64,6 +69,7 @@ int main(int argc, char** argv) {
   sched::scheduler_settings s;
   uint32_t gpus = 8, per_node = 8, per_switch = 4;
   std::string listen, info_file = "msomni-sched.info";
+  double recover_s = 10;
   std::map<std::string, std::function<void(const std::string&)>> flags = {
       {"--gpus", [&](const std::string& v) { gpus = static_cast<uint32_t>(std::stoul(v)); }},
       {"--gpus-per-node", [&](const std::string& v) { per_node = static_cast<uint32_t>(std::stoul(v)); }},
@@ -78,6 +84,7 @@ int main(int argc, char** argv) {
       {"--queue-capacity", [&](const std::string& v) { s.params.queue_capacity = std::stoul(v); }},
       {"--listen", [&](const std::string& v) { listen = v; }},
       {"--info-file", [&](const std::string& v) { info_file = v; }},
+      {"--recover-s", [&](const std::string& v) { recover_s = std::stod(v); }},
   };
   // The file first, so that flags override it.
   for (int i = 1; i + 1 < argc; ++i) {
@@ -125,11 +132,15 @@ int main(int argc, char** argv) {
   }
   if (gpus == 0 || per_node == 0 || per_switch == 0 || s.params.reservation_window_s <= 0 ||
       s.params.idle_threshold < 0 || s.params.idle_threshold > 1 || s.params.drain_period_s < 0 ||
-      s.params.queue_capacity == 0) {
+      s.params.queue_capacity == 0 || !(recover_s >= 0)) {
     std::cerr << "msomni-sched: --gpus, --gpus-per-node, --nodes-per-switch, --queue-capacity and "
-                 "--reservation-window-s must be positive, --idle-threshold in [0, 1], --drain-s >= 0\n";
+                 "--reservation-window-s must be positive, --idle-threshold in [0, 1], --drain-s and "
+                 "--recover-s >= 0\n";
     return 2;
   }
+  // An info file left by a previous instance means its jobs may still run and will rejoin.
+  std::error_code exists_error;
+  if (std::filesystem::exists(info_file, exists_error)) s.recover_s = recover_s;
   s.topo = sched::topology::uniform(gpus, per_node, per_switch);
 
   caf::actor_system_config cfg;
@@ -158,6 +169,9 @@ int main(int argc, char** argv) {
     std::cout << "msomni-sched: " << gpus << " GPUs (" << per_node << " per node), policy "
               << sched::to_string(s.params.policy) << ", listening at " << hub.node().address()
               << ", address and token in " << info_file << std::endl;
+    if (s.recover_s > 0)
+      std::cout << "msomni-sched: restarted (" << info_file << " was there): placing nothing for " << s.recover_s
+                << " s while the previous instance's jobs rejoin" << std::endl;
     while (!stop_signal::flag()) std::this_thread::sleep_for(100ms);
     caf::anon_send_exit(scheduler, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(printer, caf::exit_reason::user_shutdown);

@@ -1,8 +1,10 @@
 // `msomni job --scheduler-info FILE --id NAME --class critical|regular|best-effort --gpus N
-//  [--gpus-per-replica R] [--min-replicas M] [--run-dir DIR] -- COMMAND [ARGS...]`:
+//  [--gpus-per-replica R] [--min-replicas M] [--run-dir DIR] [--scratch-dir DIR] [--reconnect-s S]
+//  -- COMMAND [ARGS...]`:
 // joins msomni-sched over UCX (address and token from its info file) and runs COMMAND under
 // the scheduler's decisions (see job_runner.hpp). Exit: the command's exit code when it
-// ran to its end, 1 when the scheduler is unreachable or went away, 2 usage, 3 rejected.
+// ran to its end, 1 when the scheduler is unreachable or went away for good, 2 usage,
+// 3 rejected.
 #include "commands.hpp"
 #include "job_runner.hpp"
 
@@ -25,13 +27,18 @@ using namespace std::chrono_literals;
 int job_usage(std::ostream& os, int code) {
   os << "usage: msomni job --scheduler-info FILE --id NAME --class critical|regular|best-effort --gpus N\n"
         "                  [--gpus-per-replica R] [--min-replicas M] [--run-dir DIR] [--scratch-dir DIR]\n"
+        "                  [--reconnect-s S]\n"
         "                  -- COMMAND [ARGS...]\n"
         "  --scheduler-info  the file msomni-sched wrote (\"ADDRESS TOKEN\")\n"
         "  --run-dir         the command's run directory (msomni-run's --run-dir): checkpoints/latest\n"
         "                    gives the step a preempted job reports, metrics.jsonl the step times\n"
         "                    and data waits that feed the scheduler's idle-window predictor\n"
         "  --scratch-dir     the command gets MSOMNI_SCRATCH_DIR=DIR/NAME, created at each start and\n"
-        "                    removed whenever the command ends (a preempted job leaves no scratch)\n";
+        "                    removed whenever the command ends (a preempted job leaves no scratch)\n"
+        "  --reconnect-s S   when msomni-sched goes away, the command keeps running and the job\n"
+        "                    rejoins a restarted one (found through the info file) for up to S\n"
+        "                    seconds (default 300); then, or with 0 at once, the command is\n"
+        "                    stopped (SIGTERM) and the job ends with 1\n";
   return code;
 }
 
@@ -66,6 +73,10 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       else if (a == "--min-replicas") spec.min_replicas = static_cast<uint32_t>(std::stoul(v));
       else if (a == "--run-dir") spec.run_dir = v;
       else if (a == "--scratch-dir") spec.scratch_dir = v;
+      else if (a == "--reconnect-s") {
+        spec.reconnect_s = std::stod(v);
+        if (!(spec.reconnect_s >= 0)) throw std::invalid_argument(v);
+      }
       else {
         err << "msomni job: unknown option " << a << "\n";
         return job_usage(err, exit_usage);
@@ -91,8 +102,9 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return exit_failed;
   }
   std::promise<int> result;
-  auto runner = spawn_job_runner(client.system(), spec, client.scheduler(),
-                                 [&result](int code, const std::string&) { result.set_value(code); });
+  auto runner = spawn_job_runner(
+      client.system(), spec, client.scheduler(), [&client, info] { return client.reconnect(info, 500ms); },
+      [&result](int code, const std::string&) { result.set_value(code); });
   stop_signal::install();
   auto fut = result.get_future();
   while (fut.wait_for(100ms) != std::future_status::ready) {

@@ -30,13 +30,20 @@ using namespace std::chrono_literals;
 using sched::command_kind;
 using poll_atom = caf::atom_constant<caf::atom("jrpoll")>;
 using quiet_atom = caf::atom_constant<caf::atom("jrquiet")>;
+using reconnect_atom = caf::atom_constant<caf::atom("jrrejoin")>;
 
 enum class stopping : uint8_t { no, drain, shrink, evicted, killed };
 
 struct runner_state {
   job_spec spec;
-  caf::actor scheduler;
+  caf::actor scheduler;  // invalid while the scheduler is away
+  std::function<caf::actor()> find_scheduler;
   std::function<void(int, const std::string&)> done;
+  // False from the scheduler's loss until the one found again has been told about this job
+  // (job_rejoin or job_submit); nothing else is sent to a scheduler that does not know it.
+  bool registered = true;
+  bool guest = false;  // the current run is a guest's
+  std::chrono::steady_clock::time_point reconnect_until;
   pid_t child = -1;
   std::vector<uint32_t> gpus;
   uint64_t epoch = 0;
@@ -87,7 +94,7 @@ namespace {
 // New complete lines of RUN_DIR/metrics.jsonl (msomni-run writes one per step) become
 // job_step_report for the scheduler's step-time predictor; at most 256 per call.
 void report_steps(runner_state& st, caf::event_based_actor* self) {
-  if (st.spec.run_dir.empty()) return;
+  if (st.spec.run_dir.empty() || !st.registered) return;
   const auto path = std::filesystem::path(st.spec.run_dir) / "metrics.jsonl";
   std::error_code ec;
   const uint64_t size = std::filesystem::file_size(path, ec);
@@ -176,6 +183,7 @@ void signal_child(runner_state& st, int sig, stopping why) {
 
 void start_run(runner_state& st, const msg::job_command& c) {
   const bool guest = c.kind == static_cast<uint8_t>(command_kind::colocate);
+  st.guest = guest;
   st.gpus = c.gpus;
   st.replicas = c.replicas;
   say(st, std::string(guest ? "started as a guest of " + c.host : "started") + " on gpus " + join(st.gpus) + " (" +
@@ -192,6 +200,34 @@ void finish(caf::stateful_actor<runner_state>* self, int code, const std::string
   self->quit();
 }
 
+msg::job_submit submission(const runner_state& st) {
+  return {st.spec.id, st.spec.job_class, st.spec.gpus, per_replica(st.spec), st.spec.min_replicas};
+}
+
+// Tells a scheduler found again about this job: a run that goes on where it is rejoins; a
+// guest's run (its host's forecast is gone with the old instance) is stopped first; a run
+// that is ending waits for its end (child_ended calls this again); no run: submit anew.
+void register_again(caf::stateful_actor<runner_state>* self) {
+  auto& s = self->state;
+  if (s.child > 0 && s.why == stopping::no && !s.guest) {
+    self->send(s.scheduler, msg::job_rejoin{submission(s), s.gpus, s.replicas, s.epoch});
+    s.registered = true;
+    say(s, "rejoins the scheduler on gpus " + join(s.gpus));
+    return;
+  }
+  if (s.child > 0) {
+    if (s.why == stopping::no) {
+      say(s, "stops its guest run: a restarted scheduler places guests anew");
+      signal_child(s, SIGTERM, stopping::evicted);
+    }
+    return;
+  }
+  s.epoch = 0;  // the new instance counts this job's epochs from the start
+  self->send(s.scheduler, submission(s));
+  s.registered = true;
+  say(s, "submitted again to the restarted scheduler");
+}
+
 // The command ended: what that means depends on why it was asked to stop.
 void child_ended(caf::stateful_actor<runner_state>* self, int status) {
   auto& st = self->state;
@@ -202,6 +238,11 @@ void child_ended(caf::stateful_actor<runner_state>* self, int status) {
     case stopping::drain:
     case stopping::shrink: {
       const uint64_t step = checkpoint_step(st.spec.run_dir);
+      if (!st.registered) {  // the scheduler that asked is gone: queue again at the next one
+        say(st, "command ended (" + std::to_string(code) + ", checkpoint step " + std::to_string(step) +
+                    ") while the scheduler is away");
+        break;
+      }
       self->send(st.scheduler, msg::job_released{st.spec.id, st.epoch, step});
       say(st, "released its GPUs (command ended with " + std::to_string(code) + ", checkpoint step " +
                   std::to_string(step) + ")");
@@ -218,10 +259,11 @@ void child_ended(caf::stateful_actor<runner_state>* self, int status) {
       say(st, "command stopped (" + std::to_string(code) + "); waiting to be started again");
       break;
     case stopping::no:
-      self->send(st.scheduler, msg::job_finished{st.spec.id});
+      if (st.registered) self->send(st.scheduler, msg::job_finished{st.spec.id});
       finish(self, code, code == 0 ? "finished" : "command failed with " + std::to_string(code));
       break;
   }
+  if (!st.registered && st.scheduler && !st.over) register_again(self);
   if (st.child <= 0 && !st.over && st.deferred_start) {
     const msg::job_command next = *st.deferred_start;
     st.deferred_start.reset();
@@ -230,15 +272,29 @@ void child_ended(caf::stateful_actor<runner_state>* self, int status) {
 }
 
 caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf::actor scheduler,
-                     std::function<void(int, const std::string&)> done) {
+                     std::function<caf::actor()> find_scheduler, std::function<void(int, const std::string&)> done) {
   auto& st = self->state;
   st.spec = std::move(spec);
   st.scheduler = scheduler;
+  st.find_scheduler = std::move(find_scheduler);
   st.done = std::move(done);
   self->monitor(scheduler);
-  self->set_down_handler([self](const caf::down_msg&) {
-    signal_child(self->state, SIGTERM, stopping::killed);
-    finish(self, 1, "the scheduler went away");
+  self->set_down_handler([self](const caf::down_msg& d) {
+    auto& s = self->state;
+    if (!s.scheduler || d.source != s.scheduler.address()) return;  // an earlier instance
+    s.scheduler = caf::actor{};
+    s.registered = false;
+    s.deferred_start.reset();
+    if (s.spec.reconnect_s <= 0) {
+      signal_child(s, SIGTERM, stopping::killed);
+      return finish(self, 1, "the scheduler went away");
+    }
+    s.reconnect_until = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(s.spec.reconnect_s));
+    say(s, std::string("the scheduler went away: ") + (s.child > 0 ? "the command keeps running; " : "") +
+               "waiting up to " + seconds(s.spec.reconnect_s) + " for it to come back");
+    self->send(self, reconnect_atom::value);
   });
   self->set_exit_handler([self](const caf::exit_msg& m) {
     auto& s = self->state;
@@ -250,8 +306,7 @@ caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf
     }
     self->quit(m.reason);
   });
-  self->send(scheduler, msg::job_submit{st.spec.id, st.spec.job_class, st.spec.gpus, per_replica(st.spec),
-                                        st.spec.min_replicas});
+  self->send(scheduler, submission(st));
   self->send(self, poll_atom::value);
   self->delayed_send(self, 10s, quiet_atom::value);
   say(st, "submitted (" + std::to_string(st.spec.gpus) + " GPUs)");
@@ -292,6 +347,13 @@ caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf
           case command_kind::reject:
             finish(self, 3, "rejected: " + c.reason);
             break;
+          case command_kind::adopted:
+            say(s, "keeps gpus " + join(c.gpus) + " (" + c.reason + ")");
+            break;
+          case command_kind::requeue:
+            say(s, "stops and waits in the queue (" + c.reason + ")");
+            signal_child(s, SIGTERM, stopping::evicted);
+            break;
         }
       },
       [self](const msg::preempt_notice& n) {
@@ -302,6 +364,23 @@ caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf
         say(s, "preempted: checkpoint and release within " + seconds(n.drain_s) + " (" + n.reason + ")");
         if (s.child > 0) signal_child(s, SIGTERM, stopping::drain);
         else self->send(s.scheduler, msg::job_released{s.spec.id, n.epoch, checkpoint_step(s.spec.run_dir)});
+      },
+      [self](reconnect_atom) {
+        auto& s = self->state;
+        if (s.over || s.scheduler) return;
+        if (std::chrono::steady_clock::now() > s.reconnect_until) {
+          signal_child(s, SIGTERM, stopping::killed);
+          return finish(self, 1, "the scheduler went away and did not come back within " + seconds(s.spec.reconnect_s));
+        }
+        auto found = s.find_scheduler ? s.find_scheduler() : caf::actor{};
+        if (!found) {
+          self->delayed_send(self, 1s, reconnect_atom::value);
+          return;
+        }
+        s.scheduler = found;
+        self->monitor(found);
+        say(s, "found the scheduler again");
+        register_again(self);
       },
       [self](quiet_atom) {
         if (!self->state.heard)
@@ -322,8 +401,9 @@ caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf
 }  // namespace
 
 caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, caf::actor scheduler,
+                            std::function<caf::actor()> find_scheduler,
                             std::function<void(int, const std::string&)> done) {
-  return sys.spawn(runner, std::move(spec), std::move(scheduler), std::move(done));
+  return sys.spawn(runner, std::move(spec), std::move(scheduler), std::move(find_scheduler), std::move(done));
 }
 
 }  // namespace msomni::cli

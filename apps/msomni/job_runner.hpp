@@ -15,7 +15,12 @@
 //   RUN_DIR/metrics.jsonl (with --run-dir) -> job_step_report per step (step_time_ms,
 //                            data_wait_ms, checkpoint_ms), which feeds the scheduler's
 //                            step-time predictor
-// A scheduler that goes away ends the job (the command is stopped with SIGTERM first).
+// A scheduler that goes away: the command keeps running while `find_scheduler` is asked
+// every second for a restarted one, for up to reconnect_s. A job that still runs on its
+// GPUs rejoins it (job_rejoin: adopted there, or requeue -> SIGTERM and wait); a guest is
+// stopped and, like a job whose run was ending or that had not started, submits again.
+// Past reconnect_s (or with reconnect_s 0) the command is stopped with SIGTERM and the job
+// ends with exit code 1.
 #pragma once
 
 #include "messages/cluster_job_messages.hpp"
@@ -41,6 +46,7 @@ struct job_spec {
   // and removed whenever the command ends (SPEC R7: a preempted job leaves no scratch files
   // on shared storage; what it needs to resume is in its checkpoint).
   std::string scratch_dir;
+  double reconnect_s = 300;  // how long to wait for a restarted scheduler (0: end at once)
 };
 
 // One line of msomni-run's metrics.jsonl as a step report for the predictor; nullopt for a
@@ -48,7 +54,10 @@ struct job_spec {
 std::optional<msg::job_step_report> step_report_from(const std::string& job, const std::string& line);
 
 // `done(exit_code, why)` is called once, from the actor, when the job is over.
+// `find_scheduler` (called on the runner's thread, may block briefly) returns a restarted
+// scheduler's handle or an invalid one.
 caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, caf::actor scheduler,
+                            std::function<caf::actor()> find_scheduler,
                             std::function<void(int, const std::string&)> done);
 
 }  // namespace msomni::cli

@@ -51,7 +51,8 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
                   << ",\"best_effort\":" << s.pending_best_effort << "},\"queue_capacity\":" << s.queue_capacity
                   << ",\"running\":" << s.running << ",\"borrowed\":" << s.borrowed << ",\"draining\":" << s.draining
                   << ",\"guests\":" << s.guests << ",\"decisions\":" << s.decisions
-                  << ",\"reserve_deferrals\":" << s.reserve_deferrals << ",\"rejected\":" << s.rejected << "}\n";
+                  << ",\"reserve_deferrals\":" << s.reserve_deferrals << ",\"rejected\":" << s.rejected
+                  << ",\"recovering\":" << (s.recovering ? "true" : "false") << ",\"held_back\":" << s.held_back << "}\n";
               return;
             }
             out << "policy " << s.policy << ", GPUs " << s.gpus_free << " free of " << s.gpus_total << "\n"
@@ -62,6 +63,8 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
                 << ", guests " << s.guests << "\n"
                 << "counts  decisions " << s.decisions << ", rejected " << s.rejected << ", reserve deferrals "
                 << s.reserve_deferrals << "\n";
+            if (s.recovering)
+              out << "restart recovering from a restart: " << s.held_back << " submissions held back until it ends\n";
           },
           [&](const caf::error& e) {
             err << "msomni sched-status: no answer from msomni-sched (" << sys.render(e)

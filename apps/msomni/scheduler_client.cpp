@@ -31,4 +31,15 @@ bool scheduler_client::join(std::chrono::milliseconds timeout) {
 
 caf::actor scheduler_client::scheduler() { return gw_.remote_actor("sched", "scheduler-" + ep_.token); }
 
+caf::actor scheduler_client::reconnect(const std::string& info_file, std::chrono::milliseconds timeout) {
+  const auto ep = read_scheduler_info(info_file);
+  if (!ep || ep->token == ep_.token) return {};  // still the instance that went away
+  if (!hub_.node().is_up("sched")) {
+    hub_.node().connect(ep->address);
+    if (!hub_.node().wait_up("sched", timeout)) return {};
+  }
+  ep_ = *ep;
+  return scheduler();
+}
+
 }  // namespace msomni::cli

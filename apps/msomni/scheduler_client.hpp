@@ -29,6 +29,10 @@ class scheduler_client {
   // True once the service answered within `timeout`.
   bool join(std::chrono::milliseconds timeout);
   caf::actor scheduler();
+  // After the service went away: when `info_file` names a new instance (another token: a
+  // restarted msomni-sched writes a fresh one), joins it and returns its scheduler's handle;
+  // an invalid handle while there is none yet or it does not answer within `timeout`.
+  caf::actor reconnect(const std::string& info_file, std::chrono::milliseconds timeout);
   caf::actor_system& system() { return sys_; }
 
  private:

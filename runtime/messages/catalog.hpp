@@ -49,6 +49,7 @@ CAF_ADD_TYPE_ID(msomni, (msomni::msg::job_finished))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::job_command))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::scheduler_status_request))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::scheduler_status))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::job_rejoin))
 CAF_END_TYPE_ID_BLOCK(msomni)
 
 namespace msomni {

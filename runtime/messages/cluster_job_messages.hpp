@@ -28,6 +28,22 @@ typename Inspector::result_type inspect(Inspector& f, job_submit& x) {
            x.min_replicas);
 }
 
+// job -> a restarted scheduler: the job was running under the previous instance on `held`
+// GPUs (`replicas` replicas, at the job's own epoch `epoch`) and still is. The new instance
+// adopts it on those GPUs when they are free, else queues it and tells it to stop (see
+// scheduler_core::adopt). A guest or a job whose run is ending sends job_submit instead.
+struct job_rejoin {
+  job_submit request;
+  std::vector<uint32_t> held;
+  uint32_t replicas = 0;
+  uint64_t epoch = 0;
+  bool operator==(const job_rejoin&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_rejoin& x) {
+  return f(caf::meta::type_name("job_rejoin"), x.request, x.held, x.replicas, x.epoch);
+}
+
 // running (critical) job -> scheduler: one optimizer step, for the idle-window predictor.
 struct job_step_report {
   std::string job;
@@ -97,13 +113,17 @@ struct scheduler_status {
   uint64_t pending_critical = 0, pending_regular = 0, pending_best_effort = 0, queue_capacity = 0;
   uint64_t running = 0, borrowed = 0, draining = 0, guests = 0;
   uint64_t decisions = 0, reserve_deferrals = 0, rejected = 0;
+  // After a restart: submissions held back until the recovery period ends (bounded by
+  // queue_capacity); recovering is false once it has.
+  bool recovering = false;
+  uint64_t held_back = 0;
   bool operator==(const scheduler_status&) const = default;
 };
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scheduler_status& x) {
   return f(caf::meta::type_name("scheduler_status"), x.policy, x.gpus_total, x.gpus_free, x.pending_critical,
            x.pending_regular, x.pending_best_effort, x.queue_capacity, x.running, x.borrowed, x.draining, x.guests,
-           x.decisions, x.reserve_deferrals, x.rejected);
+           x.decisions, x.reserve_deferrals, x.rejected, x.recovering, x.held_back);
 }
 
 }  // namespace msomni::msg

@@ -162,6 +162,58 @@ TEST_CASE("msomni-sched over UCX: checkpoint phases in a critical job's metrics 
   CHECK(sched->log.find("colocate be gpus=2: host's predicted idle share passes the threshold") != std::string::npos);
 }
 
+TEST_CASE("msomni-sched restarted after a crash: a running job keeps running, rejoins on its GPUs and nothing is placed twice") {
+  temp_dir dir;
+  auto first = start_scheduler(dir);
+  const std::string info = (dir.path() / "info").string();
+  child_process reg(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "reg", "--class", "regular", "--gpus",
+                                        "8", "--reconnect-s", "60", "--", "sh", "-c", "sleep 10; echo reg-done"});
+  REQUIRE_MESSAGE(reg.read_until("msomni job reg: started on gpus 0,1,2,3,4,5,6,7", 20s), reg.log);
+  ::kill(first->pid(), SIGKILL);  // a crash: no goodbye
+  first->wait(10s);
+  REQUIRE_MESSAGE(reg.read_until("msomni job reg: the scheduler went away: the command keeps running", 20s), reg.log);
+  // The same info file: a restart. Nothing is placed for 3 s while jobs rejoin.
+  child_process second(MSOMNI_SCHED_BINARY, {"--gpus", "8", "--min-run-window-s", "0", "--recover-s", "3",
+                                             "--info-file", info});
+  REQUIRE_MESSAGE(second.read_until("msomni-sched: restarted", 20s), second.log);
+  CHECK(second.log.find("placing nothing for 3 s") != std::string::npos);
+  REQUIRE_MESSAGE(reg.read_until("msomni job reg: keeps gpus 0,1,2,3,4,5,6,7", 20s), reg.log);
+  // A job submitted now waits for reg's GPUs instead of getting them a second time.
+  child_process next(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "next", "--class", "regular", "--gpus",
+                                         "8", "--", "sh", "-c", "echo next-ran"});
+  REQUIRE_MESSAGE(reg.read_until("msomni job reg: finished", 30s), reg.log);
+  CHECK(reg.wait(10s) == 0);
+  CHECK(reg.log.find("reg-done") != std::string::npos);  // the command ran through the restart
+  REQUIRE_MESSAGE(next.read_until("msomni job next: finished", 20s), next.log);
+  CHECK(next.wait(10s) == 0);
+  ::kill(second.pid(), SIGTERM);
+  second.read_until("msomni-sched: stopped", 10s);
+  CAPTURE(second.log);
+  const auto adopted = second.log.find("adopted reg gpus=8: rejoined after a scheduler restart: keeps its GPUs");
+  const auto next_start = second.log.find("start next gpus=8");
+  CHECK(adopted != std::string::npos);
+  REQUIRE(next_start != std::string::npos);
+  CHECK(next_start > adopted);
+  CHECK(second.log.find("start reg") == std::string::npos);  // reg was never started again
+}
+
+TEST_CASE("msomni job: a scheduler that does not come back within --reconnect-s stops the command and ends the job") {
+  temp_dir dir;
+  auto sched = start_scheduler(dir);
+  const std::string info = (dir.path() / "info").string();
+  child_process job(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "j", "--class", "regular", "--gpus",
+                                        "1", "--reconnect-s", "2", "--", "sh", "-c",
+                                        "trap 'echo got-term; kill $!; exit 0' TERM; sleep 60 & wait"});
+  REQUIRE_MESSAGE(job.read_until("msomni job j: started", 20s), job.log);
+  ::kill(sched->pid(), SIGKILL);
+  sched->wait(10s);
+  REQUIRE_MESSAGE(job.read_until("msomni job j: the scheduler went away and did not come back within 2 s", 20s),
+                  job.log);
+  CHECK(job.wait(10s) == 1);
+  job.read_until("got-term", 2s);
+  CHECK(job.log.find("got-term") != std::string::npos);  // the command was asked to stop, not left behind
+}
+
 // step -> loss text, the last line of each step (a resumed run appends to metrics.jsonl).
 std::map<int, std::string> losses(const std::filesystem::path& metrics) {
   std::map<int, std::string> out;

@@ -38,6 +38,7 @@ inline msg::control_request sample(tag<msg::control_request>) { return {"0123abc
 inline msg::control_reply sample(tag<msg::control_reply>) { return {false, "refused: below min_replicas", "{}"}; }
 
 inline msg::job_submit sample(tag<msg::job_submit>) { return {"crit-1", 0, 16, 8, 2}; }
+inline msg::job_rejoin sample(tag<msg::job_rejoin>) { return {{"reg-3", 1, 16, 8, 1}, {8, 9, 10, 11, 12, 13, 14, 15}, 1, 5}; }
 inline msg::job_step_report sample(tag<msg::job_step_report>) { return {"crit-1", 30.5, 4.25, 120, 0.2}; }
 inline msg::job_finished sample(tag<msg::job_finished>) { return {"crit-1"}; }
 inline msg::job_command sample(tag<msg::job_command>) {
@@ -45,7 +46,7 @@ inline msg::job_command sample(tag<msg::job_command>) {
 }
 inline msg::scheduler_status_request sample(tag<msg::scheduler_status_request>) { return {"cli:root"}; }
 inline msg::scheduler_status sample(tag<msg::scheduler_status>) {
-  return {"omni", 64, 8, 3, 12, 40, 1024, 9, 2, 1, 4, 5120, 77, 6};
+  return {"omni", 64, 8, 3, 12, 40, 1024, 9, 2, 1, 4, 5120, 77, 6, true, 2};
 }
 
 }  // namespace msomni::testing

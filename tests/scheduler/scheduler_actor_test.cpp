@@ -8,11 +8,13 @@
 #include "support/caf_test_fixture.hpp"
 
 #include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,13 +60,16 @@ struct job_script {
   bool answers_notices = true;      // false: never sends job_released
   caf::timespan checkpoint_time = 2min;
   uint64_t checkpoint_step = 4400;
+  // Set: the job ran under a previous scheduler instance and rejoins instead of submitting.
+  std::optional<msg::job_rejoin> rejoin = std::nullopt;
 };
 
 // A job: submits itself, records what it is told, checkpoints on a notice (taking
 // checkpoint_time) and answers with job_released, finishes when told to.
 caf::behavior scripted_job(caf::event_based_actor* self, caf::actor sched, job_script js,
                            std::shared_ptr<job_log> log) {
-  self->send(sched, js.submit);
+  if (js.rejoin) self->send(sched, *js.rejoin);
+  else self->send(sched, js.submit);
   return {
       [self, js, log](const msg::job_command& c) {
         log->commands.push_back(c);
@@ -102,8 +107,8 @@ struct scheduler_fixture : msomni::testing::caf_test_fixture {
     p.critical_peak_memory_s = 0;
     return p;
   }
-  explicit scheduler_fixture(scheduler_params p = no_reserve()) {
-    scheduler_settings s{topology::uniform(8, 8, 4), p, {}};
+  explicit scheduler_fixture(scheduler_params p = no_reserve(), double recover_s = 0) {
+    scheduler_settings s{topology::uniform(8, 8, 4), p, {}, recover_s};
     sched_actor = spawn_scheduler(sys, s, {&clk, obs});
   }
   ~scheduler_fixture() {
@@ -123,11 +128,24 @@ struct scheduler_fixture : msomni::testing::caf_test_fixture {
     run();
   }
   double clock_s() const { return std::chrono::duration<double>(clk.now().time_since_epoch()).count(); }
+  msg::scheduler_status status() {
+    caf::scoped_actor self{sys};
+    self->send(sched_actor, msg::scheduler_status_request{"test"});
+    run();
+    msg::scheduler_status out;
+    self->receive([&](const msg::scheduler_status& s) { out = s; });
+    return out;
+  }
 };
 
 msg::job_submit submit(std::string id, job_class c, uint32_t gpus) {
   return {std::move(id), static_cast<uint8_t>(c), gpus, gpus, 1};
 }
+
+// A scheduler that restarted: it places nothing for its first 10 s.
+struct restarted_scheduler : scheduler_fixture {
+  restarted_scheduler() : scheduler_fixture(no_reserve(), 10) {}
+};
 
 }  // namespace
 
@@ -280,4 +298,31 @@ TEST_CASE_FIXTURE(scheduler_fixture, "a young elastic regular job is shrunk by a
   REQUIRE(grown);
   CHECK(grown->replicas == 2);
   CHECK(grown->gpus.size() == 8);
+}
+
+TEST_CASE_FIXTURE(restarted_scheduler, "after a restart rejoining jobs keep their GPUs and new submissions wait for the recovery period") {
+  auto fresh = job({submit("fresh", job_class::regular, 4)});
+  CHECK(fresh->commands.empty());  // held back: GPUs of jobs that have not rejoined yet look free
+  CHECK(status().recovering);
+  CHECK(status().held_back == 1);
+  job_script old{submit("old", job_class::critical, 4)};
+  old.rejoin = msg::job_rejoin{old.submit, {0, 1, 2, 3}, 1, 7};
+  auto kept = job(old);
+  const auto* adopted = kept->last(command_kind::adopted);
+  REQUIRE(adopted);
+  CHECK(adopted->epoch == 7);
+  CHECK(adopted->gpus == std::vector<uint32_t>{0, 1, 2, 3});
+  // Another job that claims one of those GPUs is not given it twice.
+  job_script clash{submit("clash", job_class::best_effort, 2)};
+  clash.rejoin = msg::job_rejoin{clash.submit, {3, 4}, 1, 2};
+  auto requeued = job(clash);
+  REQUIRE(requeued->last(command_kind::requeue));
+  CHECK(requeued->last(command_kind::requeue)->reason.find("GPU 3 is old's here") != std::string::npos);
+  CHECK(fresh->commands.empty());
+  advance(10s);  // the recovery period ends: the held-back submission is taken
+  CHECK_FALSE(status().recovering);
+  CHECK(status().held_back == 0);
+  const auto* started = fresh->last(command_kind::start);
+  REQUIRE(started);
+  for (uint32_t g : started->gpus) CHECK(g >= 4);
 }

@@ -404,3 +404,61 @@ TEST_CASE("a regular job's run window ending while a critical job waits is a wak
   CHECK(find_cmd(s.expire(7200), command_kind::preempt, "reg"));
   CHECK(s.next_window_end_s() < 0);  // seen by that pass
 }
+
+TEST_CASE("after a restart a rejoining job keeps free GPUs it reports and a conflicting one is requeued") {
+  auto s = make(policy_kind::omni);
+  // A regular job that ran under the previous instance on GPUs 4..7 at its epoch 3.
+  auto cs = s.adopt(req("reg", job_class::regular, 4), {4, 5, 6, 7}, 4, 3, 100);
+  const command* kept = find_cmd(cs, command_kind::adopted, "reg");
+  REQUIRE(kept);
+  CHECK(kept->epoch == 3);  // the job's own count goes on
+  CHECK(kept->gpus == std::vector<uint32_t>{4, 5, 6, 7});
+  CHECK(kept->reason.find("restart") != std::string::npos);
+  CHECK(s.find("reg")->phase == job_phase::running);
+  CHECK(s.gpus().owner(5) == "reg");
+  CHECK(s.gpus().free_count() == 12);
+  // Its run window starts again at the adoption: not preemptible before 100 + 7200.
+  CHECK(s.find("reg")->run_since_s == 100);
+  // A second job reporting one of those GPUs is not given it twice: it is queued, told to
+  // stop its run, and started elsewhere at once (a higher epoch than the one it reported).
+  cs = s.adopt(req("be", job_class::best_effort, 2), {7, 8}, 2, 5, 101);
+  const command* again = find_cmd(cs, command_kind::requeue, "be");
+  REQUIRE(again);
+  CHECK(again->epoch == 5);
+  CHECK(again->reason.find("GPU 7 is reg's here") != std::string::npos);
+  const command* start = find_cmd(cs, command_kind::start, "be");
+  REQUIRE(start);
+  CHECK(start->epoch == 6);
+  for (uint32_t g : start->gpus) CHECK(g != 7);
+  CHECK(s.gpus().free_count() == 10);
+}
+
+TEST_CASE("a rejoin that reports a size the job cannot have or GPUs outside the cluster is requeued") {
+  auto s = make(policy_kind::omni);
+  auto cs = s.adopt(req("a", job_class::regular, 8, 4, 1), {0, 1, 2}, 1, 1, 0);
+  REQUIRE(find_cmd(cs, command_kind::requeue, "a"));
+  CHECK(find_cmd(cs, command_kind::requeue, "a")->reason.find("3 GPUs for 1 replicas") != std::string::npos);
+  cs = s.adopt(req("b", job_class::critical, 2), {15, 16}, 2, 1, 0);
+  REQUIRE(find_cmd(cs, command_kind::requeue, "b"));
+  CHECK(find_cmd(cs, command_kind::requeue, "b")->reason.find("GPU 16 is not in this cluster") != std::string::npos);
+  cs = s.adopt(req("c", job_class::regular, 2), {3, 3}, 2, 1, 0);
+  REQUIRE(find_cmd(cs, command_kind::requeue, "c"));
+  CHECK(find_cmd(cs, command_kind::requeue, "c")->reason.find("a GPU twice") != std::string::npos);
+  // A known id is rejected, as submit rejects it.
+  cs = s.adopt(req("a", job_class::regular, 2), {10, 11}, 2, 1, 0);
+  REQUIRE(find_cmd(cs, command_kind::reject, "a"));
+  CHECK(find_cmd(cs, command_kind::reject, "a")->reason == "duplicate job id");
+}
+
+TEST_CASE("a rejoin on free GPUs is adopted even with a full queue and rejected when it would have to wait") {
+  auto s = make(policy_kind::omni, 1);
+  s.submit(req("big", job_class::critical, 16), 0);  // holds everything
+  s.submit(req("waiting", job_class::regular, 1), 0);  // fills the one-place queue
+  auto cs = s.adopt(req("late", job_class::regular, 1), {0}, 1, 2, 1);
+  REQUIRE(find_cmd(cs, command_kind::reject, "late"));
+  CHECK(find_cmd(cs, command_kind::reject, "late")->reason.find("queue is full") != std::string::npos);
+  CHECK(s.find("late") == nullptr);
+  s.finished("big", 2);  // "waiting" starts on one GPU; 15 are free
+  cs = s.adopt(req("late", job_class::regular, 1), {15}, 1, 2, 3);
+  CHECK(find_cmd(cs, command_kind::adopted, "late"));
+}

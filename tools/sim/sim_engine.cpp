@@ -210,6 +210,9 @@ void engine::apply(const std::vector<command>& cmds) {
         j.guest = false;
         guests_.erase(j.index);
         break;
+      case command_kind::adopted:  // only a restarted live scheduler adopts or requeues
+      case command_kind::requeue:
+        throw std::logic_error("msomni-sim: the core adopted a job, but nothing rejoins here");
       case command_kind::reject:
         j.done = true;
         ++result_.rejected;
