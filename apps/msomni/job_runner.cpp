@@ -110,6 +110,38 @@ void report_steps(runner_state& st, caf::event_based_actor* self) {
   }
 }
 
+// A restarted scheduler's predictor has no history of this job: the next polls report the
+// newest `lines` steps of metrics.jsonl again (the predictor keeps 200 per job).
+void rewind_metrics(runner_state& st, size_t lines) {
+  if (st.spec.run_dir.empty()) return;
+  std::ifstream in(std::filesystem::path(st.spec.run_dir) / "metrics.jsonl", std::ios::binary);
+  if (!in) return;
+  constexpr uint64_t tail_bytes = 512 * 1024;  // 200 lines of msomni-run's metrics fit easily
+  const uint64_t end = st.metrics_offset, from = end > tail_bytes ? end - tail_bytes : 0;
+  std::string tail(end - from, '\0');
+  in.seekg(static_cast<std::streamoff>(from));
+  if (!in.read(tail.data(), static_cast<std::streamsize>(tail.size()))) return;
+  if (tail.empty()) return;
+  // tail ends with the newline of the last reported line; the k-th line from the end starts
+  // after the (k+1)-th newline from the end.
+  size_t pos = tail.size() - 1, count = 0;
+  std::optional<size_t> start;
+  while (pos > 0) {
+    const auto nl = tail.rfind('\n', pos - 1);
+    if (nl == std::string::npos) break;
+    if (++count == lines) {
+      start = nl + 1;
+      break;
+    }
+    pos = nl;
+  }
+  if (!start) {  // fewer lines in the tail: from the file's start, or the tail's first whole line
+    const auto first = tail.find('\n');
+    start = from == 0 ? 0 : (first == std::string::npos ? tail.size() : first + 1);
+  }
+  st.metrics_offset = from + *start;
+}
+
 std::string join(const std::vector<uint32_t>& v) {
   std::string s;
   for (uint32_t g : v) s += (s.empty() ? "" : ",") + std::to_string(g);
@@ -212,6 +244,7 @@ void register_again(caf::stateful_actor<runner_state>* self) {
   if (s.child > 0 && s.why == stopping::no && !s.guest) {
     self->send(s.scheduler, msg::job_rejoin{submission(s), s.gpus, s.replicas, s.epoch});
     s.registered = true;
+    rewind_metrics(s, 200);
     say(s, "rejoins the scheduler on gpus " + join(s.gpus));
     return;
   }

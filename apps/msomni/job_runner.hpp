@@ -17,7 +17,8 @@
 //                            step-time predictor
 // A scheduler that goes away: the command keeps running while `find_scheduler` is asked
 // every second for a restarted one, for up to reconnect_s. A job that still runs on its
-// GPUs rejoins it (job_rejoin: adopted there, or requeue -> SIGTERM and wait); a guest is
+// GPUs rejoins it (job_rejoin: adopted there, or requeue -> SIGTERM and wait) and reports
+// the newest 200 lines of metrics.jsonl again for the new predictor; a guest is
 // stopped and, like a job whose run was ending or that had not started, submits again.
 // Past reconnect_s (or with reconnect_s 0) the command is stopped with SIGTERM and the job
 // ends with exit code 1.

@@ -54,7 +54,7 @@ std::unique_ptr<child_process> start_critical_writing(const temp_dir& dir, const
       MSOMNI_CLI_BINARY,
       std::vector<std::string>{"job", "--scheduler-info", (dir.path() / "info").string(), "--id", "crit", "--class",
                                "critical", "--gpus", "8", "--run-dir", run_dir.string(), "--", "sh", "-c",
-                               "cat " + steps + " >> " + (run_dir / "metrics.jsonl").string() + "; sleep " +
+                               "cat " + steps + " >> " + (run_dir / "metrics.jsonl").string() + "; exec sleep " +
                                    std::to_string(seconds)});
   REQUIRE_MESSAGE(crit->read_until("msomni job crit: started", 20s), crit->log);
   return crit;
@@ -77,7 +77,7 @@ TEST_CASE("msomni-sched over UCX: a critical job preempts a regular job that rel
                     {"job", "--scheduler-info", info, "--id", "reg", "--class", "regular", "--gpus", "8",
                      "--scratch-dir", scratch.string(), "--", "sh", "-c",
                      "echo partial > \"$MSOMNI_SCRATCH_DIR/activations.bin\" && echo \"run gpus=$MSOMNI_JOB_GPUS\" >> " +
-                         runs + "; trap 'echo term >> " + runs + "; exit 0' TERM; sleep 4 & wait"});
+                         runs + "; trap 'echo term >> " + runs + "; kill $!; exit 0' TERM; sleep 4 & wait"});
   REQUIRE_MESSAGE(reg.read_until("msomni job reg: started", 20s), reg.log);
   // The service's queue and jobs are visible to a token holder.
   const auto busy = run_command(std::string(MSOMNI_CLI_BINARY) + " sched-status --json --scheduler-info " + info);
@@ -195,6 +195,36 @@ TEST_CASE("msomni-sched restarted after a crash: a running job keeps running, re
   REQUIRE(next_start != std::string::npos);
   CHECK(next_start > adopted);
   CHECK(second.log.find("start reg") == std::string::npos);  // reg was never started again
+}
+
+TEST_CASE("msomni-sched restarted: a rejoining critical job reports its recent steps again so guests are placed at once") {
+  temp_dir dir;
+  auto first = start_scheduler(dir, {"--reservation-window-s", "1"});
+  const std::string info = (dir.path() / "info").string();
+  std::string lines;  // 40 steps at idle share 0.5, written once: nothing new after the restart
+  for (int i = 1; i <= 40; ++i)
+    lines += "{\"step\":" + std::to_string(i) + ",\"step_time_ms\":1000.0,\"data_wait_ms\":500.0}\n";
+  auto crit = start_critical_writing(dir, lines, 30);
+  const std::vector<std::string> guest_args{"job", "--scheduler-info", info, "--id", "be", "--class", "best-effort",
+                                            "--gpus", "2", "--", "true"};
+  {  // the first instance has the steps: it places a guest
+    child_process guest(MSOMNI_CLI_BINARY, guest_args);
+    REQUIRE_MESSAGE(guest.read_until("msomni job be: started as a guest of crit", 20s), guest.log);
+    CHECK(guest.wait(20s) == 0);
+  }
+  ::kill(first->pid(), SIGKILL);
+  first->wait(10s);
+  REQUIRE_MESSAGE(crit->read_until("msomni job crit: the scheduler went away", 20s), crit->log);
+  child_process second(MSOMNI_SCHED_BINARY, {"--gpus", "8", "--reservation-window-s", "1", "--recover-s", "1",
+                                             "--info-file", info});
+  REQUIRE_MESSAGE(crit->read_until("msomni job crit: keeps gpus", 20s), crit->log);
+  // The new instance never saw those steps but from the rejoin's replay: without it, its
+  // predictor would know nothing of crit and the guest would wait for crit's end.
+  child_process guest(MSOMNI_CLI_BINARY, guest_args);
+  CHECK_MESSAGE(guest.read_until("msomni job be: started as a guest of crit", 20s), guest.log);
+  CHECK(guest.wait(20s) == 0);
+  ::kill(second.pid(), SIGTERM);
+  second.wait(10s);
 }
 
 TEST_CASE("msomni job: a scheduler that does not come back within --reconnect-s stops the command and ends the job") {
