@@ -1,6 +1,8 @@
 // job_runner (see job_runner.hpp): the child process and the scheduler's commands.
 #include "job_runner.hpp"
 
+#include "job_metrics.hpp"
+
 #include "manifest.hpp"
 #include "messages/catalog.hpp"
 #include "scheduler_types.hpp"
@@ -51,7 +53,7 @@ struct runner_state {
   stopping why = stopping::no;
   bool over = false, heard = false;
   std::optional<msg::job_command> deferred_start;  // a start that came while the last run ended
-  uint64_t metrics_offset = 0;  // bytes of RUN_DIR/metrics.jsonl already reported
+  metrics_follower metrics{"", ""};  // RUN_DIR/metrics.jsonl
   static inline const char* name = "job_runner";
 };
 
@@ -66,80 +68,10 @@ uint64_t checkpoint_step(const std::string& run_dir) {
 
 uint32_t per_replica(const job_spec& spec) { return spec.gpus_per_replica ? spec.gpus_per_replica : spec.gpus; }
 
-// The number after "key": in a metrics line, or a negative number.
-double json_number(const std::string& line, const std::string& key) {
-  const auto at = line.find("\"" + key + "\":");
-  if (at == std::string::npos) return -1;
-  try {
-    return std::stod(line.substr(at + key.size() + 3));
-  } catch (...) {
-    return -1;
-  }
-}
-
-}  // namespace
-
-std::optional<msg::job_step_report> step_report_from(const std::string& job, const std::string& line) {
-  const double step_ms = json_number(line, "step_time_ms");
-  if (!(step_ms > 0)) return std::nullopt;
-  const double wait_ms = std::max(0.0, json_number(line, "data_wait_ms"));
-  const double checkpoint_ms = std::max(0.0, json_number(line, "checkpoint_ms"));
-  // The predictor's step spans every idle part of it; msomni-run's step_time_ms ends at the
-  // optimizer update, before the checkpoint the rank then stood still for.
-  return msg::job_step_report{job, (step_ms + checkpoint_ms) / 1000, wait_ms / 1000, checkpoint_ms / 1000, 0};
-}
-
-namespace {
-
-// New complete lines of RUN_DIR/metrics.jsonl (msomni-run writes one per step) become
-// job_step_report for the scheduler's step-time predictor; at most 256 per call.
+// New step reports from RUN_DIR/metrics.jsonl go to a scheduler that knows this job.
 void report_steps(runner_state& st, caf::event_based_actor* self) {
-  if (st.spec.run_dir.empty() || !st.registered) return;
-  const auto path = std::filesystem::path(st.spec.run_dir) / "metrics.jsonl";
-  std::error_code ec;
-  const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec || size == st.metrics_offset) return;  // nothing new: no need to open it
-  if (size < st.metrics_offset) st.metrics_offset = 0;  // a fresh run started the file again
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return;
-  in.seekg(static_cast<std::streamoff>(st.metrics_offset));
-  std::string line;
-  for (int n = 0; n < 256 && std::getline(in, line) && !in.eof(); ++n) {
-    st.metrics_offset += line.size() + 1;
-    if (auto r = step_report_from(st.spec.id, line)) self->send(st.scheduler, *r);
-  }
-}
-
-// A restarted scheduler's predictor has no history of this job: the next polls report the
-// newest `lines` steps of metrics.jsonl again (the predictor keeps 200 per job).
-void rewind_metrics(runner_state& st, size_t lines) {
-  if (st.spec.run_dir.empty()) return;
-  std::ifstream in(std::filesystem::path(st.spec.run_dir) / "metrics.jsonl", std::ios::binary);
-  if (!in) return;
-  constexpr uint64_t tail_bytes = 512 * 1024;  // 200 lines of msomni-run's metrics fit easily
-  const uint64_t end = st.metrics_offset, from = end > tail_bytes ? end - tail_bytes : 0;
-  std::string tail(end - from, '\0');
-  in.seekg(static_cast<std::streamoff>(from));
-  if (!in.read(tail.data(), static_cast<std::streamsize>(tail.size()))) return;
-  if (tail.empty()) return;
-  // tail ends with the newline of the last reported line; the k-th line from the end starts
-  // after the (k+1)-th newline from the end.
-  size_t pos = tail.size() - 1, count = 0;
-  std::optional<size_t> start;
-  while (pos > 0) {
-    const auto nl = tail.rfind('\n', pos - 1);
-    if (nl == std::string::npos) break;
-    if (++count == lines) {
-      start = nl + 1;
-      break;
-    }
-    pos = nl;
-  }
-  if (!start) {  // fewer lines in the tail: from the file's start, or the tail's first whole line
-    const auto first = tail.find('\n');
-    start = from == 0 ? 0 : (first == std::string::npos ? tail.size() : first + 1);
-  }
-  st.metrics_offset = from + *start;
+  if (!st.registered) return;
+  for (auto& r : st.metrics.poll()) self->send(st.scheduler, std::move(r));
 }
 
 std::string join(const std::vector<uint32_t>& v) {
@@ -244,7 +176,7 @@ void register_again(caf::stateful_actor<runner_state>* self) {
   if (s.child > 0 && s.why == stopping::no && !s.guest) {
     self->send(s.scheduler, msg::job_rejoin{submission(s), s.gpus, s.replicas, s.epoch});
     s.registered = true;
-    rewind_metrics(s, 200);
+    s.metrics.rewind(200);
     say(s, "rejoins the scheduler on gpus " + join(s.gpus));
     return;
   }
@@ -308,6 +240,7 @@ caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf
                      std::function<caf::actor()> find_scheduler, std::function<void(int, const std::string&)> done) {
   auto& st = self->state;
   st.spec = std::move(spec);
+  st.metrics = metrics_follower(st.spec.run_dir, st.spec.id);
   st.scheduler = scheduler;
   st.find_scheduler = std::move(find_scheduler);
   st.done = std::move(done);

@@ -24,14 +24,11 @@
 // ends with exit code 1.
 #pragma once
 
-#include "messages/cluster_job_messages.hpp"
-
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,11 +47,6 @@ struct job_spec {
   double reconnect_s = 300;  // how long to wait for a restarted scheduler (0: end at once)
 };
 
-// One line of msomni-run's metrics.jsonl as a step report for the predictor; nullopt for a
-// line without a positive step_time_ms. No bubble share: msomni-run has no pipeline stages.
-std::optional<msg::job_step_report> step_report_from(const std::string& job, const std::string& line);
-
-// `done(exit_code, why)` is called once, from the actor, when the job is over.
 // `find_scheduler` (called on the runner's thread, may block briefly) returns a restarted
 // scheduler's handle or an invalid one.
 caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, caf::actor scheduler,

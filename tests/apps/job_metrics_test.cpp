@@ -1,10 +1,31 @@
 // msomni job turns msomni-run's metrics.jsonl lines into step reports for the scheduler's
-// predictor: the step spans the checkpoint the rank stood still for after it.
-#include "job_runner.hpp"
+// predictor: the step spans the checkpoint the rank stood still for after it. The follower
+// reports each complete line once, starts again with a new run's file, and after a
+// scheduler restart reports the newest lines again.
+#include "job_metrics.hpp"
+
+#include "support/process_runner.hpp"
 
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <string>
+
+using msomni::cli::metrics_follower;
 using msomni::cli::step_report_from;
+using msomni::testing::temp_dir;
+
+namespace {
+
+std::string step_line(int step, double ms) {
+  return "{\"step\":" + std::to_string(step) + ",\"step_time_ms\":" + std::to_string(ms) + ",\"data_wait_ms\":1.0}\n";
+}
+
+void append(const temp_dir& dir, const std::string& text) {
+  std::ofstream(dir.path() / "metrics.jsonl", std::ios::app) << text;
+}
+
+}  // namespace
 
 TEST_CASE("msomni job: a metrics line with a checkpoint phase becomes a step report that spans it") {
   const auto r = step_report_from(
@@ -29,4 +50,83 @@ TEST_CASE("msomni job: a metrics line without a positive step time is no step re
   CHECK_FALSE(step_report_from("j", R"({"step":3,"step_time_ms":0.0})"));
   CHECK_FALSE(step_report_from("j", R"({"step":3,"step_time_ms":"fast"})"));
   CHECK_FALSE(step_report_from("j", "not json at all"));
+}
+
+TEST_CASE("the metrics follower reports each complete line once and a partial line when it is complete") {
+  temp_dir dir;
+  metrics_follower f(dir.path().string(), "j");
+  CHECK(f.poll().empty());  // no file yet
+  append(dir, step_line(1, 1000) + step_line(2, 2000) + "{\"step\":3,\"step_ti");
+  auto got = f.poll();
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].step_s == doctest::Approx(1.0));
+  CHECK(got[1].step_s == doctest::Approx(2.0));
+  CHECK(f.poll().empty());
+  append(dir, "me_ms\":3000.0}\n");
+  got = f.poll();
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].step_s == doctest::Approx(3.0));
+  // At most `max` per poll; the rest at the next.
+  std::string many;
+  for (int i = 4; i < 14; ++i) many += step_line(i, 1000);
+  append(dir, many);
+  CHECK(f.poll(4).size() == 4);
+  CHECK(f.poll().size() == 6);
+}
+
+TEST_CASE("the metrics follower starts again when a new run writes a shorter file") {
+  temp_dir dir;
+  metrics_follower f(dir.path().string(), "j");
+  append(dir, step_line(1, 1000) + step_line(2, 1000) + step_line(3, 1000));
+  CHECK(f.poll().size() == 3);
+  dir.write("metrics.jsonl", step_line(1, 4000));  // truncated by a fresh run
+  auto got = f.poll();
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].step_s == doctest::Approx(4.0));
+}
+
+TEST_CASE("the metrics follower rewinds to the newest lines for a restarted scheduler") {
+  temp_dir dir;
+  metrics_follower f(dir.path().string(), "j");
+  f.rewind(5);  // nothing read yet: nothing to do
+  CHECK(f.offset() == 0);
+  std::string lines;
+  for (int i = 1; i <= 10; ++i) lines += step_line(i, 100.0 * i);
+  append(dir, lines);
+  CHECK(f.poll().size() == 10);
+  f.rewind(3);
+  auto got = f.poll();
+  REQUIRE(got.size() == 3);  // steps 8, 9, 10 again
+  CHECK(got[0].step_s == doctest::Approx(0.8));
+  CHECK(got[2].step_s == doctest::Approx(1.0));
+  f.rewind(50);  // more than the file has: all of it
+  CHECK(f.offset() == 0);
+  CHECK(f.poll().size() == 10);
+  f.rewind(10);  // exactly the file
+  CHECK(f.offset() == 0);
+}
+
+TEST_CASE("the metrics follower rewinds within its window on a long file and starts at a whole line") {
+  temp_dir dir;
+  metrics_follower f(dir.path().string(), "j");
+  const std::string line = step_line(1, 1000);
+  std::string lines;
+  const size_t count = 600 * 1024 / line.size() + 10;  // longer than the 512 KiB read back
+  for (size_t i = 0; i < count; ++i) lines += line;
+  append(dir, lines);
+  while (!f.poll(100000).empty()) {
+  }
+  f.rewind(200);
+  CHECK(f.poll(100000).size() == 200);
+  f.rewind(count);  // more lines than the window holds: from its first whole line
+  const auto again = f.poll(100000);
+  CHECK(again.size() < count);
+  CHECK(again.size() >= 512 * 1024 / line.size() - 1);
+}
+
+TEST_CASE("a follower without a run directory reports nothing") {
+  metrics_follower f("", "j");
+  CHECK(f.poll().empty());
+  f.rewind(10);
+  CHECK(f.offset() == 0);
 }

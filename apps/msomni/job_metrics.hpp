@@ -1,0 +1,38 @@
+// RUN_DIR/metrics.jsonl as the scheduler's predictor sees it. msomni-run appends one line per
+// optimizer step; `msomni job` follows the file and turns each new complete line into a
+// job_step_report, and after a scheduler restart reads the newest lines again.
+#pragma once
+
+#include "messages/cluster_job_messages.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace msomni::cli {
+
+// One metrics line as a step report for `job`; nullopt for a line without a positive
+// step_time_ms. The step spans the checkpoint the rank stood still for after it
+// (step_time_ms + checkpoint_ms). No bubble share: msomni-run has no pipeline stages.
+std::optional<msg::job_step_report> step_report_from(const std::string& job, const std::string& line);
+
+class metrics_follower {
+ public:
+  // `run_dir` empty: nothing is followed.
+  metrics_follower(std::string run_dir, std::string job);
+  // Step reports for the complete lines written since the last poll, at most `max` of them
+  // (the rest come at the next poll). A file shorter than what was read is a new run's:
+  // it is read from its start.
+  std::vector<msg::job_step_report> poll(size_t max = 256);
+  // The next poll reports the newest `lines` already-read lines again (a restarted
+  // scheduler's predictor has no history; it keeps 200 steps per job).
+  void rewind(size_t lines);
+  uint64_t offset() const noexcept { return offset_; }
+
+ private:
+  std::string path_, job_;
+  uint64_t offset_ = 0;  // bytes of complete lines already reported
+};
+
+}  // namespace msomni::cli
