@@ -191,11 +191,14 @@ caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_stat
         if (st->jobs.count(r.request.job) || refuse_unknown_class(self, *st, r.request, handle)) return;
         track(self, *st, r.request.job, handle);
         execute(self, *st, st->core.adopt(request_of(r.request), r.held, r.replicas, r.epoch, st->now_s()));
+        // While recovering nothing is placed: GPUs of jobs yet to rejoin look free.
+        if (!st->recovering) execute(self, *st, st->core.schedule_now(st->now_s()));
       },
       [self, st](recovered_atom) {
         st->recovering = false;
         auto held = std::move(st->held_back);
         st->held_back.clear();
+        execute(self, *st, st->core.schedule_now(st->now_s()));  // requeued rejoins first
         for (auto& [s, handle] : held) take_submit(self, *st, s, handle);
       },
       [st](const msg::job_step_report& r) {

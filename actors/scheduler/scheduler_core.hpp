@@ -64,9 +64,13 @@ class scheduler_core {
   // still runs on `gpus` with `replicas` replicas, at its own `epoch`. When those GPUs are a
   // valid size for it and all free here, it keeps them (command adopted; its run window
   // starts again now). Otherwise it is queued as if just submitted and told to stop its run
-  // (command requeue); a request submit() would refuse is rejected the same way.
+  // (command requeue); a request submit() would refuse is rejected the same way. Nothing
+  // else is placed: a restarted service runs schedule_now() once the jobs it waits for have
+  // rejoined (or at once, for a late rejoin).
   std::vector<command> adopt(const job_request& req, const std::vector<uint32_t>& gpus, uint32_t replicas,
                              uint64_t epoch, double now_s);
+  // One scheduling pass over the queue, as after any other event.
+  std::vector<command> schedule_now(double now_s);
   // Victim's job_released. Idempotent: a repeat or a stale epoch does nothing.
   std::vector<command> released(const std::string& job, uint64_t epoch, double now_s);
   std::vector<command> finished(const std::string& job, double now_s);

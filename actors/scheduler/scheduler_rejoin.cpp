@@ -67,6 +67,11 @@ std::vector<command> scheduler_core::adopt(const job_request& req, const std::ve
     c.reason = "rejoined after a scheduler restart, but " + why + ": stop and wait to be started again";
   }
   emit(now_s, std::move(c), out);
+  return out;
+}
+
+std::vector<command> scheduler_core::schedule_now(double now_s) {
+  std::vector<command> out;
   schedule(now_s, out);
   return out;
 }

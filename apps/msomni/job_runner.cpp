@@ -338,7 +338,12 @@ caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf
           signal_child(s, SIGTERM, stopping::killed);
           return finish(self, 1, "the scheduler went away and did not come back within " + seconds(s.spec.reconnect_s));
         }
-        auto found = s.find_scheduler ? s.find_scheduler() : caf::actor{};
+        caf::actor found;
+        try {
+          if (s.find_scheduler) found = s.find_scheduler();
+        } catch (const std::exception& e) {  // e.g. an info file with an unusable address
+          say(s, std::string("cannot reach the scheduler yet: ") + e.what());
+        }
         if (!found) {
           self->delayed_send(self, 1s, reconnect_atom::value);
           return;

@@ -318,6 +318,7 @@ TEST_CASE_FIXTURE(restarted_scheduler, "after a restart rejoining jobs keep thei
   auto requeued = job(clash);
   REQUIRE(requeued->last(command_kind::requeue));
   CHECK(requeued->last(command_kind::requeue)->reason.find("GPU 3 is old's here") != std::string::npos);
+  CHECK_FALSE(requeued->last(command_kind::start));  // not placed while recovering either
   CHECK(fresh->commands.empty());
   advance(10s);  // the recovery period ends: the held-back submission is taken
   CHECK_FALSE(status().recovering);
@@ -325,4 +326,6 @@ TEST_CASE_FIXTURE(restarted_scheduler, "after a restart rejoining jobs keep thei
   const auto* started = fresh->last(command_kind::start);
   REQUIRE(started);
   for (uint32_t g : started->gpus) CHECK(g >= 4);
+  REQUIRE(requeued->last(command_kind::start));  // the requeued rejoin starts too, elsewhere
+  for (uint32_t g : requeued->last(command_kind::start)->gpus) CHECK(g >= 4);
 }

@@ -419,13 +419,17 @@ TEST_CASE("after a restart a rejoining job keeps free GPUs it reports and a conf
   CHECK(s.gpus().free_count() == 12);
   // Its run window starts again at the adoption: not preemptible before 100 + 7200.
   CHECK(s.find("reg")->run_since_s == 100);
-  // A second job reporting one of those GPUs is not given it twice: it is queued, told to
-  // stop its run, and started elsewhere at once (a higher epoch than the one it reported).
+  // A second job reporting one of those GPUs is not given it twice: it is queued and told to
+  // stop its run. adopt places nothing; the next pass starts it elsewhere (a higher epoch
+  // than the one it reported).
   cs = s.adopt(req("be", job_class::best_effort, 2), {7, 8}, 2, 5, 101);
   const command* again = find_cmd(cs, command_kind::requeue, "be");
   REQUIRE(again);
   CHECK(again->epoch == 5);
   CHECK(again->reason.find("GPU 7 is reg's here") != std::string::npos);
+  CHECK(cs.size() == 1);
+  CHECK(s.find("be")->phase == job_phase::pending);
+  cs = s.schedule_now(102);
   const command* start = find_cmd(cs, command_kind::start, "be");
   REQUIRE(start);
   CHECK(start->epoch == 6);
@@ -459,6 +463,8 @@ TEST_CASE("a rejoin on free GPUs is adopted even with a full queue and rejected 
   CHECK(find_cmd(cs, command_kind::reject, "late")->reason.find("queue is full") != std::string::npos);
   CHECK(s.find("late") == nullptr);
   s.finished("big", 2);  // "waiting" starts on one GPU; 15 are free
+  REQUIRE(s.find("waiting")->phase == job_phase::running);
+  REQUIRE(s.gpus().owner(15).empty());
   cs = s.adopt(req("late", job_class::regular, 1), {15}, 1, 2, 3);
   CHECK(find_cmd(cs, command_kind::adopted, "late"));
 }
