@@ -227,6 +227,34 @@ TEST_CASE("msomni-sched restarted: a rejoining critical job reports its recent s
   second.wait(10s);
 }
 
+TEST_CASE("msomni-sched restarted: a guest stops its run, submits again and is placed as a guest again") {
+  temp_dir dir;
+  auto first = start_scheduler(dir, {"--reservation-window-s", "1"});
+  const std::string info = (dir.path() / "info").string();
+  std::string lines;
+  for (int i = 1; i <= 40; ++i)
+    lines += "{\"step\":" + std::to_string(i) + ",\"step_time_ms\":1000.0,\"data_wait_ms\":500.0}\n";
+  auto crit = start_critical_writing(dir, lines, 30);
+  child_process guest(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "be", "--class", "best-effort",
+                                          "--gpus", "2", "--", "sh", "-c", "exec sleep 30"});
+  REQUIRE_MESSAGE(guest.read_until("msomni job be: started as a guest of crit", 20s), guest.log);
+  ::kill(first->pid(), SIGKILL);
+  first->wait(10s);
+  child_process second(MSOMNI_SCHED_BINARY, {"--gpus", "8", "--reservation-window-s", "1", "--recover-s", "1",
+                                             "--info-file", info});
+  // The guest's host forecast went with the old instance: its run stops, it queues again,
+  // and the new instance (with crit's replayed steps) places it as crit's guest again.
+  REQUIRE_MESSAGE(guest.read_until("msomni job be: stops its guest run", 20s), guest.log);
+  REQUIRE_MESSAGE(guest.read_until("msomni job be: submitted again to the restarted scheduler", 20s), guest.log);
+  CHECK_MESSAGE(guest.read_until("msomni job be: started as a guest of crit", 20s), guest.log);
+  CHECK(crit->read_until("msomni job crit: rejoins the scheduler on gpus 0,1,2,3,4,5,6,7", 20s));
+  ::kill(second.pid(), SIGTERM);
+  second.read_until("msomni-sched: stopped", 10s);
+  CAPTURE(second.log);
+  CHECK(second.log.find("adopted crit gpus=8") != std::string::npos);
+  CHECK(second.log.find("colocate be gpus=2") != std::string::npos);
+}
+
 TEST_CASE("msomni job: a scheduler that does not come back within --reconnect-s stops the command and ends the job") {
   temp_dir dir;
   auto sched = start_scheduler(dir);
