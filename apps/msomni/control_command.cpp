@@ -2,6 +2,7 @@
 // directory's control.json (address + token, mode 0600), joins its control process over
 // UCX as a short-lived node, sends one control_request and prints the reply.
 #include "commands.hpp"
+#include "control_file.hpp"
 
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
@@ -23,15 +24,6 @@ namespace msomni::cli {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::optional<std::string> json_string(const std::string& text, const std::string& key) {
-  const auto k = text.find("\"" + key + "\"");
-  if (k == std::string::npos) return std::nullopt;
-  const auto open = text.find('"', text.find(':', k) + 1);
-  const auto close = text.find('"', open + 1);
-  if (open == std::string::npos || close == std::string::npos) return std::nullopt;
-  return text.substr(open + 1, close - open - 1);
-}
 
 // "120s", "2m", "1h", "90" (seconds). nullopt when unreadable.
 std::optional<double> parse_duration(const std::string& s) {
@@ -58,19 +50,14 @@ struct control_args {
 
 int send(const std::string& verb, const control_args& a, std::ostream& out, std::ostream& err) {
   const auto path = std::filesystem::path(a.run_dir) / "control.json";
-  std::ifstream in(path);
-  if (!in) {
-    err << "msomni " << verb << ": cannot read " << path.string() << " (is --run-dir the job's run directory?)\n";
+  const auto file = read_control_file(a.run_dir);
+  if (!file) {
+    err << "msomni " << verb << ": cannot read an address and a token from " << path.string()
+        << " (is --run-dir the job's run directory?)\n";
     return exit_usage;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const auto address = json_string(ss.str(), "address");
-  const auto token = a.token ? a.token : json_string(ss.str(), "token");
-  if (!address || !token) {
-    err << "msomni " << verb << ": " << path.string() << " has no address or token\n";
-    return exit_usage;
-  }
+  const auto address = std::optional<std::string>(file->address);
+  const auto token = a.token ? a.token : std::optional<std::string>(file->token);
   caf::actor_system_config cfg;
   caf::actor_system sys{configure_process(cfg, 1)};
   try {

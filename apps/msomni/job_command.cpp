@@ -27,7 +27,7 @@ using namespace std::chrono_literals;
 int job_usage(std::ostream& os, int code) {
   os << "usage: msomni job --scheduler-info FILE --id NAME --class critical|regular|best-effort --gpus N\n"
         "                  [--gpus-per-replica R] [--min-replicas M] [--run-dir DIR] [--scratch-dir DIR]\n"
-        "                  [--reconnect-s S]\n"
+        "                  [--reconnect-s S] [--resize-in-place yes|no]\n"
         "                  -- COMMAND [ARGS...]\n"
         "  --scheduler-info  the file msomni-sched wrote (\"ADDRESS TOKEN\")\n"
         "  --run-dir         the command's run directory (msomni-run's --run-dir): checkpoints/latest\n"
@@ -38,7 +38,13 @@ int job_usage(std::ostream& os, int code) {
         "  --reconnect-s S   when msomni-sched goes away, the command keeps running and the job\n"
         "                    rejoins a restarted one (found through the info file) for up to S\n"
         "                    seconds (default 300); then, or with 0 at once, the command is\n"
-        "                    stopped (SIGTERM) and the job ends with 1\n";
+        "                    stopped (SIGTERM) and the job ends with 1\n"
+        "  --resize-in-place yes|no  COMMAND is msomni-run with --run-dir DIR (give msomni job the\n"
+        "                    same --run-dir): it starts with the scheduler's replicas (--set\n"
+        "                    elasticity.replicas=N is added), and shrink/grow notices become\n"
+        "                    scale-down/scale-up requests to its control endpoint, applied at its\n"
+        "                    next barrier, instead of a restart (default no; a failed request\n"
+        "                    falls back to the restart)\n";
   return code;
 }
 
@@ -73,7 +79,10 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       else if (a == "--min-replicas") spec.min_replicas = static_cast<uint32_t>(std::stoul(v));
       else if (a == "--run-dir") spec.run_dir = v;
       else if (a == "--scratch-dir") spec.scratch_dir = v;
-      else if (a == "--reconnect-s") {
+      else if (a == "--resize-in-place") {
+        if (v != "yes" && v != "no") throw std::invalid_argument(v);
+        spec.resize_in_place = v == "yes";
+      } else if (a == "--reconnect-s") {
         spec.reconnect_s = std::stod(v);
         if (!(spec.reconnect_s >= 0)) throw std::invalid_argument(v);
       }
@@ -102,9 +111,16 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return exit_failed;
   }
   std::promise<int> result;
-  auto runner = spawn_job_runner(
-      client.system(), spec, client.scheduler(), [&client, info] { return client.reconnect(info, 500ms); },
-      [&result](int code, const std::string&) { result.set_value(code); });
+  job_runner_env env;
+  env.scheduler = client.scheduler();
+  env.find_scheduler = [&client, info] { return client.reconnect(info, 500ms); };
+  env.find_control = [&client](const std::string& run_dir) -> std::optional<job_control> {
+    auto c = client.control_of(run_dir, 2s);
+    if (!c) return std::nullopt;
+    return job_control{c->orchestrator, c->token};
+  };
+  auto runner = spawn_job_runner(client.system(), spec, std::move(env),
+                                 [&result](int code, const std::string&) { result.set_value(code); });
   stop_signal::install();
   auto fut = result.get_future();
   while (fut.wait_for(100ms) != std::future_status::ready) {

@@ -33,6 +33,7 @@ using sched::command_kind;
 using poll_atom = caf::atom_constant<caf::atom("jrpoll")>;
 using quiet_atom = caf::atom_constant<caf::atom("jrquiet")>;
 using reconnect_atom = caf::atom_constant<caf::atom("jrrejoin")>;
+using resize_poll_atom = caf::atom_constant<caf::atom("jrresize")>;
 
 enum class stopping : uint8_t { no, drain, shrink, evicted, killed };
 
@@ -40,7 +41,14 @@ struct runner_state {
   job_spec spec;
   caf::actor scheduler;  // invalid while the scheduler is away
   std::function<caf::actor()> find_scheduler;
+  std::function<std::optional<job_control>(const std::string&)> find_control;
   std::function<void(int, const std::string&)> done;
+  // An in-place resize in progress (resize_in_place): msomni-run is asked to run on
+  // resize_to replicas; a shrink answers job_released at resize_epoch once it does.
+  uint32_t resize_to = 0;
+  uint64_t resize_epoch = 0;
+  bool resize_is_shrink = false;
+  std::chrono::steady_clock::time_point resize_until;
   // False from the scheduler's loss until the one found again has been told about this job
   // (job_rejoin or job_submit); nothing else is sent to a scheduler that does not know it.
   bool registered = true;
@@ -114,6 +122,7 @@ void launch(runner_state& st, uint64_t resume_step, const std::string& host, dou
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::vector<std::string> args = st.spec.command;
+  if (st.spec.resize_in_place) args.insert(args.end(), {"--set", "elasticity.replicas=" + std::to_string(st.replicas)});
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   // fork + exec rather than posix_spawn: the command gets SIGTERM if this process dies, so a
@@ -193,10 +202,91 @@ void register_again(caf::stateful_actor<runner_state>* self) {
   say(s, "submitted again to the restarted scheduler");
 }
 
+// The world size in msomni-run's status JSON ("world":N), or -1.
+int64_t world_of(const std::string& status_json) {
+  const auto at = status_json.find("\"world\":");
+  if (at == std::string::npos) return -1;
+  try {
+    return std::stoll(status_json.substr(at + 8));
+  } catch (...) {
+    return -1;
+  }
+}
+
+// The in-place resize could not be done: a shrink falls back to a restart on the replicas
+// it keeps; a grow applies at the next start.
+void resize_failed(caf::stateful_actor<runner_state>* self, const std::string& why) {
+  auto& s = self->state;
+  const bool shrink = s.resize_is_shrink;
+  s.resize_to = 0;
+  if (shrink) {
+    say(s, "cannot shrink in place (" + why + "): restarts on " + std::to_string(s.keep_replicas) + " replicas");
+    signal_child(s, SIGTERM, stopping::shrink);
+  } else {
+    say(s, "cannot grow in place (" + why + "): applies at the next start");
+  }
+}
+
+// Asks msomni-run (resize_in_place) to run on `replicas` replicas from its next barrier; the
+// answer and then its status are followed by resize_poll_atom. False when there is no
+// control endpoint to ask (the caller restarts the command instead); `why` says why not.
+bool resize_in_place(caf::stateful_actor<runner_state>* self, uint32_t replicas, bool shrink, double within_s,
+                     uint64_t epoch, std::string& why) {
+  auto& s = self->state;
+  if (!s.spec.resize_in_place || s.spec.run_dir.empty() || !s.find_control) {
+    why = "not asked to resize in place";
+    return false;
+  }
+  if (s.child <= 0 || s.resize_to != 0) {
+    why = s.child <= 0 ? "the command is not running" : "another resize is in progress";
+    return false;
+  }
+  std::optional<job_control> control;
+  try {
+    control = s.find_control(s.spec.run_dir);
+    if (!control) why = "no control endpoint in " + s.spec.run_dir + "/control.json answers";
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (!control) return false;
+  s.resize_to = replicas;
+  s.resize_is_shrink = shrink;
+  s.resize_epoch = epoch;
+  s.resize_until = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                          std::chrono::duration<double>(std::max(within_s, 30.0)));
+  const msg::control_request req{control->token, shrink ? "scale-down" : "scale-up", replicas, within_s,
+                                 "msomni job " + s.spec.id};
+  self->request(control->orchestrator, std::chrono::seconds(30), req)
+      .then(
+          [self, control](const msg::control_reply& r) {
+            if (!r.ok) return resize_failed(self, r.text);
+            self->send(self, resize_poll_atom::value, control->orchestrator, control->token);
+          },
+          [self](caf::error& e) { resize_failed(self, "no answer from msomni-run: " + caf::to_string(e)); });
+  return true;
+}
+
+// msomni-run runs on the requested replicas: the job's GPUs follow.
+void resized(caf::stateful_actor<runner_state>* self) {
+  auto& s = self->state;
+  const uint32_t n = s.resize_to;
+  s.resize_to = 0;
+  if (s.resize_is_shrink) {
+    s.gpus.resize(std::min<size_t>(s.gpus.size(), size_t{n} * per_replica(s.spec)));
+    s.replicas = n;
+    if (s.registered)
+      self->send(s.scheduler, msg::job_released{s.spec.id, s.resize_epoch, checkpoint_step(s.spec.run_dir)});
+    say(s, "shrunk in place to " + std::to_string(n) + " replicas (gpus " + join(s.gpus) + ") and released the rest");
+  } else {
+    say(s, "grown in place to " + std::to_string(n) + " replicas (gpus " + join(s.gpus) + ")");
+  }
+}
+
 // The command ended: what that means depends on why it was asked to stop.
 void child_ended(caf::stateful_actor<runner_state>* self, int status) {
   auto& st = self->state;
   st.child = -1;
+  st.resize_to = 0;
   remove_scratch(st);
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   switch (st.why) {
@@ -236,13 +326,15 @@ void child_ended(caf::stateful_actor<runner_state>* self, int status) {
   }
 }
 
-caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf::actor scheduler,
-                     std::function<caf::actor()> find_scheduler, std::function<void(int, const std::string&)> done) {
+caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, job_runner_env env,
+                     std::function<void(int, const std::string&)> done) {
   auto& st = self->state;
   st.spec = std::move(spec);
   st.metrics = metrics_follower(st.spec.run_dir, st.spec.id);
-  st.scheduler = scheduler;
-  st.find_scheduler = std::move(find_scheduler);
+  st.scheduler = env.scheduler;
+  st.find_scheduler = std::move(env.find_scheduler);
+  st.find_control = std::move(env.find_control);
+  const caf::actor scheduler = st.scheduler;
   st.done = std::move(done);
   self->monitor(scheduler);
   self->set_down_handler([self](const caf::down_msg& d) {
@@ -292,10 +384,13 @@ caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf
             }
             start_run(s, c);
             break;
-          case command_kind::preempt:  // a shrink notice: the command restarts smaller
+          case command_kind::preempt:  // a shrink notice: in place, or the command restarts smaller
             s.keep_replicas = c.keep_replicas;
             say(s, "shrink to " + std::to_string(c.keep_replicas) + " replicas within " + seconds(c.drain_s) + " (" + c.reason + ")");
-            signal_child(s, SIGTERM, stopping::shrink);
+            if (std::string why; !resize_in_place(self, c.keep_replicas, true, c.drain_s, c.epoch, why)) {
+              if (s.spec.resize_in_place) say(s, "cannot shrink in place (" + why + "): restarts smaller");
+              signal_child(s, SIGTERM, stopping::shrink);
+            }
             break;
           case command_kind::force_release:
             say(s, "force release (" + c.reason + ")");
@@ -305,9 +400,22 @@ caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf
             say(s, "evicted as a guest (" + c.reason + ")");
             signal_child(s, SIGTERM, stopping::evicted);
             break;
-          case command_kind::resize:
-            say(s, "grown to " + std::to_string(c.replicas) + " replicas: applies at the next start (" + c.reason + ")");
+          case command_kind::resize: {
+            const uint32_t from = s.replicas;
+            std::string why = "it holds " + std::to_string(from) + " replicas already";
+            if (c.replicas > from && resize_in_place(self, c.replicas, false, 0, c.epoch, why)) {
+              s.gpus = c.gpus;  // the scheduler gave them: the job's from now on
+              s.replicas = c.replicas;
+              say(s, "grows from " + std::to_string(from) + " to " + std::to_string(c.replicas) + " replicas in place (" +
+                         c.reason + ")");
+              break;
+            }
+            s.gpus = c.gpus;
+            s.replicas = c.replicas;
+            say(s, "grown to " + std::to_string(c.replicas) + " replicas: applies at the next start (" + c.reason +
+                       (s.spec.resize_in_place ? "; not in place: " + why : std::string()) + ")");
             break;
+          }
           case command_kind::set_share:
             break;
           case command_kind::reject:
@@ -353,6 +461,22 @@ caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf
         say(s, "found the scheduler again");
         register_again(self);
       },
+      [self](resize_poll_atom, caf::actor orchestrator, std::string token) {
+        auto& s = self->state;
+        if (s.resize_to == 0 || s.child <= 0 || s.over) return;
+        if (std::chrono::steady_clock::now() > s.resize_until) return resize_failed(self, "msomni-run did not resize in time");
+        self->request(orchestrator, std::chrono::seconds(10), msg::control_request{token, "status", 0, 0, "msomni job"})
+            .then(
+                [self, orchestrator, token](const msg::control_reply& r) {
+                  auto& st = self->state;
+                  if (st.resize_to == 0) return;
+                  if (r.ok && world_of(r.json) == static_cast<int64_t>(st.resize_to) &&
+                      r.json.find("\"phase\":\"running\"") != std::string::npos)
+                    return resized(self);
+                  self->delayed_send(self, std::chrono::milliseconds(250), resize_poll_atom::value, orchestrator, token);
+                },
+                [self](caf::error& e) { resize_failed(self, "msomni-run's status: " + caf::to_string(e)); });
+      },
       [self](quiet_atom) {
         if (!self->state.heard)
           say(self->state, "no decision yet: waiting in the scheduler's queue (or the token in the info file is stale)");
@@ -371,10 +495,9 @@ caf::behavior runner(caf::stateful_actor<runner_state>* self, job_spec spec, caf
 
 }  // namespace
 
-caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, caf::actor scheduler,
-                            std::function<caf::actor()> find_scheduler,
+caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, job_runner_env env,
                             std::function<void(int, const std::string&)> done) {
-  return sys.spawn(runner, std::move(spec), std::move(scheduler), std::move(find_scheduler), std::move(done));
+  return sys.spawn(runner, std::move(spec), std::move(env), std::move(done));
 }
 
 }  // namespace msomni::cli

@@ -6,7 +6,10 @@
 //                            guest) in its environment
 //   preempt_notice        -> SIGTERM (msomni-run saves a final checkpoint and ends); when the
 //                            command has ended, job_released{epoch, checkpoint step}
-//   shrink notice         -> the same, then the command starts again on the GPUs it keeps
+//   shrink notice         -> the same, then the command starts again on the GPUs it keeps;
+//                            with resize_in_place, a scale-down request instead, and
+//                            job_released once msomni-run runs on the replicas it keeps
+//   resize (grow)         -> with resize_in_place, a scale-up request; else at the next start
 //   force_release         -> SIGKILL (the drain period is over)
 //   evict_guest           -> SIGTERM; the job waits in the queue again
 //   reject                -> the job ends with the scheduler's reason
@@ -29,6 +32,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,12 +49,29 @@ struct job_spec {
   // on shared storage; what it needs to resume is in its checkpoint).
   std::string scratch_dir;
   double reconnect_s = 300;  // how long to wait for a restarted scheduler (0: end at once)
+  // The command is msomni-run with run_dir as its --run-dir: it starts with the scheduler's
+  // replicas (--set elasticity.replicas=N is added), and shrink and grow notices become
+  // scale-down / scale-up requests to its control endpoint, applied at its next barrier,
+  // instead of a restart. A request that fails falls back to the restart.
+  bool resize_in_place = false;
 };
 
-// `find_scheduler` (called on the runner's thread, may block briefly) returns a restarted
-// scheduler's handle or an invalid one.
-caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, caf::actor scheduler,
-                            std::function<caf::actor()> find_scheduler,
+// msomni-run's control endpoint, for resize_in_place.
+struct job_control {
+  caf::actor orchestrator;
+  std::string token;
+};
+
+// What the runner reaches: the scheduler, a way to find a restarted one, and the command's
+// control endpoint. The two functions are called on the runner's thread and may block
+// briefly; they return an invalid handle / nullopt when there is none.
+struct job_runner_env {
+  caf::actor scheduler;
+  std::function<caf::actor()> find_scheduler;
+  std::function<std::optional<job_control>(const std::string& run_dir)> find_control;
+};
+
+caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, job_runner_env env,
                             std::function<void(int, const std::string&)> done);
 
 }  // namespace msomni::cli

@@ -1,5 +1,6 @@
 #include "scheduler_client.hpp"
 
+#include "control_file.hpp"
 #include "messages/catalog.hpp"
 
 #include <fstream>
@@ -10,6 +11,10 @@ namespace {
 transport::ucx_node_options node_options(const std::string& node) {
   transport::ucx_node_options opt;
   opt.name = node;
+  // A peer that dies is seen at once (its endpoint fails). A silent one counts as gone only
+  // after 60 s: msomni-run's control node sends keep-alives once per heartbeat (seconds),
+  // and a connection dropped early could not be made again until that side gives up on it.
+  opt.keepalive_misses = static_cast<int>(std::chrono::seconds(60) / opt.keepalive_interval);
   return opt;
 }
 }  // namespace
@@ -30,6 +35,17 @@ bool scheduler_client::join(std::chrono::milliseconds timeout) {
 }
 
 caf::actor scheduler_client::scheduler() { return gw_.remote_actor("sched", "scheduler-" + ep_.token); }
+
+std::optional<control_endpoint> scheduler_client::control_of(const std::string& run_dir,
+                                                             std::chrono::milliseconds timeout) {
+  const auto file = read_control_file(run_dir);
+  if (!file) return std::nullopt;
+  if (!hub_.node().is_up("control")) {
+    hub_.node().connect(file->address);
+    if (!hub_.node().wait_up("control", timeout)) return std::nullopt;
+  }
+  return control_endpoint{gw_.remote_actor("control", "orchestrator"), file->token};
+}
 
 caf::actor scheduler_client::reconnect(const std::string& info_file, std::chrono::milliseconds timeout) {
   const auto ep = read_scheduler_info(info_file);

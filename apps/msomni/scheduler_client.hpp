@@ -19,6 +19,12 @@ struct scheduler_endpoint {
   std::string address, token;
 };
 
+// msomni-run's orchestrator (its control endpoint) and the run's token.
+struct control_endpoint {
+  caf::actor orchestrator;
+  std::string token;
+};
+
 // nullopt when the file cannot be read or does not hold "ADDRESS TOKEN".
 std::optional<scheduler_endpoint> read_scheduler_info(const std::string& path);
 
@@ -33,6 +39,9 @@ class scheduler_client {
   // restarted msomni-sched writes a fresh one), joins it and returns its scheduler's handle;
   // an invalid handle while there is none yet or it does not answer within `timeout`.
   caf::actor reconnect(const std::string& info_file, std::chrono::milliseconds timeout);
+  // The control endpoint of the msomni-run whose run directory is `run_dir` (its
+  // control.json), joined within `timeout`; nullopt when there is none or it does not answer.
+  std::optional<control_endpoint> control_of(const std::string& run_dir, std::chrono::milliseconds timeout);
   caf::actor_system& system() { return sys_; }
 
  private:

@@ -335,6 +335,47 @@ TEST_CASE("msomni-run under msomni job: preempted by a critical job it checkpoin
   sched->wait(10s);
 }
 
+TEST_CASE("msomni-run under msomni job --resize-in-place: a critical job shrinks it at a barrier without a restart and it grows back") {
+  temp_dir dir;
+  const std::string cache = (dir.path() / "cache").string();
+  ::setenv("MSOMNI_CACHE_DIR", cache.c_str(), 1);
+  const std::string quickstart = std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml";
+  // The default 2 h run window: the regular job is shrunk, not preempted. No critical
+  // reserve, so that it may grow back onto the GPUs the critical job leaves.
+  const std::string config = dir.write("sched.toml", "[scheduler]\ncritical_peak_memory_s = 0\n");
+  auto sched = start_scheduler(dir, {"--config", config, "--drain-s", "60"});
+  const std::string info = (dir.path() / "info").string();
+  const auto run_dir = dir.path() / "run";
+  child_process train(MSOMNI_CLI_BINARY,
+                      {"job", "--scheduler-info", info, "--id", "train", "--class", "regular", "--gpus", "8",
+                       "--gpus-per-replica", "4", "--min-replicas", "1", "--run-dir", run_dir.string(),
+                       "--resize-in-place", "yes", "--", MSOMNI_RUN_BINARY, quickstart, "--set", "training.steps=1000",
+                       "--run-dir", run_dir.string()});
+  REQUIRE_MESSAGE(train.read_until("msomni job train: started on gpus 0,1,2,3,4,5,6,7", 20s), train.log);
+  for (int i = 0; i < 600 && losses(run_dir / "metrics.jsonl").size() < 20; ++i) std::this_thread::sleep_for(50ms);
+  child_process crit(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "crit", "--class", "critical",
+                                         "--gpus", "4", "--", "sh", "-c", "sleep 3"});
+  REQUIRE_MESSAGE(train.read_until("msomni job train: shrunk in place to 1 replicas", 60s), train.log);
+  REQUIRE_MESSAGE(crit.read_until("msomni job crit: started", 30s), crit.log);
+  REQUIRE_MESSAGE(crit.read_until("msomni job crit: finished", 30s), crit.log);
+  REQUIRE_MESSAGE(train.read_until("msomni job train: grown in place to 2 replicas", 60s), train.log);
+  REQUIRE_MESSAGE(train.read_until("msomni job train: finished", 120s), train.log);
+  CHECK(train.wait(10s) == 0);
+  CHECK(count(train.log, "msomni job train: started") == 1);  // never restarted
+  // Every step once, at world size 2, then 1 while the critical job ran, then 2 again.
+  const std::string metrics = read_text(run_dir / "metrics.jsonl");
+  CHECK(losses(run_dir / "metrics.jsonl").size() == 1000);
+  const auto one = metrics.find("\"world_size\":1,");
+  REQUIRE(one != std::string::npos);
+  CHECK(metrics.find("\"world_size\":2,") < one);
+  CHECK(metrics.find("\"world_size\":2,", one) != std::string::npos);
+  ::kill(sched->pid(), SIGTERM);
+  sched->read_until("msomni-sched: stopped", 10s);
+  CAPTURE(sched->log);
+  CHECK(sched->log.find("preempt train") != std::string::npos);
+  CHECK(sched->log.find("resize train gpus=8") != std::string::npos);
+}
+
 TEST_CASE("msomni-sched: a job without the token cannot reach the scheduler") {
   temp_dir dir;
   auto sched = start_scheduler(dir);
@@ -386,4 +427,9 @@ TEST_CASE("msomni-sched and msomni job refuse bad arguments with exit code 2") {
   CHECK(bad_info.output.find("expected \"ADDRESS TOKEN\"") != std::string::npos);
   CHECK(run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info +
                     " --id a --class urgent --gpus 1 -- true").exit_code == 2);
+  CHECK(run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info +
+                    " --id a --gpus 1 --resize-in-place maybe -- true").exit_code == 2);
+  CHECK(run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info +
+                    " --id a --gpus 1 --reconnect-s -1 -- true").exit_code == 2);
+  CHECK(run_command(std::string(MSOMNI_SCHED_BINARY) + " --recover-s -5").exit_code == 2);
 }
