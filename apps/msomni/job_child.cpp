@@ -1,0 +1,121 @@
+// The runner's command as a child process (see job_runner_state.hpp): its environment,
+// fork/exec with PR_SET_PDEATHSIG, signals, its scratch directory; and small helpers.
+#include "job_runner_state.hpp"
+
+#include "manifest.hpp"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+extern char** environ;
+
+namespace msomni::cli::runner_detail {
+
+// The step RUN_DIR/checkpoints/latest names (msomni-run's checkpoint root), 0 when none.
+uint64_t checkpoint_step(const std::string& run_dir) {
+  if (run_dir.empty()) return 0;
+  std::ifstream in(std::filesystem::path(run_dir) / "checkpoints" / ckpt::latest_file);
+  std::string name;
+  std::getline(in, name);
+  return ckpt::parse_checkpoint_dir_name(name).value_or(0);
+}
+
+uint32_t per_replica(const job_spec& spec) { return spec.gpus_per_replica ? spec.gpus_per_replica : spec.gpus; }
+
+std::string join(const std::vector<uint32_t>& v) {
+  std::string s;
+  for (uint32_t g : v) s += (s.empty() ? "" : ",") + std::to_string(g);
+  return s;
+}
+
+void say(runner_state& st, const std::string& text) { std::cout << "msomni job " << st.spec.id << ": " << text << std::endl; }
+
+std::string seconds(double s) {
+  std::ostringstream o;
+  o << s << " s";
+  return o.str();
+}
+
+static std::filesystem::path scratch_of(const runner_state& st) {
+  return std::filesystem::path(st.spec.scratch_dir) / st.spec.id;
+}
+
+void launch(runner_state& st, uint64_t resume_step, const std::string& host, double share) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  env_strings.push_back("MSOMNI_JOB=" + st.spec.id);
+  env_strings.push_back("MSOMNI_JOB_GPUS=" + join(st.gpus));
+  env_strings.push_back("MSOMNI_JOB_REPLICAS=" + std::to_string(st.replicas));
+  env_strings.push_back("MSOMNI_RESUME_STEP=" + std::to_string(resume_step));
+  if (!st.spec.scratch_dir.empty()) {
+    const auto dir = scratch_of(st);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) say(st, "cannot create the scratch directory " + dir.string() + ": " + ec.message());
+    env_strings.push_back("MSOMNI_SCRATCH_DIR=" + dir.string());
+  }
+  if (!host.empty()) {
+    env_strings.push_back("MSOMNI_JOB_HOST=" + host);
+    env_strings.push_back("MSOMNI_JOB_SHARE=" + std::to_string(share));
+  }
+  std::vector<char*> envp, argv;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = st.spec.command;
+  if (st.spec.resize_in_place) args.insert(args.end(), {"--set", "elasticity.replicas=" + std::to_string(st.replicas)});
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // fork + exec rather than posix_spawn: the command gets SIGTERM if this process dies, so a
+  // killed `msomni job` leaves no command behind.
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);  // the parent is already gone
+    ::execvpe(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  if (pid < 0) say(st, "cannot start " + st.spec.command[0]);
+  st.child = pid;
+  st.why = stopping::no;
+}
+
+// The command has ended: its scratch files go, whatever the reason.
+void remove_scratch(runner_state& st) {
+  if (st.spec.scratch_dir.empty()) return;
+  std::error_code ec;
+  const auto removed = std::filesystem::remove_all(scratch_of(st), ec);
+  if (ec) say(st, "cannot remove the scratch directory " + scratch_of(st).string() + ": " + ec.message());
+  else if (removed > 0) say(st, "removed its scratch directory (" + std::to_string(removed - 1) + " files)");
+}
+
+void signal_child(runner_state& st, int sig, stopping why) {
+  st.why = why;
+  if (st.child > 0) ::kill(st.child, sig);
+}
+
+void start_run(runner_state& st, const msg::job_command& c) {
+  const bool guest = c.kind == static_cast<uint8_t>(command_kind::colocate);
+  st.guest = guest;
+  st.gpus = c.gpus;
+  st.replicas = c.replicas;
+  say(st, std::string(guest ? "started as a guest of " + c.host : "started") + " on gpus " + join(st.gpus) + " (" +
+              c.reason + ")");
+  launch(st, c.resume_step, guest ? c.host : "", c.share);
+}
+
+void finish(runner_actor* self, int code, const std::string& why) {
+  auto& st = self->state;
+  if (st.over) return;
+  st.over = true;
+  say(st, why);
+  st.done(code, why);
+  self->quit();
+}
+
+}  // namespace msomni::cli::runner_detail
