@@ -137,6 +137,16 @@ msg::scheduler_status status_of(const shell_state& st) {
   s.rejected = c.rejected;
   s.recovering = st.recovering;
   s.held_back = st.held_back.size();
+  size_t total = 0;
+  for (const job_state* j : core.listing(msg::scheduler_status::max_status_rows, total)) {
+    static const char* const phases[] = {"pending", "running", "draining", "guest"};
+    const bool pending = j->phase == job_phase::pending;
+    s.jobs.push_back({j->req.id, static_cast<uint8_t>(j->req.klass), phases[static_cast<size_t>(j->phase)],
+                      pending ? j->req.gpus : static_cast<uint32_t>(j->gpus.size()), j->replicas, j->borrowed, j->host,
+                      pending ? j->submit_s : j->run_since_s});
+  }
+  s.jobs_listed_of = total;
+  s.now_s = st.now_s();
   return s;
 }
 

@@ -505,6 +505,20 @@ queue_counts scheduler_core::counts() const {
   return c;
 }
 
+std::vector<const job_state*> scheduler_core::listing(size_t limit, size_t& total) const {
+  std::vector<const job_state*> out;
+  auto add = [&](const std::string& id) {
+    if (out.size() < limit) out.push_back(&jobs_.at(id));
+  };
+  for (const auto& id : running_) add(id);
+  for (const auto& id : draining_) add(id);
+  for (const auto& [host, guests] : guests_of_)
+    for (const auto& id : guests) add(id);
+  for (const auto& key : pending_) add(std::get<3>(key));
+  total = jobs_.size();
+  return out;
+}
+
 bool scheduler_core::critical_starved_by_lower(double now_s) const {
   uint32_t owed = 0;
   const job_state* first = nullptr;

@@ -94,6 +94,9 @@ class scheduler_core {
   uint64_t multi_node_placements() const noexcept { return multi_node_; }
   uint64_t reserve_deferrals() const noexcept { return reserve_deferrals_; }
   queue_counts counts() const;
+  // Jobs holding GPUs (running, draining, then guests), then the queue in its order; at most
+  // `limit` of them. `total` gets how many jobs there are in all.
+  std::vector<const job_state*> listing(size_t limit, size_t& total) const;
   // Invariant probe: true when a critical job waits while a lower-class job that policy
   // allows to be preempted or shrunk still runs without a notice.
   bool critical_starved_by_lower(double now_s) const;

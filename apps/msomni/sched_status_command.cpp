@@ -1,6 +1,8 @@
 // `msomni sched-status --scheduler-info FILE [--json]`: asks msomni-sched (address and token
 // from its info file) for its queue and jobs: pending by class against the queue's bound,
-// running (of which borrowed), draining, guests, free GPUs, decisions, rejections.
+// running (of which borrowed), draining, guests, free GPUs, decisions, rejections; then
+// each job (those holding GPUs first, then the queue in its order; at most 256) with its
+// class, phase, GPUs, replicas and how long it has been there.
 #include "commands.hpp"
 
 #include "scheduler_client.hpp"
@@ -10,12 +12,47 @@
 #include <caf/scoped_actor.hpp>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <string>
 
 namespace msomni::cli {
 
 using namespace std::chrono_literals;
+
+namespace {
+
+const char* class_name(uint8_t c) {
+  static const char* const names[] = {"critical", "regular", "best-effort"};
+  return c < 3 ? names[c] : "?";
+}
+
+// 42s, 17m05s, 3h02m
+std::string age(double s) {
+  const auto t = static_cast<long long>(std::max(0.0, s));
+  char buf[32];
+  if (t < 60) std::snprintf(buf, sizeof buf, "%llds", t);
+  else if (t < 3600) std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
+  else std::snprintf(buf, sizeof buf, "%lldh%02lldm", t / 3600, (t % 3600) / 60);
+  return buf;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\', out += c;
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else out += c;
+  }
+  return out;
+}
+
+}  // namespace
 
 int run_sched_status(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string info;
@@ -52,7 +89,16 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
                   << ",\"running\":" << s.running << ",\"borrowed\":" << s.borrowed << ",\"draining\":" << s.draining
                   << ",\"guests\":" << s.guests << ",\"decisions\":" << s.decisions
                   << ",\"reserve_deferrals\":" << s.reserve_deferrals << ",\"rejected\":" << s.rejected
-                  << ",\"recovering\":" << (s.recovering ? "true" : "false") << ",\"held_back\":" << s.held_back << "}\n";
+                  << ",\"recovering\":" << (s.recovering ? "true" : "false") << ",\"held_back\":" << s.held_back
+                  << ",\"jobs\":[";
+              for (size_t i = 0; i < s.jobs.size(); ++i) {
+                const auto& j = s.jobs[i];
+                out << (i ? "," : "") << "{\"job\":\"" << json_escape(j.job) << "\",\"class\":\"" << class_name(j.job_class)
+                    << "\",\"phase\":\"" << j.phase << "\",\"gpus\":" << j.gpus << ",\"replicas\":" << j.replicas
+                    << ",\"borrowed\":" << (j.borrowed ? "true" : "false") << ",\"host\":\"" << json_escape(j.host)
+                    << "\",\"for_s\":" << std::max(0.0, s.now_s - j.since_s) << "}";
+              }
+              out << "],\"jobs_total\":" << s.jobs_listed_of << "}\n";
               return;
             }
             out << "policy " << s.policy << ", GPUs " << s.gpus_free << " free of " << s.gpus_total << "\n"
@@ -65,6 +111,17 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
                 << s.reserve_deferrals << "\n";
             if (s.recovering)
               out << "restart recovering from a restart: " << s.held_back << " submissions held back until it ends\n";
+            if (s.jobs.empty()) return;
+            out << "\nJOB                  CLASS        PHASE     GPUS  REPLICAS  FOR        NOTE\n";
+            for (const auto& j : s.jobs) {
+              char line[256];
+              std::snprintf(line, sizeof line, "%-20s %-12s %-9s %4u  %8u  %-9s  %s\n", j.job.c_str(), class_name(j.job_class),
+                            j.phase.c_str(), j.gpus, j.replicas, age(s.now_s - j.since_s).c_str(),
+                            (j.borrowed ? std::string("borrowed") : j.host.empty() ? std::string() : "guest of " + j.host).c_str());
+              out << line;
+            }
+            if (s.jobs_listed_of > s.jobs.size())
+              out << "... " << s.jobs_listed_of - s.jobs.size() << " more jobs not listed\n";
           },
           [&](const caf::error& e) {
             err << "msomni sched-status: no answer from msomni-sched (" << sys.render(e)

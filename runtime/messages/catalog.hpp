@@ -50,6 +50,7 @@ CAF_ADD_TYPE_ID(msomni, (msomni::msg::job_command))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::scheduler_status_request))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::scheduler_status))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::job_rejoin))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::scheduler_job_row))
 CAF_END_TYPE_ID_BLOCK(msomni)
 
 namespace msomni {

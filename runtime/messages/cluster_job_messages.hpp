@@ -106,6 +106,24 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_status_request& 
   return f(caf::meta::type_name("scheduler_status_request"), x.who);
 }
 
+// One job in scheduler_status: where it is and since when (seconds on the scheduler's clock).
+struct scheduler_job_row {
+  std::string job;
+  uint8_t job_class = 1;   // 0 critical, 1 regular, 2 best-effort
+  std::string phase;       // running, draining, guest, pending
+  uint32_t gpus = 0;       // held (running, draining, guest) or asked for (pending)
+  uint32_t replicas = 0;
+  bool borrowed = false;   // a run on GPUs owed to critical work (gives way at once)
+  std::string host;        // a guest's host
+  double since_s = 0;      // start of the current run, or submission while pending
+  bool operator==(const scheduler_job_row&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, scheduler_job_row& x) {
+  return f(caf::meta::type_name("scheduler_job_row"), x.job, x.job_class, x.phase, x.gpus, x.replicas, x.borrowed,
+           x.host, x.since_s);
+}
+
 // scheduler -> the requester: its queue (bounded by queue_capacity) and its jobs, by phase.
 struct scheduler_status {
   std::string policy;
@@ -117,13 +135,19 @@ struct scheduler_status {
   // queue_capacity); recovering is false once it has.
   bool recovering = false;
   uint64_t held_back = 0;
+  // The jobs holding GPUs (running, draining, guests), then the queue in its order; at most
+  // max_status_rows of them (jobs_listed_of says how many there were in all).
+  std::vector<scheduler_job_row> jobs;
+  uint64_t jobs_listed_of = 0;
+  double now_s = 0;  // the scheduler's clock when it answered: since_s is relative to it
+  static constexpr size_t max_status_rows = 256;
   bool operator==(const scheduler_status&) const = default;
 };
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scheduler_status& x) {
   return f(caf::meta::type_name("scheduler_status"), x.policy, x.gpus_total, x.gpus_free, x.pending_critical,
            x.pending_regular, x.pending_best_effort, x.queue_capacity, x.running, x.borrowed, x.draining, x.guests,
-           x.decisions, x.reserve_deferrals, x.rejected, x.recovering, x.held_back);
+           x.decisions, x.reserve_deferrals, x.rejected, x.recovering, x.held_back, x.jobs, x.jobs_listed_of, x.now_s);
 }
 
 }  // namespace msomni::msg

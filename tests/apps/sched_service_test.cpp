@@ -84,6 +84,13 @@ TEST_CASE("msomni-sched over UCX: a critical job preempts a regular job that rel
   CHECK_MESSAGE(busy.exit_code == 0, busy.output);
   CHECK(busy.output.find("\"gpus_total\":8,\"gpus_free\":0,\"pending\":{\"critical\":0,\"regular\":0,\"best_effort\":0},"
                          "\"queue_capacity\":1024,\"running\":1,") != std::string::npos);
+  // Each job with its class, phase and GPUs.
+  CHECK(busy.output.find("\"jobs\":[{\"job\":\"reg\",\"class\":\"regular\",\"phase\":\"running\",\"gpus\":8,"
+                         "\"replicas\":1,\"borrowed\":false,\"host\":\"\",\"for_s\":") != std::string::npos);
+  CHECK(busy.output.find("\"jobs_total\":1}") != std::string::npos);
+  const auto table = run_command(std::string(MSOMNI_CLI_BINARY) + " sched-status --scheduler-info " + info);
+  CHECK_MESSAGE(table.output.find("\nreg                  regular      running      8         1  ") != std::string::npos,
+                table.output);
   const auto crit = run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info +
                                 " --id crit --class critical --gpus 8 -- sh -c 'echo crit-ran'");
   CHECK_MESSAGE(crit.exit_code == 0, crit.output);
@@ -105,6 +112,7 @@ TEST_CASE("msomni-sched over UCX: a critical job preempts a regular job that rel
   CHECK(idle.output.find("GPUs 8 free of 8") != std::string::npos);
   CHECK(idle.output.find("queue   0 of 1024") != std::string::npos);
   CHECK(idle.output.find("running 0 (borrowed 0), draining 0") != std::string::npos);
+  CHECK(idle.output.find("JOB ") == std::string::npos);  // no jobs: no table
   // The scheduler printed each decision with its reason, in order.
   ::kill(sched->pid(), SIGTERM);
   CHECK(sched->read_until("msomni-sched: stopped", 10s));

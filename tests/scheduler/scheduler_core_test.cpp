@@ -468,3 +468,20 @@ TEST_CASE("a rejoin on free GPUs is adopted even with a full queue and rejected 
   cs = s.adopt(req("late", job_class::regular, 1), {15}, 1, 2, 3);
   CHECK(find_cmd(cs, command_kind::adopted, "late"));
 }
+
+TEST_CASE("the job listing puts jobs holding GPUs before the queue in its order and is bounded") {
+  auto s = make(policy_kind::omni);
+  s.submit(req("run", job_class::regular, 16), 0);  // holds everything
+  s.submit(req("be", job_class::best_effort, 2), 1);
+  s.submit(req("crit", job_class::critical, 16), 2);  // waits for run's drain, ahead of be in the queue
+  size_t total = 0;
+  auto all = s.listing(10, total);
+  CHECK(total == 3);
+  REQUIRE(all.size() == 3);
+  CHECK(all[0]->req.id == "run");  // it holds GPUs (inside its run window crit waits for it)
+  CHECK(all[1]->req.id == "crit");
+  CHECK(all[2]->req.id == "be");
+  auto first = s.listing(1, total);
+  CHECK(first.size() == 1);
+  CHECK(total == 3);
+}
