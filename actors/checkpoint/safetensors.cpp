@@ -8,22 +8,6 @@
 
 namespace msomni::ckpt {
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o;
-}
 
 export_summary export_safetensors(const rank_state& state, const std::string& prefix,
                                   const std::filesystem::path& out,

@@ -4,6 +4,7 @@
 // follows), padded with spaces to a multiple of 8, then the raw little-endian data.
 #pragma once
 
+#include "core/json_escape.hpp"
 #include "rank_state.hpp"
 
 #include <filesystem>
@@ -23,6 +24,6 @@ export_summary export_safetensors(const rank_state& state, const std::string& pr
                                   const std::filesystem::path& out,
                                   const std::map<std::string, std::string>& metadata = {});
 
-std::string json_escape(const std::string& s);
+using msomni::json_escape;  // core/json_escape.hpp
 
 }  // namespace msomni::ckpt

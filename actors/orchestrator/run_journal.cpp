@@ -6,18 +6,6 @@
 
 namespace msomni::orchestrator {
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else out += c;
-  }
-  return out;
-}
 
 run_journal::run_journal(const std::filesystem::path& run_dir) {
   metrics_ = std::fopen((run_dir / "metrics.jsonl").c_str(), "a");

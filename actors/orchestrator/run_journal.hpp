@@ -3,6 +3,8 @@
 // line by line so a crash loses at most the line being written.
 #pragma once
 
+#include "core/json_escape.hpp"
+
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -27,6 +29,6 @@ class run_journal {
   std::FILE* events_ = nullptr;
 };
 
-std::string json_escape(const std::string& s);
+using msomni::json_escape;  // core/json_escape.hpp
 
 }  // namespace msomni::orchestrator

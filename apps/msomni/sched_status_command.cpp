@@ -7,6 +7,8 @@
 
 #include "scheduler_client.hpp"
 
+#include "core/json_escape.hpp"
+
 #include "messages/catalog.hpp"
 
 #include <caf/scoped_actor.hpp>
@@ -39,18 +41,6 @@ std::string age(double s) {
   return buf;
 }
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else out += c;
-  }
-  return out;
-}
 
 }  // namespace
 
