@@ -25,7 +25,11 @@ using recovered_atom = caf::atom_constant<caf::atom("srecover")>;
 
 struct shell_state {
   shell_state(scheduler_settings s, scheduler_env e)
-      : core(std::move(s.topo), s.params), predictor(s.predictor), env(std::move(e)), recovering(s.recover_s > 0) {}
+      : core(std::move(s.topo), s.params),
+        predictor(s.predictor),
+        env(std::move(e)),
+        recover_s(s.recover_s),
+        recovering(s.recover_s > 0) {}
   scheduler_core core;
   predict::step_predictor predictor;
   scheduler_env env;
@@ -37,8 +41,9 @@ struct shell_state {
   std::map<std::string, double> last_report_s;  // when each job's newest step report came
   double drain_armed_s = -1;                    // deadline a drain timer is pending for
   bool window_armed = false;
-  // While recovering after a restart: submissions held back, in arrival order, with their
-  // senders (bounded by the queue capacity).
+  // While recovering after a restart (for recover_s): submissions held back, in arrival
+  // order, with their senders (bounded by the queue capacity).
+  double recover_s = 0;
   bool recovering = false;
   std::vector<std::pair<msg::job_submit, caf::actor>> held_back;
 
@@ -106,7 +111,7 @@ void on_window(caf::event_based_actor* self, shell_state& st) {
     auto last = st.last_report_s.find(id);
     double since = last == st.last_report_s.end() ? 0.0 : std::max(0.0, st.now_s() - last->second);
     auto f = st.predictor.forecast(id, horizon_s, since);
-    st.core.set_forecast(id, {f.idle_mean, f.lendable_share, f.last_idle, f.confidence, f.phase_share, f.rhythm_idle});
+    st.core.set_forecast(id, host_forecast_of(f));
   }
   execute(self, st, st.core.window(st.now_s()));
 }
@@ -158,13 +163,19 @@ void track(caf::event_based_actor* self, shell_state& st, const std::string& job
   self->monitor(handle);
 }
 
+// A refusal the shell makes before the core sees the job (nothing to forget).
+void reply_reject(caf::event_based_actor* self, shell_state& st, const std::string& job, const caf::actor& handle,
+                  std::string reason) {
+  command rej = make_command(command_kind::reject, job, 0);
+  rej.reason = std::move(reason);
+  if (handle) self->send(handle, to_message(rej, st.now_s(), 0));
+}
+
 // A class byte the catalog does not know is refused before the core sees it.
 bool refuse_unknown_class(caf::event_based_actor* self, shell_state& st, const msg::job_submit& s,
                           const caf::actor& handle) {
   if (s.job_class <= static_cast<uint8_t>(job_class::best_effort)) return false;
-  command rej = make_command(command_kind::reject, s.job, 0);
-  rej.reason = "unknown job_class " + std::to_string(s.job_class);
-  if (handle) self->send(handle, to_message(rej, st.now_s(), 0));
+  reply_reject(self, st, s.job, handle, "unknown job_class " + std::to_string(s.job_class));
   return true;
 }
 
@@ -178,8 +189,8 @@ void take_submit(caf::event_based_actor* self, shell_state& st, const msg::job_s
   execute(self, st, st.core.submit(request_of(s), st.now_s()));
 }
 
-caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_state> st, double recover_s) {
-  if (st->recovering) self->delayed_send(self, span_of(recover_s), recovered_atom::value);
+caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_state> st) {
+  if (st->recovering) self->delayed_send(self, span_of(st->recover_s), recovered_atom::value);
   self->set_down_handler([self, st](caf::down_msg& d) {
     auto it = st->job_of.find(d.source);
     if (it != st->job_of.end()) on_finished(self, *st, std::string(it->second));
@@ -192,9 +203,7 @@ caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_stat
           st->held_back.emplace_back(s, handle);
           return;
         }
-        command rej = make_command(command_kind::reject, s.job, 0);
-        rej.reason = "queue full (queue_capacity) while the scheduler recovers from a restart";
-        if (handle) self->send(handle, to_message(rej, st->now_s(), 0));
+        reply_reject(self, *st, s.job, handle, "queue full (queue_capacity) while the scheduler recovers from a restart");
       },
       [self, st](const msg::job_rejoin& r) {
         auto handle = caf::actor_cast<caf::actor>(self->current_sender());
@@ -238,8 +247,7 @@ caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_stat
 
 caf::actor spawn_scheduler(caf::actor_system& sys, scheduler_settings s, scheduler_env env) {
   if (!env.clock) throw std::invalid_argument("spawn_scheduler: scheduler_env.clock is required");
-  const double recover_s = s.recover_s;
-  return sys.spawn(scheduler, std::make_shared<shell_state>(std::move(s), std::move(env)), recover_s);
+  return sys.spawn(scheduler, std::make_shared<shell_state>(std::move(s), std::move(env)));
 }
 
 }  // namespace msomni::sched

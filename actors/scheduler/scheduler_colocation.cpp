@@ -77,7 +77,7 @@ void scheduler_core::place_guests(const job_state& host, double share, double no
     set_phase(j, job_phase::guest);
     j.host = host.req.id;
     j.share = share;
-    j.replicas = std::max<uint32_t>(1, j.req.gpus / j.req.gpus_per_replica);
+    j.replicas = full_replicas(j.req);
     j.gpus.assign(unused.begin(), unused.begin() + j.req.gpus);
     unused.erase(unused.begin(), unused.begin() + j.req.gpus);
     j.run_since_s = now_s;

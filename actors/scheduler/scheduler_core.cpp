@@ -12,10 +12,6 @@ namespace msomni::sched {
 
 namespace {
 bool preemptible(job_class c) { return c != job_class::critical; }
-uint32_t per_replica(const job_request& r) { return std::max<uint32_t>(1, r.gpus_per_replica); }
-uint32_t full_replicas(const job_request& r) {
-  return std::max<uint32_t>(1, r.gpus / per_replica(r));
-}
 }  // namespace
 
 scheduler_core::scheduler_core(topology topo, scheduler_params params)

@@ -8,12 +8,6 @@
 
 namespace msomni::sched {
 
-namespace {
-uint32_t full_replicas(const job_request& r) {
-  return std::max<uint32_t>(1, r.gpus / std::max<uint32_t>(1, r.gpus_per_replica));
-}
-}  // namespace
-
 std::string scheduler_core::unadoptable(const job_state& j, const std::vector<uint32_t>& gpus,
                                         uint32_t replicas) const {
   if (replicas < j.req.min_replicas || replicas > full_replicas(j.req))

@@ -45,4 +45,8 @@ const char* to_string(command_kind k) {
   return "?";
 }
 
+host_forecast host_forecast_of(const predict::idle_forecast& f) {
+  return {f.idle_mean, f.lendable_share, f.last_idle, f.confidence, f.phase_share, f.rhythm_idle};
+}
+
 }  // namespace msomni::sched

@@ -3,6 +3,8 @@
 // and the trace simulator; no CAF, no clock.
 #pragma once
 
+#include "step_predictor.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,6 +25,13 @@ struct job_request {
   uint32_t gpus_per_replica = 1;  // elastic unit: a data-parallel replica
   uint32_t min_replicas = 1;      // preemptible jobs may be shrunk down to this
 };
+
+// A replica's GPUs (at least 1), and the replicas of the job at full size (at least 1).
+inline uint32_t per_replica(const job_request& r) { return r.gpus_per_replica > 0 ? r.gpus_per_replica : 1; }
+inline uint32_t full_replicas(const job_request& r) {
+  const uint32_t n = r.gpus / per_replica(r);
+  return n > 0 ? n : 1;
+}
 
 // Nodes in switch order: node i hangs under switch i / nodes_per_switch.
 struct topology {
@@ -108,5 +117,8 @@ struct host_forecast {
   // phases at their observed rate (what the GPUs' idle ratio is over hours).
   double rhythm_idle = 0;
 };
+
+// What the core takes from a step-predictor forecast (the live shell and msomni-sim both).
+host_forecast host_forecast_of(const predict::idle_forecast& f);
 
 }  // namespace msomni::sched

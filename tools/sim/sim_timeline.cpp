@@ -365,7 +365,7 @@ void engine::tick() {
     // then realise the window.
     double since_last = j.cur_step.step_s - j.carry_s;
     auto f = predictor_.forecast(sim_key(j), opt_.sched.reservation_window_s, since_last);
-    core_.set_forecast(sim_key(j), {f.idle_mean, f.lendable_share, f.last_idle, f.confidence, f.phase_share, f.rhythm_idle});
+    core_.set_forecast(sim_key(j), host_forecast_of(f));
     j.confidence = f.confidence;
     roll_window(j);
   }
