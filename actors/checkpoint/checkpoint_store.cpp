@@ -160,12 +160,25 @@ std::vector<root_entry> checkpoint_store::list() const {
   return out;
 }
 
-std::optional<std::string> checkpoint_store::latest_pointer() const {
+namespace {
+std::optional<std::string> read_latest_pointer(const fs::path& root) {
   std::error_code ec;
-  if (!fs::exists(root_ / latest_file, ec)) return std::nullopt;
-  std::string t = read_text_file(root_ / latest_file);
+  if (!fs::exists(root / latest_file, ec)) return std::nullopt;
+  std::string t = read_text_file(root / latest_file);
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   return t;
+}
+}  // namespace
+
+std::optional<std::string> checkpoint_store::latest_pointer() const { return read_latest_pointer(root_); }
+
+std::optional<uint64_t> latest_step(const fs::path& root) {
+  try {
+    const auto name = read_latest_pointer(root);
+    return name ? parse_checkpoint_dir_name(*name) : std::nullopt;
+  } catch (const checkpoint_error&) {  // unreadable: no step to name
+    return std::nullopt;
+  }
 }
 
 manifest checkpoint_store::read_manifest(uint64_t step) const {

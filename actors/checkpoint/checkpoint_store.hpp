@@ -72,7 +72,7 @@ class checkpoint_store {
   cleanup_plan cleanup(const std::set<std::string>& in_flight = {});
 
   std::vector<root_entry> list() const;
-  std::optional<std::string> latest_pointer() const;
+  std::optional<std::string> latest_pointer() const;  // the text of `latest`, trimmed
   manifest read_manifest(uint64_t step) const;
 
   // Verifies every shard of `step` (sizes, file XXH3, every entry's checksums) and keeps
@@ -88,5 +88,9 @@ class checkpoint_store {
   std::filesystem::path root_;
   store_options opts_;
 };
+
+// The step `root`/latest names (as checkpoint_store::latest_pointer reads it), without
+// opening or creating the store: nullopt when there is none or it names no checkpoint.
+std::optional<uint64_t> latest_step(const std::filesystem::path& root);
 
 }  // namespace msomni::ckpt

@@ -5,6 +5,7 @@
 // msomni-agent processes to join instead.
 #include "launch_job.hpp"
 
+#include "checkpoint_store.hpp"
 #include "dataset_cache.hpp"
 
 #include "config/config_loader.hpp"
@@ -49,17 +50,6 @@ std::string read_latest(const fs::path& ckpt_dir) {
   std::string s;
   std::getline(in, s);
   return s;
-}
-
-uint64_t latest_step(const fs::path& ckpt_dir) {
-  const auto s = read_latest(ckpt_dir);
-  const auto dash = s.find('-');
-  if (dash == std::string::npos) return 0;
-  try {
-    return std::stoull(s.substr(dash + 1));
-  } catch (...) {
-    return 0;
-  }
 }
 
 orchestrator::elastic_settings elastic_settings_from(const config::job_config& cfg, bool resume) {
@@ -122,7 +112,7 @@ int launch_job(const config::job_config& cfg, const run_options& opts, const cha
     for (const auto& s : opts.overrides) args.insert(args.end(), {"--set", s});
     return args;
   };
-  env.latest_checkpoint_step = [ckpt_dir] { return latest_step(ckpt_dir); };
+  env.latest_checkpoint_step = [ckpt_dir] { return ckpt::latest_step(ckpt_dir).value_or(0); };
   env.on_finish = [&outcome](bool ok, const std::string& reason) { outcome.set_value({ok, reason}); };
   env.journal = &journal;
   env.token = token;

@@ -56,8 +56,8 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
         << " (is --run-dir the job's run directory?)\n";
     return exit_usage;
   }
-  const auto address = std::optional<std::string>(file->address);
-  const auto token = a.token ? a.token : std::optional<std::string>(file->token);
+  const std::string& address = file->address;
+  const std::string token = a.token.value_or(file->token);
   caf::actor_system_config cfg;
   caf::actor_system sys{configure_process(cfg, 1)};
   try {
@@ -65,14 +65,14 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
     opt.name = "cli-" + std::to_string(::getpid());
     transport::transport_hub hub(opt);
     transport::gateway gw(sys, hub);
-    hub.node().connect(*address);
+    hub.node().connect(address);
     if (!hub.node().wait_up("control", 10s)) {
-      err << "msomni " << verb << ": the job's control process at " << *address << " does not answer (has it ended?)\n";
+      err << "msomni " << verb << ": the job's control process at " << address << " does not answer (has it ended?)\n";
       return exit_failed;
     }
     auto orchestrator = gw.remote_actor("control", "orchestrator");
     const char* user = std::getenv("USER");
-    msg::control_request req{*token, verb, a.replicas, a.grace_s, std::string("cli:") + (user ? user : "?")};
+    msg::control_request req{token, verb, a.replicas, a.grace_s, std::string("cli:") + (user ? user : "?")};
     int code = exit_failed;
     caf::scoped_actor self{sys};
     self->request(orchestrator, 30s, req)

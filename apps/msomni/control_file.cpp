@@ -1,20 +1,13 @@
 // control_file (see control_file.hpp).
 #include "control_file.hpp"
 
+#include "flat_json.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 namespace msomni::cli {
-
-std::optional<std::string> json_string(const std::string& text, const std::string& key) {
-  const auto k = text.find("\"" + key + "\"");
-  if (k == std::string::npos) return std::nullopt;
-  const auto open = text.find('"', text.find(':', k) + 1);
-  const auto close = text.find('"', open + 1);
-  if (open == std::string::npos || close == std::string::npos) return std::nullopt;
-  return text.substr(open + 1, close - open - 1);
-}
 
 std::optional<control_file> read_control_file(const std::string& run_dir) {
   std::ifstream in(std::filesystem::path(run_dir) / "control.json");

@@ -2,6 +2,8 @@
 // its control endpoint: {"address":"HOST:PORT","token":"...","pid":N}.
 #pragma once
 
+#include <caf/actor.hpp>
+
 #include <optional>
 #include <string>
 
@@ -11,8 +13,11 @@ struct control_file {
   std::string address, token;
 };
 
-// The string value of "key" in a small JSON object, or nullopt.
-std::optional<std::string> json_string(const std::string& text, const std::string& key);
+// msomni-run's orchestrator (its control endpoint, joined) and the run's token.
+struct control_endpoint {
+  caf::actor orchestrator;
+  std::string token;
+};
 
 // nullopt when RUN_DIR/control.json cannot be read or lacks the address or the token.
 std::optional<control_file> read_control_file(const std::string& run_dir);

@@ -2,7 +2,7 @@
 // fork/exec with PR_SET_PDEATHSIG, signals, its scratch directory; and small helpers.
 #include "job_runner_state.hpp"
 
-#include "manifest.hpp"
+#include "checkpoint_store.hpp"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -18,11 +18,7 @@ namespace msomni::cli::runner_detail {
 
 // The step RUN_DIR/checkpoints/latest names (msomni-run's checkpoint root), 0 when none.
 uint64_t checkpoint_step(const std::string& run_dir) {
-  if (run_dir.empty()) return 0;
-  std::ifstream in(std::filesystem::path(run_dir) / "checkpoints" / ckpt::latest_file);
-  std::string name;
-  std::getline(in, name);
-  return ckpt::parse_checkpoint_dir_name(name).value_or(0);
+  return run_dir.empty() ? 0 : ckpt::latest_step(std::filesystem::path(run_dir) / "checkpoints").value_or(0);
 }
 
 uint32_t per_replica(const job_spec& spec) { return spec.gpus_per_replica ? spec.gpus_per_replica : spec.gpus; }
@@ -116,6 +112,16 @@ void finish(runner_actor* self, int code, const std::string& why) {
   say(st, why);
   st.done(code, why);
   self->quit();
+}
+
+void keep_replicas_only(runner_state& st, uint32_t replicas) {
+  st.gpus.resize(std::min<size_t>(st.gpus.size(), size_t{replicas} * per_replica(st.spec)));
+  st.replicas = replicas;
+}
+
+std::chrono::steady_clock::time_point steady_after(double seconds) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 }  // namespace msomni::cli::runner_detail

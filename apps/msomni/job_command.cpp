@@ -114,11 +114,7 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   job_runner_env env;
   env.scheduler = client.scheduler();
   env.find_scheduler = [&client, info] { return client.reconnect(info, 500ms); };
-  env.find_control = [&client](const std::string& run_dir) -> std::optional<job_control> {
-    auto c = client.control_of(run_dir, 2s);
-    if (!c) return std::nullopt;
-    return job_control{c->orchestrator, c->token};
-  };
+  env.find_control = [&client](const std::string& run_dir) { return client.control_of(run_dir, 2s); };
   auto runner = spawn_job_runner(client.system(), spec, std::move(env),
                                  [&result](int code, const std::string&) { result.set_value(code); });
   stop_signal::install();

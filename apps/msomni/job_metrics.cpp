@@ -1,6 +1,8 @@
 // job_metrics (see job_metrics.hpp).
 #include "job_metrics.hpp"
 
+#include "flat_json.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -8,17 +10,6 @@
 namespace msomni::cli {
 
 namespace {
-
-// The number after "key": in a metrics line, or a negative number.
-double json_number(const std::string& line, const std::string& key) {
-  const auto at = line.find("\"" + key + "\":");
-  if (at == std::string::npos) return -1;
-  try {
-    return std::stod(line.substr(at + key.size() + 3));
-  } catch (...) {
-    return -1;
-  }
-}
 
 // Reading back at most this much to rewind: 200 lines of msomni-run's metrics fit easily.
 constexpr uint64_t rewind_window_bytes = 512 * 1024;

@@ -49,9 +49,7 @@ void scheduler_lost(runner_actor* self, const caf::down_msg& d) {
     signal_child(s, SIGTERM, stopping::killed);
     return finish(self, 1, "the scheduler went away");
   }
-  s.reconnect_until = std::chrono::steady_clock::now() +
-                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                          std::chrono::duration<double>(s.spec.reconnect_s));
+  s.reconnect_until = steady_after(s.spec.reconnect_s);
   say(s, std::string("the scheduler went away: ") + (s.child > 0 ? "the command keeps running; " : "") +
              "waiting up to " + seconds(s.spec.reconnect_s) + " for it to come back");
   self->send(self, reconnect_atom::value);

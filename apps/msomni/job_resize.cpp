@@ -3,72 +3,64 @@
 // on the replicas asked for; a shrink answers job_released then. A failure falls back.
 #include "job_runner_state.hpp"
 
+#include "flat_json.hpp"
+
 #include <signal.h>
 
 namespace msomni::cli::runner_detail {
 
-// The world size in msomni-run's status JSON ("world":N), or -1.
-static int64_t world_of(const std::string& status_json) {
-  const auto at = status_json.find("\"world\":");
-  if (at == std::string::npos) return -1;
-  try {
-    return std::stoll(status_json.substr(at + 8));
-  } catch (...) {
-    return -1;
+// Not in place: a shrink restarts the command on the replicas it keeps; a grow applies at
+// its next start. `why` (empty when in-place resizing was not asked for) is said.
+static void resize_the_old_way(runner_actor* self, bool shrink, const std::string& why) {
+  auto& s = self->state;
+  if (shrink) {
+    if (!why.empty())
+      say(s, "cannot shrink in place (" + why + "): restarts on " + std::to_string(s.keep_replicas) + " replicas");
+    signal_child(s, SIGTERM, stopping::shrink);
+  } else {
+    say(s, "grown to " + std::to_string(s.replicas) + " replicas: applies at the next start" +
+               (why.empty() ? std::string() : " (not in place: " + why + ")"));
   }
 }
 
-// The in-place resize could not be done: a shrink falls back to a restart on the replicas
-// it keeps; a grow applies at the next start.
-static void resize_failed(runner_actor* self, const std::string& why) {
+// The in-place resize in progress failed: the old way after all.
+static void abandon_resize(runner_actor* self, const std::string& why) {
   auto& s = self->state;
   const bool shrink = s.resize_is_shrink;
   s.resize_to = 0;
-  if (shrink) {
-    say(s, "cannot shrink in place (" + why + "): restarts on " + std::to_string(s.keep_replicas) + " replicas");
-    signal_child(s, SIGTERM, stopping::shrink);
-  } else {
-    say(s, "cannot grow in place (" + why + "): applies at the next start");
-  }
+  resize_the_old_way(self, shrink, why);
 }
 
-// Asks msomni-run (resize_in_place) to run on `replicas` replicas from its next barrier; the
-// answer and then its status are followed by resize_poll_atom. False when there is no
-// control endpoint to ask (the caller restarts the command instead); `why` says why not.
-bool resize_in_place(runner_actor* self, uint32_t replicas, bool shrink, double within_s,
-                     uint64_t epoch, std::string& why) {
+void resize(runner_actor* self, uint32_t replicas, bool shrink, double within_s, uint64_t epoch) {
   auto& s = self->state;
-  if (!s.spec.resize_in_place || s.spec.run_dir.empty() || !s.find_control) {
-    why = "not asked to resize in place";
-    return false;
+  if (!s.spec.resize_in_place) return resize_the_old_way(self, shrink, "");
+  std::string why;
+  std::optional<control_endpoint> control;
+  if (s.spec.run_dir.empty() || !s.find_control) why = "no run directory to find msomni-run's control endpoint in";
+  else if (s.child <= 0) why = "the command is not running";
+  else if (s.resize_to != 0) why = "another resize is in progress";
+  else {
+    try {
+      control = s.find_control(s.spec.run_dir);
+      if (!control) why = "no control endpoint in " + s.spec.run_dir + "/control.json answers";
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
   }
-  if (s.child <= 0 || s.resize_to != 0) {
-    why = s.child <= 0 ? "the command is not running" : "another resize is in progress";
-    return false;
-  }
-  std::optional<job_control> control;
-  try {
-    control = s.find_control(s.spec.run_dir);
-    if (!control) why = "no control endpoint in " + s.spec.run_dir + "/control.json answers";
-  } catch (const std::exception& e) {
-    why = e.what();
-  }
-  if (!control) return false;
+  if (!control) return resize_the_old_way(self, shrink, why);
   s.resize_to = replicas;
   s.resize_is_shrink = shrink;
   s.resize_epoch = epoch;
-  s.resize_until = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                          std::chrono::duration<double>(std::max(within_s, 30.0)));
+  s.resize_until = steady_after(std::max(within_s, 30.0));
   const msg::control_request req{control->token, shrink ? "scale-down" : "scale-up", replicas, within_s,
                                  "msomni job " + s.spec.id};
   self->request(control->orchestrator, std::chrono::seconds(30), req)
       .then(
           [self, control](const msg::control_reply& r) {
-            if (!r.ok) return resize_failed(self, r.text);
+            if (!r.ok) return abandon_resize(self, r.text);
             self->send(self, resize_poll_atom::value, control->orchestrator, control->token);
           },
-          [self](caf::error& e) { resize_failed(self, "no answer from msomni-run: " + caf::to_string(e)); });
-  return true;
+          [self](caf::error& e) { abandon_resize(self, "no answer from msomni-run: " + caf::to_string(e)); });
 }
 
 // msomni-run runs on the requested replicas: the job's GPUs follow.
@@ -77,8 +69,7 @@ static void resized(runner_actor* self) {
   const uint32_t n = s.resize_to;
   s.resize_to = 0;
   if (s.resize_is_shrink) {
-    s.gpus.resize(std::min<size_t>(s.gpus.size(), size_t{n} * per_replica(s.spec)));
-    s.replicas = n;
+    keep_replicas_only(s, n);
     if (s.registered)
       self->send(s.scheduler, msg::job_released{s.spec.id, s.resize_epoch, checkpoint_step(s.spec.run_dir)});
     say(s, "shrunk in place to " + std::to_string(n) + " replicas (gpus " + join(s.gpus) + ") and released the rest");
@@ -91,18 +82,18 @@ static void resized(runner_actor* self) {
 void poll_resize(runner_actor* self, caf::actor orchestrator, std::string token) {
   auto& s = self->state;
   if (s.resize_to == 0 || s.child <= 0 || s.over) return;
-  if (std::chrono::steady_clock::now() > s.resize_until) return resize_failed(self, "msomni-run did not resize in time");
+  if (std::chrono::steady_clock::now() > s.resize_until) return abandon_resize(self, "msomni-run did not resize in time");
   self->request(orchestrator, std::chrono::seconds(10), msg::control_request{token, "status", 0, 0, "msomni job"})
       .then(
           [self, orchestrator, token](const msg::control_reply& r) {
             auto& st = self->state;
             if (st.resize_to == 0) return;
-            if (r.ok && world_of(r.json) == static_cast<int64_t>(st.resize_to) &&
+            if (r.ok && json_number(r.json, "world") == st.resize_to &&
                 r.json.find("\"phase\":\"running\"") != std::string::npos)
               return resized(self);
             self->delayed_send(self, std::chrono::milliseconds(250), resize_poll_atom::value, orchestrator, token);
           },
-          [self](caf::error& e) { resize_failed(self, "msomni-run's status: " + caf::to_string(e)); });
+          [self](caf::error& e) { abandon_resize(self, "msomni-run's status: " + caf::to_string(e)); });
 }
 
 }  // namespace msomni::cli::runner_detail

@@ -41,8 +41,7 @@ void child_ended(runner_actor* self, int status) {
       say(st, "released its GPUs (command ended with " + std::to_string(code) + ", checkpoint step " +
                   std::to_string(step) + ")");
       if (st.why == stopping::shrink) {
-        st.gpus.resize(std::min<size_t>(st.gpus.size(), size_t{st.keep_replicas} * per_replica(st.spec)));
-        st.replicas = st.keep_replicas;
+        keep_replicas_only(st, st.keep_replicas);
         say(st, "runs on " + std::to_string(st.replicas) + " replicas (gpus " + join(st.gpus) + ")");
         launch(st, step, "", 0);
       }
@@ -110,10 +109,7 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
           case command_kind::preempt:  // a shrink notice: in place, or the command restarts smaller
             s.keep_replicas = c.keep_replicas;
             say(s, "shrink to " + std::to_string(c.keep_replicas) + " replicas within " + seconds(c.drain_s) + " (" + c.reason + ")");
-            if (std::string why; !resize_in_place(self, c.keep_replicas, true, c.drain_s, c.epoch, why)) {
-              if (s.spec.resize_in_place) say(s, "cannot shrink in place (" + why + "): restarts smaller");
-              signal_child(s, SIGTERM, stopping::shrink);
-            }
+            resize(self, c.keep_replicas, true, c.drain_s, c.epoch);
             break;
           case command_kind::force_release:
             say(s, "force release (" + c.reason + ")");
@@ -123,20 +119,12 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
             say(s, "evicted as a guest (" + c.reason + ")");
             signal_child(s, SIGTERM, stopping::evicted);
             break;
-          case command_kind::resize: {
+          case command_kind::resize: {  // a grow: the scheduler gave the GPUs, the job's from now on
             const uint32_t from = s.replicas;
-            std::string why = "it holds " + std::to_string(from) + " replicas already";
-            if (c.replicas > from && resize_in_place(self, c.replicas, false, 0, c.epoch, why)) {
-              s.gpus = c.gpus;  // the scheduler gave them: the job's from now on
-              s.replicas = c.replicas;
-              say(s, "grows from " + std::to_string(from) + " to " + std::to_string(c.replicas) + " replicas in place (" +
-                         c.reason + ")");
-              break;
-            }
             s.gpus = c.gpus;
             s.replicas = c.replicas;
-            say(s, "grown to " + std::to_string(c.replicas) + " replicas: applies at the next start (" + c.reason +
-                       (s.spec.resize_in_place ? "; not in place: " + why : std::string()) + ")");
+            say(s, "grow from " + std::to_string(from) + " to " + std::to_string(c.replicas) + " replicas (" + c.reason + ")");
+            if (c.replicas > from) resize(self, c.replicas, false, 0, c.epoch);
             break;
           }
           case command_kind::set_share:

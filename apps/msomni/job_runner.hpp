@@ -27,6 +27,8 @@
 // ends with exit code 1.
 #pragma once
 
+#include "control_file.hpp"
+
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
@@ -56,19 +58,13 @@ struct job_spec {
   bool resize_in_place = false;
 };
 
-// msomni-run's control endpoint, for resize_in_place.
-struct job_control {
-  caf::actor orchestrator;
-  std::string token;
-};
-
 // What the runner reaches: the scheduler, a way to find a restarted one, and the command's
 // control endpoint. The two functions are called on the runner's thread and may block
 // briefly; they return an invalid handle / nullopt when there is none.
 struct job_runner_env {
   caf::actor scheduler;
   std::function<caf::actor()> find_scheduler;
-  std::function<std::optional<job_control>(const std::string& run_dir)> find_control;
+  std::function<std::optional<control_endpoint>(const std::string& run_dir)> find_control;  // resize_in_place
 };
 
 caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, job_runner_env env,

@@ -36,7 +36,7 @@ struct runner_state {
   job_spec spec;
   caf::actor scheduler;  // invalid while the scheduler is away
   std::function<caf::actor()> find_scheduler;
-  std::function<std::optional<job_control>(const std::string&)> find_control;
+  std::function<std::optional<control_endpoint>(const std::string&)> find_control;
   std::function<void(int, const std::string&)> done;
   // An in-place resize in progress (resize_in_place): msomni-run is asked to run on
   // resize_to replicas; a shrink answers job_released at resize_epoch once it does.
@@ -73,6 +73,10 @@ void remove_scratch(runner_state& st);
 void signal_child(runner_state& st, int sig, stopping why);
 void start_run(runner_state& st, const msg::job_command& c);
 void finish(runner_actor* self, int code, const std::string& why);
+// The job keeps the GPUs of its first `replicas` replicas.
+void keep_replicas_only(runner_state& st, uint32_t replicas);
+// A steady-clock deadline `seconds` from now.
+std::chrono::steady_clock::time_point steady_after(double seconds);
 
 // job_rejoin.cpp: the scheduler goes away and comes back.
 msg::job_submit submission(const runner_state& st);
@@ -80,9 +84,11 @@ void register_again(runner_actor* self);
 void scheduler_lost(runner_actor* self, const caf::down_msg& d);
 void look_for_scheduler(runner_actor* self);
 
-// job_resize.cpp: msomni-run resized in place (job_spec::resize_in_place).
-bool resize_in_place(runner_actor* self, uint32_t replicas, bool shrink, double within_s, uint64_t epoch,
-                     std::string& why);
+// job_resize.cpp: a shrink notice (keep `replicas`, within the drain period) or a grow to
+// `replicas`: in place when the job asked for it (job_spec::resize_in_place) and msomni-run's
+// control endpoint answers; otherwise a shrink restarts the command on the replicas it
+// keeps and a grow applies at its next start.
+void resize(runner_actor* self, uint32_t replicas, bool shrink, double within_s, uint64_t epoch);
 void poll_resize(runner_actor* self, caf::actor orchestrator, std::string token);
 
 }  // namespace msomni::cli::runner_detail

@@ -1,6 +1,5 @@
 #include "scheduler_client.hpp"
 
-#include "control_file.hpp"
 #include "messages/catalog.hpp"
 
 #include <fstream>
@@ -29,31 +28,27 @@ std::optional<scheduler_endpoint> read_scheduler_info(const std::string& path) {
 scheduler_client::scheduler_client(const scheduler_endpoint& ep, const std::string& node)
     : ep_(ep), sys_(configure_process(cfg_, 1)), hub_(node_options(node)), gw_(sys_, hub_) {}
 
-bool scheduler_client::join(std::chrono::milliseconds timeout) {
-  hub_.node().connect(ep_.address);
-  return hub_.node().wait_up("sched", timeout);
+bool scheduler_client::reach(const std::string& peer, const std::string& address, std::chrono::milliseconds timeout) {
+  if (hub_.node().is_up(peer)) return true;
+  hub_.node().connect(address);
+  return hub_.node().wait_up(peer, timeout);
 }
+
+bool scheduler_client::join(std::chrono::milliseconds timeout) { return reach("sched", ep_.address, timeout); }
 
 caf::actor scheduler_client::scheduler() { return gw_.remote_actor("sched", "scheduler-" + ep_.token); }
 
 std::optional<control_endpoint> scheduler_client::control_of(const std::string& run_dir,
                                                              std::chrono::milliseconds timeout) {
   const auto file = read_control_file(run_dir);
-  if (!file) return std::nullopt;
-  if (!hub_.node().is_up("control")) {
-    hub_.node().connect(file->address);
-    if (!hub_.node().wait_up("control", timeout)) return std::nullopt;
-  }
+  if (!file || !reach("control", file->address, timeout)) return std::nullopt;
   return control_endpoint{gw_.remote_actor("control", "orchestrator"), file->token};
 }
 
 caf::actor scheduler_client::reconnect(const std::string& info_file, std::chrono::milliseconds timeout) {
   const auto ep = read_scheduler_info(info_file);
   if (!ep || ep->token == ep_.token) return {};  // still the instance that went away
-  if (!hub_.node().is_up("sched")) {
-    hub_.node().connect(ep->address);
-    if (!hub_.node().wait_up("sched", timeout)) return {};
-  }
+  if (!reach("sched", ep->address, timeout)) return {};
   ep_ = *ep;
   return scheduler();
 }

@@ -3,6 +3,7 @@
 // catalog and a UCX node, joins the service and hands out the scheduler's actor handle.
 #pragma once
 
+#include "control_file.hpp"
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
 
@@ -17,12 +18,6 @@ namespace msomni::cli {
 
 struct scheduler_endpoint {
   std::string address, token;
-};
-
-// msomni-run's orchestrator (its control endpoint) and the run's token.
-struct control_endpoint {
-  caf::actor orchestrator;
-  std::string token;
 };
 
 // nullopt when the file cannot be read or does not hold "ADDRESS TOKEN".
@@ -45,6 +40,8 @@ class scheduler_client {
   caf::actor_system& system() { return sys_; }
 
  private:
+  // True once `peer` is up, connecting to `address` first when it is not.
+  bool reach(const std::string& peer, const std::string& address, std::chrono::milliseconds timeout);
   scheduler_endpoint ep_;
   caf::actor_system_config cfg_;
   caf::actor_system sys_;
