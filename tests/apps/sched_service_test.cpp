@@ -44,6 +44,20 @@ std::unique_ptr<child_process> start_scheduler(const temp_dir& dir,
   return sched;
 }
 
+// Stops msomni-sched (SIGTERM) and waits until it says so; its log then holds every decision.
+void stop_scheduler(child_process& sched) {
+  ::kill(sched.pid(), SIGTERM);
+  sched.read_until("msomni-sched: stopped", 10s);
+}
+
+// `steps` lines of msomni-run's metrics.jsonl: 1 s steps, `wait_ms` of each waiting for data.
+std::string metrics_lines(int steps, double wait_ms) {
+  std::string lines;
+  for (int i = 1; i <= steps; ++i)
+    lines += "{\"step\":" + std::to_string(i) + ",\"step_time_ms\":1000.0,\"data_wait_ms\":" + std::to_string(wait_ms) + "}\n";
+  return lines;
+}
+
 // A critical job on all 8 GPUs whose command appends `metrics` (msomni-run's metrics.jsonl
 // lines) to its run directory, then trains on for `seconds`; waits until it has started.
 std::unique_ptr<child_process> start_critical_writing(const temp_dir& dir, const std::string& metrics, int seconds) {
@@ -132,9 +146,7 @@ TEST_CASE("msomni-sched over UCX: a critical job's metrics feed the predictor an
   const std::string info = (dir.path() / "info").string();
   // The critical command writes 40 steps as msomni-run does (1 s steps, half of each waiting
   // for data: idle share 0.5), then trains on for a while.
-  std::string lines;
-  for (int i = 1; i <= 40; ++i)
-    lines += "{\"step\":" + std::to_string(i) + ",\"step_time_ms\":1000.0,\"data_wait_ms\":500.0}\n";
+  const std::string lines = metrics_lines(40, 500);
   auto crit = start_critical_writing(dir, lines, 6);
   const auto guest = run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info +
                                  " --id be --class best-effort --gpus 2 -- sh -c 'echo \"guest of $MSOMNI_JOB_HOST share $MSOMNI_JOB_SHARE\"'");
@@ -142,8 +154,7 @@ TEST_CASE("msomni-sched over UCX: a critical job's metrics feed the predictor an
   CHECK(guest.output.find("started as a guest of crit") != std::string::npos);
   CHECK(guest.output.find("guest of crit share 0.") != std::string::npos);
   CHECK(crit->read_until("msomni job crit: finished", 20s));
-  ::kill(sched->pid(), SIGTERM);
-  sched->read_until("msomni-sched: stopped", 10s);
+  stop_scheduler(*sched);
   CHECK(sched->log.find("colocate be gpus=2: host's predicted idle share passes the threshold") != std::string::npos);
 }
 
@@ -165,8 +176,7 @@ TEST_CASE("msomni-sched over UCX: checkpoint phases in a critical job's metrics 
   CHECK_MESSAGE(guest.read_until("msomni job be: started as a guest of crit", 20s), guest.log);
   CHECK(guest.wait(20s) == 0);
   CHECK(crit->read_until("msomni job crit: finished", 20s));
-  ::kill(sched->pid(), SIGTERM);
-  sched->read_until("msomni-sched: stopped", 10s);
+  stop_scheduler(*sched);
   CHECK(sched->log.find("colocate be gpus=2: host's predicted idle share passes the threshold") != std::string::npos);
 }
 
@@ -181,10 +191,9 @@ TEST_CASE("msomni-sched restarted after a crash: a running job keeps running, re
   first->wait(10s);
   REQUIRE_MESSAGE(reg.read_until("msomni job reg: the scheduler went away: the command keeps running", 20s), reg.log);
   // The same info file: a restart. Nothing is placed for 3 s while jobs rejoin.
-  child_process second(MSOMNI_SCHED_BINARY, {"--gpus", "8", "--min-run-window-s", "0", "--recover-s", "3",
-                                             "--info-file", info});
-  REQUIRE_MESSAGE(second.read_until("msomni-sched: restarted", 20s), second.log);
-  CHECK(second.log.find("placing nothing for 3 s") != std::string::npos);
+  auto second = start_scheduler(dir, {"--min-run-window-s", "0", "--recover-s", "3"});
+  REQUIRE_MESSAGE(second->read_until("msomni-sched: restarted", 20s), second->log);
+  CHECK(second->log.find("placing nothing for 3 s") != std::string::npos);
   REQUIRE_MESSAGE(reg.read_until("msomni job reg: keeps gpus 0,1,2,3,4,5,6,7", 20s), reg.log);
   // A job submitted now waits for reg's GPUs instead of getting them a second time.
   child_process next(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "next", "--class", "regular", "--gpus",
@@ -194,24 +203,21 @@ TEST_CASE("msomni-sched restarted after a crash: a running job keeps running, re
   CHECK(reg.log.find("reg-done") != std::string::npos);  // the command ran through the restart
   REQUIRE_MESSAGE(next.read_until("msomni job next: finished", 20s), next.log);
   CHECK(next.wait(10s) == 0);
-  ::kill(second.pid(), SIGTERM);
-  second.read_until("msomni-sched: stopped", 10s);
-  CAPTURE(second.log);
-  const auto adopted = second.log.find("adopted reg gpus=8: rejoined after a scheduler restart: keeps its GPUs");
-  const auto next_start = second.log.find("start next gpus=8");
+  stop_scheduler(*second);
+  CAPTURE(second->log);
+  const auto adopted = second->log.find("adopted reg gpus=8: rejoined after a scheduler restart: keeps its GPUs");
+  const auto next_start = second->log.find("start next gpus=8");
   CHECK(adopted != std::string::npos);
   REQUIRE(next_start != std::string::npos);
   CHECK(next_start > adopted);
-  CHECK(second.log.find("start reg") == std::string::npos);  // reg was never started again
+  CHECK(second->log.find("start reg") == std::string::npos);  // reg was never started again
 }
 
 TEST_CASE("msomni-sched restarted: a rejoining critical job reports its recent steps again so guests are placed at once") {
   temp_dir dir;
   auto first = start_scheduler(dir, {"--reservation-window-s", "1"});
   const std::string info = (dir.path() / "info").string();
-  std::string lines;  // 40 steps at idle share 0.5, written once: nothing new after the restart
-  for (int i = 1; i <= 40; ++i)
-    lines += "{\"step\":" + std::to_string(i) + ",\"step_time_ms\":1000.0,\"data_wait_ms\":500.0}\n";
+  const std::string lines = metrics_lines(40, 500);  // idle share 0.5, written once: nothing new after the restart
   auto crit = start_critical_writing(dir, lines, 30);
   const std::vector<std::string> guest_args{"job", "--scheduler-info", info, "--id", "be", "--class", "best-effort",
                                             "--gpus", "2", "--", "true"};
@@ -223,44 +229,38 @@ TEST_CASE("msomni-sched restarted: a rejoining critical job reports its recent s
   ::kill(first->pid(), SIGKILL);
   first->wait(10s);
   REQUIRE_MESSAGE(crit->read_until("msomni job crit: the scheduler went away", 20s), crit->log);
-  child_process second(MSOMNI_SCHED_BINARY, {"--gpus", "8", "--reservation-window-s", "1", "--recover-s", "1",
-                                             "--info-file", info});
+  auto second = start_scheduler(dir, {"--reservation-window-s", "1", "--recover-s", "1"});
   REQUIRE_MESSAGE(crit->read_until("msomni job crit: keeps gpus", 20s), crit->log);
   // The new instance never saw those steps but from the rejoin's replay: without it, its
   // predictor would know nothing of crit and the guest would wait for crit's end.
   child_process guest(MSOMNI_CLI_BINARY, guest_args);
   CHECK_MESSAGE(guest.read_until("msomni job be: started as a guest of crit", 20s), guest.log);
   CHECK(guest.wait(20s) == 0);
-  ::kill(second.pid(), SIGTERM);
-  second.wait(10s);
+  stop_scheduler(*second);
 }
 
 TEST_CASE("msomni-sched restarted: a guest stops its run, submits again and is placed as a guest again") {
   temp_dir dir;
   auto first = start_scheduler(dir, {"--reservation-window-s", "1"});
   const std::string info = (dir.path() / "info").string();
-  std::string lines;
-  for (int i = 1; i <= 40; ++i)
-    lines += "{\"step\":" + std::to_string(i) + ",\"step_time_ms\":1000.0,\"data_wait_ms\":500.0}\n";
+  const std::string lines = metrics_lines(40, 500);
   auto crit = start_critical_writing(dir, lines, 30);
   child_process guest(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "be", "--class", "best-effort",
                                           "--gpus", "2", "--", "sh", "-c", "exec sleep 30"});
   REQUIRE_MESSAGE(guest.read_until("msomni job be: started as a guest of crit", 20s), guest.log);
   ::kill(first->pid(), SIGKILL);
   first->wait(10s);
-  child_process second(MSOMNI_SCHED_BINARY, {"--gpus", "8", "--reservation-window-s", "1", "--recover-s", "1",
-                                             "--info-file", info});
+  auto second = start_scheduler(dir, {"--reservation-window-s", "1", "--recover-s", "1"});
   // The guest's host forecast went with the old instance: its run stops, it queues again,
   // and the new instance (with crit's replayed steps) places it as crit's guest again.
   REQUIRE_MESSAGE(guest.read_until("msomni job be: stops its guest run", 20s), guest.log);
   REQUIRE_MESSAGE(guest.read_until("msomni job be: submitted again to the restarted scheduler", 20s), guest.log);
   CHECK_MESSAGE(guest.read_until("msomni job be: started as a guest of crit", 20s), guest.log);
   CHECK(crit->read_until("msomni job crit: rejoins the scheduler on gpus 0,1,2,3,4,5,6,7", 20s));
-  ::kill(second.pid(), SIGTERM);
-  second.read_until("msomni-sched: stopped", 10s);
-  CAPTURE(second.log);
-  CHECK(second.log.find("adopted crit gpus=8") != std::string::npos);
-  CHECK(second.log.find("colocate be gpus=2") != std::string::npos);
+  stop_scheduler(*second);
+  CAPTURE(second->log);
+  CHECK(second->log.find("adopted crit gpus=8") != std::string::npos);
+  CHECK(second->log.find("colocate be gpus=2") != std::string::npos);
 }
 
 TEST_CASE("msomni job: a scheduler that does not come back within --reconnect-s stops the command and ends the job") {
@@ -339,8 +339,7 @@ TEST_CASE("msomni-run under msomni job: preempted by a critical job it checkpoin
     REQUIRE(field != std::string::npos);
     CHECK_MESSAGE(std::stod(ref_metrics.substr(field + 16)) > 0, "step " << step);
   }
-  ::kill(sched->pid(), SIGTERM);
-  sched->wait(10s);
+  stop_scheduler(*sched);
 }
 
 TEST_CASE("msomni-run under msomni job --resize-in-place: a critical job shrinks it at a barrier without a restart and it grows back") {
@@ -377,8 +376,7 @@ TEST_CASE("msomni-run under msomni job --resize-in-place: a critical job shrinks
   REQUIRE(one != std::string::npos);
   CHECK(metrics.find("\"world_size\":2,") < one);
   CHECK(metrics.find("\"world_size\":2,", one) != std::string::npos);
-  ::kill(sched->pid(), SIGTERM);
-  sched->read_until("msomni-sched: stopped", 10s);
+  stop_scheduler(*sched);
   CAPTURE(sched->log);
   CHECK(sched->log.find("preempt train") != std::string::npos);
   CHECK(sched->log.find("resize train gpus=8") != std::string::npos);
@@ -393,8 +391,7 @@ TEST_CASE("msomni-sched: a job without the token cannot reach the scheduler") {
   const auto r = run_command("timeout 4 " + std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + forged +
                              " --id intruder --class critical --gpus 1 -- true");
   CHECK(r.exit_code == 124);  // still waiting: its submit went nowhere
-  ::kill(sched->pid(), SIGTERM);
-  sched->read_until("msomni-sched: stopped", 10s);
+  stop_scheduler(*sched);
   CHECK(sched->log.find("intruder") == std::string::npos);
 }
 
