@@ -49,9 +49,7 @@ model::micro_batch to_model_batch(const data::micro_batch& in) {
     int32_t count = 0;
     for (int64_t p = 0; p < mb.max_patches; ++p) count += in.patch_mask[static_cast<size_t>(b * mb.max_patches + p)];
     mb.patch_counts.push_back(count);
-    const std::vector<int32_t> row(in.tokens.begin() + b * mb.text_len, in.tokens.begin() + (b + 1) * mb.text_len);
-    const auto mask = model::text_loss_mask(row);
-    mb.loss_mask.insert(mb.loss_mask.end(), mask.begin(), mask.end());
+    model::append_text_loss_mask(in.tokens.data() + b * mb.text_len, static_cast<size_t>(mb.text_len), mb.loss_mask);
   }
   return mb;
 }

@@ -1,6 +1,7 @@
 // scheduler_actor (see scheduler_actor.hpp): message <-> core translation only.
 #include "scheduler_actor.hpp"
 
+#include "guest_cost_meter.hpp"
 #include "scheduler_core.hpp"
 
 #include "messages/catalog.hpp"
@@ -27,11 +28,13 @@ struct shell_state {
   shell_state(scheduler_settings s, scheduler_env e)
       : core(std::move(s.topo), s.params),
         predictor(s.predictor),
+        guest_cost(predict::guest_cost_params{.max_jobs = s.predictor.max_jobs}),
         env(std::move(e)),
         recover_s(s.recover_s),
         recovering(s.recover_s > 0) {}
   scheduler_core core;
   predict::step_predictor predictor;
+  predict::guest_cost_meter guest_cost;  // critical jobs' loss to their guests, from step reports
   scheduler_env env;
   // One entry per job the core knows (erased when it finishes or is rejected), so these
   // maps are bounded by the core's queue capacity plus the jobs holding GPUs.
@@ -67,6 +70,7 @@ void forget(shell_state& st, const std::string& job) {
   st.resume_step.erase(job);
   st.last_report_s.erase(job);
   st.predictor.forget(job);
+  st.guest_cost.forget(job);
 }
 
 void arm_timers(caf::event_based_actor* self, shell_state& st) {
@@ -101,12 +105,14 @@ void execute(caf::event_based_actor* self, shell_state& st, const std::vector<co
   arm_timers(self, st);
 }
 
-// Forecasts for every critical job holding GPUs, then the window's co-location decisions.
+// Forecasts and guest costs for every critical job holding GPUs, then the window's
+// co-location decisions.
 void on_window(caf::event_based_actor* self, shell_state& st) {
   const double horizon_s = st.core.params().reservation_window_s;
   for (const auto& [id, handle] : st.jobs) {
     const job_state* j = st.core.find(id);
     if (!j || j->req.klass != job_class::critical || j->phase != job_phase::running) continue;
+    st.core.report_guest_delay(id, st.guest_cost.lost_s(id), st.now_s());
     if (!st.predictor.knows(id)) continue;
     auto last = st.last_report_s.find(id);
     double since = last == st.last_report_s.end() ? 0.0 : std::max(0.0, st.now_s() - last->second);
@@ -139,6 +145,7 @@ msg::scheduler_status status_of(const shell_state& st) {
   s.guests = c.guests;
   s.decisions = core.decisions_total();
   s.reserve_deferrals = core.reserve_deferrals();
+  s.budget_holds = core.budget_holds();
   s.rejected = c.rejected;
   s.recovering = st.recovering;
   s.held_back = st.held_back.size();
@@ -222,7 +229,11 @@ caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_stat
       },
       [st](const msg::job_step_report& r) {
         if (!st->jobs.count(r.job)) return;
-        st->predictor.observe(r.job, {r.step_s, r.data_wait_s, r.checkpoint_s, r.bubble_share});
+        const predict::step_sample sample{r.step_s, r.data_wait_s, r.checkpoint_s, r.bubble_share};
+        st->predictor.observe(r.job, sample);
+        if (const job_state* j = st->core.find(r.job);
+            j && j->req.klass == job_class::critical && j->phase == job_phase::running)
+          st->guest_cost.observe(r.job, sample, st->core.has_guests(r.job));
         st->last_report_s[r.job] = st->now_s();
       },
       [self, st](const msg::job_released& r) {

@@ -1,7 +1,8 @@
 // The scheduler's actor shell: turns job messages into calls on scheduler_core (with the
 // time from an injected clock) and the core's commands into messages. The step predictor
-// is fed from job_step_report and read once per reservation window. All policy stays in the
-// core; msomni-sim drives the same core without this shell.
+// and, for critical jobs, the guest-cost meter (steps taken with guests against steps
+// alone) are fed from job_step_report and read once per reservation window. All policy
+// stays in the core; msomni-sim drives the same core without this shell.
 //
 // Messages in (who sends them; idempotent?):
 //   job_submit        job -> scheduler; the sender becomes the job's handle; a repeat is ignored.

@@ -3,11 +3,13 @@
 // omni lends the predictor's mean idle share minus its safety margin, plus whatever part of
 // the window a predicted checkpoint/evaluation phase surely covers, and only when the job's
 // idle share over its rhythm (phases included) or the window's predicted idle share passes
-// the idle threshold, with enough confidence; greedy lends whatever the last
-// step left idle, with no threshold and no margin (the "no prediction" baseline).
+// the idle threshold, with enough confidence, and while the host is inside its slowdown
+// budget; greedy lends whatever the last step left idle, with no threshold, no margin and
+// no budget (the "no prediction" baseline).
 #include "scheduler_core.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 
 namespace msomni::sched {
@@ -23,6 +25,7 @@ double scheduler_core::guest_share(const std::string& host) const {
   const host_forecast& f = it->second;
   if (params_.policy == policy_kind::greedy) return std::clamp(f.last_idle, 0.0, 1.0);
   if (params_.policy != policy_kind::omni) return 0;
+  if (auto h = jobs_.find(host); h != jobs_.end() && h->second.over_budget) return 0;
   // A predicted checkpoint/evaluation phase leaves the whole of its part of the window idle;
   // the rest of the window has the ordinary idle share. The threshold applies to the window.
   double phase = std::clamp(f.phase_share, 0.0, 1.0);
@@ -32,6 +35,26 @@ double scheduler_core::guest_share(const std::string& host) const {
   if (std::max(window_idle, f.rhythm_idle) < params_.idle_threshold || f.confidence < params_.min_confidence)
     return 0;
   return std::clamp(phase + (1 - phase) * f.lendable_share, 0.0, 1.0);
+}
+
+void scheduler_core::report_guest_delay(const std::string& host, double lost_s, double now_s) {
+  auto it = jobs_.find(host);
+  if (it == jobs_.end()) return;
+  job_state& h = it->second;
+  if (h.req.klass != job_class::critical || h.phase != job_phase::running) return;
+  h.guest_delay_s = std::max(0.0, lost_s);
+  const bool over = h.guest_delay_s > params_.critical_slowdown_budget * std::max(0.0, now_s - h.run_since_s);
+  if (over && !h.over_budget) ++budget_holds_;
+  h.over_budget = over;
+}
+
+std::string scheduler_core::no_lending_reason(const std::string& host) const {
+  auto it = jobs_.find(host);
+  if (it == jobs_.end() || !it->second.over_budget) return "host's predicted idle share is below the threshold";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "host lost %.0f s of its run to guests, past its %.2g%% slowdown budget",
+                it->second.guest_delay_s, params_.critical_slowdown_budget * 100);
+  return buf;
 }
 
 void scheduler_core::evict_guest(const std::string& guest_id, double now_s, std::string reason,
@@ -105,7 +128,7 @@ std::vector<command> scheduler_core::window(double now_s) {
   for (const auto& host : hosts) {
     double share = guest_share(host);
     if (share <= 0) {
-      evict_guests_of(host, now_s, "host's predicted idle share is below the threshold", out);
+      evict_guests_of(host, now_s, no_lending_reason(host), out);
       continue;
     }
     for (const std::string& id : std::vector<std::string>(guests_of_.at(host))) {

@@ -85,6 +85,8 @@ void scheduler_core::start(job_state& j, uint32_t replicas, double now_s, std::s
   j.replicas = replicas;
   j.run_since_s = now_s;
   j.borrowed = borrowed;
+  j.guest_delay_s = 0;
+  j.over_budget = false;
   ++j.epoch;
   command c = make_command(command_kind::start, j.req.id, j.epoch);
   c.gpus = j.gpus;

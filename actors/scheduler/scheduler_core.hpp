@@ -45,6 +45,10 @@ struct job_state {
   // reserve. It gives them back at once when asked (no drain, no run window), like
   // best-effort work, until it next waits.
   bool borrowed = false;
+  // Critical hosts: what its guests have cost it in this run, as last reported
+  // (report_guest_delay), and whether that is past params.critical_slowdown_budget.
+  double guest_delay_s = 0;
+  bool over_budget = false;
 };
 
 // How many jobs are where (for status and metrics).
@@ -79,9 +83,15 @@ class scheduler_core {
   // One reservation window boundary: guests re-evaluated, new guests placed.
   std::vector<command> window(double now_s);
   void set_forecast(const std::string& host, const host_forecast& f) { forecasts_[host] = f; }
+  // What a running critical job has lost to its guests since it started (seconds of its
+  // run, cumulative; the simulator knows it, the live shell estimates it from step reports).
+  // Past critical_slowdown_budget of its run time the host lends nothing (omni) until its run
+  // has grown back under it. Reports for other jobs are ignored.
+  void report_guest_delay(const std::string& host, double lost_s, double now_s);
   // Share of a critical host's GPU time the policy lends to guests in the next window from
   // its latest forecast (0: not lendable).
   double guest_share(const std::string& host) const;
+  bool has_guests(const std::string& host) const { return guests_of_.count(host) != 0; }
 
   const job_state* find(const std::string& job) const;
   const placement& gpus() const noexcept { return place_; }
@@ -93,6 +103,8 @@ class scheduler_core {
   uint64_t cross_switch_placements() const noexcept { return cross_switch_; }
   uint64_t multi_node_placements() const noexcept { return multi_node_; }
   uint64_t reserve_deferrals() const noexcept { return reserve_deferrals_; }
+  // Times a critical host went past its slowdown budget and stopped lending.
+  uint64_t budget_holds() const noexcept { return budget_holds_; }
   queue_counts counts() const;
   // Jobs holding GPUs (running, draining, then guests), then the queue in its order; at most
   // `limit` of them. `total` gets how many jobs there are in all.
@@ -145,6 +157,8 @@ class scheduler_core {
   void evict_guests_of(const std::string& host, double now_s, const std::string& reason,
                        std::vector<command>& out);
   void place_guests(const job_state& host, double share, double now_s, std::vector<command>& out);
+  // Why `host` lends nothing in the next window (guest_share() is 0), for the decision log.
+  std::string no_lending_reason(const std::string& host) const;
   uint32_t draining_gpus() const;
   // omni's critical reserve (see scheduler_params::critical_peak_memory_s).
   void note_critical_demand(double now_s);
@@ -169,6 +183,7 @@ class scheduler_core {
   uint64_t cross_switch_ = 0;
   uint64_t multi_node_ = 0;
   uint64_t reserve_deferrals_ = 0;
+  uint64_t budget_holds_ = 0;
   uint64_t rejected_ = 0;
 };
 

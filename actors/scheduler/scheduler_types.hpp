@@ -64,6 +64,12 @@ struct scheduler_params {
   // regular jobs borrow the reserve meanwhile; see BENCHMARKS.md).
   double critical_reserve_factor = 2.0;
   size_t critical_peak_samples = 4096;  // bound on the sliding-window maximum's entries
+  // Share of a critical job's run time that its guests may cost it (seed 002: keep the
+  // training loss under 1%). The environment reports what each host lost to its guests
+  // (scheduler_core::report_guest_delay); a host past its budget lends nothing, and its
+  // guests leave at the next window, until its run has grown back under the budget. omni
+  // only (greedy is the baseline without such care).
+  double critical_slowdown_budget = 0.01;
 };
 
 enum class command_kind : uint8_t {

@@ -37,13 +37,18 @@ int usage(std::ostream& os, int code) {
         "  --config FILE            a TOML file with a [scheduler] table (configs/scheduler/); the keys\n"
         "                           are step_window, idle_threshold, safety_factor, drain_period_s,\n"
         "                           min_run_window_s, reservation_window_s, queue_capacity, policy,\n"
-        "                           min_confidence, critical_peak_memory_s, critical_reserve_factor;\n"
+        "                           min_confidence, critical_peak_memory_s, critical_reserve_factor,\n"
+        "                           critical_slowdown_budget;\n"
         "                           flags below override it. A bad file is refused with FILE:LINE:COL\n"
         "  --gpus N                 GPUs in the cluster (default 8)\n"
         "  --gpus-per-node N        (default 8)      --nodes-per-switch N (default 4)\n"
         "  --policy P               omni | exclusive | greedy (default omni)\n"
         "  --idle-threshold X       (0.35)  --drain-s S (600)  --min-run-window-s S (7200)\n"
         "  --reservation-window-s S (1800)  --queue-capacity N (1024)\n"
+        "  --critical-slowdown-budget X (0.01)  share of a critical job's run time its guests may\n"
+        "                           cost it (measured from its step reports, steps with guests\n"
+        "                           against steps alone); past it the job lends nothing until its\n"
+        "                           run has grown back under it\n"
         "  --listen HOST:PORT       where the UCX node listens (default 127.0.0.1, any port)\n"
         "  --info-file FILE         where \"ADDRESS TOKEN\" goes (default ./msomni-sched.info, mode 0600)\n"
         "  --recover-s S            when the info file is already there (a previous instance wrote it:\n"
@@ -82,6 +87,8 @@ int main(int argc, char** argv) {
       {"--min-run-window-s", [&](const std::string& v) { s.params.min_run_window_s = std::stod(v); }},
       {"--reservation-window-s", [&](const std::string& v) { s.params.reservation_window_s = std::stod(v); }},
       {"--queue-capacity", [&](const std::string& v) { s.params.queue_capacity = std::stoul(v); }},
+      {"--critical-slowdown-budget",
+       [&](const std::string& v) { s.params.critical_slowdown_budget = std::stod(v); }},
       {"--listen", [&](const std::string& v) { listen = v; }},
       {"--info-file", [&](const std::string& v) { info_file = v; }},
       {"--recover-s", [&](const std::string& v) { recover_s = std::stod(v); }},
@@ -100,6 +107,7 @@ int main(int argc, char** argv) {
       s.params.queue_capacity = static_cast<size_t>(c.queue_capacity);
       s.params.critical_peak_memory_s = c.critical_peak_memory_s;
       s.params.critical_reserve_factor = c.critical_reserve_factor;
+      s.params.critical_slowdown_budget = c.critical_slowdown_budget;
       s.predictor.window_steps = static_cast<size_t>(c.step_window);
       s.predictor.safety_factor = c.safety_factor;
     } catch (const config::config_errors& e) {
@@ -132,10 +140,11 @@ int main(int argc, char** argv) {
   }
   if (gpus == 0 || per_node == 0 || per_switch == 0 || s.params.reservation_window_s <= 0 ||
       s.params.idle_threshold < 0 || s.params.idle_threshold > 1 || s.params.drain_period_s < 0 ||
-      s.params.queue_capacity == 0 || !(recover_s >= 0)) {
+      s.params.queue_capacity == 0 || !(recover_s >= 0) || !(s.params.critical_slowdown_budget >= 0) ||
+      s.params.critical_slowdown_budget > 1) {
     std::cerr << "msomni-sched: --gpus, --gpus-per-node, --nodes-per-switch, --queue-capacity and "
-                 "--reservation-window-s must be positive, --idle-threshold in [0, 1], --drain-s and "
-                 "--recover-s >= 0\n";
+                 "--reservation-window-s must be positive, --idle-threshold and --critical-slowdown-budget "
+                 "in [0, 1], --drain-s and --recover-s >= 0\n";
     return 2;
   }
   // An info file left by a previous instance means its jobs may still run and will rejoin.
@@ -167,7 +176,9 @@ int main(int argc, char** argv) {
     write_private_file(info_file, hub.node().address() + " " + token + "\n");
     stop_signal::install();
     std::cout << "msomni-sched: " << gpus << " GPUs (" << per_node << " per node), policy "
-              << sched::to_string(s.params.policy) << ", listening at " << hub.node().address()
+              << sched::to_string(s.params.policy) << " (idle threshold " << s.params.idle_threshold
+              << ", slowdown budget " << s.params.critical_slowdown_budget * 100 << "%), listening at "
+              << hub.node().address()
               << ", address and token in " << info_file << std::endl;
     if (s.recover_s > 0)
       std::cout << "msomni-sched: restarted (" << info_file << " was there): placing nothing for " << s.recover_s

@@ -79,6 +79,7 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
                   << ",\"running\":" << s.running << ",\"borrowed\":" << s.borrowed << ",\"draining\":" << s.draining
                   << ",\"guests\":" << s.guests << ",\"decisions\":" << s.decisions
                   << ",\"reserve_deferrals\":" << s.reserve_deferrals << ",\"rejected\":" << s.rejected
+                  << ",\"budget_holds\":" << s.budget_holds
                   << ",\"recovering\":" << (s.recovering ? "true" : "false") << ",\"held_back\":" << s.held_back
                   << ",\"jobs\":[";
               for (size_t i = 0; i < s.jobs.size(); ++i) {
@@ -98,7 +99,7 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
                 << "jobs    running " << s.running << " (borrowed " << s.borrowed << "), draining " << s.draining
                 << ", guests " << s.guests << "\n"
                 << "counts  decisions " << s.decisions << ", rejected " << s.rejected << ", reserve deferrals "
-                << s.reserve_deferrals << "\n";
+                << s.reserve_deferrals << ", slowdown-budget holds " << s.budget_holds << "\n";
             if (s.recovering)
               out << "restart recovering from a restart: " << s.held_back << " submissions held back until it ends\n";
             if (s.jobs.empty()) return;

@@ -109,7 +109,7 @@ struct scheduler_section {
   double drain_period_s = 600.0;
   double min_run_window_s = 7200.0;
   double reservation_window_s = 1800.0;
-  double critical_slowdown_budget = 0.02;
+  double critical_slowdown_budget = 0.01;  // share of a critical job's run its guests may cost it
   int64_t queue_capacity = 1024;
   // Read by msomni-sched (the scheduler service); a training job ignores them.
   std::string policy = "omni";                 // omni | exclusive | greedy

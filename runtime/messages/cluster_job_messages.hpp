@@ -131,6 +131,7 @@ struct scheduler_status {
   uint64_t pending_critical = 0, pending_regular = 0, pending_best_effort = 0, queue_capacity = 0;
   uint64_t running = 0, borrowed = 0, draining = 0, guests = 0;
   uint64_t decisions = 0, reserve_deferrals = 0, rejected = 0;
+  uint64_t budget_holds = 0;  // times a critical job went past its slowdown budget and stopped lending
   // After a restart: submissions held back until the recovery period ends (bounded by
   // queue_capacity); recovering is false once it has.
   bool recovering = false;
@@ -147,7 +148,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scheduler_status& x) {
   return f(caf::meta::type_name("scheduler_status"), x.policy, x.gpus_total, x.gpus_free, x.pending_critical,
            x.pending_regular, x.pending_best_effort, x.queue_capacity, x.running, x.borrowed, x.draining, x.guests,
-           x.decisions, x.reserve_deferrals, x.rejected, x.recovering, x.held_back, x.jobs, x.jobs_listed_of, x.now_s);
+           x.decisions, x.reserve_deferrals, x.rejected, x.budget_holds, x.recovering, x.held_back, x.jobs,
+           x.jobs_listed_of, x.now_s);
 }
 
 }  // namespace msomni::msg

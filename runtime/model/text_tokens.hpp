@@ -31,13 +31,20 @@ inline std::vector<int32_t> encode_text(std::string_view text, int64_t length) {
 }
 
 // The loss mask that goes with encode_text: every token after BOS up to and including EOS
-// is a prediction target; BOS (nothing precedes it in the text) and PAD are not.
-inline std::vector<uint8_t> text_loss_mask(const std::vector<int32_t>& tokens) {
-  std::vector<uint8_t> mask(tokens.size(), 0);
-  for (size_t t = 1; t < tokens.size(); ++t) {
-    if (tokens[t] == token_pad) break;
-    mask[t] = 1;
+// is a prediction target; BOS (nothing precedes it in the text) and PAD are not. Appends
+// the mask of tokens [first, first + n) to `out`.
+inline void append_text_loss_mask(const int32_t* first, size_t n, std::vector<uint8_t>& out) {
+  const size_t at = out.size();
+  out.resize(at + n, 0);
+  for (size_t t = 1; t < n; ++t) {
+    if (first[t] == token_pad) break;
+    out[at + t] = 1;
   }
+}
+
+inline std::vector<uint8_t> text_loss_mask(const std::vector<int32_t>& tokens) {
+  std::vector<uint8_t> mask;
+  append_text_loss_mask(tokens.data(), tokens.size(), mask);
   return mask;
 }
 

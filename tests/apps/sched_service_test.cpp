@@ -180,6 +180,44 @@ TEST_CASE("msomni-sched over UCX: checkpoint phases in a critical job's metrics 
   CHECK(sched->log.find("colocate be gpus=2: host's predicted idle share passes the threshold") != std::string::npos);
 }
 
+TEST_CASE("msomni-sched over UCX: a critical job its guest slows past the slowdown budget stops lending") {
+  temp_dir dir;
+  auto sched = start_scheduler(dir, {"--reservation-window-s", "1"});
+  const std::string info = (dir.path() / "info").string();
+  const auto run_dir = dir.path() / "crit-run";
+  std::filesystem::create_directories(run_dir);
+  const std::string metrics = (run_dir / "metrics.jsonl").string(), marker = (dir.path() / "guest-runs").string();
+  // Alone: 1 s steps, 0.5 s of each waiting for data (idle share 0.5). Once its guest runs
+  // (the guest's command leaves a marker, as its kernels would leave a trace on the GPUs)
+  // each step computes 0.1 s longer: 40 steps lose 4 s, far past 1% of a few seconds' run.
+  std::string slowed;
+  for (int i = 41; i <= 80; ++i)
+    slowed += "{\"step\":" + std::to_string(i) + ",\"step_time_ms\":1100.0,\"data_wait_ms\":500.0}\n";
+  const std::string alone_file = dir.write("alone", metrics_lines(40, 500)), slowed_file = dir.write("slowed", slowed);
+  child_process crit(MSOMNI_CLI_BINARY,
+                     {"job", "--scheduler-info", info, "--id", "crit", "--class", "critical", "--gpus", "8", "--run-dir",
+                      run_dir.string(), "--", "sh", "-c",
+                      "cat " + alone_file + " >> " + metrics + "; for i in $(seq 300); do [ -e " + marker +
+                          " ] && break; sleep 0.1; done; cat " + slowed_file + " >> " + metrics + "; exec sleep 8"});
+  REQUIRE_MESSAGE(crit.read_until("msomni job crit: started", 20s), crit.log);
+  // As a guest it marks the GPUs and runs on; started on GPUs of its own it just ends.
+  child_process guest(MSOMNI_CLI_BINARY,
+                      {"job", "--scheduler-info", info, "--id", "be", "--class", "best-effort", "--gpus", "2", "--", "sh",
+                       "-c", "if [ -n \"$MSOMNI_JOB_HOST\" ]; then touch " + marker + "; exec sleep 60; fi"});
+  CHECK_MESSAGE(guest.read_until("msomni job be: started as a guest of crit", 20s), guest.log);
+  const auto evicted = guest.read_until("msomni job be: evicted as a guest", 20s);
+  REQUIRE_MESSAGE(evicted, guest.log);
+  CHECK(evicted->find("past its 1% slowdown budget") != std::string::npos);
+  const auto status = run_command(std::string(MSOMNI_CLI_BINARY) + " sched-status --json --scheduler-info " + info);
+  CHECK_MESSAGE(status.output.find("\"budget_holds\":1") != std::string::npos, status.output);
+  // It waits until the critical job is done (no second guest run), then runs alone.
+  CHECK(guest.wait(30s) == 0);
+  CHECK(count(guest.log, "started as a guest of crit") == 1);
+  CHECK(crit.read_until("msomni job crit: finished", 20s));
+  stop_scheduler(*sched);
+  CHECK(sched->log.find("evict_guest be: host lost ") != std::string::npos);
+}
+
 TEST_CASE("msomni-sched restarted after a crash: a running job keeps running, rejoins on its GPUs and nothing is placed twice") {
   temp_dir dir;
   auto first = start_scheduler(dir);
@@ -403,8 +441,16 @@ TEST_CASE("msomni-sched reads its policy from a TOML [scheduler] table and refus
   const auto line = sched.read_until("msomni-sched: 16 GPUs", 20s);
   REQUIRE_MESSAGE(line, sched.log);
   CHECK(line->find("policy greedy") != std::string::npos);  // the flag overrides the file's omni
+  CHECK(line->find("slowdown budget 1%") != std::string::npos);
   ::kill(sched.pid(), SIGTERM);
   CHECK(sched.wait(10s) == 0);
+  const std::string budget = dir.write("budget.toml", "[scheduler]\ncritical_slowdown_budget = 0.025\n");
+  child_process strict(MSOMNI_SCHED_BINARY, {"--config", budget, "--info-file", (dir.path() / "info2").string()});
+  const auto strict_line = strict.read_until("msomni-sched: 8 GPUs", 20s);
+  REQUIRE_MESSAGE(strict_line, strict.log);
+  CHECK(strict_line->find("policy omni (idle threshold 0.35, slowdown budget 2.5%)") != std::string::npos);
+  ::kill(strict.pid(), SIGTERM);
+  CHECK(strict.wait(10s) == 0);
   const std::string bad = dir.write("bad.toml", "[scheduler]\nidle_treshold = 0.4\npolicy = \"fastest\"\n");
   const auto r = run_command(std::string(MSOMNI_SCHED_BINARY) + " --config " + bad + " --info-file " +
                              (dir.path() / "never").string());
@@ -421,6 +467,7 @@ TEST_CASE("msomni-sched and msomni job refuse bad arguments with exit code 2") {
   CHECK(run_command(std::string(MSOMNI_SCHED_BINARY) + " --gpus 0").exit_code == 2);
   CHECK(run_command(std::string(MSOMNI_SCHED_BINARY) + " --policy fastest").exit_code == 2);
   CHECK(run_command(std::string(MSOMNI_SCHED_BINARY) + " --bogus 1").exit_code == 2);
+  CHECK(run_command(std::string(MSOMNI_SCHED_BINARY) + " --critical-slowdown-budget 1.5").exit_code == 2);
   temp_dir dir;
   const std::string info = dir.write("info", "not-an-info-file");
   const auto no_cmd = run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info + " --id a --gpus 1");

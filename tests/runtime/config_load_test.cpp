@@ -40,6 +40,7 @@ TEST_CASE("a valid config loads with typed values and recorded defaults") {
   CHECK(c.scheduler.drain_period_s == 600.0);
   CHECK(c.scheduler.min_run_window_s == 7200.0);
   CHECK(c.scheduler.step_window == 200);
+  CHECK(c.scheduler.critical_slowdown_budget == doctest::Approx(0.01));
   CHECK(c.memory.sequence_length == 200);
   CHECK(c.memory.horizon_steps == 10);
   CHECK(c.memory.safety_margin_gb == doctest::Approx(3.5));

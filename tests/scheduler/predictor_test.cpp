@@ -1,4 +1,5 @@
 // Step-time predictor core: ring bounds, statistics, lendable share and checkpoint windows.
+#include "guest_cost_meter.hpp"
 #include "step_predictor.hpp"
 
 #include <doctest/doctest.h>
@@ -110,4 +111,52 @@ TEST_CASE("the job table is bounded") {
   p.forget("a");
   CHECK(p.observe("c", {1, 0, 0, 0}));
   CHECK(p.jobs() == 2);
+}
+
+TEST_CASE("the guest-cost meter sums what hosted steps took beyond the job's steps alone") {
+  guest_cost_meter m;
+  // Data waits and phases are left out: a guest shares compute, not the input pipeline.
+  for (int i = 0; i < 40; ++i) {
+    const double wait = 10.0 + i % 2, phase = i == 7 ? 60.0 : 0.0;
+    m.observe("crit", {20 + wait + phase, wait, phase, 0.2}, false);
+  }
+  CHECK(m.lost_s("crit") == 0);
+  // 20 s of compute alone, 20.5 s with guests: half a second lost per hosted step.
+  for (int i = 0; i < 100; ++i) m.observe("crit", {30.5, 10, 0, 0.2}, true);
+  CHECK(m.hosted_steps("crit") == 100);
+  CHECK(m.lost_s("crit") == doctest::Approx(50).epsilon(0.01));
+  CHECK(m.lost_s("unknown") == 0);
+}
+
+TEST_CASE("the guest-cost meter lets step noise cancel and never reports a gain") {
+  guest_cost_meter m;
+  // Alternating +-3% around 20 s of compute, alone and hosted alike: no loss to speak of.
+  for (int i = 0; i < 200; ++i) m.observe("j", {i % 2 ? 20.6 : 19.4, 0, 0, 0}, false);
+  double sum_noise = 0;
+  for (int i = 0; i < 1000; ++i) {
+    double step = i % 2 ? 20.6 : 19.4;
+    sum_noise += step - 20;
+    m.observe("j", {step, 0, 0, 0}, true);
+  }
+  CHECK(sum_noise == doctest::Approx(0));
+  CHECK(m.lost_s("j") < 1.0);  // of 20000 s hosted; summing only the slow steps would give 300 s
+  // Faster with guests (a cooler GPU, say) is no credit: the loss stays at 0.
+  guest_cost_meter fast;
+  for (int i = 0; i < 10; ++i) fast.observe("j", {20, 0, 0, 0}, false);
+  for (int i = 0; i < 10; ++i) fast.observe("j", {19, 0, 0, 0}, true);
+  CHECK(fast.lost_s("j") == 0);
+}
+
+TEST_CASE("the guest-cost meter judges no hosted step before it has a baseline and is bounded") {
+  guest_cost_meter m({2, 0.05, 5});
+  for (int i = 0; i < 3; ++i) m.observe("a", {20, 0, 0, 0}, false);
+  m.observe("a", {40, 0, 0, 0}, true);  // 3 steps alone are not yet a baseline
+  CHECK(m.unjudged_steps("a") == 1);
+  CHECK(m.hosted_steps("a") == 0);
+  CHECK(m.lost_s("a") == 0);
+  CHECK(m.observe("b", {20, 0, 0, 0}, false));
+  CHECK_FALSE(m.observe("c", {20, 0, 0, 0}, false));
+  m.forget("a");
+  CHECK(m.observe("c", {20, 0, 0, 0}, false));
+  CHECK(m.jobs() == 2);
 }

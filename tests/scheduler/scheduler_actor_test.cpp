@@ -262,6 +262,30 @@ TEST_CASE_FIXTURE(scheduler_fixture, "step reports feed the predictor: a pending
   CHECK(guest->reason == "host's predicted idle share passes the threshold");
 }
 
+TEST_CASE_FIXTURE(scheduler_fixture, "a critical job its guest slows past the slowdown budget stops lending at the next window") {
+  auto crit = job({submit("crit", job_class::critical, 8)});
+  auto be = job({submit("be", job_class::best_effort, 2)});
+  // Alone: 30 s steps, 15 s of them waiting for data (15 s of compute).
+  for (int i = 0; i < 200; ++i) caf::anon_send(sched_actor, msg::job_step_report{"crit", 30, 15, 0, 0});
+  run();
+  advance(1800s);
+  REQUIRE(be->last(command_kind::colocate));
+  // With the guest and no slower: the guest stays.
+  for (int i = 0; i < 60; ++i) caf::anon_send(sched_actor, msg::job_step_report{"crit", 30, 15, 0, 0});
+  run();
+  advance(1800s);
+  CHECK(be->count(command_kind::evict_guest) == 0);
+  // Then 0.5 s more compute per step: 100 s lost by 5400 s, past 1% of the run.
+  for (int i = 0; i < 200; ++i) caf::anon_send(sched_actor, msg::job_step_report{"crit", 30.5, 15, 0, 0});
+  run();
+  advance(1800s);
+  const auto* evicted = be->last(command_kind::evict_guest);
+  REQUIRE(evicted);
+  CHECK(evicted->reason == "host lost 100 s of its run to guests, past its 1% slowdown budget");
+  CHECK(be->count(command_kind::colocate) == 1);  // not placed again in the same window
+  CHECK(status().budget_holds == 1);
+}
+
 TEST_CASE_FIXTURE(scheduler_fixture, "a repeated submit is ignored and a job whose actor dies frees its GPUs") {
   auto a = job({submit("a", job_class::regular, 8)});
   caf::anon_send(sched_actor, submit("a", job_class::regular, 8));

@@ -209,6 +209,45 @@ TEST_CASE("omni co-locates only above the idle threshold and with the safety mar
   CHECK(s.find("reg")->phase == job_phase::pending);
 }
 
+TEST_CASE("a host past its slowdown budget lends nothing until its run has grown back under it") {
+  auto s = make(policy_kind::omni);  // default budget: 1% of the host's run
+  s.submit(req("crit", job_class::critical, 16), 0);
+  s.submit(req("reg", job_class::regular, 4), 1);
+  s.set_forecast("crit", {0.45, 0.38, 0.5, 1.0});
+  s.report_guest_delay("crit", 0, 1800);
+  REQUIRE(find_cmd(s.window(1800), command_kind::colocate, "reg"));
+  // Its guest cost it 40 s in the first hour: past 1% of 3600 s.
+  s.report_guest_delay("crit", 40, 3600);
+  CHECK(s.find("crit")->over_budget);
+  CHECK(s.guest_share("crit") == 0);
+  const auto evicted = s.window(3600);
+  const command* e = find_cmd(evicted, command_kind::evict_guest, "reg");
+  REQUIRE(e);
+  CHECK(e->reason == "host lost 40 s of its run to guests, past its 1% slowdown budget");
+  CHECK(s.budget_holds() == 1);
+  s.report_guest_delay("crit", 40, 3900);  // still past 1% of 3900 s: held
+  CHECK(s.window(3900).empty());
+  // 40 s of 4000 s is back under 1%: it lends again, and a report for a guest, a pending
+  // or an unknown job changes nothing.
+  s.report_guest_delay("crit", 40, 4000);
+  CHECK_FALSE(s.find("crit")->over_budget);
+  s.report_guest_delay("nobody", 1e9, 4000);
+  const auto again = s.window(7200);
+  REQUIRE(find_cmd(again, command_kind::colocate, "reg"));
+  s.report_guest_delay("reg", 1e9, 7200);
+  CHECK_FALSE(s.find("reg")->over_budget);
+  CHECK(s.budget_holds() == 1);
+}
+
+TEST_CASE("greedy has no slowdown budget") {
+  auto s = make(policy_kind::greedy);
+  s.submit(req("crit", job_class::critical, 16), 0);
+  s.submit(req("be", job_class::best_effort, 2), 1);
+  s.set_forecast("crit", {0.10, 0.0, 0.2, 0.1});
+  s.report_guest_delay("crit", 1000, 1800);
+  CHECK(s.guest_share("crit") == doctest::Approx(0.2));
+}
+
 TEST_CASE("a predicted phase counts toward the window's idle share and is lent whole") {
   auto s = make(policy_kind::omni);
   s.submit(req("crit", job_class::critical, 16), 0);

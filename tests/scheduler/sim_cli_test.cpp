@@ -59,7 +59,7 @@ TEST_CASE("msomni-sim command line: values land in the options and mistakes exit
   sim_options o;
   std::string err;
   CHECK(parse({"--trace", "t.csv", "--policy", "greedy", "--gpus", "48", "--gpus-per-node", "4",
-               "--drain-s", "300", "--step-s", "10,20", "--seed", "9"},
+               "--drain-s", "300", "--step-s", "10,20", "--seed", "9", "--critical-slowdown-budget", "0.005"},
               o, err) == -1);
   CHECK(o.trace_path == "t.csv");
   CHECK(o.policy == sched::policy_kind::greedy);
@@ -69,6 +69,7 @@ TEST_CASE("msomni-sim command line: values land in the options and mistakes exit
   CHECK(o.timeline.step_min_s == doctest::Approx(10));
   CHECK(o.timeline.step_max_s == doctest::Approx(20));
   CHECK(o.seed == 9);
+  CHECK(o.sched.critical_slowdown_budget == doctest::Approx(0.005));
 
   sim_options fresh;
   CHECK(parse({"--help"}, fresh, err) == 0);
@@ -76,6 +77,8 @@ TEST_CASE("msomni-sim command line: values land in the options and mistakes exit
   CHECK(parse({"--policy", "fifo", "--trace", "t.csv"}, fresh, err) == 2);
   CHECK(err.find("--policy") != std::string::npos);
   CHECK(parse({"--trace", "t.csv", "--step-s", "60,20"}, fresh, err) == 2);  // MIN > MAX
+  CHECK(parse({"--trace", "t.csv", "--critical-slowdown-budget", "1.5"}, fresh, err) == 2);
+  CHECK(err.find("--critical-slowdown-budget must be in [0, 1]") != std::string::npos);
   CHECK(parse({"--trace", "t.csv", "--frobnicate", "1"}, fresh, err) == 2);
   CHECK(err.find("unknown option --frobnicate") != std::string::npos);
   sim_options no_trace;

@@ -94,6 +94,32 @@ TEST_CASE("simulation invariants hold on a contended synthetic trace for all pol
   check_run("synthetic", synthetic(7), opt);
 }
 
+TEST_CASE("a zero slowdown budget holds hosts back after their first loss and breaks no invariant") {
+  sim_options opt;
+  opt.gpus = 32;
+  opt.sched.critical_slowdown_budget = 0;
+  check_run("synthetic, zero budget", synthetic(7), opt);
+  opt.policy = sched::policy_kind::omni;
+  uint64_t holds = 0, shortfalls_zero = 0, shortfalls_any = 0;
+  double held_idle = 0;
+  for (uint64_t s = 1; s <= seeds; ++s) {
+    opt.seed = s;
+    opt.sched.critical_slowdown_budget = 0;
+    sim_result zero = run_simulation(opt, synthetic(7));
+    holds += zero.budget_holds;
+    held_idle += zero.idle_split.over_budget;
+    shortfalls_zero += zero.guest_shortfalls;
+    opt.sched.critical_slowdown_budget = 1;  // all of the run: never binds
+    sim_result any = run_simulation(opt, synthetic(7));
+    CHECK(any.budget_holds == 0);
+    CHECK(any.idle_split.over_budget == 0);
+    shortfalls_any += any.guest_shortfalls;
+  }
+  CHECK(holds > 0);
+  CHECK(held_idle > 0);
+  CHECK(shortfalls_zero <= shortfalls_any);  // a held host takes no new guest that could overstay
+}
+
 TEST_CASE("simulation invariants hold on ITP trace slices for all policies and many seeds") {
   std::string dir = traces_dir() + "/itp";
   if (!std::filesystem::exists(dir + "/cluster01.csv")) {

@@ -77,6 +77,9 @@ Scheduler ([scheduler] defaults):
                              borrows them on best-effort terms (gives them back at once);
                              0 = no reserve
   --critical-reserve-factor F (2.0)  that multiple of the peak
+  --critical-slowdown-budget X (0.01)  omni: a critical job whose guests have cost it more
+                             than this share of its run so far (the simulator reports each
+                             host's exact loss) lends nothing until it is back under it
   --queue-capacity N (1024)  --step-window N (200)
 Critical-job step timeline (uniform per job; see docs/simulator_assumptions.md):
   --step-s MIN,MAX (20,60)   --bubble MIN,MAX (0.10,0.30)   --data-wait MIN,MAX (0.05,0.25)
@@ -122,6 +125,7 @@ std::vector<std::pair<std::string, setter>> flag_table(sim_options& o) {
       {"--min-run-window-s", d(sp.min_run_window_s)}, {"--reservation-window-s", d(sp.reservation_window_s)},
       {"--critical-peak-memory-s", d(sp.critical_peak_memory_s)},
       {"--critical-reserve-factor", d(sp.critical_reserve_factor)},
+      {"--critical-slowdown-budget", d(sp.critical_slowdown_budget)},
       {"--queue-capacity", u(sp.queue_capacity)}, {"--step-window", u(o.step_window)},
       {"--step-s", p(tl.step_min_s, tl.step_max_s)}, {"--bubble", p(tl.bubble_min, tl.bubble_max)},
       {"--data-wait", p(tl.data_wait_min, tl.data_wait_max)}, {"--jitter", d(tl.jitter)},
@@ -184,6 +188,10 @@ int parse_cli(int argc, const char* const* argv, sim_options& o, std::ostream& o
   }
   if (o.sched.critical_reserve_factor < 0) {
     err << "msomni-sim: --critical-reserve-factor must not be negative\n";
+    return 2;
+  }
+  if (!(o.sched.critical_slowdown_budget >= 0) || o.sched.critical_slowdown_budget > 1) {
+    err << "msomni-sim: --critical-slowdown-budget must be in [0, 1]\n";
     return 2;
   }
   return -1;

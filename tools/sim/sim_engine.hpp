@@ -80,10 +80,11 @@ struct sim_result {
   // from the window's realised idle and the guests then placed: lent to guests (split into
   // guest busy, share-efficiency loss, slices lost to overstay), kept back by the safety
   // margin (idle above the share lent), on host GPUs no guest fitted, and not lent at all
-  // because the forecast was below the idle threshold or under the confidence floor.
+  // because the forecast was below the idle threshold or under the confidence floor, or the
+  // host had used up its slowdown budget.
   struct idle_breakdown {
     double guest_busy = 0, efficiency_loss = 0, overstay_lost = 0, margin = 0, no_guest = 0,
-           below_threshold = 0, low_confidence = 0;
+           below_threshold = 0, low_confidence = 0, over_budget = 0;
     // Of no_guest and below_threshold: the part in windows when no preemptible job waited
     // at all (nothing to lend to, whatever the threshold).
     double no_guest_queue_empty = 0, below_threshold_queue_empty = 0;
@@ -100,10 +101,14 @@ struct sim_result {
   double critical_slowdown_empty_cluster = 0;
   double critical_queue_wait_s = 0, critical_colocation_delay_s = 0;
   double critical_queue_slowdown = 0, critical_colocation_slowdown = 0;
+  // The most any one critical job lost to guests, as a share of its duration (what
+  // --critical-slowdown-budget bounds, up to one window's overstay).
+  double critical_colocation_slowdown_max = 0;
   std::map<std::string, double> critical_jct_s;  // per critical job (not in the JSON)
   std::set<size_t> rejected_rows;                 // trace rows rejected (not in the JSON)
   uint64_t preemptions = 0, shrinks = 0, forced_releases = 0, colocations = 0,
-           guest_shortfalls = 0, rejected = 0, reserve_deferrals = 0, cross_switch = 0, multi_node = 0;
+           guest_shortfalls = 0, rejected = 0, reserve_deferrals = 0, budget_holds = 0, cross_switch = 0,
+           multi_node = 0;
   double preempted_gpu_hours_lost = 0;       // work lost + drain checkpointing + reloads
   double lost_work_gpu_hours = 0;
   std::map<std::string, class_stats> per_class;

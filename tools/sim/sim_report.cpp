@@ -46,7 +46,7 @@ std::string to_json(const sim_options& opt, const sim_result& r) {
     << ", \"efficiency_loss\": " << num(s.efficiency_loss) << ", \"overstay_lost\": " << num(s.overstay_lost)
     << ", \"margin\": " << num(s.margin) << ", \"no_guest\": " << num(s.no_guest)
     << ", \"below_threshold\": " << num(s.below_threshold) << ", \"low_confidence\": " << num(s.low_confidence)
-    << "},\n";
+    << ", \"over_budget\": " << num(s.over_budget) << "},\n";
   o << "  \"critical_idle_queue_empty\": {\"no_guest\": " << num(s.no_guest_queue_empty)
     << ", \"below_threshold\": " << num(s.below_threshold_queue_empty) << "},\n";
   o << "  \"critical_slowdown\": " << num(r.critical_slowdown) << ",\n";
@@ -56,6 +56,7 @@ std::string to_json(const sim_options& opt, const sim_result& r) {
   o << "  \"critical_slowdown_empty_cluster\": " << num(r.critical_slowdown_empty_cluster) << ",\n";
   o << "  \"critical_queue_slowdown\": " << num(r.critical_queue_slowdown) << ",\n";
   o << "  \"critical_colocation_slowdown\": " << num(r.critical_colocation_slowdown) << ",\n";
+  o << "  \"critical_colocation_slowdown_max\": " << num(r.critical_colocation_slowdown_max) << ",\n";
   o << "  \"critical_queue_wait_s\": " << num(r.critical_queue_wait_s) << ",\n";
   o << "  \"critical_colocation_delay_s\": " << num(r.critical_colocation_delay_s) << ",\n";
   o << "  \"preemptions\": " << r.preemptions << ",\n";
@@ -67,6 +68,7 @@ std::string to_json(const sim_options& opt, const sim_result& r) {
   o << "  \"lost_work_gpu_hours\": " << num(r.lost_work_gpu_hours) << ",\n";
   o << "  \"rejected\": " << r.rejected << ",\n";
   o << "  \"reserve_deferrals\": " << r.reserve_deferrals << ",\n";
+  o << "  \"budget_holds\": " << r.budget_holds << ",\n";
   o << "  \"multi_node_placements\": " << r.multi_node << ",\n";
   o << "  \"cross_switch_placements\": " << r.cross_switch << ",\n";
   o << "  \"decisions\": " << r.decisions << ",\n";

@@ -366,6 +366,7 @@ void engine::tick() {
     double since_last = j.cur_step.step_s - j.carry_s;
     auto f = predictor_.forecast(sim_key(j), opt_.sched.reservation_window_s, since_last);
     core_.set_forecast(sim_key(j), host_forecast_of(f));
+    core_.report_guest_delay(sim_key(j), j.colocation_delay_s, t);
     j.confidence = f.confidence;
     roll_window(j);
   }
@@ -400,7 +401,9 @@ void engine::split_idle(double w) {
     double idle = h.cur_idle * h.held * w;
     double share = core_.guest_share(sim_key(h));
     if (share <= 0) {
-      if (h.confidence < opt_.sched.min_confidence) {
+      if (const auto* c = core_.find(sim_key(h)); c && c->over_budget) {
+        s.over_budget += idle;
+      } else if (h.confidence < opt_.sched.min_confidence) {
         s.low_confidence += idle;
       } else {
         s.below_threshold += idle;
@@ -454,7 +457,7 @@ sim_result engine::run() {
   const auto& s = idle_split_gpu_s_;
   r.idle_split = {s.guest_busy / capacity,      s.efficiency_loss / capacity, s.overstay_lost / capacity,
                   s.margin / capacity,          s.no_guest / capacity,        s.below_threshold / capacity,
-                  s.low_confidence / capacity,  s.no_guest_queue_empty / capacity,
+                  s.low_confidence / capacity,  s.over_budget / capacity,     s.no_guest_queue_empty / capacity,
                   s.below_threshold_queue_empty / capacity};
   r.lost_work_gpu_hours = lost_gpu_s_ / 3600.0;
   r.preempted_gpu_hours_lost = (lost_gpu_s_ + drain_gpu_s_ + restart_gpu_s_) / 3600.0;
@@ -462,6 +465,7 @@ sim_result engine::run() {
   r.cross_switch = core_.cross_switch_placements();
   r.multi_node = core_.multi_node_placements();
   r.reserve_deferrals = core_.reserve_deferrals();
+  r.budget_holds = core_.budget_holds();
   std::map<std::string, std::vector<double>> jct;
   std::vector<double> slow, slow_queue, slow_coloc;
   for (const sjob& j : jobs_) {
@@ -486,6 +490,7 @@ sim_result engine::run() {
   r.critical_slowdown_empty_cluster = mean(slow);
   r.critical_queue_slowdown = mean(slow_queue);
   r.critical_colocation_slowdown = mean(slow_coloc);
+  r.critical_colocation_slowdown_max = slow_coloc.empty() ? 0 : *std::max_element(slow_coloc.begin(), slow_coloc.end());
   if (!opt_.timeline_path.empty()) {
     std::ofstream out(opt_.timeline_path);
     if (!out) throw std::runtime_error(opt_.timeline_path + ": cannot write");
