@@ -187,7 +187,7 @@ bool refuse_unknown_class(caf::event_based_actor* self, shell_state& st, const m
 }
 
 job_request request_of(const msg::job_submit& s) {
-  return {s.job, static_cast<job_class>(s.job_class), s.gpus, s.gpus_per_replica, s.min_replicas};
+  return {s.job, static_cast<job_class>(s.job_class), s.gpus, s.gpus_per_replica, s.min_replicas, s.submitted_ago_s};
 }
 
 void take_submit(caf::event_based_actor* self, shell_state& st, const msg::job_submit& s, const caf::actor& handle) {

@@ -49,7 +49,9 @@ job_state& scheduler_core::admit(const job_request& req, double now_s) {
   j.req.gpus_per_replica = per_replica(req);
   j.req.min_replicas = std::clamp<uint32_t>(req.min_replicas, 1, full_replicas(j.req));
   if (!preemptible(req.klass)) j.req.min_replicas = full_replicas(j.req);
-  j.submit_s = now_s;
+  // A job that was in line under a previous instance keeps its place (NaN counts as now).
+  const double ago = req.submitted_ago_s > 0 ? std::min(req.submitted_ago_s, job_request::max_submitted_ago_s) : 0.0;
+  j.submit_s = now_s - ago;
   j.order = next_order_++;
   return jobs_.emplace(req.id, j).first->second;
 }

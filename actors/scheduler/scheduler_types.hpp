@@ -24,6 +24,10 @@ struct job_request {
   uint32_t gpus = 1;              // at full size
   uint32_t gpus_per_replica = 1;  // elastic unit: a data-parallel replica
   uint32_t min_replicas = 1;      // preemptible jobs may be shrunk down to this
+  // How long ago the job first submitted (to a previous instance of the scheduler): it
+  // takes its place in the queue as of then. 0: now. At most max_submitted_ago_s counts.
+  double submitted_ago_s = 0;
+  static constexpr double max_submitted_ago_s = 30 * 86400.0;
 };
 
 // A replica's GPUs (at least 1), and the replicas of the job at full size (at least 1).

@@ -9,7 +9,8 @@ namespace msomni::cli::runner_detail {
 using namespace std::chrono_literals;
 
 msg::job_submit submission(const runner_state& st) {
-  return {st.spec.id, st.spec.job_class, st.spec.gpus, per_replica(st.spec), st.spec.min_replicas};
+  const double ago = std::chrono::duration<double>(std::chrono::steady_clock::now() - st.submitted_at).count();
+  return {st.spec.id, st.spec.job_class, st.spec.gpus, per_replica(st.spec), st.spec.min_replicas, ago};
 }
 
 // Tells a scheduler found again about this job: a run that goes on where it is rejoins; a
@@ -32,9 +33,10 @@ void register_again(runner_actor* self) {
     return;
   }
   s.epoch = 0;  // the new instance counts this job's epochs from the start
-  self->send(s.scheduler, submission(s));
+  const msg::job_submit again = submission(s);
+  self->send(s.scheduler, again);
   s.registered = true;
-  say(s, "submitted again to the restarted scheduler");
+  say(s, "submitted again to the restarted scheduler, in line since " + seconds(again.submitted_ago_s) + " ago");
 }
 
 // The scheduler went away: the command keeps running while the runner looks for a

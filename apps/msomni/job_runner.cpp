@@ -86,6 +86,7 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
     }
     self->quit(m.reason);
   });
+  st.submitted_at = std::chrono::steady_clock::now();
   self->send(scheduler, submission(st));
   self->send(self, poll_atom::value);
   self->delayed_send(self, 10s, quiet_atom::value);

@@ -48,6 +48,8 @@ struct runner_state {
   // (job_rejoin or job_submit); nothing else is sent to a scheduler that does not know it.
   bool registered = true;
   bool guest = false;  // the current run is a guest's
+  // When the job first submitted: a restarted scheduler is told how long ago (its place in line).
+  std::chrono::steady_clock::time_point submitted_at = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point reconnect_until;
   pid_t child = -1;
   std::vector<uint32_t> gpus;

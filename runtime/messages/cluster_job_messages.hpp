@@ -20,12 +20,16 @@ struct job_submit {
   uint32_t gpus = 1;
   uint32_t gpus_per_replica = 1;
   uint32_t min_replicas = 1;
+  // Seconds since the job first submitted (0 the first time). A job that submits again to
+  // a restarted scheduler sends how long it has been in line, so that it keeps its place in
+  // the queue (measured on the job's own steady clock: no clock sync needed).
+  double submitted_ago_s = 0;
   bool operator==(const job_submit&) const = default;
 };
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_submit& x) {
   return f(caf::meta::type_name("job_submit"), x.job, x.job_class, x.gpus, x.gpus_per_replica,
-           x.min_replicas);
+           x.min_replicas, x.submitted_ago_s);
 }
 
 // job -> a restarted scheduler: the job was running under the previous instance on `held`

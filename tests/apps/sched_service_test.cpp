@@ -225,6 +225,11 @@ TEST_CASE("msomni-sched restarted after a crash: a running job keeps running, re
   child_process reg(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "reg", "--class", "regular", "--gpus",
                                         "8", "--reconnect-s", "60", "--", "sh", "-c", "sleep 10; echo reg-done"});
   REQUIRE_MESSAGE(reg.read_until("msomni job reg: started on gpus 0,1,2,3,4,5,6,7", 20s), reg.log);
+  // A job in line behind it before the crash keeps its place after the restart.
+  child_process early(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "early", "--class", "regular",
+                                          "--gpus", "8", "--reconnect-s", "60", "--", "sh", "-c", "echo early-ran"});
+  REQUIRE_MESSAGE(early.read_until("msomni job early: submitted", 20s), early.log);
+  std::this_thread::sleep_for(2s);
   ::kill(first->pid(), SIGKILL);  // a crash: no goodbye
   first->wait(10s);
   REQUIRE_MESSAGE(reg.read_until("msomni job reg: the scheduler went away: the command keeps running", 20s), reg.log);
@@ -233,21 +238,40 @@ TEST_CASE("msomni-sched restarted after a crash: a running job keeps running, re
   REQUIRE_MESSAGE(second->read_until("msomni-sched: restarted", 20s), second->log);
   CHECK(second->log.find("placing nothing for 3 s") != std::string::npos);
   REQUIRE_MESSAGE(reg.read_until("msomni job reg: keeps gpus 0,1,2,3,4,5,6,7", 20s), reg.log);
-  // A job submitted now waits for reg's GPUs instead of getting them a second time.
+  // A job submitted now waits for reg's GPUs instead of getting them a second time, and
+  // behind early, which tells the new instance how long it has been in line.
   child_process next(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "next", "--class", "regular", "--gpus",
                                          "8", "--", "sh", "-c", "echo next-ran"});
+  const auto again = early.read_until("msomni job early: submitted again to the restarted scheduler, in line since ", 20s);
+  REQUIRE_MESSAGE(again, early.log);
+  CHECK(std::stod(again->substr(again->find("in line since ") + 14)) >= 2.0);
+  // Once the recovery period has ended, the new instance lists early as waiting since before
+  // the crash, not since it submitted again.
+  std::string status;
+  for (int i = 0; i < 40 && status.find("\"job\":\"early\"") == std::string::npos; ++i) {
+    if (i) std::this_thread::sleep_for(250ms);
+    status = run_command(std::string(MSOMNI_CLI_BINARY) + " sched-status --json --scheduler-info " + info).output;
+  }
+  const auto row = status.find("\"job\":\"early\"");
+  REQUIRE_MESSAGE(row != std::string::npos, status);
+  const auto for_s = status.find("\"for_s\":", row);
+  REQUIRE(for_s != std::string::npos);
+  CHECK_MESSAGE(std::stod(status.substr(for_s + 8)) >= 2.0, status);
   REQUIRE_MESSAGE(reg.read_until("msomni job reg: finished", 30s), reg.log);
   CHECK(reg.wait(10s) == 0);
   CHECK(reg.log.find("reg-done") != std::string::npos);  // the command ran through the restart
   REQUIRE_MESSAGE(next.read_until("msomni job next: finished", 20s), next.log);
   CHECK(next.wait(10s) == 0);
+  CHECK(early.wait(10s) == 0);
   stop_scheduler(*second);
   CAPTURE(second->log);
   const auto adopted = second->log.find("adopted reg gpus=8: rejoined after a scheduler restart: keeps its GPUs");
-  const auto next_start = second->log.find("start next gpus=8");
+  const auto early_start = second->log.find("start early gpus=8"), next_start = second->log.find("start next gpus=8");
   CHECK(adopted != std::string::npos);
+  REQUIRE(early_start != std::string::npos);
   REQUIRE(next_start != std::string::npos);
   CHECK(next_start > adopted);
+  CHECK(early_start < next_start);  // its place in line survived the restart
   CHECK(second->log.find("start reg") == std::string::npos);  // reg was never started again
 }
 

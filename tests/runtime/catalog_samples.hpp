@@ -37,7 +37,7 @@ inline msg::rank_exited sample(tag<msg::rank_exited>) { return {"rank-5", "node-
 inline msg::control_request sample(tag<msg::control_request>) { return {"0123abcd", "scale-down", 2, 120, "cli:root"}; }
 inline msg::control_reply sample(tag<msg::control_reply>) { return {false, "refused: below min_replicas", "{}"}; }
 
-inline msg::job_submit sample(tag<msg::job_submit>) { return {"crit-1", 0, 16, 8, 2}; }
+inline msg::job_submit sample(tag<msg::job_submit>) { return {"crit-1", 0, 16, 8, 2, 42.5}; }
 inline msg::job_rejoin sample(tag<msg::job_rejoin>) { return {{"reg-3", 1, 16, 8, 1}, {8, 9, 10, 11, 12, 13, 14, 15}, 1, 5}; }
 inline msg::job_step_report sample(tag<msg::job_step_report>) { return {"crit-1", 30.5, 4.25, 120, 0.2}; }
 inline msg::job_finished sample(tag<msg::job_finished>) { return {"crit-1"}; }

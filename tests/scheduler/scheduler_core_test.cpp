@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 using namespace msomni::sched;
@@ -491,6 +492,39 @@ TEST_CASE("a rejoin that reports a size the job cannot have or GPUs outside the 
   cs = s.adopt(req("a", job_class::regular, 2), {10, 11}, 2, 1, 0);
   REQUIRE(find_cmd(cs, command_kind::reject, "a"));
   CHECK(find_cmd(cs, command_kind::reject, "a")->reason == "duplicate job id");
+}
+
+TEST_CASE("a job submitted again to a restarted scheduler keeps its place in line") {
+  auto s = make(policy_kind::omni);
+  s.submit(req("big", job_class::regular, 16), 0);
+  // Submitted again after a restart, in reconnect order: b (in line 10 s), a (in line 20 s),
+  // c (new), d (claims years: counts as 30 days), e (NaN: counts as now).
+  auto again = [&](std::string id, double ago) {
+    job_request r = req(std::move(id), job_class::regular, 16);
+    r.submitted_ago_s = ago;
+    s.submit(r, 100);
+  };
+  again("b", 10);
+  again("a", 20);
+  again("c", 0);
+  again("d", 1e12);
+  again("e", std::nan(""));
+  CHECK(s.find("a")->submit_s == doctest::Approx(80));
+  CHECK(s.find("d")->submit_s == doctest::Approx(100 - job_request::max_submitted_ago_s));
+  CHECK(s.find("e")->submit_s == doctest::Approx(100));
+  // Each finished job hands the whole cluster to the next in line.
+  std::vector<std::string> order;
+  std::string running = "big";
+  for (int i = 0; i < 5; ++i) {
+    const auto cs = s.finished(running, 200 + i);
+    const command* st = nullptr;
+    for (const auto& c : cs)
+      if (c.kind == command_kind::start) st = &c;
+    REQUIRE(st);
+    running = st->job;
+    order.push_back(running);
+  }
+  CHECK(order == std::vector<std::string>{"d", "a", "b", "c", "e"});
 }
 
 TEST_CASE("a rejoin on free GPUs is adopted even with a full queue and rejected when it would have to wait") {
