@@ -14,8 +14,9 @@ std::optional<control_file> read_control_file(const std::string& run_dir) {
   if (!in) return std::nullopt;
   std::stringstream ss;
   ss << in.rdbuf();
-  auto address = json_string(ss.str(), "address");
-  auto token = json_string(ss.str(), "token");
+  const std::string text = ss.str();
+  auto address = json_string(text, "address");
+  auto token = json_string(text, "token");
   if (!address || !token) return std::nullopt;
   return control_file{std::move(*address), std::move(*token)};
 }

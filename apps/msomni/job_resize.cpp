@@ -88,8 +88,7 @@ void poll_resize(runner_actor* self, caf::actor orchestrator, std::string token)
           [self, orchestrator, token](const msg::control_reply& r) {
             auto& st = self->state;
             if (st.resize_to == 0) return;
-            if (r.ok && json_number(r.json, "world") == st.resize_to &&
-                r.json.find("\"phase\":\"running\"") != std::string::npos)
+            if (r.ok && json_number(r.json, "world") == st.resize_to && json_string(r.json, "phase") == "running")
               return resized(self);
             self->delayed_send(self, std::chrono::milliseconds(250), resize_poll_atom::value, orchestrator, token);
           },

@@ -41,7 +41,6 @@ std::string age(double s) {
   return buf;
 }
 
-
 }  // namespace
 
 int run_sched_status(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

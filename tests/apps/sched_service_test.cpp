@@ -50,17 +50,21 @@ void stop_scheduler(child_process& sched) {
   sched.read_until("msomni-sched: stopped", 10s);
 }
 
-// `steps` lines of msomni-run's metrics.jsonl: 1 s steps, `wait_ms` of each waiting for data.
-std::string metrics_lines(int steps, double wait_ms) {
+// `steps` lines of msomni-run's metrics.jsonl from step `first`: steps of `step_ms`, `wait_ms`
+// of each waiting for data.
+std::string metrics_lines(int steps, double wait_ms, double step_ms = 1000, int first = 1) {
   std::string lines;
-  for (int i = 1; i <= steps; ++i)
-    lines += "{\"step\":" + std::to_string(i) + ",\"step_time_ms\":1000.0,\"data_wait_ms\":" + std::to_string(wait_ms) + "}\n";
+  for (int i = first; i < first + steps; ++i)
+    lines += "{\"step\":" + std::to_string(i) + ",\"step_time_ms\":" + std::to_string(step_ms) +
+             ",\"data_wait_ms\":" + std::to_string(wait_ms) + "}\n";
   return lines;
 }
 
 // A critical job on all 8 GPUs whose command appends `metrics` (msomni-run's metrics.jsonl
-// lines) to its run directory, then trains on for `seconds`; waits until it has started.
-std::unique_ptr<child_process> start_critical_writing(const temp_dir& dir, const std::string& metrics, int seconds) {
+// lines) to its run directory, runs `then` (shell commands; $METRICS is that file), then
+// trains on for `seconds`; waits until it has started.
+std::unique_ptr<child_process> start_critical_writing(const temp_dir& dir, const std::string& metrics, int seconds,
+                                                      const std::string& then = "") {
   const auto run_dir = dir.path() / "crit-run";
   std::filesystem::create_directories(run_dir);
   const std::string steps = dir.write("steps", metrics);
@@ -68,8 +72,8 @@ std::unique_ptr<child_process> start_critical_writing(const temp_dir& dir, const
       MSOMNI_CLI_BINARY,
       std::vector<std::string>{"job", "--scheduler-info", (dir.path() / "info").string(), "--id", "crit", "--class",
                                "critical", "--gpus", "8", "--run-dir", run_dir.string(), "--", "sh", "-c",
-                               "cat " + steps + " >> " + (run_dir / "metrics.jsonl").string() + "; exec sleep " +
-                                   std::to_string(seconds)});
+                               "METRICS=" + (run_dir / "metrics.jsonl").string() + "; cat " + steps +
+                                   " >> \"$METRICS\"; " + then + "exec sleep " + std::to_string(seconds)});
   REQUIRE_MESSAGE(crit->read_until("msomni job crit: started", 20s), crit->log);
   return crit;
 }
@@ -183,23 +187,14 @@ TEST_CASE("msomni-sched over UCX: checkpoint phases in a critical job's metrics 
 TEST_CASE("msomni-sched over UCX: a critical job its guest slows past the slowdown budget stops lending") {
   temp_dir dir;
   auto sched = start_scheduler(dir, {"--reservation-window-s", "1"});
-  const std::string info = (dir.path() / "info").string();
-  const auto run_dir = dir.path() / "crit-run";
-  std::filesystem::create_directories(run_dir);
-  const std::string metrics = (run_dir / "metrics.jsonl").string(), marker = (dir.path() / "guest-runs").string();
+  const std::string info = (dir.path() / "info").string(), marker = (dir.path() / "guest-runs").string();
   // Alone: 1 s steps, 0.5 s of each waiting for data (idle share 0.5). Once its guest runs
   // (the guest's command leaves a marker, as its kernels would leave a trace on the GPUs)
   // each step computes 0.1 s longer: 40 steps lose 4 s, far past 1% of a few seconds' run.
-  std::string slowed;
-  for (int i = 41; i <= 80; ++i)
-    slowed += "{\"step\":" + std::to_string(i) + ",\"step_time_ms\":1100.0,\"data_wait_ms\":500.0}\n";
-  const std::string alone_file = dir.write("alone", metrics_lines(40, 500)), slowed_file = dir.write("slowed", slowed);
-  child_process crit(MSOMNI_CLI_BINARY,
-                     {"job", "--scheduler-info", info, "--id", "crit", "--class", "critical", "--gpus", "8", "--run-dir",
-                      run_dir.string(), "--", "sh", "-c",
-                      "cat " + alone_file + " >> " + metrics + "; for i in $(seq 300); do [ -e " + marker +
-                          " ] && break; sleep 0.1; done; cat " + slowed_file + " >> " + metrics + "; exec sleep 8"});
-  REQUIRE_MESSAGE(crit.read_until("msomni job crit: started", 20s), crit.log);
+  const std::string slowed = dir.write("slowed", metrics_lines(40, 500, 1100, 41));
+  auto crit = start_critical_writing(dir, metrics_lines(40, 500), 8,
+                                     "for i in $(seq 300); do [ -e " + marker + " ] && break; sleep 0.1; done; cat " +
+                                         slowed + " >> \"$METRICS\"; ");
   // As a guest it marks the GPUs and runs on; started on GPUs of its own it just ends.
   child_process guest(MSOMNI_CLI_BINARY,
                       {"job", "--scheduler-info", info, "--id", "be", "--class", "best-effort", "--gpus", "2", "--", "sh",
@@ -213,7 +208,7 @@ TEST_CASE("msomni-sched over UCX: a critical job its guest slows past the slowdo
   // It waits until the critical job is done (no second guest run), then runs alone.
   CHECK(guest.wait(30s) == 0);
   CHECK(count(guest.log, "started as a guest of crit") == 1);
-  CHECK(crit.read_until("msomni job crit: finished", 20s));
+  CHECK(crit->read_until("msomni job crit: finished", 20s));
   stop_scheduler(*sched);
   CHECK(sched->log.find("evict_guest be: host lost ") != std::string::npos);
 }
