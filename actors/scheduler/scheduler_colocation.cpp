@@ -38,6 +38,7 @@ double scheduler_core::guest_share(const std::string& host) const {
 }
 
 void scheduler_core::report_guest_delay(const std::string& host, double lost_s, double now_s) {
+  if (params_.policy != policy_kind::omni) return;  // only omni keeps a budget
   auto it = jobs_.find(host);
   if (it == jobs_.end()) return;
   job_state& h = it->second;

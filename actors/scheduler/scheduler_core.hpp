@@ -86,7 +86,7 @@ class scheduler_core {
   // What a running critical job has lost to its guests since it started (seconds of its
   // run, cumulative; the simulator knows it, the live shell estimates it from step reports).
   // Past critical_slowdown_budget of its run time the host lends nothing (omni) until its run
-  // has grown back under it. Reports for other jobs are ignored.
+  // has grown back under it. Reports for other jobs, and under other policies, are ignored.
   void report_guest_delay(const std::string& host, double lost_s, double now_s);
   // Share of a critical host's GPU time the policy lends to guests in the next window from
   // its latest forecast (0: not lendable).

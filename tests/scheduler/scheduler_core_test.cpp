@@ -247,6 +247,8 @@ TEST_CASE("greedy has no slowdown budget") {
   s.set_forecast("crit", {0.10, 0.0, 0.2, 0.1});
   s.report_guest_delay("crit", 1000, 1800);
   CHECK(s.guest_share("crit") == doctest::Approx(0.2));
+  CHECK_FALSE(s.find("crit")->over_budget);
+  CHECK(s.budget_holds() == 0);
 }
 
 TEST_CASE("a predicted phase counts toward the window's idle share and is lent whole") {
