@@ -24,17 +24,23 @@ double scheduler_core::guest_share(const std::string& host) const {
   if (it == forecasts_.end()) return 0;
   const host_forecast& f = it->second;
   if (params_.policy == policy_kind::greedy) return std::clamp(f.last_idle, 0.0, 1.0);
-  if (params_.policy != policy_kind::omni) return 0;
-  if (auto h = jobs_.find(host); h != jobs_.end() && h->second.over_budget) return 0;
-  // A predicted checkpoint/evaluation phase leaves the whole of its part of the window idle;
-  // the rest of the window has the ordinary idle share. The threshold applies to the window.
-  double phase = std::clamp(f.phase_share, 0.0, 1.0);
-  double window_idle = phase + (1 - phase) * f.idle_mean;
-  // A host qualifies when its GPUs' idle share over its rhythm passes the threshold, or when
-  // this window's does (a phase lifts it).
-  if (std::max(window_idle, f.rhythm_idle) < params_.idle_threshold || f.confidence < params_.min_confidence)
-    return 0;
+  if (params_.policy != policy_kind::omni || lending_of(host) != lending::qualifies) return 0;
+  const double phase = std::clamp(f.phase_share, 0.0, 1.0);
   return std::clamp(phase + (1 - phase) * f.lendable_share, 0.0, 1.0);
+}
+
+scheduler_core::lending scheduler_core::lending_of(const std::string& host) const {
+  if (auto h = jobs_.find(host); h != jobs_.end() && h->second.over_budget) return lending::over_budget;
+  auto it = forecasts_.find(host);
+  if (it == forecasts_.end() || it->second.confidence < params_.min_confidence) return lending::low_confidence;
+  const host_forecast& f = it->second;
+  // A predicted checkpoint/evaluation phase leaves the whole of its part of the window idle;
+  // the rest of the window has the ordinary idle share. A host qualifies when its GPUs' idle
+  // share over its rhythm passes the threshold, or when this window's does (a phase lifts it).
+  const double phase = std::clamp(f.phase_share, 0.0, 1.0);
+  const double window_idle = phase + (1 - phase) * f.idle_mean;
+  if (std::max(window_idle, f.rhythm_idle) < params_.idle_threshold) return lending::below_threshold;
+  return lending::qualifies;
 }
 
 void scheduler_core::report_guest_delay(const std::string& host, double lost_s, double now_s) {
@@ -50,11 +56,10 @@ void scheduler_core::report_guest_delay(const std::string& host, double lost_s, 
 }
 
 std::string scheduler_core::no_lending_reason(const std::string& host) const {
-  auto it = jobs_.find(host);
-  if (it == jobs_.end() || !it->second.over_budget) return "host's predicted idle share is below the threshold";
+  if (lending_of(host) != lending::over_budget) return "host's predicted idle share is below the threshold";
   char buf[160];
   std::snprintf(buf, sizeof buf, "host lost %.0f s of its run to guests, past its %.2g%% slowdown budget",
-                it->second.guest_delay_s, params_.critical_slowdown_budget * 100);
+                jobs_.at(host).guest_delay_s, params_.critical_slowdown_budget * 100);
   return buf;
 }
 

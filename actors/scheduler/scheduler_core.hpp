@@ -91,6 +91,12 @@ class scheduler_core {
   // Share of a critical host's GPU time the policy lends to guests in the next window from
   // its latest forecast (0: not lendable).
   double guest_share(const std::string& host) const;
+  // omni's rule for a critical host in the next window, checked in this order: past its
+  // slowdown budget; no forecast, or one under min_confidence; idle share (over its rhythm
+  // and over the window) under idle_threshold; else it qualifies and guest_share() says how
+  // much it lends (greedy and exclusive do not use the rule).
+  enum class lending : uint8_t { over_budget, low_confidence, below_threshold, qualifies };
+  lending lending_of(const std::string& host) const;
   bool has_guests(const std::string& host) const { return guests_of_.count(host) != 0; }
 
   const job_state* find(const std::string& job) const;

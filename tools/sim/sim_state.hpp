@@ -48,7 +48,6 @@ struct sjob {
   predict::step_sample cur_step;
   double carry_s = 0;                   // unfinished part of the current step
   double cur_idle = 0;                  // realised idle share of the current window
-  double confidence = 0;                // of the latest forecast
   std::vector<predict::step_sample> window_samples;
   double colocation_delay_s = 0;
   size_t trace_pos = 0;  // row in the trace: names the job across the run and its baseline

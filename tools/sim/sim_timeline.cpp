@@ -367,7 +367,6 @@ void engine::tick() {
     auto f = predictor_.forecast(sim_key(j), opt_.sched.reservation_window_s, since_last);
     core_.set_forecast(sim_key(j), host_forecast_of(f));
     core_.report_guest_delay(sim_key(j), j.colocation_delay_s, t);
-    j.confidence = f.confidence;
     roll_window(j);
   }
   // Headroom left unused: free GPUs while some job waits (value at the window's end held
@@ -401,9 +400,10 @@ void engine::split_idle(double w) {
     double idle = h.cur_idle * h.held * w;
     double share = core_.guest_share(sim_key(h));
     if (share <= 0) {
-      if (const auto* c = core_.find(sim_key(h)); c && c->over_budget) {
+      const auto why = core_.lending_of(sim_key(h));
+      if (why == scheduler_core::lending::over_budget) {
         s.over_budget += idle;
-      } else if (h.confidence < opt_.sched.min_confidence) {
+      } else if (why == scheduler_core::lending::low_confidence) {
         s.low_confidence += idle;
       } else {
         s.below_threshold += idle;
