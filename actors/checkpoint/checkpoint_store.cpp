@@ -172,13 +172,17 @@ std::optional<std::string> read_latest_pointer(const fs::path& root) {
 
 std::optional<std::string> checkpoint_store::latest_pointer() const { return read_latest_pointer(root_); }
 
-std::optional<uint64_t> latest_step(const fs::path& root) {
+std::optional<std::string> latest_pointer_of(const fs::path& root) {
   try {
-    const auto name = read_latest_pointer(root);
-    return name ? parse_checkpoint_dir_name(*name) : std::nullopt;
-  } catch (const checkpoint_error&) {  // unreadable: no step to name
+    return read_latest_pointer(root);
+  } catch (const checkpoint_error&) {  // unreadable: nothing to name
     return std::nullopt;
   }
+}
+
+std::optional<uint64_t> latest_step(const fs::path& root) {
+  const auto name = latest_pointer_of(root);
+  return name ? parse_checkpoint_dir_name(*name) : std::nullopt;
 }
 
 manifest checkpoint_store::read_manifest(uint64_t step) const {

@@ -89,8 +89,10 @@ class checkpoint_store {
   store_options opts_;
 };
 
-// The step `root`/latest names (as checkpoint_store::latest_pointer reads it), without
-// opening or creating the store: nullopt when there is none or it names no checkpoint.
+// The text of `root`/latest (as checkpoint_store::latest_pointer reads it), and the step it
+// names, without opening or creating the store: nullopt when there is none, it cannot be
+// read, or (latest_step) it names no checkpoint.
+std::optional<std::string> latest_pointer_of(const std::filesystem::path& root);
 std::optional<uint64_t> latest_step(const std::filesystem::path& root);
 
 }  // namespace msomni::ckpt

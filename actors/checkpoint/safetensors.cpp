@@ -4,10 +4,8 @@
 #include "checkpoint_error.hpp"
 #include "durable_io.hpp"
 
-#include <cstdio>
 
 namespace msomni::ckpt {
-
 
 export_summary export_safetensors(const rank_state& state, const std::string& prefix,
                                   const std::filesystem::path& out,

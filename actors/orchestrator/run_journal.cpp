@@ -6,7 +6,6 @@
 
 namespace msomni::orchestrator {
 
-
 run_journal::run_journal(const std::filesystem::path& run_dir) {
   metrics_ = std::fopen((run_dir / "metrics.jsonl").c_str(), "a");
   events_ = std::fopen((run_dir / "events.jsonl").c_str(), "a");

@@ -28,7 +28,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <thread>
 #include <iostream>
@@ -43,13 +42,6 @@ namespace {
 void write_control_file(const fs::path& run_dir, const std::string& address, const std::string& token) {
   write_private_file((run_dir / "control.json").string(), "{\"address\":\"" + address + "\",\"token\":\"" + token +
                                                               "\",\"pid\":" + std::to_string(::getpid()) + "}\n");
-}
-
-std::string read_latest(const fs::path& ckpt_dir) {
-  std::ifstream in(ckpt_dir / "latest");
-  std::string s;
-  std::getline(in, s);
-  return s;
 }
 
 orchestrator::elastic_settings elastic_settings_from(const config::job_config& cfg, bool resume) {
@@ -85,7 +77,7 @@ int launch_job(const config::job_config& cfg, const run_options& opts, const cha
   const bool resume = !opts.fresh && fs::exists(ckpt_dir / "latest");
   if (resume)
     journal.event("resume", "ranks load the newest checkpoint under " + ckpt_dir.string() +
-                                " that verifies (latest points at " + read_latest(ckpt_dir) + ")");
+                                " that verifies (latest points at " + ckpt::latest_pointer_of(ckpt_dir).value_or("") + ")");
 
   caf::actor_system_config caf_cfg;
   caf::actor_system sys{configure_process(caf_cfg, 2)};
