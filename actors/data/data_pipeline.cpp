@@ -44,7 +44,7 @@ pipeline_setup make_pipeline_setup(const config::job_config& cfg) {
   for (const auto& d : cfg.data.sources) {
     if (d.uri.rfind("synthetic://", 0) == 0)
       throw std::invalid_argument("data source '" + d.name + "': synthetic:// uris are not shards; generate some with msomni-gen-dataset");
-    s.sources.push_back({d.name.empty() ? d.uri : d.name, d.uri, d.kind, d.weight});
+    s.sources.push_back({d.name.empty() ? d.uri : d.name, d.uri, d.kind, d.weight, uint64_t(cfg.io.max_sample_bytes)});
     total += d.weight;
   }
   s.shape = {cfg.training.micro_batch, cfg.model.image_size, cfg.model.patch_size, cfg.model.video_frames, cfg.model.max_seq_len};

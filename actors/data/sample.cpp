@@ -16,6 +16,7 @@ const char* to_string(bad_reason r) {
     case bad_reason::corrupt_image: return "corrupt_image";
     case bad_reason::corrupt_video: return "corrupt_video";
     case bad_reason::unreadable_shard: return "unreadable_shard";
+    case bad_reason::too_large: return "too_large";
   }
   return "?";
 }

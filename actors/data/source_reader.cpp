@@ -18,14 +18,6 @@ void shuffle_with(std::vector<size_t>& v, rng_stream rng) {
   for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
 }
 
-// WebDataset key and extension: "dir/000123.seg.jpg" -> ("dir/000123", "seg.jpg").
-std::pair<std::string, std::string> split_member(const std::string& name) {
-  const size_t slash = name.rfind('/');
-  const size_t dot = name.find('.', slash == std::string::npos ? 0 : slash + 1);
-  if (dot == std::string::npos) return {name, ""};
-  return {name.substr(0, dot), name.substr(dot + 1)};
-}
-
 // Members of one key are adjacent in a WebDataset shard; group runs of equal keys.
 shard_listing group_samples(const tar_listing& listing) {
   shard_listing out;
@@ -38,6 +30,20 @@ shard_listing group_samples(const tar_listing& listing) {
 }
 
 }  // namespace
+
+std::pair<std::string, std::string> split_member(const std::string& name) {
+  const size_t slash = name.rfind('/');
+  const size_t dot = name.find('.', slash == std::string::npos ? 0 : slash + 1);
+  if (dot == std::string::npos) return {name, ""};
+  return {name.substr(0, dot), name.substr(dot + 1)};
+}
+
+member_use use_of(const std::string& ext, modality kind) {
+  if (ext == "txt") return member_use::caption;
+  if (kind == modality::image && (ext == "jpg" || ext == "jpeg" || ext == "png")) return member_use::media;
+  if (kind == modality::video && ext == "mp4") return member_use::media;
+  return member_use::none;
+}
 
 source_index::source_index(uint32_t index, source_spec spec, uint64_t seed, bool shuffle, const storage& st)
     : index_(index), spec_(std::move(spec)), seed_(seed), shuffle_(shuffle) {
@@ -212,16 +218,30 @@ raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
   const shard_sample& e = (*o.samples)[o.perm[offset]];
   s.key = info.label + "/" + e.key;
   bool has_media = false, has_caption = false;
-  // A sample's members are adjacent in the tar (header, data, header, data): one pread of the
-  // span from the first member's data to the last one's end replaces one pread per member
-  // and reads no other sample's bytes. If it comes back short, members are read one by one.
-  uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
+  // Only the members this sample uses are read, and none larger than the source's bound: a
+  // header may claim any size, and reading what it claims could exhaust memory.
+  std::vector<std::pair<const tar_member*, member_use>> used;
   for (const auto& m : e.members) {
-    lo = std::min(lo, m.data_offset);
-    hi = std::max(hi, m.data_offset + m.size);
-    sum += m.size;
+    const member_use u = use_of(split_member(m.name).second, s.kind);
+    if (u == member_use::none) continue;
+    if (m.size > src.spec().max_sample_bytes) {
+      s.bad = true;
+      s.reason = bad_reason::too_large;
+      return s;
+    }
+    used.emplace_back(&m, u);
   }
-  bool spanned = e.members.size() > 1 && hi - lo <= sum + 2 * tar_block_size * e.members.size();
+  // A sample's members are adjacent in the tar (header, data, header, data): one pread of the
+  // span from the first used member's data to the last one's end replaces one pread per
+  // member. The span holds little else (headers, padding), never another large member; if it
+  // comes back short, members are read one by one.
+  uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
+  for (const auto& [m, u] : used) {
+    lo = std::min(lo, m->data_offset);
+    hi = std::max(hi, m->data_offset + m->size);
+    sum += m->size;
+  }
+  bool spanned = used.size() > 1 && hi - lo <= sum + 2 * tar_block_size * e.members.size();
   if (spanned) {
     o.span.resize(size_t(hi - lo));
     spanned = o.file->read_at(lo, o.span.data(), o.span.size()) == o.span.size();
@@ -235,16 +255,13 @@ raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
     out.resize(m.size);
     return o.file->read_at(m.data_offset, out.data(), m.size) == m.size;
   };
-  for (const auto& m : e.members) {
-    const std::string ext = split_member(m.name).second;
-    if (ext == "txt") {
-      has_caption = read_member(m, s.caption);
-    } else if (s.kind == modality::image && (ext == "jpg" || ext == "jpeg" || ext == "png")) {
-      has_media = read_member(m, s.media);
-      s.media_ext = ext == "png" ? "png" : "jpg";
-    } else if (s.kind == modality::video && ext == "mp4") {
-      has_media = read_member(m, s.media);
-      s.media_ext = "mp4";
+  for (const auto& [m, u] : used) {
+    if (u == member_use::caption) {
+      has_caption = read_member(*m, s.caption);
+    } else {
+      has_media = read_member(*m, s.media);
+      const std::string ext = split_member(m->name).second;
+      s.media_ext = ext == "jpeg" ? "jpg" : ext;
     }
   }
   check_raw_sample(s, has_media, has_caption);

@@ -34,7 +34,16 @@ struct source_spec {
   std::string uri;
   modality kind = modality::image;
   double weight = 1.0;
+  // io.max_sample_bytes: a member it needs that is larger makes the sample too_large, unread.
+  uint64_t max_sample_bytes = uint64_t{256} << 20;
 };
+
+// WebDataset names: "dir/000123.seg.jpg" -> key "dir/000123", extension "seg.jpg".
+std::pair<std::string, std::string> split_member(const std::string& name);
+// What a member is to a sample of `kind`: its caption (.txt), its media (.jpg/.jpeg/.png for
+// images, .mp4 for video), or nothing the decoder reads (skipped, never read).
+enum class member_use { none, caption, media };
+member_use use_of(const std::string& extension, modality kind);
 
 struct shard_info {
   std::string path;

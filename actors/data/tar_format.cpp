@@ -102,7 +102,9 @@ void tar_writer::finish() {
   if (!out_) throw std::runtime_error("tar_writer: closing " + path_ + " failed");
 }
 
-tar_listing list_tar(const byte_source& src) {
+tar_listing list_tar(const byte_source& src) { return list_tar(src, [](const tar_member&) { return true; }); }
+
+tar_listing list_tar(const byte_source& src, const std::function<bool(const tar_member&)>& more) {
   tar_listing out;
   const uint64_t end = src.size();
   uint64_t pos = 0;
@@ -140,6 +142,7 @@ tar_listing list_tar(const byte_source& src) {
     if (type == '0' || type == '\0') {
       const size_t name_len = strnlen(block.data(), 100);
       out.members.push_back({std::string(block.data(), name_len), data, size});
+      if (!more(out.members.back())) return out;
     }
     pos = data + padded(size);
   }

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -64,6 +65,9 @@ struct tar_listing {
 
 // Walks the headers of a tar held in `src`. Never throws on bad content; reports it.
 tar_listing list_tar(const byte_source& src);
+// The same walk, stopped early once `more(member)` returns false for a member just listed
+// (a probe that needs only the first few members reads only their headers).
+tar_listing list_tar(const byte_source& src, const std::function<bool(const tar_member&)>& more);
 
 // True when `block` is a well-formed ustar/gnu header whose checksum matches.
 bool valid_tar_header(const tar_header_block& block);

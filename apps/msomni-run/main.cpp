@@ -6,6 +6,7 @@
 #include "core/log.hpp"
 #include "device/device_info.hpp"
 #include "nccl/nccl_info.hpp"
+#include "source_probe.hpp"
 
 #include <cstdio>
 #include <iostream>
@@ -57,7 +58,12 @@ int main(int argc, char** argv) {
     std::cerr << "msomni-run: the configuration is invalid; nothing was started.\n" << e.what();
     return exit_config;
   }
-  if (auto env = msomni::config::check_environment(cfg); !env.empty()) {
+  // Every local source must have a usable sample before a rank starts (headers only, cheap).
+  const auto storage = msomni::data::make_local_storage();
+  const auto usable = [&](const std::filesystem::path& p, msomni::modality kind, uint64_t max_bytes) {
+    return msomni::data::usable_source_problem(*storage, p.string(), kind, max_bytes);
+  };
+  if (auto env = msomni::config::check_environment(cfg, usable); !env.empty()) {
     std::cerr << "msomni-run: the configuration does not fit this machine; nothing was started.\n";
     for (const auto& e : env) std::cerr << e.to_string() << "\n";
     return exit_config;

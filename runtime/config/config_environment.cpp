@@ -62,7 +62,7 @@ fs::path resolve_data_path(const job_config& cfg, const std::string& uri) {
   return path.is_absolute() ? path : config_dir(cfg) / path;
 }
 
-std::vector<config_error> check_environment(const job_config& cfg) {
+std::vector<config_error> check_environment(const job_config& cfg, const source_check& usable_source) {
   std::vector<config_error> errors;
   for (size_t i = 0; i < cfg.data.sources.size(); ++i) {
     const auto& src = cfg.data.sources[i];
@@ -90,6 +90,9 @@ std::vector<config_error> check_environment(const job_config& cfg) {
     std::error_code ec;
     if (!fs::exists(path, ec))
       errors.push_back(located(cfg, key, "path " + path.string() + " does not exist"));
+    else if (usable_source)
+      if (auto problem = usable_source(path, src.kind, uint64_t(cfg.io.max_sample_bytes)); !problem.empty())
+        errors.push_back(located(cfg, key, problem));
   }
   if (!cfg.model.plugin.empty()) {
     fs::path p(cfg.model.plugin);

@@ -6,6 +6,7 @@
 #include "config/job_config.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,9 +24,15 @@ job_config load_string(std::string_view toml_text, const std::string& source_nam
 // nothing else; throws config_errors listing every problem.
 scheduler_section load_scheduler_file(const std::string& path);
 
-// Checks against the environment (paths exist, ports free, directories writable).
+// Whether a local data source (its resolved path) can yield one sample of `kind` with members
+// of at most `max_sample_bytes`: "" when it can, else why not. The data layer supplies it
+// (data::usable_source_problem); the config layer cannot read shards itself.
+using source_check = std::function<std::string(const std::filesystem::path& path, modality kind, uint64_t max_sample_bytes)>;
+
+// Checks against the environment (paths exist, ports free, directories writable) and, given
+// `usable_source`, that every local data source has a usable sample.
 // Relative data paths resolve against the config file's directory.
-std::vector<config_error> check_environment(const job_config& cfg);
+std::vector<config_error> check_environment(const job_config& cfg, const source_check& usable_source = {});
 
 // Where a local data uri points: relative paths are taken from the config file's directory.
 std::filesystem::path resolve_data_path(const job_config& cfg, const std::string& uri);

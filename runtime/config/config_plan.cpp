@@ -52,6 +52,12 @@ std::string render_plan(const job_config& c) {
     os << "                " << s.name << ": " << to_string(s.kind) << " from " << s.uri
        << " (weight " << s.weight << ", share " << (total > 0 ? 100.0 * s.weight / total : 0)
        << "%)\n";
+  const auto& io = c.io;
+  os << "  io:           prefetch depth " << io.prefetch_depth << ", " << io.decode_workers
+     << " decode workers, queue " << io.queue_capacity << ", max sample "
+     << (io.max_sample_bytes % (1 << 20) == 0 ? std::to_string(io.max_sample_bytes >> 20) + " MiB"
+                                               : std::to_string(io.max_sample_bytes) + " bytes")
+     << " (larger members are skipped as too_large)\n";
   os << "  checkpoints:  " << c.checkpoint.dir << " every " << c.checkpoint.interval_steps
      << " steps, keep " << c.checkpoint.keep << ", zstd level " << c.checkpoint.zstd_level
      << (c.checkpoint.async ? ", async" : "") << "\n";

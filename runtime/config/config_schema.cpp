@@ -155,6 +155,7 @@ void read_io(table_reader& r, io_section& s) {
   r.read("queue_capacity", s.queue_capacity, 1, 1 << 20);
   r.read("downgrade_video", s.downgrade_video);
   r.read("max_data_wait_ms", s.max_data_wait_ms, 0.0, 3.6e6);
+  r.read("max_sample_bytes", s.max_sample_bytes, int64_t{4} << 10, int64_t{64} << 30);
   if (const auto* t = r.table("modality_weights")) {
     table_reader mw(r.context(), t, r.key_path("modality_weights"), t);
     for (auto& [name, weight] : s.modality_weights) mw.read(name, weight, 0.0, 1e6);

@@ -99,6 +99,7 @@ struct io_section {
   int64_t queue_capacity = 64;
   bool downgrade_video = true;
   double max_data_wait_ms = 200.0;
+  int64_t max_sample_bytes = int64_t{256} << 20;  // a larger tar member is skipped unread (too_large)
   std::map<std::string, double> modality_weights = {{"image", 1.0}, {"video", 1.0}, {"text", 1.0}};
 };
 
