@@ -106,6 +106,15 @@ manifest checkpoint_store::commit(const checkpoint_meta& meta, std::vector<shard
   return m;
 }
 
+bool checkpoint_store::abandon(const checkpoint_meta& meta) {
+  const fs::path staging = root_ / staging_dir_name(meta.step, meta.epoch);
+  std::error_code ec;
+  if (!fs::exists(staging, ec)) return false;
+  remove_tree(staging, opts_.faults);
+  fsync_dir(root_, opts_.faults);
+  return true;
+}
+
 manifest checkpoint_store::save_full(const checkpoint_meta& meta,
                                      const std::vector<rank_state>& ranks) {
   if (ranks.size() != meta.world_size)

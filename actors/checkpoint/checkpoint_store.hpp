@@ -59,6 +59,10 @@ class checkpoint_store {
   manifest commit(const checkpoint_meta& meta, std::vector<shard_record> written,
                   checkpoint_kind kind = checkpoint_kind::full, uint64_t base_step = 0);
 
+  // After a failed save: removes that save's own staging directory (and nothing else), so a
+  // full disk gets its space back for the next try. Idempotent; true when it was there.
+  bool abandon(const checkpoint_meta& meta);
+
   // Both sides in one process (tests, tools, single-process jobs).
   manifest save_full(const checkpoint_meta& meta, const std::vector<rank_state>& ranks);
   manifest save_incremental(const checkpoint_meta& meta, uint64_t base_step,
