@@ -145,7 +145,20 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
         }
         execute(self, *st, st->core.on_step(r.step, r.world_size, now));
       },
+      // From a rank leaving (idempotent: a second report of a departed rank changes nothing).
+      // A reason starting "failed: " is a rank that cannot go on (every rank decided the same
+      // after the same step, e.g. its checkpoints kept failing): the job ends with that reason.
       [self, st](const msg::rank_left& r) {
+        if (st->done) return true;
+        if (r.reason.rfind("failed: ", 0) == 0) {
+          std::vector<action> end;
+          for (const auto& [name, m] : st->core.members())
+            if (m.state != member_state::left && m.state != member_state::dead && name != r.name)
+              end.push_back(stop_on_agent{m.node, name, "the job failed"});
+          end.push_back(finish_job{false, r.name + " " + r.reason + " (after step " + std::to_string(r.final_step) + ")"});
+          execute(self, *st, std::move(end));
+          return true;
+        }
         execute(self, *st, st->core.on_rank_left(r, st->clock.now()));
         return true;
       },
@@ -158,6 +171,7 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
       },
       [self, st](const msg::rank_stalled& r) { execute(self, *st, st->core.on_rank_stalled(r, st->clock.now())); },
       [self, st](const msg::rank_exited& r) {
+        if (st->done) return;  // the job is over; ranks exiting now are not failures to recover from
         const auto it = st->core.members().find(r.name);
         if (it == st->core.members().end()) return;
         const auto state = it->second.state;

@@ -6,6 +6,7 @@
 #include "reshard.hpp"
 
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -25,10 +26,27 @@ model::model_state to_model_state(const ckpt::rank_state& s) {
   return m;
 }
 
+namespace {
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// What another rank's failure looks like from here: only its errno travels.
+std::string failure_of(uint32_t rank, uint64_t sys_errno) {
+  return "rank " + std::to_string(rank) + "'s shard failed to write" +
+         (sys_errno ? std::string(" (") + std::strerror(static_cast<int>(sys_errno)) + ")" : std::string());
+}
+
+}  // namespace
+
 rank_checkpointer::rank_checkpointer(checkpointing_settings s, uint32_t rank)
     : settings_(std::move(s)),
       rank_(rank),
-      store_(settings_.dir, ckpt::store_options{settings_.keep, {settings_.zstd_level, settings_.zstd_threads}, nullptr}) {
+      store_(settings_.dir,
+             ckpt::store_options{settings_.keep, {settings_.zstd_level, settings_.zstd_threads}, settings_.faults}),
+      cadence_(settings_.interval_steps, settings_.max_consecutive_failures) {
   writer_ = std::make_unique<ckpt::checkpoint_writer>(store_, rank_, [this](const ckpt::save_outcome& o) {
     std::lock_guard<std::mutex> lock(mutex_);
     outcome_ = o;
@@ -39,79 +57,141 @@ rank_checkpointer::~rank_checkpointer() { writer_.reset(); }
 
 double rank_checkpointer::blocked_seconds() const { return writer_->metrics().blocked_ns_total / 1e9; }
 
-void rank_checkpointer::after_step(rank_trainer& trainer, transport::communicator& comm, bool last) {
-  const uint64_t step = trainer.steps_done();
-  if (step % settings_.interval_steps != 0 && !last) return;
-  submit(trainer, comm);
+std::optional<save_timing> rank_checkpointer::take_decided() {
+  auto d = std::move(decided_);
+  decided_.reset();
+  return d;
 }
 
-void rank_checkpointer::submit(rank_trainer& trainer, transport::communicator& comm) {
-  const uint64_t step = trainer.steps_done();
+void rank_checkpointer::after_step(rank_trainer& trainer, transport::communicator& comm, bool last) {
+  after_step(trainer.steps_done(), [&trainer] { return trainer.save_state(); }, comm, last);
+}
+
+void rank_checkpointer::after_step(uint64_t step, const std::function<model::model_state()>& snapshot,
+                                   transport::communicator& comm, bool last) {
+  last_step_seen_ = step;
+  const bool due = cadence_.due(step, last);
+  // Every rank has the same pending_ after the same step, so they all join this collective.
+  if (pending_ && !due && all_durable(comm)) finish(comm);
+  if (due) submit(step, snapshot, comm);
+}
+
+bool rank_checkpointer::all_durable(transport::communicator& comm) {
+  // One slot per rank (a chunk each in the ring), 1 where that rank's writer is still busy.
+  std::vector<float> not_done(static_cast<size_t>(comm.size()), 0.0f);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    not_done[rank_] = outcome_ ? 0.0f : 1.0f;
+  }
+  comm.all_reduce(not_done, transport::reduce_op::sum);
+  uint64_t busy = 0;
+  for (float v : not_done) busy += v > 0.5f ? 1 : 0;
+  return ckpt::save_cadence::commit_now(busy);
+}
+
+void rank_checkpointer::submit(uint64_t step, const std::function<model::model_state()>& snapshot,
+                               transport::communicator& comm) {
   finish(comm);  // at most one save in flight
   ckpt::checkpoint_meta meta{step, 0, static_cast<uint32_t>(comm.size()), settings_.config_hash, comm.epoch()};
   {
     std::lock_guard<std::mutex> lock(mutex_);
     outcome_.reset();
   }
-  if (writer_->submit(meta, to_rank_state(trainer.save_state())) != ckpt::checkpoint_writer::submit_result::accepted)
+  if (writer_->submit(meta, to_rank_state(snapshot())) != ckpt::checkpoint_writer::submit_result::accepted)
     throw std::runtime_error("checkpoint writer refused step " + std::to_string(step) + " while idle");
+  submitted_ns_ = steady_ns();
   pending_ = meta;
 }
 
 void rank_checkpointer::finish(transport::communicator& comm) {
   if (!pending_) return;
   writer_->wait_idle();
+  const int64_t decide_from = steady_ns();
   ckpt::save_outcome mine;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!outcome_) throw std::runtime_error("checkpoint writer finished without an outcome");
     mine = *outcome_;
   }
-  // Every rank learns every record (and whether it failed): one broadcast per rank.
-  std::vector<ckpt::shard_record> records;
-  bool all_ok = true;
-  for (int r = 0; r < comm.size(); ++r) {
-    std::array<uint64_t, 6> packed{};
-    if (r == static_cast<int>(rank_))
-      packed = {mine.ok ? 1u : 0u, mine.record.rank, mine.record.bytes, mine.record.xxh3, mine.record.raw_bytes,
-                mine.record.entries};
-    comm.broadcast(std::as_writable_bytes(std::span<uint64_t>(packed)), r);
-    all_ok = all_ok && packed[0] == 1;
-    records.push_back({static_cast<uint32_t>(packed[1]), packed[2], packed[3], packed[4],
-                       static_cast<uint32_t>(packed[5]), ckpt::checkpoint_dir_name(pending_->step)});
-  }
   if (!mine.ok) {
     MSOMNI_LOG(error, "checkpoint") << "rank " << rank_ << ": " << mine.error;
   }
-  uint8_t committed = 0;
+  // Every rank learns every record (and whether and why it failed): one broadcast per rank.
+  std::vector<ckpt::shard_record> records;
+  std::string why;  // the first failed rank's cause
+  for (int r = 0; r < comm.size(); ++r) {
+    std::array<uint64_t, 7> packed{};
+    if (r == static_cast<int>(rank_))
+      packed = {mine.ok ? 1u : 0u, mine.record.rank, mine.record.bytes, mine.record.xxh3, mine.record.raw_bytes,
+                mine.record.entries, static_cast<uint64_t>(mine.sys_errno)};
+    comm.broadcast(std::as_writable_bytes(std::span<uint64_t>(packed)), r);
+    if (packed[0] != 1 && why.empty())
+      why = r == static_cast<int>(rank_) ? "rank " + std::to_string(rank_) + ": " + mine.error
+                                         : failure_of(static_cast<uint32_t>(r), packed[6]);
+    records.push_back({static_cast<uint32_t>(packed[1]), packed[2], packed[3], packed[4],
+                       static_cast<uint32_t>(packed[5]), ckpt::checkpoint_dir_name(pending_->step)});
+  }
+  std::array<uint64_t, 2> verdict{0, 0};  // committed, length of rank 0's reason
+  std::string reason;
   if (rank_ == 0) {
-    msg::checkpoint_done report{pending_->step, 0, false, 0, 0, all_ok ? "" : "a rank's shard failed to write"};
-    if (all_ok) {
+    msg::checkpoint_done report{pending_->step, 0, false, 0, 0, why};
+    if (why.empty()) {
       try {
         store_.commit(*pending_, records);
-        committed = 1;
+        verdict[0] = 1;
         report.ok = true;
         for (const auto& r : records) report.bytes += r.bytes;
       } catch (const std::exception& e) {
-        report.error = e.what();
+        report.error = std::string("commit: ") + e.what();
         MSOMNI_LOG(error, "checkpoint") << "commit of step " << pending_->step << " failed: " << e.what();
       }
     }
+    if (!verdict[0]) {
+      // Only this save's staging directory: the previous checkpoint and other files stay.
+      try {
+        store_.abandon(*pending_);
+      } catch (const std::exception& e) {
+        report.error += "; its staging directory could not be removed: " + std::string(e.what());
+      }
+    }
+    reason = report.error;
+    verdict[1] = reason.size();
     if (settings_.on_commit) settings_.on_commit(report);
   }
-  comm.broadcast(std::as_writable_bytes(std::span<uint8_t>(&committed, 1)), 0);
+  comm.broadcast(std::as_writable_bytes(std::span<uint64_t>(verdict)), 0);
+  reason.resize(verdict[1]);
+  if (verdict[1] > 0) comm.broadcast(std::as_writable_bytes(std::span<char>(reason)), 0);
+  const bool committed = verdict[0] == 1;
+  if (!committed && rank_ != 0) {
+    try {
+      store_.abandon(*pending_);  // storage not shared with rank 0; a no-op when it is
+    } catch (const std::exception& e) {
+      MSOMNI_LOG(warn, "checkpoint") << "rank " << rank_ << ": " << e.what();
+    }
+  }
+  const int64_t now = steady_ns();
+  decided_ = save_timing{pending_->step, last_step_seen_, committed, now - submitted_ns_, mine.write_ns,
+                         now - decide_from, reason};
+  const uint64_t step = pending_->step;
+  pending_.reset();
   if (committed) {
     ++committed_;
   } else {
-    MSOMNI_LOG(warn, "checkpoint") << "step " << pending_->step << " was not committed; the previous checkpoint stays";
+    MSOMNI_LOG(warn, "checkpoint") << "step " << step << " was not committed (" << reason
+                                   << "); the previous checkpoint stays";
   }
-  pending_.reset();
+  if (cadence_.on_outcome(committed) == ckpt::save_cadence::verdict::give_up)
+    throw checkpoint_give_up(std::to_string(cadence_.failures_in_a_row()) + " checkpoint saves failed in a row " +
+                             "(checkpoint.max_consecutive_failures = " +
+                             std::to_string(cadence_.max_consecutive_failures()) + "); the last, of step " +
+                             std::to_string(step) + ": " + reason);
 }
 
 uint64_t rank_checkpointer::save_verified(rank_trainer& trainer, transport::communicator& comm) {
   const uint64_t step = trainer.steps_done();
   const uint64_t before = committed_;
-  if (!pending_ || pending_->step != step) submit(trainer, comm);
+  last_step_seen_ = step;
+  if (!pending_ || pending_->step != step) submit(step, [&trainer] { return trainer.save_state(); }, comm);
   finish(comm);
   uint8_t verified = 0;
   if (committed_ > before && rank_ == 0) {

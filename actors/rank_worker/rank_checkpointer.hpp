@@ -1,16 +1,23 @@
 // A rank's side of checkpointing in a multi-process job: every interval_steps the rank hands
 // a snapshot of its full state (model, optimizer, step counter, data position) to its async
-// writer and trains on; at the next save boundary (or at the end) the ranks exchange their
-// shard records over the communicator and rank 0 commits the checkpoint atomically. Loading
+// writer and trains on; after every following step the ranks agree (one small all-reduce)
+// whether every rank's shard is on disk, and the first step at which all are, they exchange
+// their shard records and rank 0 commits the checkpoint atomically. The commit step is
+// decided collectively, so it is the same on every rank. A save that fails removes its own
+// staging directory and is tried again at the next interval; after max_consecutive_failures
+// failed saves in a row every rank throws checkpoint_give_up after the same step. Loading
 // verifies every checksum first and falls back to older checkpoints, saying why.
 //
-//   idle --boundary: submit snapshot--> writing --next boundary/finish: gather + commit--> idle
+//   idle --boundary: submit snapshot--> writing --every step: all durable? (collective)
+//   writing --all durable, next boundary or finish: gather + commit--> idle
+//   commit failed --> staging removed, failures_in_a_row + 1 --limit reached--> give up
 #pragma once
 
 #include "checkpoint_store.hpp"
 #include "checkpoint_writer.hpp"
 #include "collectives/communicator.hpp"
 #include "rank_trainer.hpp"
+#include "save_cadence.hpp"
 
 #include "messages/training_messages.hpp"
 
@@ -18,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 namespace msomni::rank_worker {
@@ -34,6 +42,26 @@ struct checkpointing_settings {
   uint64_t config_hash = 0;
   // Called on rank 0 after every commit attempt (the orchestrator journals it).
   std::function<void(const msg::checkpoint_done&)> on_commit;
+  uint64_t max_consecutive_failures = 3;
+  ckpt::io_fault_plan* faults = nullptr;  // tests only
+};
+
+// Every rank throws this after the same step once max_consecutive_failures saves in a row
+// were not committed; what() names the count and the last save's cause (errno text).
+class checkpoint_give_up : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One save from the snapshot handed to the writer to the agreed commit (or failure).
+struct save_timing {
+  uint64_t step = 0;                // the step saved
+  uint64_t decided_after_step = 0;  // the step after which the ranks committed or gave it up
+  bool committed = false;
+  int64_t request_to_commit_ns = 0;  // submit to the end of the commit, on this rank
+  int64_t write_ns = 0;              // this rank's shard: compress + write + fsync
+  int64_t commit_ns = 0;             // the record exchange and the commit itself
+  std::string error;                 // why, when not committed (the same on every rank)
 };
 
 class rank_checkpointer {
@@ -41,9 +69,13 @@ class rank_checkpointer {
   rank_checkpointer(checkpointing_settings s, uint32_t rank);
   ~rank_checkpointer();
 
-  // Call after every optimizer step; `last` marks the final step of the run.
+  // Call after every optimizer step; `last` marks the final step of the run. Collective.
   void after_step(rank_trainer& trainer, transport::communicator& comm, bool last);
-  // Commits the save still in flight, if any (collective).
+  // The same for a state that is not a trainer's (tests, tools): `snapshot` is called only
+  // when a save is due.
+  void after_step(uint64_t step, const std::function<model::model_state()>& snapshot,
+                  transport::communicator& comm, bool last);
+  // Commits the save still in flight, if any, waiting for its shards (collective).
   void finish(transport::communicator& comm);
   // A full checkpoint of the current step, committed and verified (every shard read back
   // and checked) before it returns: what precedes a scale-down or a stop. Collective.
@@ -51,7 +83,11 @@ class rank_checkpointer {
   uint64_t save_verified(rank_trainer& trainer, transport::communicator& comm);
 
   uint64_t saves_committed() const { return committed_; }
+  uint64_t failures_in_a_row() const { return cadence_.failures_in_a_row(); }
+  bool save_pending() const { return pending_.has_value(); }
   double blocked_seconds() const;
+  // The save decided since the last call (committed or not), once.
+  std::optional<save_timing> take_decided();
 
   // The newest verified state of `rank` in a run of `world` ranks, or nullopt when there is
   // none; `log` gets a line for every checkpoint passed over and why. A checkpoint of another
@@ -61,17 +97,23 @@ class rank_checkpointer {
                                                        bool synthetic_data, std::string& log);
 
  private:
-  // Commits what is in flight, then hands a snapshot of the current step to the writer.
-  void submit(rank_trainer& trainer, transport::communicator& comm);
+  // Commits what is in flight, then hands a snapshot of `step` to the writer.
+  void submit(uint64_t step, const std::function<model::model_state()>& snapshot, transport::communicator& comm);
+  // Whether every rank's writer is done with the save in flight (collective, never waits).
+  bool all_durable(transport::communicator& comm);
 
   checkpointing_settings settings_;
   uint32_t rank_;
   ckpt::checkpoint_store store_;
+  ckpt::save_cadence cadence_;
   std::unique_ptr<ckpt::checkpoint_writer> writer_;
   std::mutex mutex_;
   std::optional<ckpt::save_outcome> outcome_;
   std::optional<ckpt::checkpoint_meta> pending_;
+  int64_t submitted_ns_ = 0;
+  uint64_t last_step_seen_ = 0;
   uint64_t committed_ = 0;
+  std::optional<save_timing> decided_;
 };
 
 }  // namespace msomni::rank_worker

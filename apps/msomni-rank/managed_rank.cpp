@@ -95,6 +95,8 @@ class managed_rank {
         apply(plan, static_cast<uint32_t>(me - plan.members.begin()));
         next = train();
         if (!next) return leave("finished");
+      } catch (const rank_worker::checkpoint_give_up& e) {
+        return fail(e.what());
       } catch (const transport::collective_error& e) {
         const uint64_t step = tr_.trainer ? tr_.trainer->steps_done() : 0;
         std::cout << "STALLED epoch " << epoch_ << " at step " << step << ": " << e.what() << std::endl;
@@ -182,7 +184,8 @@ class managed_rank {
                                             static_cast<uint64_t>(cfg_.checkpoint.keep),
                                             static_cast<int>(cfg_.checkpoint.zstd_level),
                                             static_cast<int>(cfg_.checkpoint.zstd_threads), config::config_hash(cfg_),
-                                            [orch = orchestrator_](const msg::checkpoint_done& d) { caf::anon_send(orch, d); }},
+                                            [orch = orchestrator_](const msg::checkpoint_done& d) { caf::anon_send(orch, d); },
+                                            static_cast<uint64_t>(cfg_.checkpoint.max_consecutive_failures)},
         rank);
     epoch_ = plan.epoch;
     std::cout << "JOINED epoch " << epoch_ << " as rank " << rank << " of " << world << " (grad_accum "
@@ -213,6 +216,7 @@ class managed_rank {
         } else {
           checkpoints_->after_step(t, *ring_, last);
           checkpoints_->finish(*ring_);
+          report_checkpoint();
         }
         return plan;
       }
@@ -223,9 +227,38 @@ class managed_rank {
       r.checkpoint_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
                                                                               checkpoint_from).count();
       if (ring_->rank() == 0) caf::anon_send(orchestrator_, r);
+      report_checkpoint();
     }
     checkpoints_->finish(*ring_);
+    report_checkpoint();
     return std::nullopt;
+  }
+
+  // One line per decided save in the rank's log: when it was committed and how long after
+  // the snapshot was handed to the writer.
+  void report_checkpoint() {
+    const auto d = checkpoints_->take_decided();
+    if (!d) return;
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "CHECKPOINT {\"step\":%llu,\"committed\":%s,\"decided_after_step\":%llu,"
+                  "\"request_to_commit_ms\":%.3f,\"write_ms\":%.3f,\"commit_ms\":%.3f}",
+                  static_cast<unsigned long long>(d->step), d->committed ? "true" : "false",
+                  static_cast<unsigned long long>(d->decided_after_step), d->request_to_commit_ns / 1e6,
+                  d->write_ns / 1e6, d->commit_ns / 1e6);
+    std::cout << line << (d->committed ? "" : " " + d->error) << std::endl;
+  }
+
+  // Every rank reached the same verdict after the same step (its checkpoints keep failing):
+  // the job cannot go on, so the rank leaves with the reason, which ends the job.
+  int fail(const std::string& why) {
+    const uint64_t step = tr_.trainer ? tr_.trainer->steps_done() : 0;
+    checkpoints_.reset();
+    caf::scoped_actor self{sys_};
+    self->request(orchestrator_, 10s, msg::rank_left{o_.name, epoch_, step, "failed: " + why, 0})
+        .receive([](bool) {}, [&](caf::error&) { std::cerr << "msomni-rank: rank_left was not acknowledged\n"; });
+    std::cout << "RESULT fail " << why << std::endl;
+    return 1;
   }
 
   int leave(const std::string& reason) {

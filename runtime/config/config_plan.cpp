@@ -60,7 +60,8 @@ std::string render_plan(const job_config& c) {
      << " (larger members are skipped as too_large)\n";
   os << "  checkpoints:  " << c.checkpoint.dir << " every " << c.checkpoint.interval_steps
      << " steps, keep " << c.checkpoint.keep << ", zstd level " << c.checkpoint.zstd_level
-     << (c.checkpoint.async ? ", async" : "") << "\n";
+     << (c.checkpoint.async ? ", async" : "") << ", stop after " << c.checkpoint.max_consecutive_failures
+     << " failed saves in a row\n";
   os << "  elasticity:   heartbeat " << e.heartbeat_interval_s << " s x " << e.heartbeat_misses
      << " misses, grace period " << e.grace_period_s << " s\n";
   os << "  control:      " << c.cluster.control_host << ":"

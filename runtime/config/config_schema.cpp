@@ -135,6 +135,7 @@ void read_checkpoint(table_reader& r, checkpoint_section& s) {
   r.read("zstd_threads", s.zstd_threads, 0, 256);
   r.read("async", s.async);
   r.read("incremental", s.incremental);
+  r.read("max_consecutive_failures", s.max_consecutive_failures, 1, big);
   r.finish();
   if (s.dir.empty()) r.context().fail(r.key_path("dir"), r.node("dir"), "must not be empty");
 }

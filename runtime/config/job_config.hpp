@@ -82,6 +82,7 @@ struct checkpoint_section {
   int64_t zstd_threads = 2;
   bool async = true;
   bool incremental = true;
+  int64_t max_consecutive_failures = 3;  // failed saves in a row before the job stops
 };
 
 struct memory_section {
