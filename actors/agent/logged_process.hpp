@@ -1,6 +1,9 @@
 // A child process whose stdout and stderr go to a log file: how a node agent runs rank
 // processes. It dies with its agent (PR_SET_PDEATHSIG), exit() reaps without blocking, and
 // the destructor SIGKILLs and reaps what is still running, so no agent leaves one behind.
+// It inherits no descriptor beyond stdin (/dev/null), stdout and stderr (the log), and gets
+// the agent's environment plus `env` ("NAME=value", replacing a variable of that name):
+// how a job's token reaches a rank without showing on its command line.
 #pragma once
 
 #include <sys/types.h>
@@ -14,7 +17,8 @@ namespace msomni::agent {
 class logged_process {
  public:
   // Throws std::runtime_error when the log cannot be opened or fork fails.
-  logged_process(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path);
+  logged_process(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
+                 const std::vector<std::string>& env = {});
   ~logged_process();
   logged_process(const logged_process&) = delete;
   logged_process& operator=(const logged_process&) = delete;

@@ -2,6 +2,7 @@
 #include "node_agent.hpp"
 
 #include "logged_process.hpp"
+#include "core/secret_file.hpp"
 #include "core/sibling_binary.hpp"
 #include "messages/catalog.hpp"
 
@@ -51,8 +52,9 @@ caf::behavior node_agent(caf::event_based_actor* self, std::shared_ptr<agent_sta
         auto args = r.args;
         args.insert(args.end(), {"--node", st->s.node});
         try {
-          st->ranks[r.name] = std::make_unique<logged_process>(st->s.rank_binary, args,
-                                                               st->s.log_dir + "/" + r.name + ".log");
+          st->ranks[r.name] = std::make_unique<logged_process>(
+              st->s.rank_binary, args, st->s.log_dir + "/" + r.name + ".log",
+              std::vector<std::string>{std::string(job_token_env) + "=" + st->s.job_token});
         } catch (const std::exception& e) {
           self->send(st->orchestrator, msg::rank_exited{r.name, st->s.node, -1, e.what()});
         }

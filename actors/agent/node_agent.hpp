@@ -3,7 +3,8 @@
 // and inside msomni-agent (one per node of a multi-node run).
 //
 //   start --agent_hello--> orchestrator
-//   spawn_rank --> msomni-rank process (log in log_dir/<name>.log); its end --> rank_exited
+//   spawn_rank --> msomni-rank process (log in log_dir/<name>.log, the job's token in its
+//                  environment); its end --> rank_exited
 //   stop_rank  --> SIGKILL
 //   every heartbeat_interval --> heartbeat; the orchestrator gone --> stop every rank, quit
 #pragma once
@@ -24,6 +25,7 @@ struct agent_settings {
   int64_t slots = 2;
   std::string rank_binary;  // msomni-rank
   std::string log_dir;      // rank logs
+  std::string job_token;    // handed to each rank in its environment (job_token_env)
   std::chrono::milliseconds heartbeat_interval{10000};
   std::function<void()> on_orchestrator_lost;  // e.g. end the msomni-agent process
 };

@@ -1,12 +1,14 @@
-// msomni-agent --join HOST:PORT --node NAME [--rack R] [--switch S] [--slots N]
-//              [--heartbeat-s 10] [--log-dir DIR]
+// msomni-agent --join HOST:PORT --node NAME [--token-file FILE] [--rack R] [--switch S]
+//              [--slots N] [--heartbeat-s 10] [--log-dir DIR]
 // A node agent for multi-node runs: joins the job's control process over UCX, offers its
 // slots, starts and stops msomni-rank processes on this node when the orchestrator says so,
-// and heartbeats. It ends (stopping its ranks) when the control process goes away or on
+// and heartbeats. It proves the job's token (from --token-file, or $MSOMNI_JOB_TOKEN) to the
+// control process and hands it to its ranks in their environment. It ends (stopping its ranks) when the control process goes away or on
 // SIGINT/SIGTERM. Exit codes: 0 the job ended, 1 the control process never answered, 2 usage.
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
 #include "messages/catalog.hpp"
+#include "core/secret_file.hpp"
 #include "core/stop_signal.hpp"
 #include "node_agent.hpp"
 
@@ -15,6 +17,7 @@
 #include <caf/send.hpp>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <thread>
@@ -24,10 +27,12 @@ using namespace std::chrono_literals;
 
 namespace {
 int usage(std::ostream& os, int code) {
-  os << "usage: msomni-agent --join HOST:PORT --node NAME [--rack R] [--switch S] [--slots N]\n"
-        "                    [--heartbeat-s SECONDS] [--log-dir DIR]\n"
+  os << "usage: msomni-agent --join HOST:PORT --node NAME [--token-file FILE] [--rack R] [--switch S]\n"
+        "                    [--slots N] [--heartbeat-s SECONDS] [--log-dir DIR]\n"
         "  --join       the control address msomni-run prints (also in RUN_DIR/control.json)\n"
         "  --node       this node's name (unique in the job)\n"
+        "  --token-file the job's token: RUN_DIR/control.json or a file with the token alone (mode 0600);\n"
+        "               without it, $MSOMNI_JOB_TOKEN\n"
         "  --rack, --switch  where the node sits, for topology-aware placement (default rack0/switch0)\n"
         "  --slots      rank processes this node may run (default 1)\n"
         "  --heartbeat-s  seconds between heartbeats (default 10)\n"
@@ -39,7 +44,7 @@ int usage(std::ostream& os, int code) {
 int main(int argc, char** argv) {
   agent::agent_settings s;
   s.slots = 1;
-  std::string join;
+  std::string join, token_file;
   double heartbeat_s = 10;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -51,6 +56,7 @@ int main(int argc, char** argv) {
     const std::string v = argv[++i];
     try {
       if (a == "--join") join = v;
+      else if (a == "--token-file") token_file = v;
       else if (a == "--node") s.node = v;
       else if (a == "--rack") s.rack = v;
       else if (a == "--switch") s.switch_name = v;
@@ -70,6 +76,20 @@ int main(int argc, char** argv) {
     std::cerr << "msomni-agent: --join, a --node name other than \"local\", --slots >= 1 and a positive --heartbeat-s are required\n";
     return usage(std::cerr, 2);
   }
+  std::string listen_host;
+  try {
+    s.job_token = token_file.empty() ? take_secret_env(job_token_env) : read_secret_file(token_file);
+    listen_host = transport::local_address_towards(join.substr(0, join.rfind(':')));
+  } catch (const std::exception& e) {
+    std::cerr << "msomni-agent: " << e.what() << "\n";
+    return 2;
+  }
+  ::unsetenv(job_token_env);  // the ranks get it from us, explicitly
+  if (s.job_token.empty()) {
+    std::cerr << "msomni-agent: the job's token is needed: --token-file RUN_DIR/control.json, or " << job_token_env
+              << "\n";
+    return usage(std::cerr, 2);
+  }
   if (s.log_dir.empty()) s.log_dir = "/tmp/msomni-agent-" + s.node;
   s.heartbeat_interval = std::chrono::milliseconds(static_cast<int64_t>(heartbeat_s * 1000));
   s.on_orchestrator_lost = [] { stop_signal::flag() = true; };
@@ -85,12 +105,23 @@ int main(int argc, char** argv) {
   {
     transport::ucx_node_options opt;
     opt.name = "agent-" + s.node;
+    opt.secret = s.job_token;
+    opt.listen_host = listen_host;  // where the control process can reach this node
     opt.keepalive_interval = s.heartbeat_interval;
+    std::atomic<bool> refused{false};  // outlives the hub that sets it
     transport::transport_hub hub(opt);
+    hub.add_refusal_listener([&](const std::string& address, const std::string& reason) {
+      std::cerr << "msomni-agent: " << address << " refused: " << reason << "\n";
+      refused = true;
+    });
     transport::gateway gw(sys, hub);
     hub.node().connect(join);
-    if (!hub.node().wait_up("control", 30s)) {
-      std::cerr << "msomni-agent: the control process at " << join << " never answered\n";
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!hub.node().wait_up("control", 100ms) && !refused && std::chrono::steady_clock::now() < deadline) {
+    }
+    if (!hub.node().is_up("control")) {
+      std::cerr << "msomni-agent: the control process at " << join
+                << (refused ? " and this agent do not share the job's token\n" : " never answered\n");
       return 1;
     }
     stop_signal::install();

@@ -3,7 +3,8 @@
 // "PEER <name> <addr>" lines up to "GO", forms a ring of all named processes (rank = sorted
 // position), trains, and prints one "STEP {json}" line per optimizer step, then
 // "RESULT ok checksum=<hex>". With --control HOST:PORT (how msomni-run and msomni-agent
-// start ranks) the rank is managed instead: see managed_rank.hpp.
+// start ranks) the rank is managed instead (see managed_rank.hpp); it then needs the job's
+// token in $MSOMNI_JOB_TOKEN, which it proves to every peer.
 // Exit codes: 0 ok, 2 bad config or usage, 1 runtime failure.
 #include "collectives/ring_communicator.hpp"
 #include "managed_rank.hpp"
@@ -11,6 +12,7 @@
 #include "messages/catalog.hpp"
 #include "config/config_loader.hpp"
 #include "core/log.hpp"
+#include "core/secret_file.hpp"
 #include "hub/transport_hub.hpp"
 #include "builtin_models.hpp"
 #include "model/model_registry.hpp"
@@ -81,7 +83,13 @@ int main(int argc, char** argv) {
       std::cerr << "msomni-rank: --control needs --ckpt-dir\n";
       return 2;
     }
-    return apps::run_managed_rank(cfg, {config_path, sets, name, node, control, ckpt_dir});
+    // The agent that started us put the job's token in the environment (never in argv).
+    const auto token = take_secret_env(job_token_env);
+    if (token.empty()) {
+      std::cerr << "msomni-rank: --control needs the job's token in " << job_token_env << "\n";
+      return 2;
+    }
+    return apps::run_managed_rank(cfg, {config_path, sets, name, node, control, ckpt_dir, token});
   }
   caf::actor_system_config caf_cfg;
   caf::actor_system sys{configure_process(caf_cfg, 1)};

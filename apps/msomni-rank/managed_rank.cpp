@@ -299,6 +299,9 @@ int run_managed_rank(const config::job_config& cfg, const managed_rank_options& 
   try {
     transport::ucx_node_options node_opt;
     node_opt.name = opts.name;
+    node_opt.secret = opts.token;
+    // Listen where the control process can reach us (loopback when it is on this host).
+    node_opt.listen_host = transport::local_address_towards(opts.control.substr(0, opts.control.rfind(':')));
     node_opt.keepalive_interval = std::chrono::milliseconds(static_cast<int64_t>(cfg.elasticity.heartbeat_interval_s * 1000));
     node_opt.keepalive_misses = static_cast<int>(cfg.elasticity.heartbeat_misses);
     transport::transport_hub hub(node_opt);

@@ -25,6 +25,7 @@ struct managed_rank_options {
   std::string node = "local";
   std::string control;  // host:port of the control process
   std::string ckpt_dir;
+  std::string token;    // the job's secret: proved to the control process and to every peer
 };
 
 // Exit codes: 0 left cleanly (finished, decommissioned or stopped), 1 failure.

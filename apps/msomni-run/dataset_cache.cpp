@@ -2,6 +2,7 @@
 #include "dataset_cache.hpp"
 
 #include "config/generated_datasets.hpp"
+#include "core/child_process.hpp"
 #include "core/sibling_binary.hpp"
 
 #include <sys/wait.h>
@@ -26,12 +27,13 @@ std::string generator_binary() {
 }
 
 int run(const std::string& binary, const std::vector<std::string>& args) {
+  std::vector<char*> argv{const_cast<char*>(binary.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
-    std::vector<char*> argv{const_cast<char*>(binary.c_str())};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
+    close_descriptors_from(3);  // the journals stay ours
     ::execv(binary.c_str(), argv.data());
     ::_exit(127);
   }

@@ -81,8 +81,12 @@ int launch_job(const config::job_config& cfg, const run_options& opts, const cha
 
   caf::actor_system_config caf_cfg;
   caf::actor_system sys{configure_process(caf_cfg, 2)};
+  // The job's token: the msomni CLI sends it with its requests, and every peer of the
+  // control node (agents, ranks, the CLI) proves it in its UCX hello.
+  const auto token = random_token();
   transport::ucx_node_options node_opt;
   node_opt.name = "control";
+  node_opt.secret = token;
   node_opt.listen_host = cfg.cluster.control_host;
   node_opt.listen_port = static_cast<uint16_t>(cfg.cluster.control_port);
   // elasticity.heartbeat_*: keep-alives on every UCX endpoint; silence this long means down.
@@ -90,8 +94,10 @@ int launch_job(const config::job_config& cfg, const run_options& opts, const cha
   node_opt.keepalive_interval = heartbeat;
   node_opt.keepalive_misses = static_cast<int>(cfg.elasticity.heartbeat_misses);
   transport::transport_hub hub(node_opt);
+  hub.add_refusal_listener([&journal](const std::string& address, const std::string& reason) {
+    journal.event("peer_refused", "a connection from " + address + ": " + reason);
+  });
   transport::gateway gw(sys, hub);
-  const auto token = random_token();
   write_control_file(run_dir, hub.node().address(), token);
 
   const auto config_path = fs::absolute(cfg.source_path).string();
@@ -122,12 +128,14 @@ int launch_job(const config::job_config& cfg, const run_options& opts, const cha
     a.slots = cfg.elasticity.max_replicas;
     a.rank_binary = agent::find_rank_binary();
     a.log_dir = (run_dir / "logs").string();
+    a.job_token = token;
     a.heartbeat_interval = heartbeat;
     local_agent = agent::spawn_node_agent(sys, a, orchestrator);
   } else {
     std::cerr << "msomni-run: waiting for node agents at " << hub.node().address() << ":\n";
     for (const auto& n : cfg.cluster.nodes)
-      std::cerr << "  msomni-agent --join " << hub.node().address() << " --node " << n.name << " --rack " << n.rack
+      std::cerr << "  msomni-agent --join " << hub.node().address() << " --token-file " << (run_dir / "control.json").string()
+                << " --node " << n.name << " --rack " << n.rack
                 << " --switch " << n.switch_name << " --slots " << n.slots << "\n";
   }
   stop_signal::install();

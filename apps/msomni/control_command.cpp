@@ -13,6 +13,7 @@
 #include <caf/scoped_actor.hpp>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -63,10 +64,19 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
   try {
     transport::ucx_node_options opt;
     opt.name = "cli-" + std::to_string(::getpid());
+    std::atomic<bool> refused{false};  // outlives the hub that sets it
     transport::transport_hub hub(opt);
+    hub.add_refusal_listener([&](const std::string&, const std::string&) { refused = true; });
     transport::gateway gw(sys, hub);
-    hub.node().connect(address);
-    if (!hub.node().wait_up("control", 10s)) {
+    hub.node().connect(address, token);  // the control node lets in only peers that prove the token
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!hub.node().wait_up("control", 100ms) && !refused && std::chrono::steady_clock::now() < deadline) {
+    }
+    if (refused) {
+      err << "msomni " << verb << ": refused: missing or wrong token (read it from the run directory's control.json)\n";
+      return exit_failed;
+    }
+    if (!hub.node().is_up("control")) {
       err << "msomni " << verb << ": the job's control process at " << address << " does not answer (has it ended?)\n";
       return exit_failed;
     }

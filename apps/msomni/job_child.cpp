@@ -3,6 +3,7 @@
 #include "job_runner_state.hpp"
 
 #include "checkpoint_store.hpp"
+#include "core/child_process.hpp"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -73,6 +74,7 @@ void launch(runner_state& st, uint64_t resume_step, const std::string& host, dou
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(127);  // the parent is already gone
+    close_descriptors_from(3);                // none of our UCX sockets in the command
     ::execvpe(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }

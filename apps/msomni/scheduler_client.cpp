@@ -28,9 +28,10 @@ std::optional<scheduler_endpoint> read_scheduler_info(const std::string& path) {
 scheduler_client::scheduler_client(const scheduler_endpoint& ep, const std::string& node)
     : ep_(ep), sys_(configure_process(cfg_, 1)), hub_(node_options(node)), gw_(sys_, hub_) {}
 
-bool scheduler_client::reach(const std::string& peer, const std::string& address, std::chrono::milliseconds timeout) {
+bool scheduler_client::reach(const std::string& peer, const std::string& address, std::chrono::milliseconds timeout,
+                             const std::string& secret) {
   if (hub_.node().is_up(peer)) return true;
-  hub_.node().connect(address);
+  hub_.node().connect(address, secret);
   return hub_.node().wait_up(peer, timeout);
 }
 
@@ -41,7 +42,7 @@ caf::actor scheduler_client::scheduler() { return gw_.remote_actor("sched", "sch
 std::optional<control_endpoint> scheduler_client::control_of(const std::string& run_dir,
                                                              std::chrono::milliseconds timeout) {
   const auto file = read_control_file(run_dir);
-  if (!file || !reach("control", file->address, timeout)) return std::nullopt;
+  if (!file || !reach("control", file->address, timeout, file->token)) return std::nullopt;
   return control_endpoint{gw_.remote_actor("control", "orchestrator"), file->token};
 }
 

@@ -41,7 +41,9 @@ class scheduler_client {
 
  private:
   // True once `peer` is up, connecting to `address` first when it is not.
-  bool reach(const std::string& peer, const std::string& address, std::chrono::milliseconds timeout);
+  // `secret`: what the peer's node asks connecting peers to prove (msomni-run's job token).
+  bool reach(const std::string& peer, const std::string& address, std::chrono::milliseconds timeout,
+             const std::string& secret = {});
   scheduler_endpoint ep_;
   caf::actor_system_config cfg_;
   caf::actor_system sys_;

@@ -1,11 +1,13 @@
 // A child process with its stdin and stdout on pipes: line-oriented reads with a timeout,
 // and a reaper that SIGKILLs on timeout or destruction, so no caller leaves a process
-// behind. Used by msomni-run to start rank processes and by the multi-process tests.
+// behind. Used by the multi-process tests and tools; close_descriptors_from() by every
+// fork/exec path of a job.
 #pragma once
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,18 +19,31 @@
 
 namespace msomni {
 
+// Between fork and exec: closes every descriptor from `first` up, so that the program gets
+// only what the caller dup2'ed below `first`. UCX opens its sockets without close-on-exec,
+// so without this every listening socket of the parent lived on in its children.
+// Async-signal-safe, as a forked child of a threaded process must be.
+inline void close_descriptors_from(int first) {
+  if (::close_range(static_cast<unsigned>(first), ~0u, 0) == 0) return;
+  rlimit lim{};
+  const long max = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY ? static_cast<long>(lim.rlim_cur)
+                                                                                          : 1L << 16;
+  for (long fd = first; fd < max; ++fd) ::close(static_cast<int>(fd));
+}
+
 class child_process {
  public:
   child_process(const std::string& binary, const std::vector<std::string>& args) {
     int in_pipe[2], out_pipe[2];
     if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0) return;
+    std::vector<char*> argv{const_cast<char*>(binary.c_str())};  // built before fork: no malloc after it
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
     pid_ = ::fork();
     if (pid_ == 0) {
       ::dup2(in_pipe[0], 0);
       ::dup2(out_pipe[1], 1);
-      std::vector<char*> argv{const_cast<char*>(binary.c_str())};
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
+      close_descriptors_from(3);
       ::execv(binary.c_str(), argv.data());
       ::_exit(127);
     }

@@ -1,9 +1,13 @@
+// secret_file (see secret_file.hpp).
 #include "core/secret_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace msomni {
@@ -30,6 +34,36 @@ void write_private_file(const std::string& path, const std::string& text) {
   const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
   if (!ok) throw std::runtime_error("cannot write " + path);
+}
+
+std::string read_secret_file(const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) throw std::runtime_error("cannot read the token file " + path);
+  if (st.st_mode & 077)
+    throw std::runtime_error("the token file " + path + " can be read by others (chmod 600 it)");
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!in) throw std::runtime_error("cannot read the token file " + path);
+  std::string text = ss.str();
+  if (const auto at = text.find("\"token\":\""); at != std::string::npos) {
+    const auto from = at + 9;
+    const auto to = text.find('"', from);
+    text = to == std::string::npos ? "" : text.substr(from, to - from);
+  }
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const auto last = text.find_last_not_of(" \t\r\n");
+  text = first == std::string::npos ? "" : text.substr(first, last - first + 1);
+  if (text.empty() || text.find_first_of(" \t\r\n") != std::string::npos)
+    throw std::runtime_error("the token file " + path + " holds no token");
+  return text;
+}
+
+std::string take_secret_env(const char* name) {
+  const char* v = std::getenv(name);
+  std::string out = v ? v : "";
+  ::unsetenv(name);
+  return out;
 }
 
 }  // namespace msomni

@@ -205,7 +205,8 @@ TEST_CASE("two msomni-agent nodes on loopback with different racks run one job")
   std::vector<std::unique_ptr<msomni::child_process>> agents;
   for (const auto& [node, rack] : {std::pair{"node-a", "rack-a"}, std::pair{"node-b", "rack-b"}})
     agents.push_back(std::make_unique<msomni::child_process>(
-        MSOMNI_AGENT_BINARY, std::vector<std::string>{"--join", address, "--node", node, "--rack", rack, "--slots", "1",
+        MSOMNI_AGENT_BINARY, std::vector<std::string>{"--join", address, "--token-file", (run_dir / "control.json").string(),
+                                                      "--node", node, "--rack", rack, "--slots", "1",
                                                       "--heartbeat-s", "1", "--log-dir", (dir.path() / node).string()}));
   CHECK(job.wait(120s) == 0);
   for (auto& a : agents) CHECK(a->wait(30s) == 0);

@@ -142,7 +142,8 @@ TEST_CASE("a lost node with no slot to spare below min_replicas ends the job wit
   std::vector<std::unique_ptr<msomni::child_process>> agents;
   for (const char* node : {"node-a", "node-b"})
     agents.push_back(std::make_unique<msomni::child_process>(
-        MSOMNI_AGENT_BINARY, std::vector<std::string>{"--join", g[1].str(), "--node", node, "--heartbeat-s", "0.2",
+        MSOMNI_AGENT_BINARY, std::vector<std::string>{"--join", g[1].str(), "--token-file", (run_dir / "control.json").string(),
+                                                      "--node", node, "--heartbeat-s", "0.2",
                                                       "--log-dir", (dir.path() / node).string()}));
   for (int i = 0; i < 600 && metric_lines(run_dir) < 3; ++i) std::this_thread::sleep_for(50ms);
   REQUIRE(metric_lines(run_dir) >= 3);

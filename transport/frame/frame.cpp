@@ -20,11 +20,14 @@ T get(const std::byte* at) {
   return v;
 }
 
-bool known_kind(uint8_t k) { return k >= 1 && k <= 6; }
+bool known_kind(uint8_t k) { return k >= 1 && k <= 9; }
 
 uint64_t payload_bound(frame_kind k) {
   switch (k) {
     case frame_kind::hello: return max_node_name;
+    case frame_kind::challenge: return 32 + max_node_name;       // auth_nonce_size + name
+    case frame_kind::challenge_reply: return 64 + max_node_name;  // nonce + proof + name
+    case frame_kind::proof: return 32;                            // auth_proof_size
     case frame_kind::keepalive:
     case frame_kind::goodbye: return 0;
     case frame_kind::actor_message: return max_actor_payload;

@@ -32,6 +32,10 @@ enum class frame_kind : uint8_t {
   bulk = 4,           // payload: raw bytes, delivered into a receiver-chosen buffer
   collective = 5,     // payload: raw float chunk of a collective step
   goodbye = 6,        // clean shutdown; no "down" with an error
+  // The authenticated HELLO of nodes that share a job secret (ucx/peer_auth.hpp).
+  challenge = 7,        // payload: nonce, sender's node name
+  challenge_reply = 8,  // payload: nonce, proof, sender's node name
+  proof = 9,            // payload: proof
 };
 
 inline constexpr uint32_t frame_magic = 0x464f534du;

@@ -39,6 +39,14 @@ transport_hub::transport_hub(ucx_node_options options) {
     }
     for (auto& fn : listeners) fn(peer, up, reason);
   };
+  h.on_refused = [this](const std::string& address, const std::string& reason) {
+    std::vector<refused_fn> listeners;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      listeners = refusal_listeners_;
+    }
+    for (auto& fn : listeners) fn(address, reason);
+  };
   node_ = std::make_unique<ucx_node>(std::move(options), std::move(h));
 }
 
@@ -58,6 +66,11 @@ void transport_hub::on_bulk(bulk_buffer_fn buffer, bulk_done_fn done) {
 void transport_hub::add_peer_listener(peer_fn fn) {
   std::lock_guard<std::mutex> lock(mutex_);
   peer_listeners_.push_back(std::move(fn));
+}
+
+void transport_hub::add_refusal_listener(refused_fn fn) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  refusal_listeners_.push_back(std::move(fn));
 }
 
 }  // namespace msomni::transport

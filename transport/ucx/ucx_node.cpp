@@ -1,8 +1,7 @@
 // ucx_node: UCX context/worker/listener/endpoints behind a sleeping progress thread.
-#include "ucx/ucx_node.hpp"
+#include "ucx/ucx_node_impl.hpp"
 
 #include "core/check.hpp"
-#include "core/log.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -10,104 +9,17 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-#include <ucp/api/ucp.h>
 
-#include <condition_variable>
+#include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <map>
-#include <mutex>
-#include <thread>
 
 namespace msomni::transport {
 
+using namespace detail;
+
 namespace {
-
 constexpr unsigned am_id = 17;
-using steady = std::chrono::steady_clock;
-
-struct send_ctx {
-  std::array<std::byte, frame_header_size> header{};
-  std::vector<std::byte> payload;
-  std::function<void(bool)> done;
-  ucx_node::impl* owner = nullptr;
-};
-
-struct recv_ctx {
-  ucx_node::impl* owner = nullptr;
-  std::string peer;
-  frame_header header;
-  std::byte* buffer = nullptr;
-};
-
-struct command {
-  enum kind_t { connect, send, send_bulk } kind = send;
-  std::string target;  // peer name or host:port
-  frame_header header;
-  std::vector<std::byte> payload;
-  const void* bulk = nullptr;
-  std::function<void(bool)> done;
-};
-
-struct peer_state {
-  std::string name;
-  bool up = false;
-  bool shared_memory = false;  // endpoint created without UCX error mode (same host)
-  steady::time_point last_heard{};
-  steady::time_point last_sent{};
-};
-
 }  // namespace
-
-struct ucx_node::impl {
-  ucx_node_options opt;
-  ucx_node_handlers h;
-  ucx_node_counters counters;
-  ucp_context_h context = nullptr;
-  ucp_worker_h worker = nullptr;
-  ucp_listener_h listener = nullptr;
-  int epoll_fd = -1;
-  int wake_fd = -1;
-  int worker_fd = -1;
-  uint16_t port = 0;
-
-  mutable std::mutex mutex;                 // guards commands, names, up_names
-  mutable std::condition_variable changed;
-  std::deque<command> commands;
-  std::map<std::string, ucp_ep_h> by_name;  // peers that said HELLO (up or down)
-  std::map<std::string, bool> up_names;
-
-  // Progress-thread only.
-  std::map<ucp_ep_h, peer_state> by_ep;
-  std::vector<ucp_ep_h> to_close;
-  std::atomic<bool> stopping{false};
-  std::thread thread;
-
-  void start();
-  void run();
-  void shutdown();
-  void drain_commands();
-  void do_connect(const std::string& host_port);
-  void do_send(ucp_ep_h ep, std::unique_ptr<send_ctx> ctx, uint32_t flags, const void* data, size_t n);
-  ucp_ep_h ep_of(const std::string& peer);
-  void send_hello(ucp_ep_h ep);
-  void mark_down(ucp_ep_h ep, const std::string& reason);
-  void check_keepalives();
-  void close_endpoints();
-  ucs_status_t on_am(const void* header, size_t header_length, void* data, size_t length,
-                     const ucp_am_recv_param_t* param);
-  void on_conn_request(ucp_conn_request_h req);
-  void wake() const {
-    const uint64_t one = 1;
-    [[maybe_unused]] auto n = ::write(wake_fd, &one, sizeof one);
-  }
-  void drop(const char* why) {
-    const auto n = ++counters.frames_dropped;
-    if ((n & (n - 1)) == 0) {  // log the 1st, 2nd, 4th, 8th... so a flood cannot flood the log
-      MSOMNI_LOG(warn, "ucx") << opt.name << ": dropped frame (" << why << "), " << n << " so far";
-    }
-  }
-};
 
 namespace {
 
@@ -184,6 +96,11 @@ void ucx_node::impl::start() {
   ucp_config_t* config = nullptr;
   MSOMNI_CHECK_UCX(ucp_config_read(nullptr, nullptr, &config));
   ucp_config_modify(config, "CM_REUSEADDR", "y");  // restartable on the same port at once
+  // UCX's TCP transport listens on every device it may use; a value set by whoever starts
+  // the process (e.g. to pick an InfiniBand port) wins over ours.
+  const auto devices = ucx_net_devices_for(opt.listen_host);
+  if (!devices.empty() && !std::getenv("UCX_NET_DEVICES"))
+    MSOMNI_CHECK_UCX(ucp_config_modify(config, "NET_DEVICES", devices.c_str()));
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
@@ -266,7 +183,7 @@ void ucx_node::impl::drain_commands() {
   for (auto& c : batch) {
     if (c.kind == command::connect) {
       try {
-        do_connect(c.target);
+        do_connect(c.target, c.secret);
       } catch (const std::exception& e) {
         MSOMNI_LOG(error, "ucx") << opt.name << ": connect to " << c.target << " failed: " << e.what();
       }
@@ -324,7 +241,7 @@ void ucx_node::impl::do_send(ucp_ep_h ep, std::unique_ptr<send_ctx> ctx, uint32_
   ctx.release();  // send_done owns it now
 }
 
-void ucx_node::impl::do_connect(const std::string& host_port) {
+void ucx_node::impl::do_connect(const std::string& host_port, const std::string& secret) {
   const auto colon = host_port.rfind(':');
   if (colon == std::string::npos) throw std::invalid_argument("expected host:port, got " + host_port);
   const auto addr = parse_address(host_port.substr(0, colon),
@@ -336,37 +253,44 @@ void ucx_node::impl::do_connect(const std::string& host_port) {
   p.sockaddr.addrlen = sizeof addr;
   ucp_ep_h ep = nullptr;
   MSOMNI_CHECK_UCX(ucp_ep_create(worker, &p, &ep));
-  by_ep[ep] = peer_state{};
-  by_ep[ep].shared_memory = p.err_mode == UCP_ERR_HANDLING_MODE_NONE;
-  send_hello(ep);
+  auto& st = by_ep[ep] = peer_state{};
+  st.shared_memory = p.err_mode == UCP_ERR_HANDLING_MODE_NONE;
+  st.address = host_port;
+  st.secret = secret;
+  st.created = steady::now();
+  hello_start(ep, st);
 }
 
 void ucx_node::impl::on_conn_request(ucp_conn_request_h req) {
   ucp_conn_request_attr_t attr{};
   attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
-  const bool same_host = ucp_conn_request_query(req, &attr) == UCS_OK &&
-                         attr.client_address.ss_family == AF_INET &&
-                         is_local_ipv4(reinterpret_cast<const sockaddr_in*>(&attr.client_address)->sin_addr);
-  auto p = ep_params(this, same_host);
+  const bool known = ucp_conn_request_query(req, &attr) == UCS_OK && attr.client_address.ss_family == AF_INET;
+  const auto* client = reinterpret_cast<const sockaddr_in*>(&attr.client_address);
+  std::string address = "unknown address";
+  if (known) {
+    char ip[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &client->sin_addr, ip, sizeof ip);
+    address = std::string(ip) + ":" + std::to_string(ntohs(client->sin_port));
+  }
+  if (pending_incoming() >= opt.max_pending_peers) {
+    ucp_listener_reject(listener, req);
+    report_refused(address, std::to_string(opt.max_pending_peers) + " connections already wait for their hello");
+    return;
+  }
+  auto p = ep_params(this, known && is_local_ipv4(client->sin_addr));
   p.field_mask |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
   p.conn_request = req;
   ucp_ep_h ep = nullptr;
   if (ucp_ep_create(worker, &p, &ep) != UCS_OK) {
-    MSOMNI_LOG(warn, "ucx") << opt.name << ": could not accept a connection";
+    MSOMNI_LOG(warn, "ucx") << opt.name << ": could not accept a connection from " << address;
     return;
   }
-  by_ep[ep] = peer_state{};  // named when its HELLO arrives
-  by_ep[ep].shared_memory = p.err_mode == UCP_ERR_HANDLING_MODE_NONE;
-}
-
-void ucx_node::impl::send_hello(ucp_ep_h ep) {
-  auto ctx = std::make_unique<send_ctx>();
-  ctx->header = encode_header({frame_kind::hello, 0, 0, 0, 0, opt.name.size()});
-  ctx->payload.resize(opt.name.size());
-  std::memcpy(ctx->payload.data(), opt.name.data(), opt.name.size());
-  const void* data = ctx->payload.data();
-  const size_t n = ctx->payload.size();
-  do_send(ep, std::move(ctx), UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER, data, n);
+  auto& st = by_ep[ep] = peer_state{};  // named when its HELLO arrives
+  st.shared_memory = p.err_mode == UCP_ERR_HANDLING_MODE_NONE;
+  st.incoming = true;
+  st.address = address;
+  st.secret = opt.secret;
+  st.created = steady::now();
 }
 
 ucp_ep_h ucx_node::impl::ep_of(const std::string& peer) {
@@ -405,34 +329,19 @@ ucs_status_t ucx_node::impl::on_am(const void* header, size_t header_length, voi
   }
   auto& st = it->second;
   st.last_heard = steady::now();
-  if (hdr->kind == frame_kind::hello) {
-    if (rndv || !st.name.empty()) return release();
-    st.name.assign(static_cast<const char*>(data), length);
-    st.up = true;
-    bool reply = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      auto [pos, fresh] = by_name.emplace(st.name, ep);
-      if (!fresh && up_names[st.name] && pos->second != ep) {
-        // A second connection from a peer we already talk to: keep the first for ordering.
-        st.up = false;
-      } else {
-        pos->second = ep;
-        up_names[st.name] = true;
-        reply = true;
-      }
+  if (!st.up) {
+    // Nothing from a peer that is not up reaches a handler: only its HELLO exchange counts.
+    if (rndv) {
+      drop("rendezvous frame before hello");
+      if (!st.secret.empty()) refuse(ep, "sent data before proving the job secret");
+      return release();
     }
-    changed.notify_all();
-    if (reply) {
-      send_hello(ep);  // the connecting side learns our name (a repeat is ignored above)
-    }
-    if (st.up && h.on_peer) h.on_peer(st.name, true, "hello");
+    on_hello_frame(ep, st, *hdr, {static_cast<const std::byte*>(data), length});
     return UCS_OK;
   }
-  if (st.name.empty() || !st.up) {
-    drop("frame before hello");
-    return release();
-  }
+  if (hdr->kind == frame_kind::hello || hdr->kind == frame_kind::challenge ||
+      hdr->kind == frame_kind::challenge_reply || hdr->kind == frame_kind::proof)
+    return release();  // a repeated hello of a peer that is up
   counters.frames_received++;
   switch (hdr->kind) {
     case frame_kind::keepalive: return UCS_OK;
@@ -484,8 +393,12 @@ void ucx_node::impl::mark_down(ucp_ep_h ep, const std::string& reason) {
   if (it == by_ep.end()) return;
   const std::string name = it->second.name;
   const bool was_up = it->second.up;
+  // An accepted peer that goes before it proved the secret is as refused as a wrong proof.
+  const bool unproven = it->second.incoming && !it->second.secret.empty() && it->second.stage != hello_stage::done;
+  const std::string address = it->second.address;
   by_ep.erase(it);
   to_close.push_back(ep);
+  if (unproven) report_refused(address, "left before proving the job secret (" + reason + ")");
   if (name.empty() || !was_up) return;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -502,6 +415,7 @@ void ucx_node::impl::mark_down(ucp_ep_h ep, const std::string& reason) {
 }
 
 void ucx_node::impl::check_keepalives() {
+  expire_pending_hellos();
   const auto now = steady::now();
   const auto silent_limit = opt.keepalive_interval * opt.keepalive_misses;
   std::vector<ucp_ep_h> silent, due;
@@ -611,10 +525,13 @@ bool enqueue(ucx_node::impl& self, command c) {
 }
 }  // namespace
 
-void ucx_node::connect(const std::string& host_port) {
+void ucx_node::connect(const std::string& host_port) { connect(host_port, impl_->opt.secret); }
+
+void ucx_node::connect(const std::string& host_port, const std::string& secret) {
   command c;
   c.kind = command::connect;
   c.target = host_port;
+  c.secret = secret;
   enqueue(*impl_, std::move(c));
 }
 

@@ -6,6 +6,16 @@
 // silent for keepalive_interval x keepalive_misses is reported down, exactly once.
 //
 // Peer states:  connecting --HELLO--> up --error/timeout/goodbye--> down (final)
+//                connecting --no HELLO, or no proof of the secret--> refused (final)
+//
+// Authentication: a node with a `secret` (the job's token) accepts a peer only when its
+// HELLO proves the same secret, and proves it back (peer_auth.hpp); it drops, counts and
+// reports every other frame and peer. Until a peer is up, nothing it sends reaches a
+// handler. A node without a secret says a plain HELLO, as before.
+//
+// Listening: UCX's TCP transport opens listening sockets of its own on every network
+// device; the node keeps them to loopback and listen_host's interface (UCX_NET_DEVICES,
+// unless that is set in the environment).
 //
 // Threading: every UCX call happens on the progress thread. send()/connect() enqueue
 // commands (bounded queue) and wake it through an eventfd. Handlers run on the progress
@@ -40,6 +50,11 @@ struct ucx_node_options {
   // ep_params() in ucx_node.cpp for what that means for failure detection.
   bool shared_memory = true;
   uint64_t eager_bulk_max_shared_memory = 64 << 10;  // the same bound for same-host peers
+  // The job's secret: peers connecting here must prove it, and connect() proves it to
+  // the peers it reaches. Empty: plain HELLOs, and authenticated ones are refused.
+  std::string secret;
+  std::chrono::milliseconds hello_timeout{10000};  // an accepted peer not up by then is refused
+  size_t max_pending_peers = 64;                   // accepted connections not yet up, at most
 };
 
 struct ucx_node_handlers {
@@ -51,16 +66,20 @@ struct ucx_node_handlers {
   std::function<void(const std::string& peer, const frame_header&, std::byte* buffer, bool ok)> on_bulk_done;
   // A peer came up (up = true) or went down, with the reason.
   std::function<void(const std::string& peer, bool up, const std::string& reason)> on_peer;
+  // A peer was refused (no HELLO, or no proof of the secret): its host:port and why. Called
+  // for the first 16 refusals and then for every power of two, so a flood stays bounded.
+  std::function<void(const std::string& address, const std::string& reason)> on_refused;
 };
 
 struct ucx_node_counters {
   std::atomic<uint64_t> frames_sent{0};
   std::atomic<uint64_t> frames_received{0};
-  std::atomic<uint64_t> frames_dropped{0};     // malformed, unknown peer, or no buffer
+  std::atomic<uint64_t> frames_dropped{0};     // malformed, unauthenticated peer, or no buffer
   std::atomic<uint64_t> bytes_sent{0};
   std::atomic<uint64_t> bytes_received{0};
   std::atomic<uint64_t> sends_rejected{0};     // queue full or peer not up
   std::atomic<uint64_t> peers_down{0};
+  std::atomic<uint64_t> peers_refused{0};      // failed or never finished the HELLO exchange
   std::atomic<uint64_t> queue_depth{0};
   std::atomic<uint64_t> queue_depth_max{0};
 };
@@ -75,8 +94,10 @@ class ucx_node {
   const std::string& name() const;
   std::string address() const;  // "host:port" this node listens on
 
-  // Starts connecting; the peer becomes usable when its HELLO arrives.
+  // Starts connecting; the peer becomes usable when its HELLO arrives. The first form
+  // proves options.secret (if any), the second `secret` (empty: a plain HELLO).
   void connect(const std::string& host_port);
+  void connect(const std::string& host_port, const std::string& secret);
   bool wait_up(const std::string& peer, std::chrono::milliseconds timeout) const;
   bool is_up(const std::string& peer) const;
   std::vector<std::string> peers_up() const;
@@ -94,5 +115,10 @@ class ucx_node {
  private:
   std::unique_ptr<impl> impl_;
 };
+
+// The local IPv4 address this host would use to reach `host` (an IPv4 address): loopback
+// for loopback, else the address of the interface the route goes through. For nodes that
+// only connect out, so that they listen where their peers can reach them and nowhere else.
+std::string local_address_towards(const std::string& host);
 
 }  // namespace msomni::transport
