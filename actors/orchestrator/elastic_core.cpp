@@ -111,6 +111,7 @@ std::vector<action> elastic_core::spawn(int64_t count, const std::string& near_n
     m.name = "rank-" + std::to_string(next_rank_id_++);
     m.node = *node;
     m.since = now;
+    m.replacement = downs_ > 0;
     members_[m.name] = m;
     joining_.push_back(m.name);
     out.push_back(spawn_on_agent{*node, m.name});
@@ -345,6 +346,7 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
   if (was == member_state::left || was == member_state::dead) return out;
   m.state = member_state::dead;
   m.since = now;
+  ++downs_;
   out.push_back(journal_event{"rank_down", name + " (" + std::string(orchestrator::to_string(was)) + ") on " + m.node + ": " + why});
   out.push_back(stop_on_agent{m.node, name, "declared down: " + why});
   if (phase_ == phase::done) return out;
@@ -394,7 +396,35 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
   return out;
 }
 
-std::vector<action> elastic_core::rollback(const std::string& why, time_point now) {
+std::vector<action> elastic_core::on_rank_failed(const msg::rank_failed& r, time_point now) {
+  std::vector<action> out;
+  const auto it = members_.find(r.name);
+  if (it == members_.end() || it->second.state == member_state::left || it->second.state == member_state::dead ||
+      phase_ == phase::done)
+    return out;
+  const std::string reason = r.reason.empty() ? "no reason given" : r.reason;
+  const auto earlier = failures_.repeat_of(r.name, reason, it->second.replacement);
+  failures_.record(r.name, reason);
+  if (!earlier) return on_rank_down(r.name, "failed: " + reason, now);
+  // The same words from a rank started after the first: another replacement would fail alike.
+  phase_ = phase::done;
+  finished_ = true;
+  it->second.state = member_state::dead;
+  it->second.since = now;
+  ++downs_;
+  out.push_back(journal_event{"rank_down", r.name + " on " + it->second.node + ": failed: " + reason});
+  for (const auto& [n, m] : members_)
+    if (m.state != member_state::left && m.state != member_state::dead)
+      out.push_back(stop_on_agent{m.node, n, "the job failed"});
+  out.push_back(stop_on_agent{it->second.node, r.name, "failed: " + reason});
+  out.push_back(finish_job{false, r.name + " failed: " + reason + " (again: " + *earlier +
+                                      " failed the same way, so a replacement would too; " +
+                                      std::to_string(recoveries_) + " of " + std::to_string(s_.max_recoveries) +
+                                      " recoveries spent)"});
+  return out;
+}
+
+std::vector<action> elastic_core::rollback(std::string why, time_point now) {
   std::vector<action> out;
   std::vector<std::string> survivors;
   for (const auto& n : ring_) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include "core/clock.hpp"
+#include "failure_history.hpp"
 #include "messages/control_messages.hpp"
 
 #include <cstdint>
@@ -51,6 +52,7 @@ struct member_info {
   int64_t pid = 0;
   member_state state = member_state::starting;
   time_point since{};
+  bool replacement = false;  // started after an earlier rank went down (failure_history.hpp)
 };
 
 struct agent_info {
@@ -105,6 +107,9 @@ class elastic_core {
   std::vector<action> on_rank_stalled(const msg::rank_stalled& r, time_point now);
   // The process died, went silent, or exited without saying goodbye.
   std::vector<action> on_rank_down(const std::string& name, const std::string& why, time_point now);
+  // The rank said why it cannot go on: recovered from like a lost rank, unless a replacement
+  // repeats an earlier rank's reason word for word (then the job ends with it).
+  std::vector<action> on_rank_failed(const msg::rank_failed& r, time_point now);
   std::vector<action> on_tick(time_point now);
 
   // scale-down / scale-up / stop (the shell checks the token first).
@@ -137,7 +142,7 @@ class elastic_core {
   int64_t free_slots_on(const agent_info& a) const;
   send_plan make_plan(std::vector<std::string> members, msg::state_source source, bool checkpoint_first,
                       std::vector<std::string> also_to, std::string reason);
-  std::vector<action> rollback(const std::string& why, time_point now);
+  std::vector<action> rollback(std::string why, time_point now);  // by value: callers pass rollback_pending_
   std::vector<action> maybe_join_new(time_point now);
   std::vector<action> top_up(time_point now);
   std::vector<action> maybe_finish(time_point now);
@@ -154,6 +159,8 @@ class elastic_core {
   uint64_t next_rank_id_ = 0;
   int64_t target_ = 0;
   int64_t recoveries_ = 0;
+  uint64_t downs_ = 0;            // ranks declared down so far; a rank started after one is a replacement
+  failure_history failures_;
   time_point deadline_{};        // grace period of a scale-down
   time_point change_started_{};  // for the pause reported when a change completes
   uint64_t plan_epoch_ = 0;      // the epoch whose first step ends the change

@@ -39,10 +39,23 @@ void journal(shell_state& st, const std::string& kind, const std::string& detail
   std::cerr << (st.env.progress_on_tty ? "\n" : "") << "msomni-run: " << kind << ": " << detail << "\n";
 }
 
+// A journal that cannot be written ends the job: going on would leave no record of it.
+void stop_if_journal_failed(caf::event_based_actor* self, shell_state& st) {
+  if (!st.env.journal || !st.env.journal->failed() || st.done) return;
+  execute(self, st, {finish_job{false, "the run journal cannot be written (" + st.env.journal->failure() +
+                                           "); stopping rather than training without a record"}});
+}
+
 void execute_one(caf::event_based_actor* self, shell_state& st, action& a) {
   if (auto* p = std::get_if<send_plan>(&a)) {
-    if (p->plan.source == static_cast<uint8_t>(msg::state_source::checkpoint) && st.env.latest_checkpoint_step)
-      st.progress.rollback_to(st.env.latest_checkpoint_step());
+    if (p->plan.source == static_cast<uint8_t>(msg::state_source::checkpoint) && st.env.latest_checkpoint_step) {
+      const auto from = st.env.latest_checkpoint_step();
+      const auto reached = st.progress.last_step();
+      if (st.progress.rollback_to(from) && st.env.journal)
+        st.env.journal->begin_attempt(from, "rolled back from step " + std::to_string(reached) +
+                                                " to the last checkpoint; steps " + std::to_string(from + 1) + ".." +
+                                                std::to_string(reached) + " are repeated");
+    }
     for (const auto& to : p->to)
       if (auto it = st.workers.find(to); it != st.workers.end()) self->send(it->second, p->plan);
   } else if (auto* s = std::get_if<spawn_on_agent>(&a)) {
@@ -138,7 +151,7 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
         const auto wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::system_clock::now().time_since_epoch()).count();
         if (auto line = st->progress.on_step(r, now, wall_ms)) {
-          if (st->env.journal) st->env.journal->metric(*line);
+          if (st->env.journal && !st->env.journal->metric(*line)) stop_if_journal_failed(self, *st);
           const bool tty = st->env.progress_on_tty;
           if (tty || r.step % 10 == 0 || st->progress.finished())
             std::cerr << (tty ? "\r" : "") << st->progress.progress_line() << (tty ? "   " : "\n") << std::flush;
@@ -183,6 +196,7 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
       },
       [self, st](const msg::control_request& r) { return handle_control(self, *st, r); },
       [self, st](tick_atom) {
+        stop_if_journal_failed(self, *st);
         if (st->done) return;
         const auto now = st->clock.now();
         for (const auto& [node, seen] : std::map(st->agent_seen))

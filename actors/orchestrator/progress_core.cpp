@@ -1,6 +1,8 @@
 // progress_core (see progress_core.hpp).
 #include "progress_core.hpp"
 
+#include "core/json_escape.hpp"
+
 #include <cstdio>
 
 namespace msomni::orchestrator {
@@ -16,6 +18,21 @@ std::optional<std::string> progress_core::on_step(const msg::step_record& r, tim
   last_loss_ = r.loss;
   tokens_per_s_ = r.tokens_per_s;
   last_at_ = now;
+  uint64_t bad = 0;
+  std::string bad_json, bad_text;
+  for (const auto& b : r.bad_samples) {
+    bad += b.count;
+    bad_by_reason_[b.reason] += b.count;
+    bad_json += (bad_json.empty() ? "\"" : ",\"") + json_escape(b.reason) + "\":" + std::to_string(b.count);
+    bad_text += " " + b.reason + "=" + std::to_string(b.count);
+  }
+  bad_total_ += bad;
+  if (bad > 0 && bad_notes_ < bad_sample_notes_max) {
+    ++bad_notes_;
+    bad_note_ = "step " + std::to_string(r.step) + ": " + std::to_string(bad) + " bad samples skipped (" + bad_text.substr(1) +
+                "); " + std::to_string(bad_total_) + " so far (" + bad_samples_summary().substr(bad_samples_summary().find(':') + 2) + ")" +
+                (bad_notes_ == bad_sample_notes_max ? "; later steps count them in metrics.jsonl only" : "");
+  }
   char line[384];
   std::snprintf(line, sizeof line,
                 "{\"step\":%llu,\"loss\":%.9g,\"world_size\":%u,\"step_time_ms\":%.3f,\"tokens_per_s\":%.1f,"
@@ -23,7 +40,9 @@ std::optional<std::string> progress_core::on_step(const msg::step_record& r, tim
                 static_cast<unsigned long long>(r.step), r.loss, r.world_size, r.step_time_ns / 1e6,
                 r.tokens_per_s, r.data_wait_ns / 1e6, r.checkpoint_ns / 1e6, static_cast<unsigned long long>(r.downgraded_samples),
                 static_cast<long long>(wall_ms));
-  return std::string(line);
+  std::string out(line);
+  out.insert(out.size() - 1, ",\"bad_samples\":{" + bad_json + "}");
+  return out;
 }
 
 std::string progress_core::progress_line() const {
@@ -44,6 +63,20 @@ std::string progress_core::progress_line() const {
 }  // namespace msomni::orchestrator
 
 namespace msomni::orchestrator {
+
+std::string progress_core::bad_samples_summary() const {
+  std::string s = "bad samples " + std::to_string(bad_total_);
+  if (bad_total_ == 0) return s;
+  s += ":";
+  for (const auto& [reason, n] : bad_by_reason_) s += " " + reason + "=" + std::to_string(n);
+  return s;
+}
+
+std::string progress_core::bad_samples_json() const {
+  std::string j = "{";
+  for (const auto& [reason, n] : bad_by_reason_) j += (j.size() > 1 ? ",\"" : "\"") + json_escape(reason) + "\":" + std::to_string(n);
+  return j + "}";
+}
 
 std::string progress_core::summary() const {
   if (!first_at_) return "no step recorded";

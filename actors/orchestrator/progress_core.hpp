@@ -22,8 +22,13 @@ class progress_core {
   // the caller) goes into the record so pauses can be measured across processes.
   std::optional<std::string> on_step(const msg::step_record& r, time_point now, int64_t wall_ms = 0);
 
-  // After a rollback to `step`, replayed steps are recorded again.
-  void rollback_to(uint64_t step) { last_step_ = std::min(last_step_, step); }
+  // After a rollback to `step`, replayed steps are recorded again. True when steps already
+  // recorded will be repeated (a new attempt begins).
+  bool rollback_to(uint64_t step) {
+    const bool repeats = last_step_ > step;
+    last_step_ = std::min(last_step_, step);
+    return repeats;
+  }
 
   std::string progress_line() const;
   // "N steps in T s, loss A -> B, X tokens/s at the end" for the end-of-job line.

@@ -1,35 +1,112 @@
 // run_journal (see run_journal.hpp).
 #include "run_journal.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <fstream>
 #include <stdexcept>
 
 namespace msomni::orchestrator {
 
-run_journal::run_journal(const std::filesystem::path& run_dir) {
-  metrics_ = std::fopen((run_dir / "metrics.jsonl").c_str(), "a");
-  events_ = std::fopen((run_dir / "events.jsonl").c_str(), "a");
-  if (!metrics_ || !events_) throw std::runtime_error("cannot open journals in " + run_dir.string());
+namespace {
+
+int open_append(const std::filesystem::path& p) {
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot open " + p.string() + ": " + std::strerror(errno));
+  return fd;
+}
+
+int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+run_journal::run_journal(const std::filesystem::path& run_dir) : run_dir_(run_dir) {
+  metrics_fd_ = open_append(run_dir / "metrics.jsonl");
+  try {
+    events_fd_ = open_append(run_dir / "events.jsonl");
+  } catch (...) {
+    ::close(metrics_fd_);
+    throw;
+  }
+  uint64_t last = 0;
+  std::ifstream in(run_dir / "attempt");
+  if (in) in >> last;
+  attempt_ = last + 1;
+  store_attempt();
+  if (failed_) {
+    ::close(metrics_fd_);
+    ::close(events_fd_);
+    throw std::runtime_error(failure_);
+  }
 }
 
 run_journal::~run_journal() {
-  if (metrics_) std::fclose(metrics_);
-  if (events_) std::fclose(events_);
+  if (metrics_fd_ >= 0) ::close(metrics_fd_);
+  if (events_fd_ >= 0) ::close(events_fd_);
 }
 
-void run_journal::metric(const std::string& json_line) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::fprintf(metrics_, "%s\n", json_line.c_str());
-  std::fflush(metrics_);
+void run_journal::store_attempt() {
+  // Small and rewritten rarely: temp + fsync + rename, so a crash leaves the old or new number.
+  const auto tmp = run_dir_ / ".attempt.tmp";
+  const auto text = std::to_string(attempt_.load()) + "\n";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                  ::fsync(fd) == 0;
+  const int err = errno;
+  if (fd >= 0) ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), (run_dir_ / "attempt").c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    failure_ = "cannot record the attempt number in " + (run_dir_ / "attempt").string() + ": " +
+               std::strerror(ok ? errno : err);
+    failed_ = true;
+  }
 }
 
-void run_journal::event(const std::string& kind, const std::string& reason) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::system_clock::now().time_since_epoch()).count();
+bool run_journal::append(int fd, const std::string& line, const char* file) {
+  if (failed_) return false;
+  const off_t before = ::lseek(fd, 0, SEEK_END);
+  const ssize_t n = ::write(fd, line.data(), line.size());
+  if (n == static_cast<ssize_t>(line.size())) return true;
+  const int err = n < 0 ? errno : ENOSPC;  // a short write on a regular file means the disk is full
+  if (n > 0 && before >= 0) (void)::ftruncate(fd, before);  // no torn line left behind
+  failure_ = std::string("cannot write ") + (run_dir_ / file).string() + ": " + std::strerror(err);
+  failed_ = true;
+  return false;
+}
+
+bool run_journal::metric(const std::string& json_object) {
+  if (json_object.size() < 2 || json_object.front() != '{' || json_object.back() != '}')
+    throw std::invalid_argument("run_journal::metric wants one JSON object");
   std::lock_guard<std::mutex> lock(mutex_);
-  std::fprintf(events_, "{\"time_ms\":%lld,\"event\":\"%s\",\"reason\":\"%s\"}\n", static_cast<long long>(ms),
-               json_escape(kind).c_str(), json_escape(reason).c_str());
-  std::fflush(events_);
+  const auto attempt = std::to_string(attempt_.load());
+  const auto line = json_object.substr(0, json_object.size() - 1) + ",\"attempt\":" + attempt + "}\n";
+  return append(metrics_fd_, line, "metrics.jsonl");
+}
+
+bool run_journal::event(const std::string& kind, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto line = "{\"time_ms\":" + std::to_string(unix_ms()) + ",\"event\":\"" + json_escape(kind) +
+                    "\",\"reason\":\"" + json_escape(reason) + "\",\"attempt\":" + std::to_string(attempt_.load()) + "}\n";
+  return append(events_fd_, line, "events.jsonl");
+}
+
+uint64_t run_journal::begin_attempt(uint64_t from_step, const std::string& cause) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++attempt_;
+    store_attempt();
+  }
+  event("attempt_started", "attempt " + std::to_string(attempt_.load()) + " resumes from step " +
+                               std::to_string(from_step) + ": " + cause);
+  return attempt_;
 }
 
 }  // namespace msomni::orchestrator

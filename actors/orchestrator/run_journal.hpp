@@ -1,11 +1,22 @@
 // The run directory's journals: metrics.jsonl (one record per step) and events.jsonl (every
-// elastic, failure and checkpoint event with its timestamp and reason). Appends are flushed
-// line by line so a crash loses at most the line being written.
+// elastic, failure and checkpoint event with its timestamp and reason).
+//
+// Every line is written whole with one append and checked: a failed or short write is cut
+// back to the previous line end, so a reader never meets a torn line, and the journal turns
+// failed(): the caller stops the job loudly (a job whose record cannot be kept must not go
+// on as if it could).
+//
+// Attempts: each line carries "attempt". A run directory's attempts are numbered 1, 2, ...
+// across msomni-run starts (the counter lives in RUN_DIR/attempt) and rollbacks; an
+// "attempt_started" event gives the step the attempt resumed from. A reader gets the
+// effective curve by letting a metrics line of a later attempt replace every earlier line
+// of the same or a later step.
 #pragma once
 
 #include "core/json_escape.hpp"
 
-#include <cstdio>
+#include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -14,19 +25,37 @@ namespace msomni::orchestrator {
 
 class run_journal {
  public:
+  // Opens (appends to) both journals and starts the next attempt from RUN_DIR/attempt.
+  // Throws std::runtime_error when they cannot be opened.
   explicit run_journal(const std::filesystem::path& run_dir);
   ~run_journal();
   run_journal(const run_journal&) = delete;
   run_journal& operator=(const run_journal&) = delete;
 
-  void metric(const std::string& json_line);
-  // {"time": <unix ms>, "event": kind, "reason": ...}
-  void event(const std::string& kind, const std::string& reason);
+  // False (and failed() from then on) when the line could not be written.
+  bool metric(const std::string& json_object);  // "{...}"; the attempt is added
+  // {"time_ms": <unix ms>, "event": kind, "reason": ..., "attempt": N}
+  bool event(const std::string& kind, const std::string& reason);
+
+  // Starts the next attempt (a rollback: steps from `from_step` on are repeated) and
+  // journals it; returns the new attempt number.
+  uint64_t begin_attempt(uint64_t from_step, const std::string& cause);
+  uint64_t attempt() const noexcept { return attempt_; }
+
+  bool failed() const noexcept { return failed_; }
+  const std::string& failure() const noexcept { return failure_; }
 
  private:
+  bool append(int fd, const std::string& line, const char* file);
+  void store_attempt();
+
+  std::filesystem::path run_dir_;
   std::mutex mutex_;
-  std::FILE* metrics_ = nullptr;
-  std::FILE* events_ = nullptr;
+  int metrics_fd_ = -1;
+  int events_fd_ = -1;
+  std::atomic<uint64_t> attempt_{0};
+  std::atomic<bool> failed_{false};
+  std::string failure_;
 };
 
 using msomni::json_escape;  // core/json_escape.hpp

@@ -10,6 +10,7 @@
 // boundary, is the same on every rank and restores under any slot.
 #pragma once
 
+#include "messages/training_messages.hpp"
 #include "model/micro_batch.hpp"
 
 #include <cstdint>
@@ -36,6 +37,9 @@ class batch_source {
   virtual void restore_state(std::span<const uint8_t> bytes) = 0;
   // Video samples decoded keyframe-only under pressure so far (0 for generated data).
   virtual uint64_t downgraded_total() const { return 0; }
+  // Bad samples met so far, one entry per reason the source can meet, in the same order on
+  // every rank of a job (the trainer sums them over ranks per step); none for generated data.
+  virtual std::vector<msg::bad_sample_count> bad_sample_totals() const { return {}; }
 };
 
 }  // namespace msomni::rank_worker

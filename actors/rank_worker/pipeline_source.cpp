@@ -54,6 +54,13 @@ model::micro_batch to_model_batch(const data::micro_batch& in) {
   return mb;
 }
 
+std::vector<msg::bad_sample_count> pipeline_source::bad_sample_totals() const {
+  std::vector<msg::bad_sample_count> out;
+  for (int i = 0; i < data::bad_reason_count; ++i)
+    out.push_back({data::to_string(data::bad_reason(i)), pipe_->bad_data().count[size_t(i)]});
+  return out;
+}
+
 model::micro_batch pipeline_source::next() {
   const auto b = pipe_->next_batch();
   for (uint8_t d : b.downgraded) downgraded_ += d;

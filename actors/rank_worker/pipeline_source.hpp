@@ -23,7 +23,9 @@ class pipeline_source final : public batch_source {
   std::vector<uint8_t> save_state() const override { return pipe_->save_state(); }
   void restore_state(std::span<const uint8_t> bytes) override { pipe_->restore_state(bytes); }
 
-  uint64_t downgraded_total() const { return downgraded_; }
+  uint64_t downgraded_total() const override { return downgraded_; }
+  // Every reason of data::bad_reason, counted since this source was built.
+  std::vector<msg::bad_sample_count> bad_sample_totals() const override;
   const data::data_pipeline& pipeline() const { return *pipe_; }
 
  private:

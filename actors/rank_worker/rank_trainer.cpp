@@ -37,6 +37,7 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   double targets = 0, inputs = 0;
   model_.zero_gradients();
   const uint64_t downgraded_before = data_->downgraded_total();
+  const auto bad_before = data_->bad_sample_totals();
   const float scale = 1.0f / static_cast<float>(settings_.grad_accum);
   for (int64_t k = 0; k < settings_.grad_accum; ++k) {
     const auto before = clock_.now();
@@ -59,8 +60,13 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   }
   // Epochs are small integers, exact in a float (below 2^24); only rank 0 adds one.
   const auto downgraded = static_cast<float>(data_->downgraded_total() - downgraded_before);
-  float stats[5] = {static_cast<float>(loss_sum), static_cast<float>(targets), static_cast<float>(inputs),
-                    static_cast<float>(announce), downgraded};
+  // Bad samples of this step per reason follow the five fixed statistics; every rank of a job
+  // has the same kind of data source, so the same reasons in the same order.
+  const auto bad_after = data_->bad_sample_totals();
+  std::vector<float> stats = {static_cast<float>(loss_sum), static_cast<float>(targets), static_cast<float>(inputs),
+                              static_cast<float>(announce), downgraded};
+  for (size_t i = 0; i < bad_after.size(); ++i)
+    stats.push_back(static_cast<float>(bad_after[i].count - (i < bad_before.size() ? bad_before[i].count : 0)));
   comm_->all_reduce(stats, transport::reduce_op::sum);
   announced_ = static_cast<uint64_t>(stats[3]);
 
@@ -79,6 +85,8 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   r.tokens_per_s = elapsed.count() > 0 ? static_cast<double>(stats[2]) * 1e9 / static_cast<double>(elapsed.count()) : 0;
   r.data_wait_ns = data_wait.count();
   r.downgraded_samples = static_cast<uint64_t>(stats[4]);  // all ranks, this step
+  for (size_t i = 0; i < bad_after.size(); ++i)
+    if (const auto n = static_cast<uint64_t>(stats[5 + i]); n > 0) r.bad_samples.push_back({bad_after[i].reason, n});
   (void)rep;
   return r;
 }

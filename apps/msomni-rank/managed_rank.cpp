@@ -261,6 +261,18 @@ class managed_rank {
     return 1;
   }
 
+ public:
+  // The rank's own error text, to the orchestrator before the process exits (its exit
+  // status alone would not say why). Acknowledged, briefly: the process ends either way.
+  void report_failure(const std::string& why) {
+    if (!orchestrator_) return;
+    const uint64_t step = tr_.trainer ? tr_.trainer->steps_done() : 0;
+    caf::scoped_actor self{sys_};
+    self->request(orchestrator_, 5s, msg::rank_failed{o_.name, epoch_, step, why})
+        .receive([](bool) {}, [&](caf::error&) { std::cerr << "msomni-rank: rank_failed was not acknowledged\n"; });
+  }
+
+ private:
   int leave(const std::string& reason) {
     const uint64_t step = tr_.trainer ? tr_.trainer->steps_done() : 0;
     const uint64_t sum = tr_.trainer ? tr_.trainer->parameter_checksum() : 0;
@@ -307,7 +319,12 @@ int run_managed_rank(const config::job_config& cfg, const managed_rank_options& 
     transport::transport_hub hub(node_opt);
     transport::gateway gw(sys, hub);
     managed_rank rank(cfg, opts, sys, hub, gw);
-    return rank.run();
+    try {
+      return rank.run();
+    } catch (const std::exception& e) {
+      rank.report_failure(e.what());
+      throw;
+    }
   } catch (const std::exception& e) {
     std::cout << "RESULT fail " << e.what() << std::endl;
     std::cerr << "msomni-rank " << opts.name << ": " << e.what() << "\n";

@@ -59,22 +59,24 @@ orchestrator::elastic_settings elastic_settings_from(const config::job_config& c
 
 }  // namespace
 
-int launch_job(const config::job_config& cfg, const run_options& opts, const char* argv0) {
-  (void)argv0;
-  const fs::path run_dir = fs::absolute(opts.run_dir.empty() ? fs::path("runs") / cfg.job.name : fs::path(opts.run_dir));
-  fs::create_directories(run_dir);
-  const fs::path ckpt_dir = fs::path(cfg.checkpoint.dir).is_absolute() ? fs::path(cfg.checkpoint.dir)
-                                                                      : run_dir / cfg.checkpoint.dir;
+int launch_job(const config::job_config& cfg, const run_paths& paths, const run_options& opts) {
+  const fs::path& run_dir = paths.run_dir;
+  const fs::path& ckpt_dir = paths.checkpoint_dir;
+  // Held until this function returns: no second msomni-run writes here meanwhile.
+  const auto claim = claim_run_paths(paths, cfg);
   if (opts.fresh) {
-    fs::remove(run_dir / "metrics.jsonl");
-    fs::remove(run_dir / "events.jsonl");
-    fs::remove_all(ckpt_dir);
-    fs::remove_all(run_dir / "logs");
+    const auto removed = remove_job_outputs(paths);
+    for (const auto& k : removed.kept)
+      std::cerr << "msomni-run: --fresh left " << k << " alone (msomni does not write such names)\n";
   }
-  fs::create_directories(ckpt_dir);
   orchestrator::run_journal journal(run_dir);
+  for (const auto& n : claim.notes) journal.event("run_dir_lock", n);
   ensure_generated_datasets(cfg, std::cerr);
   const bool resume = !opts.fresh && fs::exists(ckpt_dir / "latest");
+  journal.event("attempt_started",
+                "attempt " + std::to_string(journal.attempt()) + " resumes from step " +
+                    std::to_string(resume ? ckpt::latest_step(ckpt_dir).value_or(0) : 0) + ": msomni-run started" +
+                    (opts.fresh ? " with --fresh" : resume ? " on an existing checkpoint" : ""));
   if (resume)
     journal.event("resume", "ranks load the newest checkpoint under " + ckpt_dir.string() +
                                 " that verifies (latest points at " + ckpt::latest_pointer_of(ckpt_dir).value_or("") + ")");
@@ -148,6 +150,10 @@ int launch_job(const config::job_config& cfg, const run_options& opts, const cha
   if (::isatty(2)) std::cerr << "\n";
   std::cout << (ok ? "job " : "job failed: ") << reason << "\n  run directory " << run_dir.string()
             << " (metrics.jsonl, events.jsonl, logs/, checkpoints/)\n";
+  if (journal.failed()) {
+    std::cerr << "msomni-run: " << journal.failure() << "\n";
+    return 1;
+  }
   return ok ? 0 : 1;
 }
 

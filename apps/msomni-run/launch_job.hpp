@@ -6,9 +6,11 @@
 
 #include "config/job_config.hpp"
 #include "run_options.hpp"
+#include "run_paths.hpp"
 
 namespace msomni::apps {
 
-int launch_job(const config::job_config& cfg, const run_options& opts, const char* argv0);
+// `paths` passed check_run_paths; launch_job claims them (markers, locks) before writing.
+int launch_job(const config::job_config& cfg, const run_paths& paths, const run_options& opts);
 
 }  // namespace msomni::apps

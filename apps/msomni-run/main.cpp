@@ -8,6 +8,8 @@
 #include "nccl/nccl_info.hpp"
 #include "source_probe.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <iostream>
 
@@ -33,6 +35,9 @@ void print_environment() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Run directories, checkpoints, logs and journals are the user's alone (0700/0600); the
+  // rank processes inherit this mask.
+  ::umask(077);
   std::string usage_error;
   const auto opts = msomni::apps::parse_run_options(argc, argv, usage_error);
   if (!opts) {
@@ -68,14 +73,28 @@ int main(int argc, char** argv) {
     for (const auto& e : env) std::cerr << e.to_string() << "\n";
     return exit_config;
   }
+  const auto paths = msomni::apps::resolve_run_paths(cfg, opts->run_dir);
+  if (auto problems = msomni::apps::check_run_paths(paths, cfg); !problems.empty()) {
+    std::cerr << "msomni-run: the run directory or checkpoint root cannot be used; nothing was started.\n";
+    for (const auto& p : problems) std::cerr << p << "\n";
+    return exit_config;
+  }
   if (opts->dry_run) {
     std::cout << msomni::config::render_plan(cfg);
+    std::cout << "  run directory: " << paths.run_dir.string() << "\n  checkpoint root: " << paths.checkpoint_dir.string()
+              << "\n";
+    if (const auto holder = msomni::dir_lock::holder_of(paths.run_dir))
+      std::cout << "  note: the run directory is in use now by " << holder->describe()
+                << "; a start would be refused until it ends\n";
     print_environment();
     std::cout << "dry run: configuration valid, nothing started.\n";
     return exit_ok;
   }
   try {
-    return msomni::apps::launch_job(cfg, *opts, argv[0]);
+    return msomni::apps::launch_job(cfg, paths, *opts);
+  } catch (const msomni::apps::run_paths_refused& e) {
+    std::cerr << "msomni-run: " << e.what() << "; nothing was started.\n";
+    return exit_config;
   } catch (const std::exception& e) {
     std::cerr << "msomni-run: " << e.what() << "\n";
     return exit_runtime;

@@ -25,7 +25,9 @@ options:
   --version             print the version and exit
   -h, --help            print this help and exit
 
-exit codes: 0 success, 2 configuration or usage error, 1 runtime failure
+exit codes: 0 success; 2 configuration or usage error, or a run directory or checkpoint
+root that may not be used (foreign files, another run's, in use by a running job); 1 runtime
+failure
 )";
 }
 

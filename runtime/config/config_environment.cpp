@@ -16,8 +16,6 @@ namespace msomni::config {
 
 namespace fs = std::filesystem;
 
-namespace {
-
 config_error located(const job_config& cfg, const std::string& key, std::string reason) {
   config_error e{cfg.source_path, 1, 1, key, std::move(reason)};
   if (auto it = cfg.key_locations.find(key); it != cfg.key_locations.end()) {
@@ -31,6 +29,8 @@ config_error located(const job_config& cfg, const std::string& key, std::string 
   }
   return e;
 }
+
+namespace {
 
 fs::path config_dir(const job_config& cfg) {
   return fs::path(cfg.source_path).parent_path();

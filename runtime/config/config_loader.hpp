@@ -34,6 +34,10 @@ using source_check = std::function<std::string(const std::filesystem::path& path
 // Relative data paths resolve against the config file's directory.
 std::vector<config_error> check_environment(const job_config& cfg, const source_check& usable_source = {});
 
+// An error at `key`, located where the config (or its --set override) gave that key; at the
+// file's start when the key was left at its default.
+config_error located(const job_config& cfg, const std::string& key, std::string reason);
+
 // Where a local data uri points: relative paths are taken from the config file's directory.
 std::filesystem::path resolve_data_path(const job_config& cfg, const std::string& uri);
 

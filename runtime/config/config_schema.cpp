@@ -2,6 +2,7 @@
 // cross-section rules (batch arithmetic, replica bounds, model shape).
 #include "config/config_schema.hpp"
 
+#include <cctype>
 #include <set>
 #include <sstream>
 
@@ -11,6 +12,19 @@ namespace {
 
 constexpr int64_t big = int64_t{1} << 40;
 
+// job.name names the default run directory (runs/<name>) and appears in file names, so it
+// must be one plain path component: no separators, no "." or "..", nothing invisible.
+std::string job_name_problem(const std::string& name) {
+  if (name.empty()) return "must not be empty";
+  if (name.size() > 128) return "is longer than 128 characters";
+  if (name == "." || name == "..") return "must not be \"" + name + "\" (it would name a directory outside runs/)";
+  if (name.front() == '-' || name.front() == '.') return "must not start with '-' or '.'";
+  for (unsigned char c : name)
+    if (!std::isalnum(c) && c != '-' && c != '_' && c != '.')
+      return "may contain only letters, digits, '-', '_' and '.' (it names a directory)";
+  return {};
+}
+
 void read_job(table_reader& r, job_section& s) {
   r.read("name", s.name);
   r.read_enum("class", s.klass,
@@ -18,6 +32,8 @@ void read_job(table_reader& r, job_section& s) {
                {"regular", job_class::regular},
                {"best_effort", job_class::best_effort}});
   r.finish();
+  if (const auto problem = job_name_problem(s.name); !problem.empty())
+    r.context().fail(r.key_path("name"), r.node("name") ? r.node("name") : r.anchor(), "job name " + problem);
 }
 
 void read_model(table_reader& r, model_section& s) {

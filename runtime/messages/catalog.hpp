@@ -51,6 +51,8 @@ CAF_ADD_TYPE_ID(msomni, (msomni::msg::scheduler_status_request))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::scheduler_status))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::job_rejoin))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::scheduler_job_row))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::bad_sample_count))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::rank_failed))
 CAF_END_TYPE_ID_BLOCK(msomni)
 
 namespace msomni {

@@ -84,6 +84,22 @@ typename Inspector::result_type inspect(Inspector& f, rank_stalled& x) {
   return f(caf::meta::type_name("rank_stalled"), x.name, x.epoch, x.step, x.reason);
 }
 
+// rank -> orchestrator (acknowledged with true, then the process exits 1): it cannot go on, and
+// `reason` is its own error text, e.g. a data source that yields only bad samples. The
+// orchestrator recovers as for a lost rank unless a replacement repeats a reason word for
+// word (then the job ends with it). Idempotent: a rank already down is not counted again.
+struct rank_failed {
+  std::string name;
+  uint64_t epoch = 0;
+  uint64_t step = 0;
+  std::string reason;
+  bool operator==(const rank_failed&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rank_failed& x) {
+  return f(caf::meta::type_name("rank_failed"), x.name, x.epoch, x.step, x.reason);
+}
+
 // rank -> orchestrator: leaving cleanly after `final_step` ("decommissioned", "finished",
 // "stopped"), with the parameter checksum for comparisons.
 struct rank_left {

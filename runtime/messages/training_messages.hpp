@@ -9,6 +9,18 @@
 
 namespace msomni::msg {
 
+// Bad samples of one reason ("corrupt_image", "too_large", ...; the data pipeline's names)
+// met in a step by all ranks together. Part of step_record.
+struct bad_sample_count {
+  std::string reason;
+  uint64_t count = 0;
+  bool operator==(const bad_sample_count&) const = default;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, bad_sample_count& x) {
+  return f(caf::meta::type_name("bad_sample_count"), x.reason, x.count);
+}
+
 // rank worker -> orchestrator/scheduler/metrics, one per optimizer step.
 struct step_record {
   uint64_t step = 0;
@@ -19,12 +31,13 @@ struct step_record {
   int64_t data_wait_ns = 0;
   uint64_t downgraded_samples = 0;
   int64_t checkpoint_ns = 0;  // the rank stood still for a checkpoint after this step's update
+  std::vector<bad_sample_count> bad_samples;  // all ranks, this step; only reasons that occurred
   bool operator==(const step_record&) const = default;
 };
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_record& x) {
   return f(caf::meta::type_name("step_record"), x.step, x.world_size, x.loss, x.step_time_ns,
-           x.tokens_per_s, x.data_wait_ns, x.downgraded_samples, x.checkpoint_ns);
+           x.tokens_per_s, x.data_wait_ns, x.downgraded_samples, x.checkpoint_ns, x.bad_samples);
 }
 
 // orchestrator -> rank checkpoint writers: save at `step`. Idempotent per (epoch, step).

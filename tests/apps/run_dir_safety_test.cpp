@@ -1,0 +1,177 @@
+// msomni-run with real processes keeps other people's files and other runs safe: a second
+// msomni-run on a running job's directory is refused with the holder's pid and host and
+// touches nothing; --fresh and checkpoint.dir never delete what msomni did not write; a
+// SIGKILLed control process leaves a lock the next start takes over; the journals say which
+// attempt each line belongs to, so the effective curve has every step exactly once; and
+// the run's files are private to the user.
+#include "core/child_process.hpp"
+#include "support/job_probe.hpp"
+#include "support/process_runner.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string job_text(int64_t steps) {
+  return "[job]\nname = \"safety\"\n"
+         "[model]\nname = \"fuyu-tiny\"\nd_model = 64\nn_layers = 2\nn_heads = 4\nd_ff = 128\nimage_size = 16\n"
+         "patch_size = 8\nvideo_frames = 2\nmax_seq_len = 64\n"
+         "[[data.sources]]\nname = \"shapes\"\nuri = \"synthetic://shapes\"\nmodality = \"image\"\n"
+         "[training]\nglobal_batch = 8\nmicro_batch = 2\ngrad_accum = 2\nsteps = " + std::to_string(steps) +
+         "\nlr = 1e-3\nseed = 5\n"
+         "[elasticity]\nreplicas = 2\nmin_replicas = 1\nmax_replicas = 2\nheartbeat_interval_s = 0.2\n"
+         "heartbeat_misses = 5\n[checkpoint]\ninterval_steps = 10\n";
+}
+
+std::string run_cli(const std::string& args) { return std::string(MSOMNI_RUN_BINARY) + " " + args; }
+
+size_t metric_lines(const fs::path& run_dir) {
+  const auto t = msomni::testing::read_text(run_dir / "metrics.jsonl");
+  return static_cast<size_t>(std::count(t.begin(), t.end(), '\n'));
+}
+
+// Every (step, attempt) of metrics.jsonl in file order.
+std::vector<std::pair<uint64_t, uint64_t>> steps_and_attempts(const fs::path& run_dir) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  std::istringstream in(msomni::testing::read_text(run_dir / "metrics.jsonl"));
+  std::string line;
+  const std::regex step_re("\"step\":(\\d+)"), attempt_re("\"attempt\":(\\d+)\\}$");
+  while (std::getline(in, line)) {
+    std::smatch s, a;
+    REQUIRE(std::regex_search(line, s, step_re));
+    REQUIRE(std::regex_search(line, a, attempt_re));
+    out.emplace_back(std::stoull(s[1]), std::stoull(a[1]));
+  }
+  return out;
+}
+
+// The documented reading rule: a line of a later attempt replaces every earlier line of the
+// same or a later step.
+std::map<uint64_t, uint64_t> effective_curve(const std::vector<std::pair<uint64_t, uint64_t>>& lines) {
+  std::map<uint64_t, uint64_t> curve;  // step -> attempt
+  uint64_t attempt = 0;
+  for (const auto& [step, a] : lines) {
+    if (a != attempt) {
+      curve.erase(curve.lower_bound(step), curve.end());
+      attempt = a;
+    }
+    curve[step] = a;
+  }
+  return curve;
+}
+
+}  // namespace
+
+TEST_CASE("a second msomni-run on a running job's directory is refused with the holder and changes nothing") {
+  msomni::testing::temp_dir dir;
+  const auto cfg = dir.write("job.toml", job_text(100000));
+  const auto run_dir = dir.path() / "run";
+  msomni::child_process first(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
+  REQUIRE(msomni::testing::wait_for_checkpoint(run_dir));
+  const auto latest = msomni::testing::read_text(run_dir / "checkpoints" / "latest");
+  const auto second = msomni::testing::run_command(run_cli(cfg + " --fresh --run-dir " + run_dir.string()));
+  CAPTURE(second.output);
+  CHECK(second.exit_code == 2);
+  CHECK(second.output.find("is in use by another msomni process: pid " + std::to_string(first.pid()) + " on host ") !=
+        std::string::npos);
+  CHECK(second.output.find("nothing was started") != std::string::npos);
+  // The first job's checkpoints and journals are where they were, and it goes on.
+  CHECK(fs::exists(run_dir / "checkpoints" / msomni::testing::read_text(run_dir / "checkpoints" / "latest")
+                                                  .substr(0, latest.find('\n'))));
+  const auto lines = metric_lines(run_dir);
+  CHECK(msomni::testing::wait_for([&] { return metric_lines(run_dir) > lines + 3; }, 60s));
+  CHECK_FALSE(first.exited());
+  // --dry-run says the directory is busy without touching it.
+  const auto dry = msomni::testing::run_command(run_cli(cfg + " --dry-run --run-dir " + run_dir.string()));
+  CHECK(dry.exit_code == 0);
+  CHECK(dry.output.find("in use now by pid " + std::to_string(first.pid())) != std::string::npos);
+  ::kill(first.pid(), SIGTERM);  // a graceful stop
+  CHECK(first.wait(120s) == 0);
+}
+
+TEST_CASE("--fresh and checkpoint.dir never delete what msomni did not write") {
+  msomni::testing::temp_dir dir;
+  const auto cfg = dir.write("job.toml", job_text(4));
+  const auto mine = dir.path() / "my-results";
+  fs::create_directories(mine);
+  std::ofstream(mine / "table.csv") << "precious\n";
+  for (const std::string ckpt : {mine.string(), std::string(".."), std::string("."), std::string("/")}) {
+    INFO("checkpoint.dir = " << ckpt);
+    for (const char* mode : {" --fresh", " --dry-run", ""}) {
+      const auto r = msomni::testing::run_command(run_cli(cfg + mode + " --run-dir " + (dir.path() / "run").string() +
+                                                          " --set checkpoint.dir=" + ckpt));
+      CAPTURE(r.output);
+      CHECK(r.exit_code == 2);
+      CHECK(r.output.find("checkpoint.dir: ") != std::string::npos);
+    }
+  }
+  // A run directory with someone else's files in it is refused the same way.
+  const auto r = msomni::testing::run_command(run_cli(cfg + " --fresh --run-dir " + mine.string()));
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("holds files msomni did not create (table.csv") != std::string::npos);
+  CHECK(msomni::testing::read_text(mine / "table.csv") == "precious\n");
+  CHECK_FALSE(fs::exists(dir.path() / "run"));  // nothing was started, nothing created
+}
+
+TEST_CASE("after a SIGKILL of msomni-run the next start takes over its lock, and every line names its attempt") {
+  msomni::testing::temp_dir dir;
+  const auto run_dir = dir.path() / "run";
+  const auto cfg = dir.write("job.toml", job_text(60));
+  {
+    msomni::child_process first(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
+    // Past a checkpoint and a few steps beyond it, so the next attempt repeats some steps.
+    REQUIRE(msomni::testing::wait_for([&] { return metric_lines(run_dir) >= 25; }, 120s));
+    first.kill9();
+    first.wait(10s);
+  }
+  // The ranks notice their control process is gone and leave.
+  const auto rank_left = [&] {
+    // (the bracket keeps pgrep from matching the shell that runs it)
+    return msomni::testing::run_command("pgrep -f 'msomni-ran[k] .*--ckpt-dir " + (run_dir / "checkpoints").string() + "'")
+               .exit_code != 0;
+  };
+  CHECK(msomni::testing::wait_for(rank_left, 60s));
+  const auto r = msomni::testing::run_command(run_cli(cfg + " --run-dir " + run_dir.string()));
+  CAPTURE(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto events = msomni::testing::read_text(run_dir / "events.jsonl");
+  CAPTURE(events);
+  CHECK(events.find("took over the lock of " + run_dir.string()) != std::string::npos);
+  CHECK(std::regex_search(events, std::regex("\"event\":\"attempt_started\",\"reason\":\"attempt 2 resumes from step "
+                                             "[1-9]\\d*: msomni-run started on an existing checkpoint\",\"attempt\":2\\}")));
+  const auto lines = steps_and_attempts(run_dir);
+  bool repeated = false;
+  std::map<uint64_t, int> seen;
+  for (const auto& [step, a] : lines) repeated = repeated || ++seen[step] > 1;
+  CHECK(repeated);  // the second attempt repeated steps the first had journaled
+  const auto curve = effective_curve(lines);
+  CHECK(curve.size() == 60);
+  CHECK(curve.begin()->first == 1);
+  CHECK(curve.rbegin()->first == 60);
+  CHECK(curve.rbegin()->second == 2);
+  // Private to the user: directories 0700, files 0600.
+  for (const auto& p : {run_dir, run_dir / "checkpoints", run_dir / "logs"}) {
+    struct stat st {};
+    REQUIRE(::stat(p.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0700);
+  }
+  for (const auto& e : fs::recursive_directory_iterator(run_dir)) {
+    if (!e.is_regular_file()) continue;
+    struct stat st {};
+    REQUIRE(::stat(e.path().c_str(), &st) == 0);
+    INFO(e.path().string());
+    CHECK((st.st_mode & 0077) == 0);
+  }
+}

@@ -1,0 +1,89 @@
+// The run journals: every line whole or not at all, a journal that cannot be written says
+// so (failed()) instead of losing lines quietly, and attempts are numbered across restarts
+// and rollbacks.
+#include "run_journal.hpp"
+
+#include "support/process_runner.hpp"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using msomni::orchestrator::run_journal;
+
+namespace {
+
+std::vector<std::string> lines_of(const fs::path& p) {
+  std::istringstream in(msomni::testing::read_text(p));
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("attempts are numbered across journal openings and rollbacks, on every line") {
+  msomni::testing::temp_dir tmp;
+  {
+    run_journal j(tmp.path());
+    CHECK(j.attempt() == 1);
+    CHECK(j.metric("{\"step\":1}"));
+    CHECK(j.begin_attempt(0, "rolled back") == 2);
+    CHECK(j.metric("{\"step\":1}"));
+  }
+  run_journal again(tmp.path());
+  CHECK(again.attempt() == 3);
+  CHECK(again.event("resume", "a \"quoted\" reason"));
+  const auto metrics = lines_of(tmp.path() / "metrics.jsonl");
+  REQUIRE(metrics.size() == 2);
+  CHECK(metrics[0] == "{\"step\":1,\"attempt\":1}");
+  CHECK(metrics[1] == "{\"step\":1,\"attempt\":2}");
+  const auto events = lines_of(tmp.path() / "events.jsonl");
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].find("\"event\":\"attempt_started\",\"reason\":\"attempt 2 resumes from step 0: rolled back\","
+                       "\"attempt\":2}") != std::string::npos);
+  CHECK(events[1].find("\"reason\":\"a \\\"quoted\\\" reason\",\"attempt\":3}") != std::string::npos);
+  CHECK_FALSE(again.failed());
+}
+
+TEST_CASE("a full disk fails the journal loudly") {
+  msomni::testing::temp_dir tmp;
+  fs::create_symlink("/dev/full", tmp.path() / "metrics.jsonl");
+  run_journal j(tmp.path());
+  CHECK_FALSE(j.metric("{\"step\":1}"));
+  CHECK(j.failed());
+  CHECK(j.failure().find("metrics.jsonl: No space left on device") != std::string::npos);
+  CHECK_FALSE(j.event("later", "refused too, once failed"));
+}
+
+TEST_CASE("a write cut short by the file size limit leaves no torn line") {
+  msomni::testing::temp_dir tmp;
+  {
+    run_journal j(tmp.path());
+    REQUIRE(j.metric("{\"step\":1}"));  // 23 bytes
+  }
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{40, 40};  // room for 17 more bytes: the next line is cut short by the kernel
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    run_journal j(tmp.path());
+    const bool wrote = j.metric("{\"step\":2,\"loss\":1.2345678}");
+    ::_exit(!wrote && j.failed() && j.failure().find("metrics.jsonl") != std::string::npos ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(msomni::testing::read_text(tmp.path() / "metrics.jsonl") == "{\"step\":1,\"attempt\":1}\n");
+}
