@@ -74,7 +74,8 @@ void execute_one(caf::event_based_actor* self, shell_state& st, action& a) {
     st.done = true;
     journal(st, f->ok ? "job_finished" : "job_failed", f->reason);
     const auto latest = st.env.latest_checkpoint_step ? st.env.latest_checkpoint_step() : 0;
-    const auto summary = f->reason + "\n  " + st.progress.summary() + "\n  " +
+    if (st.progress.bad_samples_total() > 0) journal(st, "bad_samples_total", st.progress.bad_samples_summary());
+    const auto summary = f->reason + "\n  " + st.progress.summary() + "\n  " + st.progress.bad_samples_summary() + "\n  " +
                          (latest ? "last checkpoint: step " + std::to_string(latest) : std::string("no checkpoint committed"));
     if (st.env.on_finish) st.env.on_finish(f->ok, summary);
   }
@@ -84,13 +85,20 @@ void execute(caf::event_based_actor* self, shell_state& st, std::vector<action> 
   for (auto& a : acts) execute_one(self, st, a);
 }
 
+// The core's status with the bad samples met so far (all ranks) added.
+std::string status_json(const shell_state& st) {
+  auto j = st.core.status_json();
+  j.insert(j.size() - 1, ",\"bad_samples\":" + st.progress.bad_samples_json());
+  return j;
+}
+
 msg::control_reply handle_control(caf::event_based_actor* self, shell_state& st, const msg::control_request& r) {
   if (!same_token(r.token, st.env.token)) {
     journal(st, "control_refused", "a " + r.verb + " request without the run's token (from " + r.requested_by + ")");
     return {false, "refused: missing or wrong token (read it from the run directory's control.json)", ""};
   }
   const auto now = st.clock.now();
-  if (r.verb == "status") return {true, st.core.status_text(), st.core.status_json()};
+  if (r.verb == "status") return {true, st.core.status_text() + "  " + st.progress.bad_samples_summary() + "\n", status_json(st)};
   control_outcome o;
   if (r.verb == "scale-down" || r.verb == "scale-up") {
     const auto grace = std::chrono::duration_cast<nanos>(std::chrono::duration<double>(r.grace_period_s));
@@ -103,7 +111,7 @@ msg::control_reply handle_control(caf::event_based_actor* self, shell_state& st,
   const auto what = r.verb == "stop" ? r.verb : r.verb + " " + std::to_string(r.replicas);
   journal(st, o.ok ? "control" : "control_refused", what + " by " + r.requested_by + ": " + o.text);
   execute(self, st, std::move(o.actions));
-  return {o.ok, o.text, st.core.status_json()};
+  return {o.ok, o.text, status_json(st)};
 }
 
 caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_state> st) {
@@ -152,6 +160,7 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
                                  std::chrono::system_clock::now().time_since_epoch()).count();
         if (auto line = st->progress.on_step(r, now, wall_ms)) {
           if (st->env.journal && !st->env.journal->metric(*line)) stop_if_journal_failed(self, *st);
+          if (auto note = st->progress.take_bad_samples_note()) journal(*st, "bad_samples", *note);
           const bool tty = st->env.progress_on_tty;
           if (tty || r.step % 10 == 0 || st->progress.finished())
             std::cerr << (tty ? "\r" : "") << st->progress.progress_line() << (tty ? "   " : "\n") << std::flush;
@@ -183,6 +192,12 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
                                                    "; the previous checkpoint stays");
       },
       [self, st](const msg::rank_stalled& r) { execute(self, *st, st->core.on_rank_stalled(r, st->clock.now())); },
+      // From a rank that cannot go on, before it exits; idempotent (the core ignores a rank
+      // already down). Acknowledged so the rank knows its reason arrived.
+      [self, st](const msg::rank_failed& r) {
+        if (!st->done) execute(self, *st, st->core.on_rank_failed(r, st->clock.now()));
+        return true;
+      },
       [self, st](const msg::rank_exited& r) {
         if (st->done) return;  // the job is over; ranks exiting now are not failures to recover from
         const auto it = st->core.members().find(r.name);

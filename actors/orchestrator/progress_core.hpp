@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace msomni::orchestrator {
 
@@ -30,6 +32,15 @@ class progress_core {
     return repeats;
   }
 
+  // Bad samples (all ranks): the events.jsonl note for the step on_step last accepted, when
+  // it had any (at most bad_sample_notes_max steps get one; metrics.jsonl has every step).
+  static constexpr uint64_t bad_sample_notes_max = 100;
+  std::optional<std::string> take_bad_samples_note() { return std::exchange(bad_note_, std::nullopt); }
+  uint64_t bad_samples_total() const { return bad_total_; }
+  // "bad samples 3: corrupt_image=2 missing_member=1" (or "bad samples 0"), and as JSON.
+  std::string bad_samples_summary() const;
+  std::string bad_samples_json() const;
+
   std::string progress_line() const;
   // "N steps in T s, loss A -> B, X tokens/s at the end" for the end-of-job line.
   std::string summary() const;
@@ -45,6 +56,10 @@ class progress_core {
   std::optional<time_point> first_at_;
   uint64_t first_step_ = 0;
   time_point last_at_{};
+  std::map<std::string, uint64_t> bad_by_reason_;  // bounded by the data pipeline's reasons
+  uint64_t bad_total_ = 0;
+  uint64_t bad_notes_ = 0;
+  std::optional<std::string> bad_note_;
 };
 
 }  // namespace msomni::orchestrator
