@@ -12,7 +12,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-#include <caf/send.hpp>
+#include <caf/scoped_actor.hpp>
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -153,7 +153,8 @@ TEST_CASE("a node without the job's token cannot join but msomni-agent with cont
     CHECK_FALSE(up);
     if (up) {
       auto orchestrator = gw.remote_actor("control", "orchestrator");
-      caf::anon_send(orchestrator, msomni::msg::agent_hello{"evil", "rack0", "switch0", 8, ::getpid()});
+      caf::scoped_actor self{sys};  // a sender, as msomni-agent's actor is: the orchestrator ignores anonymous hellos
+      self->send(orchestrator, msomni::msg::agent_hello{"evil", "rack0", "switch0", 8, ::getpid()});
       std::this_thread::sleep_for(1s);
     }
   }
