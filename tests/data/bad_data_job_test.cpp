@@ -76,7 +76,7 @@ std::string job_text(const std::string& sources, int64_t steps) {
          sources +
          "[training]\nglobal_batch = 8\nmicro_batch = 2\ngrad_accum = 2\nsteps = " + std::to_string(steps) +
          "\nlr = 1e-3\nseed = 5\n"
-         "[elasticity]\nreplicas = 2\nmin_replicas = 1\nmax_replicas = 2\nheartbeat_interval_s = 0.2\nheartbeat_misses = 5\n"
+         "[elasticity]\nreplicas = 2\nmin_replicas = 1\nmax_replicas = 2\nheartbeat_interval_s = 0.5\nheartbeat_misses = 10\n"
          "[checkpoint]\ninterval_steps = 100000\n";
 }
 
