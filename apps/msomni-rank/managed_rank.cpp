@@ -265,7 +265,7 @@ class managed_rank {
   // The rank's own error text, to the orchestrator before the process exits (its exit
   // status alone would not say why). Acknowledged, briefly: the process ends either way.
   void report_failure(const std::string& why) {
-    if (!orchestrator_) return;
+    if (!orchestrator_ || control_lost_) return;  // nobody to tell
     const uint64_t step = tr_.trainer ? tr_.trainer->steps_done() : 0;
     caf::scoped_actor self{sys_};
     self->request(orchestrator_, 5s, msg::rank_failed{o_.name, epoch_, step, why})
