@@ -90,8 +90,66 @@ const char* to_string(job_class c) {
   return "?";
 }
 
+namespace {
+
+void append_hex(std::string& out, const char* prefix, uint32_t v, int digits) {
+  static const char* hex = "0123456789abcdef";
+  out += prefix;
+  for (int d = digits - 1; d >= 0; --d) out += hex[(v >> (4 * d)) & 15];
+}
+
+// The length of the UTF-8 sequence at s[i] and its code point; 0 when it is not valid UTF-8
+// (a stray continuation byte, an overlong form, a surrogate, beyond U+10FFFF, truncated).
+size_t utf8_at(std::string_view s, size_t i, uint32_t& cp) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  const size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (len == 0 || i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k)
+    if ((b(k) & 0xc0) != 0x80) return 0;
+  if ((c == 0xe0 && b(1) < 0xa0) || (c == 0xed && b(1) >= 0xa0) || (c == 0xf0 && b(1) < 0x90) || (c == 0xf4 && b(1) > 0x8f))
+    return 0;
+  cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+  for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (b(k) & 0x3f);
+  return len;
+}
+
+bool invisible_control(uint32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0x200e || cp == 0x200f || cp == 0x2028 ||
+         cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+}  // namespace
+
+std::string escape_for_terminal(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n' || c == '\r' || c == '\t') {
+      out += c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t";
+      ++i;
+    } else if (c < 0x20 || c == 0x7f) {
+      append_hex(out, "\\x", c, 2);
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else if (uint32_t cp = 0; const size_t len = utf8_at(text, i, cp)) {
+      if (invisible_control(cp)) append_hex(out, "\\u", cp, 4);
+      else out.append(text.substr(i, len));
+      i += len;
+    } else {
+      append_hex(out, "\\x", c, 2);
+      ++i;
+    }
+  }
+  return out;
+}
+
 std::string config_error::to_string() const {
-  return file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + key + ": " + reason;
+  return escape_for_terminal(file) + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " +
+         escape_for_terminal(key) + ": " + escape_for_terminal(reason);
 }
 
 namespace {

@@ -122,3 +122,36 @@ TEST_CASE("a control port already in use is refused, naming the key") {
   CHECK(r.output.find("--set[1]:1:22: cluster.control_port: port " + std::to_string(port)) !=
         std::string::npos);
 }
+
+TEST_CASE("config errors show control and bidirectional characters escaped, never raw") {
+  const auto base = msomni::testing::valid_config_text();
+  struct escaped_case {
+    const char* name;
+    std::string toml;
+    std::string expected;  // what the message shows instead of the raw character
+  };
+  const std::vector<escaped_case> all = {
+      {"ESC sequence in a quoted key", replaced(base, "seed = 7", "seed = 7\n\"st\\u001b[31meps\" = 3"),
+       "\\x1b[31meps"},
+      {"right-to-left override in a value", replaced(base, "name = \"unit\"", "name = \"unit\"\nclass = \"vip\\u202Etxt\""),
+       "vip\\u202etxt"},
+      {"carriage return in a value", replaced(base, "name = \"unit\"", "name = \"unit\"\nclass = \"a\\rb\""), "a\\rb"},
+      {"raw ESC byte in a key of the file", replaced(base, "steps = 10", "st\x1b[2Jeps = 10"), "training.st\\x1b[2Jeps"},
+      {"C1 control in a quoted key", replaced(base, "seed = 7", "seed = 7\n\"k\\u009b\" = 1"), "k\\u009b"},
+      {"a byte that is not UTF-8", replaced(base, "seed = 7", "seed = 7\n\"\xff\" = 2"), "\\xff"},
+  };
+  temp_dir dir;
+  for (const auto& c : all) {
+    SUBCASE(c.name) {
+      const auto path = dir.write("job.toml", c.toml);
+      const auto r = run_command(std::string(MSOMNI_RUN_BINARY) + " " + path + " --dry-run");
+      CAPTURE(r.output);
+      CHECK(r.exit_code == 2);
+      CHECK(r.output.find(c.expected) != std::string::npos);
+      CHECK(r.output.find('\x1b') == std::string::npos);
+      CHECK(r.output.find('\r') == std::string::npos);
+      CHECK(r.output.find("\xe2\x80\xae") == std::string::npos);  // U+202E
+      CHECK(r.output.find("\xc2\x9b") == std::string::npos);      // U+009B, a one-byte CSI
+    }
+  }
+}
