@@ -509,6 +509,23 @@ std::vector<action> elastic_core::rollback(std::string why, time_point now) {
   return out;
 }
 
+std::vector<action> elastic_core::on_training_diverged(const std::string& why, time_point now) {
+  if (phase_ != phase::running) return {};
+  return rollback(why, now);
+}
+
+std::vector<action> elastic_core::fail(const std::string& why) {
+  std::vector<action> out;
+  if (phase_ == phase::done) return out;
+  phase_ = phase::done;
+  finished_ = true;
+  for (const auto& [name, m] : members_)
+    if (m.state != member_state::left && m.state != member_state::dead)
+      out.push_back(stop_on_agent{m.node, name, "the job failed"});
+  out.push_back(finish_job{false, why});
+  return out;
+}
+
 std::vector<action> elastic_core::on_rank_stalled(const msg::rank_stalled& r, time_point now) {
   std::vector<action> out;
   auto it = members_.find(r.name);

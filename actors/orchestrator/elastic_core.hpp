@@ -111,6 +111,12 @@ class elastic_core {
   // repeats an earlier rank's reason word for word (then the job ends with it).
   std::vector<action> on_rank_failed(const msg::rank_failed& r, time_point now);
   std::vector<action> on_tick(time_point now);
+  // Training went non-finite on every rank (training_health asked for it): the members roll
+  // back to the last checkpoint at the current world size, like a recovery. Ignored outside
+  // the running phase (an elastic change in flight plans from a checkpoint anyway).
+  std::vector<action> on_training_diverged(const std::string& why, time_point now);
+  // Ends the job as failed with `why`: every rank is stopped.
+  std::vector<action> fail(const std::string& why);
 
   // scale-down / scale-up / stop (the shell checks the token first).
   control_outcome scale_to(int64_t replicas, nanos grace_period, time_point now);

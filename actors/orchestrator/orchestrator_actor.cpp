@@ -19,9 +19,11 @@ using tick_atom = caf::atom_constant<caf::atom("otick")>;
 constexpr auto tick_interval = std::chrono::milliseconds(200);
 
 struct shell_state {
-  shell_state(elastic_settings s, orchestrator_env e) : core(s), progress(s.total_steps), env(std::move(e)) {}
+  shell_state(elastic_settings s, orchestrator_env e)
+      : core(s), progress(s.total_steps), health(e.health), env(std::move(e)) {}
   elastic_core core;
   progress_core progress;
+  training_health health;
   orchestrator_env env;
   real_clock clock;
   std::map<std::string, caf::actor> workers;  // rank name -> its worker actor
@@ -33,6 +35,7 @@ struct shell_state {
 };
 
 void execute(caf::event_based_actor* self, shell_state& st, std::vector<action> acts);
+std::string health_summary(const shell_state& st);
 
 void journal(shell_state& st, const std::string& kind, const std::string& detail) {
   if (st.env.journal) st.env.journal->event(kind, detail);
@@ -75,7 +78,8 @@ void execute_one(caf::event_based_actor* self, shell_state& st, action& a) {
     journal(st, f->ok ? "job_finished" : "job_failed", f->reason);
     const auto latest = st.env.latest_checkpoint_step ? st.env.latest_checkpoint_step() : 0;
     if (st.progress.bad_samples_total() > 0) journal(st, "bad_samples_total", st.progress.bad_samples_summary());
-    const auto summary = f->reason + "\n  " + st.progress.summary() + "\n  " + st.progress.bad_samples_summary() + "\n  " +
+    const auto summary = f->reason + "\n  " + st.progress.summary() + "\n  " + st.progress.bad_samples_summary() + "; " +
+                         health_summary(st) + "\n  " +
                          (latest ? "last checkpoint: step " + std::to_string(latest) : std::string("no checkpoint committed"));
     if (st.env.on_finish) st.env.on_finish(f->ok, summary);
   }
@@ -83,6 +87,28 @@ void execute_one(caf::event_based_actor* self, shell_state& st, action& a) {
 
 void execute(caf::event_based_actor* self, shell_state& st, std::vector<action> acts) {
   for (auto& a : acts) execute_one(self, st, a);
+}
+
+// Non-finite and spiking training, judged on each journaled step (every rank has the same
+// all-reduced loss and gradient norm, so rank 0's record speaks for all).
+void judge_health(caf::event_based_actor* self, shell_state& st, const msg::step_record& r, time_point now) {
+  auto v = st.health.on_step(r.step, r.loss, r.grad_norm, r.optimizer_skipped);
+  for (const auto& e : v.events) journal(st, e.kind, e.detail);
+  if (v.action == health_verdict::act::roll_back) {
+    auto acts = st.core.on_training_diverged(v.reason, now);
+    if (!acts.empty()) st.health.on_rolled_back();
+    execute(self, st, std::move(acts));
+  } else if (v.action == health_verdict::act::stop) {
+    execute(self, st, st.core.fail(v.reason));
+  }
+}
+
+std::string health_summary(const shell_state& st) {
+  const auto& c = st.health.counts();
+  if (c.nonfinite_steps == 0 && c.loss_spikes == 0) return "training stayed finite, no loss spikes";
+  return std::to_string(c.nonfinite_steps) + " non-finite steps (" + std::to_string(c.skipped_steps) +
+         " updates skipped), " + std::to_string(c.loss_spikes) + " loss spikes, " + std::to_string(c.rollbacks) +
+         " rollbacks for them";
 }
 
 // The core's status with the bad samples met so far (all ranks) added.
@@ -154,11 +180,14 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
         st->watched[w.address()] = {false, r.name};
         execute(self, *st, st->core.on_rank_ready(r, st->clock.now()));
       },
-      [self, st](const msg::step_record& r) {
+      [self, st](msg::step_record r) {
+        r.loss = msg::value_of(r.loss, r.loss_kind);
+        r.grad_norm = msg::value_of(r.grad_norm, r.grad_norm_kind);
         const auto now = st->clock.now();
         const auto wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::system_clock::now().time_since_epoch()).count();
-        if (auto line = st->progress.on_step(r, now, wall_ms)) {
+        const auto line = st->progress.on_step(r, now, wall_ms);
+        if (line) {
           if (st->env.journal && !st->env.journal->metric(*line)) stop_if_journal_failed(self, *st);
           if (auto note = st->progress.take_bad_samples_note()) journal(*st, "bad_samples", *note);
           const bool tty = st->env.progress_on_tty;
@@ -166,6 +195,7 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
             std::cerr << (tty ? "\r" : "") << st->progress.progress_line() << (tty ? "   " : "\n") << std::flush;
         }
         execute(self, *st, st->core.on_step(r.step, r.world_size, now));
+        if (line) judge_health(self, *st, r, now);
       },
       // From a rank leaving (idempotent: a second report of a departed rank changes nothing).
       // A reason starting "failed: " is a rank that cannot go on (every rank decided the same

@@ -6,6 +6,7 @@
 
 #include "elastic_core.hpp"
 #include "run_journal.hpp"
+#include "training_health.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
@@ -27,6 +28,7 @@ struct orchestrator_env {
   std::atomic<bool>* stop_signal = nullptr;  // set by SIGINT/SIGTERM: stop gracefully
   nanos agent_silence_limit{std::chrono::seconds(30)};  // heartbeat_interval x misses
   bool progress_on_tty = false;
+  health_settings health;  // non-finite steps and loss spikes
 };
 
 caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env);

@@ -1,11 +1,21 @@
 // progress_core (see progress_core.hpp).
 #include "progress_core.hpp"
 
+#include "training_health.hpp"
+
 #include "core/json_escape.hpp"
 
+#include <cmath>
 #include <cstdio>
+#include <utility>
 
 namespace msomni::orchestrator {
+
+namespace {
+
+std::string json_number(double v) { return std::isfinite(v) ? number_or_nonfinite_name(v) : "null"; }
+
+}  // namespace
 
 std::optional<std::string> progress_core::on_step(const msg::step_record& r, time_point now, int64_t wall_ms) {
   if (r.step <= last_step_) return std::nullopt;
@@ -35,13 +45,20 @@ std::optional<std::string> progress_core::on_step(const msg::step_record& r, tim
   }
   char line[384];
   std::snprintf(line, sizeof line,
-                "{\"step\":%llu,\"loss\":%.9g,\"world_size\":%u,\"step_time_ms\":%.3f,\"tokens_per_s\":%.1f,"
+                "{\"step\":%llu,\"loss\":%s,\"world_size\":%u,\"step_time_ms\":%.3f,\"tokens_per_s\":%.1f,"
                 "\"data_wait_ms\":%.3f,\"checkpoint_ms\":%.3f,\"downgraded_samples\":%llu,\"time_ms\":%lld}",
-                static_cast<unsigned long long>(r.step), r.loss, r.world_size, r.step_time_ns / 1e6,
+                static_cast<unsigned long long>(r.step), json_number(r.loss).c_str(), r.world_size, r.step_time_ns / 1e6,
                 r.tokens_per_s, r.data_wait_ns / 1e6, r.checkpoint_ns / 1e6, static_cast<unsigned long long>(r.downgraded_samples),
                 static_cast<long long>(wall_ms));
   std::string out(line);
-  out.insert(out.size() - 1, ",\"bad_samples\":{" + bad_json + "}");
+  out.insert(out.size() - 1, ",\"bad_samples\":{" + bad_json + "},\"grad_norm\":" + json_number(r.grad_norm));
+  // JSON has no NaN or infinity: such a value is null, and "nonfinite" names what it was.
+  std::string nonfinite;
+  for (const auto& [name, v] : {std::pair{"loss", r.loss}, std::pair{"grad_norm", r.grad_norm}})
+    if (!std::isfinite(v))
+      nonfinite += std::string(nonfinite.empty() ? "" : ",") + "\"" + name + "\":\"" + number_or_nonfinite_name(v) + "\"";
+  if (!nonfinite.empty()) out.insert(out.size() - 1, ",\"nonfinite\":{" + nonfinite + "}");
+  if (r.optimizer_skipped) out.insert(out.size() - 1, ",\"optimizer_skipped\":true");
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "reshard.hpp"
 
 #include <array>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -41,6 +42,13 @@ std::string failure_of(uint32_t rank, uint64_t sys_errno) {
 
 }  // namespace
 
+std::string first_nonfinite_tensor(const model::model_state& s) {
+  for (const auto& t : s.tensors)
+    for (float v : t.values)
+      if (!std::isfinite(v)) return t.name;
+  return {};
+}
+
 rank_checkpointer::rank_checkpointer(checkpointing_settings s, uint32_t rank)
     : settings_(std::move(s)),
       rank_(rank),
@@ -64,16 +72,16 @@ std::optional<save_timing> rank_checkpointer::take_decided() {
 }
 
 void rank_checkpointer::after_step(rank_trainer& trainer, transport::communicator& comm, bool last) {
-  after_step(trainer.steps_done(), [&trainer] { return trainer.save_state(); }, comm, last);
+  after_step(trainer.steps_done(), [&trainer] { return trainer.save_state(); }, comm, last, trainer.last_step_finite());
 }
 
 void rank_checkpointer::after_step(uint64_t step, const std::function<model::model_state()>& snapshot,
-                                   transport::communicator& comm, bool last) {
+                                   transport::communicator& comm, bool last, bool healthy) {
   last_step_seen_ = step;
   const bool due = cadence_.due(step, last);
   // Every rank has the same pending_ after the same step, so they all join this collective.
   if (pending_ && !due && all_durable(comm)) finish(comm);
-  if (due) submit(step, snapshot, comm);
+  if (due) submit(step, snapshot, comm, healthy);
 }
 
 bool rank_checkpointer::all_durable(transport::communicator& comm) {
@@ -90,14 +98,27 @@ bool rank_checkpointer::all_durable(transport::communicator& comm) {
 }
 
 void rank_checkpointer::submit(uint64_t step, const std::function<model::model_state()>& snapshot,
-                               transport::communicator& comm) {
+                               transport::communicator& comm, bool healthy) {
   finish(comm);  // at most one save in flight
+  auto state = snapshot();
+  // Data-parallel ranks hold the same parameters and moments, but the ranks agree anyway (one
+  // value each): a save is all ranks' or none.
+  const auto bad = healthy ? first_nonfinite_tensor(state) : std::string("the step's loss or gradient");
+  std::vector<float> refuse{bad.empty() ? 0.0f : 1.0f};
+  comm.all_reduce(refuse, transport::reduce_op::sum);
+  if (refuse[0] > 0.5f) {
+    const auto why = "skipped: the state of step " + std::to_string(step) + " is not finite (" +
+                     (bad.empty() ? std::string("on another rank") : bad) + "); the last finite checkpoint stays";
+    MSOMNI_LOG(warn, "checkpoint") << why;
+    if (rank_ == 0 && settings_.on_commit) settings_.on_commit(msg::checkpoint_done{step, 0, false, 0, 0, why});
+    return;
+  }
   ckpt::checkpoint_meta meta{step, 0, static_cast<uint32_t>(comm.size()), settings_.config_hash, comm.epoch()};
   {
     std::lock_guard<std::mutex> lock(mutex_);
     outcome_.reset();
   }
-  if (writer_->submit(meta, to_rank_state(snapshot())) != ckpt::checkpoint_writer::submit_result::accepted)
+  if (writer_->submit(meta, to_rank_state(state)) != ckpt::checkpoint_writer::submit_result::accepted)
     throw std::runtime_error("checkpoint writer refused step " + std::to_string(step) + " while idle");
   submitted_ns_ = steady_ns();
   pending_ = meta;

@@ -31,6 +31,8 @@
 namespace msomni::rank_worker {
 
 ckpt::rank_state to_rank_state(const model::model_state& s);
+// The name of the first tensor holding a NaN or an infinity, or "" when all are finite.
+std::string first_nonfinite_tensor(const model::model_state& s);
 model::model_state to_model_state(const ckpt::rank_state& s);
 
 struct checkpointing_settings {
@@ -73,8 +75,11 @@ class rank_checkpointer {
   void after_step(rank_trainer& trainer, transport::communicator& comm, bool last);
   // The same for a state that is not a trainer's (tests, tools): `snapshot` is called only
   // when a save is due.
+  // `healthy` is false after a step whose loss or gradient was not finite: no save is taken
+  // then (nor of any state holding a non-finite value), so such a state never rotates a good
+  // checkpoint out; the save is reported as skipped and the next interval tries again.
   void after_step(uint64_t step, const std::function<model::model_state()>& snapshot,
-                  transport::communicator& comm, bool last);
+                  transport::communicator& comm, bool last, bool healthy = true);
   // Commits the save still in flight, if any, waiting for its shards (collective).
   void finish(transport::communicator& comm);
   // A full checkpoint of the current step, committed and verified (every shard read back
@@ -98,7 +103,8 @@ class rank_checkpointer {
 
  private:
   // Commits what is in flight, then hands a snapshot of `step` to the writer.
-  void submit(uint64_t step, const std::function<model::model_state()>& snapshot, transport::communicator& comm);
+  void submit(uint64_t step, const std::function<model::model_state()>& snapshot, transport::communicator& comm,
+              bool healthy = true);
   // Whether every rank's writer is done with the save in flight (collective, never waits).
   bool all_durable(transport::communicator& comm);
 

@@ -5,6 +5,7 @@
 #include "core/rng.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -87,7 +88,11 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   r.downgraded_samples = static_cast<uint64_t>(stats[4]);  // all ranks, this step
   for (size_t i = 0; i < bad_after.size(); ++i)
     if (const auto n = static_cast<uint64_t>(stats[5 + i]); n > 0) r.bad_samples.push_back({bad_after[i].reason, n});
-  (void)rep;
+  r.grad_norm = rep.grad_norm;
+  r.optimizer_skipped = rep.skipped;
+  r.loss_kind = msg::kind_of(r.loss);
+  r.grad_norm_kind = msg::kind_of(r.grad_norm);
+  last_step_finite_ = std::isfinite(r.loss) && std::isfinite(r.grad_norm) && !rep.skipped;
   return r;
 }
 

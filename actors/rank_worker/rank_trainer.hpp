@@ -48,6 +48,9 @@ class rank_trainer {
   void sync_state(transport::communicator& comm, int root);
 
   uint64_t steps_done() const { return step_; }
+  // False after a step whose loss or gradient was not finite (the optimizer skipped it): the
+  // state then is no checkpoint to keep.
+  bool last_step_finite() const { return last_step_finite_; }
 
   // Everything needed to continue exactly: model state plus "trainer/step" and "data/position".
   model::model_state save_state() const;
@@ -68,6 +71,7 @@ class rank_trainer {
   trainer_settings settings_;
   uint64_t step_ = 0;
   uint64_t announced_ = 0;
+  bool last_step_finite_ = true;
   std::vector<float> host_grads_;  // staging when the model keeps gradients on a GPU
 };
 

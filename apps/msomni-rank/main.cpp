@@ -166,9 +166,9 @@ int main(int argc, char** argv) {
       const auto r = trainer.step();
       char line[256];
       std::snprintf(line, sizeof line,
-                    "STEP {\"step\":%llu,\"loss\":%.17g,\"world_size\":%u,\"step_time_ms\":%.3f,"
+                    "STEP {\"step\":%llu,\"loss\":%s,\"world_size\":%u,\"step_time_ms\":%.3f,"
                     "\"tokens_per_s\":%.1f,\"data_wait_ms\":%.3f}",
-                    static_cast<unsigned long long>(r.step), r.loss, r.world_size, r.step_time_ns / 1e6,
+                    static_cast<unsigned long long>(r.step), apps::loss_text(r.loss).c_str(), r.world_size, r.step_time_ns / 1e6,
                     r.tokens_per_s, r.data_wait_ns / 1e6);
       std::cout << line << std::endl;
       if (checkpoints) checkpoints->after_step(trainer, ring, trainer.steps_done() == total);

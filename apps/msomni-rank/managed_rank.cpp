@@ -202,14 +202,17 @@ class managed_rank {
       const uint64_t announce = newest > epoch_ ? newest : 0;
       auto r = t.step(announce);
       char line[256];
-      std::snprintf(line, sizeof line, "STEP {\"step\":%llu,\"loss\":%.17g,\"world_size\":%u,\"step_time_ms\":%.3f}",
-                    static_cast<unsigned long long>(r.step), r.loss, r.world_size, r.step_time_ns / 1e6);
+      std::snprintf(line, sizeof line, "STEP {\"step\":%llu,\"loss\":%s,\"world_size\":%u,\"step_time_ms\":%.3f}",
+                    static_cast<unsigned long long>(r.step), loss_text(r.loss).c_str(), r.world_size, r.step_time_ns / 1e6);
       std::cout << line << std::endl;
       const bool last = t.steps_done() == total;
       if (t.last_announced() > epoch_) {
-        if (ring_->rank() == 0) caf::anon_send(orchestrator_, r);
         auto plan = inbox_.take_exactly(t.last_announced(), announced_plan_wait);
         if (!plan) throw std::runtime_error("epoch " + std::to_string(t.last_announced()) + " was announced but never arrived");
+        // A rollback discards this step: its record would be journaled after the rollback
+        // and stand for a step that the next attempt takes again.
+        const bool rolls_back = plan->source == static_cast<uint8_t>(msg::state_source::checkpoint);
+        if (ring_->rank() == 0 && !rolls_back) caf::anon_send(orchestrator_, r);
         if (plan->checkpoint_first) {
           const auto step = checkpoints_->save_verified(t, *ring_);
           std::cout << "CHECKPOINT verified step " << step << " before epoch " << plan->epoch << std::endl;
@@ -273,6 +276,7 @@ class managed_rank {
   }
 
  private:
+
   int leave(const std::string& reason) {
     const uint64_t step = tr_.trainer ? tr_.trainer->steps_done() : 0;
     const uint64_t sum = tr_.trainer ? tr_.trainer->parameter_checksum() : 0;

@@ -45,6 +45,12 @@ std::string render_plan(const job_config& c) {
      << t.grad_accum << " x replicas " << e.replicas << "\n";
   os << "  training:     " << t.steps << " steps, lr " << t.lr << ", seed " << t.seed << ", device "
      << t.device << "\n";
+  os << "  guards:       roll back after " << t.max_nonfinite_steps
+     << " non-finite steps in a row (stop if it recurs); "
+     << (t.loss_spike_factor > 0 ? "loss spikes beyond " + (std::ostringstream() << t.loss_spike_factor).str() +
+                                       "x the running median are events"
+                                 : std::string("no loss spike detection"))
+     << "\n";
   os << "  data:         mix " << c.data.mix_strategy << (c.data.shuffle ? ", shuffled" : "") << "\n";
   double total = 0;
   for (const auto& s : c.data.sources) total += s.weight;

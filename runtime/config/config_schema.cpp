@@ -122,7 +122,12 @@ void read_training(table_reader& r, training_section& s) {
   r.read("grad_clip", s.grad_clip, 0.0, 1e6);
   r.read("warmup_steps", s.warmup_steps, 0, big);
   r.read("device", s.device, {"auto", "cpu", "cuda"});
+  r.read("max_nonfinite_steps", s.max_nonfinite_steps, 1, 1 << 20);
+  r.read("loss_spike_factor", s.loss_spike_factor, 0.0, 1e6);
   r.finish();
+  if (s.loss_spike_factor > 0 && s.loss_spike_factor <= 1)
+    r.context().fail(r.key_path("loss_spike_factor"), r.node("loss_spike_factor") ? r.node("loss_spike_factor") : r.anchor(),
+                     "must be 0 (off) or above 1: a factor of at most 1 calls every step above the median a spike");
 }
 
 void read_elasticity(table_reader& r, elasticity_section& s) {

@@ -59,6 +59,8 @@ struct training_section {
   double grad_clip = 1.0;
   int64_t warmup_steps = 0;
   std::string device = "auto";  // auto | cpu | cuda
+  int64_t max_nonfinite_steps = 3;  // non-finite loss/gradient steps in a row before a rollback
+  double loss_spike_factor = 5.0;   // a loss beyond this x the running median is an event; 0 = off
 };
 
 struct elasticity_section {

@@ -21,6 +21,25 @@ typename Inspector::result_type inspect(Inspector& f, bad_sample_count& x) {
   return f(caf::meta::type_name("bad_sample_count"), x.reason, x.count);
 }
 
+// NaN and the infinities do not survive the wire (CAF packs doubles as finite numbers), so a
+// non-finite value travels as a kind beside the number.
+enum class number_kind : uint8_t { finite = 0, nan = 1, positive_infinity = 2, negative_infinity = 3 };
+inline uint8_t kind_of(double v) {
+  if (v != v) return static_cast<uint8_t>(number_kind::nan);
+  if (v > 1.7976931348623157e308) return static_cast<uint8_t>(number_kind::positive_infinity);
+  if (v < -1.7976931348623157e308) return static_cast<uint8_t>(number_kind::negative_infinity);
+  return static_cast<uint8_t>(number_kind::finite);
+}
+// The value a (number, kind) pair stands for.
+inline double value_of(double v, uint8_t kind) {
+  switch (static_cast<number_kind>(kind)) {
+    case number_kind::nan: return __builtin_nan("");
+    case number_kind::positive_infinity: return __builtin_inf();
+    case number_kind::negative_infinity: return -__builtin_inf();
+    default: return v;
+  }
+}
+
 // rank worker -> orchestrator/scheduler/metrics, one per optimizer step.
 struct step_record {
   uint64_t step = 0;
@@ -32,12 +51,17 @@ struct step_record {
   uint64_t downgraded_samples = 0;
   int64_t checkpoint_ns = 0;  // the rank stood still for a checkpoint after this step's update
   std::vector<bad_sample_count> bad_samples;  // all ranks, this step; only reasons that occurred
+  double grad_norm = 0;            // of the all-reduced gradient, before clipping (may be non-finite)
+  bool optimizer_skipped = false;  // a non-finite gradient: the update was not applied
+  uint8_t loss_kind = 0;           // number_kind of loss (value_of(loss, loss_kind) is the loss)
+  uint8_t grad_norm_kind = 0;      // number_kind of grad_norm
   bool operator==(const step_record&) const = default;
 };
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_record& x) {
   return f(caf::meta::type_name("step_record"), x.step, x.world_size, x.loss, x.step_time_ns,
-           x.tokens_per_s, x.data_wait_ns, x.downgraded_samples, x.checkpoint_ns, x.bad_samples);
+           x.tokens_per_s, x.data_wait_ns, x.downgraded_samples, x.checkpoint_ns, x.bad_samples,
+           x.grad_norm, x.optimizer_skipped, x.loss_kind, x.grad_norm_kind);
 }
 
 // orchestrator -> rank checkpoint writers: save at `step`. Idempotent per (epoch, step).

@@ -107,7 +107,7 @@ TEST_CASE("--fresh and checkpoint.dir never delete what msomni did not write") {
   const auto mine = dir.path() / "my-results";
   fs::create_directories(mine);
   std::ofstream(mine / "table.csv") << "precious\n";
-  for (const std::string ckpt : {mine.string(), std::string(".."), std::string("."), std::string("/")}) {
+  for (const std::string& ckpt : {mine.string(), std::string(".."), std::string("."), std::string("/")}) {
     INFO("checkpoint.dir = " << ckpt);
     for (const char* mode : {" --fresh", " --dry-run", ""}) {
       const auto r = msomni::testing::run_command(run_cli(cfg + mode + " --run-dir " + (dir.path() / "run").string() +

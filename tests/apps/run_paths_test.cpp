@@ -194,7 +194,7 @@ TEST_CASE("one writer per directory: a second lock is refused with the holder, a
 }
 
 TEST_CASE("job.name is one plain path component") {
-  for (const std::string bad : {"", "..", ".", "../x", "/abs", "a/b", "-rf", ".hidden", "tab\there"}) {
+  for (const std::string& bad : {"", "..", ".", "../x", "/abs", "a/b", "-rf", ".hidden", "tab\there"}) {
     INFO("job.name = " << bad);
     try {
       (void)config_with_name(bad);

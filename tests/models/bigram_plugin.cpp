@@ -5,6 +5,7 @@
 #include "model/plugin_abi.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -13,7 +14,7 @@ namespace {
 
 using namespace msomni::model;
 
-class bigram_mlp final : public trainable_model {
+class bigram_mlp : public trainable_model {
  public:
   explicit bigram_mlp(const model_context& c)
       : vocab_(c.config.vocab_size), hidden_(c.config.d_model) {
@@ -107,7 +108,7 @@ class bigram_mlp final : public trainable_model {
     return {bytes, bytes, 2 * bytes, int64_t(sizeof(float)) * (hidden_ + vocab_) * 2};
   }
 
- private:
+ protected:
   loss_report run(const micro_batch& mb, float grad_scale, bool backward) {
     mb.validate();
     loss_report r{0.0, mb.target_tokens(), mb.input_tokens()};
@@ -161,9 +162,36 @@ class bigram_mlp final : public trainable_model {
   int64_t step_ = 0;
 };
 
+// The same model gone wrong on purpose, for tests of what msomni does with non-finite
+// training: from optimizer step MSOMNI_TEST_DIVERGE_AT_STEP on (default 12) its loss and
+// gradients are NaN, deterministically, so a rollback to an earlier checkpoint meets the
+// same divergence again. It exercises the guard; nothing ships it.
+class bigram_diverging final : public bigram_mlp {
+ public:
+  explicit bigram_diverging(const model_context& c) : bigram_mlp(c) {
+    if (const char* at = std::getenv("MSOMNI_TEST_DIVERGE_AT_STEP")) diverge_at_ = std::atoll(at);
+  }
+  std::string name() const override { return "bigram-diverging"; }
+  loss_report forward_backward(const micro_batch& mb, float grad_scale) override {
+    auto r = run(mb, grad_scale, true);
+    if (step_ >= diverge_at_) {
+      r.loss = std::nan("");
+      g_[0] = std::nanf("");
+    }
+    return r;
+  }
+
+ private:
+  int64_t diverge_at_ = 12;
+};
+
 }  // namespace
 
 MSOMNI_MODEL_PLUGIN(host) {
+  host.add_model("bigram-diverging", "bigram-mlp whose loss turns NaN at a set step (test plugin)",
+                 [](const model_context& c) -> std::unique_ptr<trainable_model> {
+                   return std::make_unique<bigram_diverging>(c);
+                 });
   host.add_model("bigram-mlp", "byte bigram MLP language model (test plugin)",
                  [](const model_context& c) -> std::unique_ptr<trainable_model> {
                    return std::make_unique<bigram_mlp>(c);
