@@ -107,10 +107,14 @@ TEST_CASE("--fresh and checkpoint.dir never delete what msomni did not write") {
   const auto mine = dir.path() / "my-results";
   fs::create_directories(mine);
   std::ofstream(mine / "table.csv") << "precious\n";
-  for (const std::string& ckpt : {mine.string(), std::string(".."), std::string("."), std::string("/")}) {
+  // Every path stays inside the test's own directory, so that even a msomni-run that
+  // deleted what it was given could harm nothing else ("/" is covered by run_paths_test,
+  // which decides without deleting).
+  const auto run_dir = dir.path() / "jobs" / "run";
+  for (const std::string& ckpt : {mine.string(), std::string(".."), std::string(".")}) {
     INFO("checkpoint.dir = " << ckpt);
     for (const char* mode : {" --fresh", " --dry-run", ""}) {
-      const auto r = msomni::testing::run_command(run_cli(cfg + mode + " --run-dir " + (dir.path() / "run").string() +
+      const auto r = msomni::testing::run_command(run_cli(cfg + mode + " --run-dir " + run_dir.string() +
                                                           " --set checkpoint.dir=" + ckpt));
       CAPTURE(r.output);
       CHECK(r.exit_code == 2);
@@ -122,7 +126,7 @@ TEST_CASE("--fresh and checkpoint.dir never delete what msomni did not write") {
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("holds files msomni did not create (table.csv") != std::string::npos);
   CHECK(msomni::testing::read_text(mine / "table.csv") == "precious\n");
-  CHECK_FALSE(fs::exists(dir.path() / "run"));  // nothing was started, nothing created
+  CHECK_FALSE(fs::exists(run_dir));  // nothing was started, nothing created
 }
 
 TEST_CASE("after a SIGKILL of msomni-run the next start takes over its lock, and every line names its attempt") {
