@@ -64,6 +64,7 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
   try {
     transport::ucx_node_options opt;
     opt.name = "cli-" + std::to_string(::getpid());
+    opt.listen_host = transport::local_address_towards(address.substr(0, address.rfind(':')));  // and loopback
     std::atomic<bool> refused{false};  // outlives the hub that sets it
     transport::transport_hub hub(opt);
     hub.add_refusal_listener([&](const std::string&, const std::string&) { refused = true; });

@@ -7,9 +7,15 @@
 namespace msomni::cli {
 
 namespace {
-transport::ucx_node_options node_options(const std::string& node) {
+transport::ucx_node_options node_options(const std::string& node, const std::string& scheduler_address) {
   transport::ucx_node_options opt;
   opt.name = node;
+  // UCX listens only on loopback and the interface that reaches the scheduler (loopback
+  // alone while the scheduler's address is not known yet).
+  try {
+    opt.listen_host = transport::local_address_towards(scheduler_address.substr(0, scheduler_address.rfind(':')));
+  } catch (const std::exception&) {
+  }
   // A peer that dies is seen at once (its endpoint fails). A silent one counts as gone only
   // after 60 s: msomni-run's control node sends keep-alives once per heartbeat (seconds),
   // and a connection dropped early could not be made again until that side gives up on it.
@@ -26,7 +32,7 @@ std::optional<scheduler_endpoint> read_scheduler_info(const std::string& path) {
 }
 
 scheduler_client::scheduler_client(const scheduler_endpoint& ep, const std::string& node)
-    : ep_(ep), sys_(configure_process(cfg_, 1)), hub_(node_options(node)), gw_(sys_, hub_) {}
+    : ep_(ep), sys_(configure_process(cfg_, 1)), hub_(node_options(node, ep.address)), gw_(sys_, hub_) {}
 
 bool scheduler_client::reach(const std::string& peer, const std::string& address, std::chrono::milliseconds timeout,
                              const std::string& secret) {
