@@ -49,6 +49,15 @@ void ucx_node::impl::hello_start(ucp_ep_h ep, peer_state& st) {
 
 void ucx_node::impl::on_hello_frame(ucp_ep_h ep, peer_state& st, const frame_header& hdr,
                                     std::span<const std::byte> payload) {
+  try {  // a UCX callback: nothing may leave it
+    hello_step(ep, st, hdr, payload);
+  } catch (const std::exception& e) {
+    refuse(ep, std::string("the hello could not be checked: ") + e.what());
+  }
+}
+
+void ucx_node::impl::hello_step(ucp_ep_h ep, peer_state& st, const frame_header& hdr,
+                                std::span<const std::byte> payload) {
   if (!is_hello_kind(hdr.kind) || st.stage == hello_stage::done) {
     drop(st.stage == hello_stage::done ? "frame from a peer that is not up" : "frame before hello");
     if (!st.secret.empty() && st.stage != hello_stage::done) refuse(ep, "sent a frame before proving the job secret");

@@ -118,6 +118,7 @@ struct ucx_node::impl {
   // A HELLO-exchange frame (hello, challenge, challenge_reply, proof) from `ep`.
   void on_hello_frame(ucp_ep_h ep, detail::peer_state& st, const frame_header& hdr,
                       std::span<const std::byte> payload);
+  void hello_step(ucp_ep_h ep, detail::peer_state& st, const frame_header& hdr, std::span<const std::byte> payload);
   void send_hello(ucp_ep_h ep);
   void accept_peer(ucp_ep_h ep, detail::peer_state& st, const std::string& name);
   void refuse(ucp_ep_h ep, const std::string& reason);
