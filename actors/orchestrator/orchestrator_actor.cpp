@@ -7,6 +7,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -32,6 +33,10 @@ struct shell_state {
   std::map<std::string, time_point> agent_seen;
   bool done = false;
   bool stop_sent = false;
+  // Records of epochs before the last rollback plan are of steps that plan discards (they were
+  // in flight when it went out): they are not journaled, so a repeated step appears only under
+  // the attempt that the job's state descends from.
+  uint64_t rollback_plan_epoch = 0;
 };
 
 void execute(caf::event_based_actor* self, shell_state& st, std::vector<action> acts);
@@ -52,6 +57,7 @@ void stop_if_journal_failed(caf::event_based_actor* self, shell_state& st) {
 void execute_one(caf::event_based_actor* self, shell_state& st, action& a) {
   if (auto* p = std::get_if<send_plan>(&a)) {
     if (p->plan.source == static_cast<uint8_t>(msg::state_source::checkpoint) && st.env.latest_checkpoint_step) {
+      st.rollback_plan_epoch = std::max(st.rollback_plan_epoch, p->plan.epoch);
       const auto from = st.env.latest_checkpoint_step();
       const auto reached = st.progress.last_step();
       if (st.progress.rollback_to(from) && st.env.journal)
@@ -186,7 +192,8 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
         const auto now = st->clock.now();
         const auto wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::system_clock::now().time_since_epoch()).count();
-        const auto line = st->progress.on_step(r, now, wall_ms);
+        const bool discarded = r.epoch < st->rollback_plan_epoch;
+        const auto line = discarded ? std::nullopt : st->progress.on_step(r, now, wall_ms);
         if (line) {
           if (st->env.journal && !st->env.journal->metric(*line)) stop_if_journal_failed(self, *st);
           if (auto note = st->progress.take_bad_samples_note()) journal(*st, "bad_samples", *note);
@@ -194,6 +201,7 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
           if (tty || r.step % 10 == 0 || st->progress.finished())
             std::cerr << (tty ? "\r" : "") << st->progress.progress_line() << (tty ? "   " : "\n") << std::flush;
         }
+        if (discarded) return;
         execute(self, *st, st->core.on_step(r.step, r.world_size, now));
         if (line) judge_health(self, *st, r, now);
       },

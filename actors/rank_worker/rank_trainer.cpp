@@ -92,6 +92,7 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   r.optimizer_skipped = rep.skipped;
   r.loss_kind = msg::kind_of(r.loss);
   r.grad_norm_kind = msg::kind_of(r.grad_norm);
+  r.epoch = comm_->epoch();
   last_step_finite_ = std::isfinite(r.loss) && std::isfinite(r.grad_norm) && !rep.skipped;
   return r;
 }

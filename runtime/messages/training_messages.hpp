@@ -55,13 +55,14 @@ struct step_record {
   bool optimizer_skipped = false;  // a non-finite gradient: the update was not applied
   uint8_t loss_kind = 0;           // number_kind of loss (value_of(loss, loss_kind) is the loss)
   uint8_t grad_norm_kind = 0;      // number_kind of grad_norm
+  uint64_t epoch = 0;              // the membership epoch the step was taken in
   bool operator==(const step_record&) const = default;
 };
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_record& x) {
   return f(caf::meta::type_name("step_record"), x.step, x.world_size, x.loss, x.step_time_ns,
            x.tokens_per_s, x.data_wait_ns, x.downgraded_samples, x.checkpoint_ns, x.bad_samples,
-           x.grad_norm, x.optimizer_skipped, x.loss_kind, x.grad_norm_kind);
+           x.grad_norm, x.optimizer_skipped, x.loss_kind, x.grad_norm_kind, x.epoch);
 }
 
 // orchestrator -> rank checkpoint writers: save at `step`. Idempotent per (epoch, step).

@@ -101,7 +101,7 @@ TEST_CASE("checkpoint.dir may not be the run directory, contain it, or hold fore
   CHECK(mentions(problems_of((tmp.path() / "a-file").string()), "exists and is not a directory"));
 }
 
-TEST_CASE("claiming marks both roots; the marks make them this run's and no other's") {
+TEST_CASE("claiming marks both roots, and the marks make them this run's and no other's") {
   msomni::testing::temp_dir tmp;
   const auto cfg = config_with("[checkpoint]\ndir = \"" + (tmp.path() / "ckpt").string() + "\"\n");
   const auto paths = resolve_run_paths(cfg, (tmp.path() / "run").string());

@@ -28,7 +28,7 @@ TEST_CASE("only failed saves in a row count, and the limit gives up") {
   CHECK(c.failures_in_a_row() == 3);
 }
 
-TEST_CASE("a limit of 1 gives up at the first failure; 0 is treated as 1") {
+TEST_CASE("a limit of 1 gives up at the first failure, and 0 is treated as 1") {
   save_cadence one(10, 1), zero(10, 0);
   CHECK(one.on_outcome(false) == save_cadence::verdict::give_up);
   CHECK(zero.on_outcome(false) == save_cadence::verdict::give_up);

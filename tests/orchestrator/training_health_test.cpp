@@ -46,7 +46,7 @@ TEST_CASE("non-finite steps in a row roll back once, then stop when it recurs") 
   CHECK(h.counts().rollbacks == 1);
 }
 
-TEST_CASE("a finite step ends a streak; a rollback that was not planned is asked for again") {
+TEST_CASE("a finite step ends a streak, and a rollback that was not planned is asked for again") {
   training_health h({2, 0.0, 100, 20});
   CHECK(h.on_step(1, nan_value, 1.0, false).action == health_verdict::act::carry_on);
   CHECK(h.on_step(2, 1.0, 1.0, false).action == health_verdict::act::carry_on);

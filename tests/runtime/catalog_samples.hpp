@@ -20,7 +20,7 @@ inline msg::peer_down sample(tag<msg::peer_down>) { return {"node-b", 6, 8, "UCS
 inline msg::scale_request sample(tag<msg::scale_request>) { return {77, 4, 120.5, "cli:root"}; }
 inline msg::scale_reply sample(tag<msg::scale_reply>) { return {77, true, "at barrier 1700"}; }
 inline msg::step_record sample(tag<msg::step_record>) {
-  return {10, 2, 3.25, 1000000, 1234.5, 2000, 1, 5000, {{"corrupt_image", 2}, {"too_large", 1}}, 0.75, true, 1, 2};
+  return {10, 2, 3.25, 1000000, 1234.5, 2000, 1, 5000, {{"corrupt_image", 2}, {"too_large", 1}}, 0.75, true, 1, 2, 7};
 }
 inline msg::bad_sample_count sample(tag<msg::bad_sample_count>) { return {"missing_member", 3}; }
 inline msg::rank_failed sample(tag<msg::rank_failed>) { return {"rank-2", 4, 17, "data source 'img': 10000 bad samples in a row"}; }
