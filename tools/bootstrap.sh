@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libcaf-dev libucx-dev ucx-utils libtomlplusplus-dev doctest-dev
   libavcodec-dev libavformat-dev libswscale-dev libavutil-dev ffmpeg
-  libzstd-dev libxxhash-dev libopenblas-dev
+  libzstd-dev libxxhash-dev libopenblas-dev libssl-dev
 )
 # Extra packages for a caller (e.g. benchmarks): MSOMNI_EXTRA_PACKAGES="python3-torch python3-av openmpi-bin"
 read -r -a extra <<< "${MSOMNI_EXTRA_PACKAGES:-}"

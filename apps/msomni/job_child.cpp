@@ -42,6 +42,15 @@ static std::filesystem::path scratch_of(const runner_state& st) {
   return std::filesystem::path(st.spec.scratch_dir) / st.spec.id;
 }
 
+// msomni job removes a scratch directory only when it created it: it holds this marker,
+// written right after the directory was made.
+static constexpr const char* scratch_marker = ".msomni-scratch";
+
+static bool scratch_is_ours(const std::filesystem::path& dir) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(dir / scratch_marker, ec);
+}
+
 void launch(runner_state& st, uint64_t resume_step, const std::string& host, double share) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
@@ -52,8 +61,15 @@ void launch(runner_state& st, uint64_t resume_step, const std::string& host, dou
   if (!st.spec.scratch_dir.empty()) {
     const auto dir = scratch_of(st);
     std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) say(st, "cannot create the scratch directory " + dir.string() + ": " + ec.message());
+    const bool created = std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      say(st, "cannot create the scratch directory " + dir.string() + ": " + ec.message());
+    } else if (created) {
+      std::ofstream(dir / scratch_marker) << "scratch directory of msomni job " << st.spec.id << "\n";
+    }
+    if (!scratch_is_ours(dir))
+      say(st, "the scratch directory " + dir.string() + " was not created by msomni job (no " + scratch_marker +
+                  "); the command may use it, but it will not be removed");
     env_strings.push_back("MSOMNI_SCRATCH_DIR=" + dir.string());
   }
   if (!host.empty()) {
@@ -85,11 +101,11 @@ void launch(runner_state& st, uint64_t resume_step, const std::string& host, dou
 
 // The command has ended: its scratch files go, whatever the reason.
 void remove_scratch(runner_state& st) {
-  if (st.spec.scratch_dir.empty()) return;
+  if (st.spec.scratch_dir.empty() || !scratch_is_ours(scratch_of(st))) return;
   std::error_code ec;
   const auto removed = std::filesystem::remove_all(scratch_of(st), ec);
   if (ec) say(st, "cannot remove the scratch directory " + scratch_of(st).string() + ": " + ec.message());
-  else if (removed > 0) say(st, "removed its scratch directory (" + std::to_string(removed - 1) + " files)");
+  else if (removed > 0) say(st, "removed its scratch directory (" + std::to_string(removed - 2) + " files)");  // less itself and its marker
 }
 
 void signal_child(runner_state& st, int sig, stopping why) {

@@ -9,6 +9,7 @@
 #include "job_runner.hpp"
 
 #include "scheduler_client.hpp"
+#include "config/config_schema.hpp"
 #include "core/stop_signal.hpp"
 
 #include <caf/send.hpp>
@@ -99,6 +100,11 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (info.empty() || spec.id.empty() || spec.gpus == 0 || spec.command.empty()) {
     err << "msomni job: --scheduler-info, --id, a positive --gpus and a command after -- are required\n";
     return job_usage(err, exit_usage);
+  }
+  // The id names the job's scratch directory (SCRATCH/ID), which msomni job removes.
+  if (const auto problem = config::plain_name_problem(spec.id); !problem.empty()) {
+    err << "msomni job: --id: the job id " << problem << "\n";
+    return exit_usage;
   }
   const auto ep = read_scheduler_info(info);
   if (!ep) {

@@ -12,19 +12,6 @@ namespace {
 
 constexpr int64_t big = int64_t{1} << 40;
 
-// job.name names the default run directory (runs/<name>) and appears in file names, so it
-// must be one plain path component: no separators, no "." or "..", nothing invisible.
-std::string job_name_problem(const std::string& name) {
-  if (name.empty()) return "must not be empty";
-  if (name.size() > 128) return "is longer than 128 characters";
-  if (name == "." || name == "..") return "must not be \"" + name + "\" (it would name a directory outside runs/)";
-  if (name.front() == '-' || name.front() == '.') return "must not start with '-' or '.'";
-  for (unsigned char c : name)
-    if (!std::isalnum(c) && c != '-' && c != '_' && c != '.')
-      return "may contain only letters, digits, '-', '_' and '.' (it names a directory)";
-  return {};
-}
-
 void read_job(table_reader& r, job_section& s) {
   r.read("name", s.name);
   r.read_enum("class", s.klass,
@@ -32,7 +19,7 @@ void read_job(table_reader& r, job_section& s) {
                {"regular", job_class::regular},
                {"best_effort", job_class::best_effort}});
   r.finish();
-  if (const auto problem = job_name_problem(s.name); !problem.empty())
+  if (const auto problem = plain_name_problem(s.name); !problem.empty())
     r.context().fail(r.key_path("name"), r.node("name") ? r.node("name") : r.anchor(), "job name " + problem);
 }
 
@@ -270,6 +257,20 @@ void check_cross_section(table_reader& training, table_reader& elastic, job_conf
 }
 
 }  // namespace
+
+// job.name names the default run directory (runs/<name>) and msomni job's id its scratch
+// directory, so either must be one plain path component: no separators, no "." or "..",
+// nothing invisible.
+std::string plain_name_problem(const std::string& name) {
+  if (name.empty()) return "must not be empty";
+  if (name.size() > 128) return "is longer than 128 characters";
+  if (name == "." || name == "..") return "must not be \"" + name + "\" (it would name a directory outside runs/)";
+  if (name.front() == '-' || name.front() == '.') return "must not start with '-' or '.'";
+  for (unsigned char c : name)
+    if (!std::isalnum(c) && c != '-' && c != '_' && c != '.')
+      return "may contain only letters, digits, '-', '_' and '.' (it names a directory)";
+  return {};
+}
 
 void read_scheduler_schema(const toml::table& root, reader_context& ctx, scheduler_section& s) {
   table_reader top(ctx, &root, "", &root);

@@ -194,7 +194,7 @@ TEST_CASE("one writer per directory: a second lock is refused with the holder, a
 }
 
 TEST_CASE("job.name is one plain path component") {
-  for (const std::string& bad : {"", "..", ".", "../x", "/abs", "a/b", "-rf", ".hidden", "tab\there"}) {
+  for (const char* bad : {"", "..", ".", "../x", "/abs", "a/b", "-rf", ".hidden", "tab\there"}) {
     INFO("job.name = " << bad);
     try {
       (void)config_with_name(bad);
@@ -204,4 +204,14 @@ TEST_CASE("job.name is one plain path component") {
     }
   }
   CHECK(config_with_name("pretrain-v2_run.3").job.name == "pretrain-v2_run.3");
+}
+
+TEST_CASE("msomni job refuses an id that is not one plain path component (it names the scratch directory)") {
+  for (const std::string& bad : {std::string(".."), std::string("a/b"), std::string(".hidden")}) {
+    const auto r = msomni::testing::run_command(std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info /nonexistent --id '" +
+                                                bad + "' --class regular --gpus 1 -- true");
+    CAPTURE(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("msomni job: --id: the job id ") != std::string::npos);
+  }
 }
