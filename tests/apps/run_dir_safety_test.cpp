@@ -179,3 +179,19 @@ TEST_CASE("after a SIGKILL of msomni-run the next start takes over its lock, and
     CHECK((st.st_mode & 0077) == 0);
   }
 }
+
+TEST_CASE("a journal that cannot be written stops the job loudly instead of training without a record") {
+  msomni::testing::temp_dir dir;
+  const auto run_dir = dir.path() / "run";
+  const auto cfg = dir.write("job.toml", job_text(4));
+  REQUIRE(msomni::testing::run_command(run_cli(cfg + " --run-dir " + run_dir.string())).exit_code == 0);
+  // The disk is full for metrics.jsonl from now on.
+  fs::remove(run_dir / "metrics.jsonl");
+  fs::create_symlink("/dev/full", run_dir / "metrics.jsonl");
+  const auto r = msomni::testing::run_command(run_cli(cfg + " --run-dir " + run_dir.string() + " --set training.steps=400"));
+  CAPTURE(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("the run journal cannot be written (cannot write " + (run_dir / "metrics.jsonl").string() +
+                      ": No space left on device)") != std::string::npos);
+  CHECK(r.output.find("step 400/400") == std::string::npos);
+}
