@@ -15,6 +15,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/send.hpp>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -42,6 +43,9 @@ int usage(std::ostream& os, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Rank logs, and the checkpoints of the ranks it starts (they inherit the mask), are the
+  // user's alone: 0700 directories, 0600 files.
+  ::umask(077);
   agent::agent_settings s;
   s.slots = 1;
   std::string join, token_file;

@@ -21,6 +21,8 @@
 #include "rank_checkpointer.hpp"
 #include "synthetic_source.hpp"
 
+#include <sys/stat.h>
+
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
@@ -37,6 +39,7 @@ using namespace msomni;
 using namespace std::chrono_literals;
 
 int main(int argc, char** argv) {
+  ::umask(077);  // checkpoints and logs private to the user, whoever started the rank
   std::string config_path, name, control, ckpt_dir, node = "local";
   bool resume = false;
   std::vector<std::string> sets;
