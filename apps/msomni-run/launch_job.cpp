@@ -73,10 +73,14 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   for (const auto& n : claim.notes) journal.event("run_dir_lock", n);
   ensure_generated_datasets(cfg, std::cerr);
   const bool resume = !opts.fresh && fs::exists(ckpt_dir / "latest");
+  // Which checkpoint the ranks resume from is theirs to find (the newest that verifies); their
+  // rank_ready events name it.
+  const auto attempt = "attempt " + std::to_string(journal.attempt());
   journal.event("attempt_started",
-                "attempt " + std::to_string(journal.attempt()) + " resumes from step " +
-                    std::to_string(resume ? ckpt::latest_step(ckpt_dir).value_or(0) : 0) + ": msomni-run started" +
-                    (opts.fresh ? " with --fresh" : resume ? " on an existing checkpoint" : ""));
+                resume ? attempt + " starts: msomni-run started on an existing checkpoint; the ranks resume from the newest "
+                                   "one that verifies (latest names step " +
+                             std::to_string(ckpt::latest_step(ckpt_dir).value_or(0)) + "), as their rank_ready events say"
+                       : attempt + " resumes from step 0: msomni-run started" + (opts.fresh ? " with --fresh" : ""));
   if (resume)
     journal.event("resume", "ranks load the newest checkpoint under " + ckpt_dir.string() +
                                 " that verifies (latest points at " + ckpt::latest_pointer_of(ckpt_dir).value_or("") + ")");

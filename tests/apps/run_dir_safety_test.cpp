@@ -153,8 +153,10 @@ TEST_CASE("after a SIGKILL of msomni-run the next start takes over its lock, and
   const auto events = msomni::testing::read_text(run_dir / "events.jsonl");
   CAPTURE(events);
   CHECK(events.find("took over the lock of " + run_dir.string()) != std::string::npos);
-  CHECK(std::regex_search(events, std::regex("\"event\":\"attempt_started\",\"reason\":\"attempt 2 resumes from step "
-                                             "[1-9]\\d*: msomni-run started on an existing checkpoint\",\"attempt\":2\\}")));
+  CHECK(std::regex_search(events, std::regex("\"event\":\"attempt_started\",\"reason\":\"attempt 2 starts: msomni-run "
+                                             "started on an existing checkpoint; the ranks resume from the newest one "
+                                             "that verifies \\(latest names step [1-9]\\d*\\)[^\"]*\",\"attempt\":2\\}")));
+  CHECK(std::regex_search(events, std::regex("\"event\":\"rank_ready\",\"reason\":\"rank-0 [^\"]*checkpoint step [1-9]")));
   const auto lines = steps_and_attempts(run_dir);
   bool repeated = false;
   std::map<uint64_t, int> seen;
