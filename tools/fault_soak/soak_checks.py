@@ -11,6 +11,8 @@
   strays               an msomni process of the trial still alive after the trial
   checkpoint lost      no checkpoint at least as new as the last good one verifies at the end
   gaps                 a finished job whose metrics miss a step
+  below min replicas   a step recorded at a world size under elasticity.min_replicas
+  failed without fault a job that ended before its fault's moment and did not finish
 """
 import json
 import re
@@ -82,6 +84,7 @@ def metrics_report(run_dir):
         "without_attempt": sum(1 for r in rows if "attempt" not in r),
         "unexplained_repeats": repeats,
         "bad_samples": bad,
+        "smallest_world": min((r.get("world_size", 0) for r in rows), default=None),
     }
 
 
@@ -109,6 +112,8 @@ def evaluate(trial, fault, must_finish):
         broken.append(c["outcome"])
     elif must_finish and c["outcome"] != "finished":
         broken.append("did_not_recover")
+    elif not fault.injected and c["outcome"] != "finished":
+        broken.append("failed_without_fault")  # the job ended before the fault, yet not well
 
     m = metrics_report(trial.run_dir)
     c["metric_lines"] = m["lines"]
@@ -121,6 +126,9 @@ def evaluate(trial, fault, must_finish):
         c["metric_lines_without_attempt"] = m["without_attempt"]
         c["metric_lines_torn"] = m["torn_lines"]
         broken.append("metrics_lines_malformed")
+    if m["smallest_world"] is not None and m["smallest_world"] < fault.plan.get("min_replicas", 1):
+        c["smallest_world"] = m["smallest_world"]
+        broken.append("below_min_replicas")
     if c["outcome"] == "finished":
         gaps = [s for s in range(1, fault.steps + 1) if s not in m["steps"]]
         if gaps:
