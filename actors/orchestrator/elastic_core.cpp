@@ -184,18 +184,8 @@ std::vector<action> elastic_core::on_rank_ready(const msg::rank_ready& r, time_p
                                                 (r.has_checkpoint ? " with checkpoint step " + std::to_string(r.checkpoint_step)
                                                                   : " (no checkpoint yet)")});
   if (phase_ == phase::starting) {
-    for (const auto& n : joining_)
-      if (members_.at(n).state != member_state::ready) return out;
-    auto plan = make_plan(joining_, msg::state_source::checkpoint, false, joining_,
-                          s_.resume ? "start: resume from the newest verified checkpoint" : "start");
-    ring_ = joining_;
-    for (const auto& n : ring_) members_.at(n).state = member_state::active;
-    joining_.clear();
-    phase_ = phase::running;
-    out.push_back(journal_event{"ranks_started", std::to_string(ring_.size()) + " ranks, epoch " +
-                                                     std::to_string(epoch_) + ", grad_accum " +
-                                                     std::to_string(plan.plan.grad_accum)});
-    out.push_back(std::move(plan));
+    auto more = maybe_start();
+    out.insert(out.end(), more.begin(), more.end());
     return out;
   }
   if (!rollback_pending_.empty()) {
@@ -207,6 +197,33 @@ std::vector<action> elastic_core::on_rank_ready(const msg::rank_ready& r, time_p
   }
   auto more = maybe_join_new(now);
   out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
+// The first plan, once every first rank is ready and they make a world size the job allows
+// (at least min_replicas, dividing the global batch). Ranks beyond that size are stopped.
+std::vector<action> elastic_core::maybe_start() {
+  std::vector<action> out;
+  if (phase_ != phase::starting || joining_.empty()) return out;
+  for (const auto& n : joining_)
+    if (members_.at(n).state != member_state::ready) return out;
+  const int64_t w = largest_world_at_most(static_cast<int64_t>(joining_.size()));
+  if (w == 0) return out;  // fewer than min_replicas: replacements are on their way
+  std::vector<std::string> members(joining_.begin(), joining_.begin() + w);
+  for (size_t i = static_cast<size_t>(w); i < joining_.size(); ++i) {
+    auto& extra = members_.at(joining_[i]);
+    extra.state = member_state::left;
+    out.push_back(stop_on_agent{extra.node, extra.name, "not needed: the job starts with " + std::to_string(w) + " replicas"});
+  }
+  auto plan = make_plan(members, msg::state_source::checkpoint, false, members,
+                        s_.resume ? "start: resume from the newest verified checkpoint" : "start");
+  ring_ = members;
+  for (const auto& n : ring_) members_.at(n).state = member_state::active;
+  joining_.clear();
+  phase_ = phase::running;
+  out.push_back(journal_event{"ranks_started", std::to_string(ring_.size()) + " ranks, epoch " + std::to_string(epoch_) +
+                                                   ", grad_accum " + std::to_string(plan.plan.grad_accum)});
+  out.push_back(std::move(plan));
   return out;
 }
 
@@ -365,7 +382,22 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
         return out;
       }
       auto more = spawn(1, m.node, now);
+      const bool placed = !more.empty();
       out.insert(out.end(), more.begin(), more.end());
+      if (placed) return out;
+      // No slot for a replacement: the first ranks that are left start if they make a world
+      // size the job allows; otherwise the job cannot start (waiting would wait forever).
+      if (largest_world_at_most(static_cast<int64_t>(joining_.size())) == 0) {
+        phase_ = phase::done;
+        finished_ = true;
+        for (const auto& n : joining_) out.push_back(stop_on_agent{members_.at(n).node, n, "the job cannot start"});
+        out.push_back(finish_job{false, "cannot start: " + name + " was lost while starting (" + why + "), " +
+                                            std::to_string(joining_.size()) + " first ranks are left, min_replicas is " +
+                                            std::to_string(s_.min_replicas) + ", and no agent has a free slot for a replacement"});
+        return out;
+      }
+      auto started = maybe_start();
+      out.insert(out.end(), started.begin(), started.end());
       return out;
     }
     auto more = maybe_join_new(now);

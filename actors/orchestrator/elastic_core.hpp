@@ -150,6 +150,7 @@ class elastic_core {
                       std::vector<std::string> also_to, std::string reason);
   std::vector<action> rollback(std::string why, time_point now);  // by value: callers pass rollback_pending_
   std::vector<action> maybe_join_new(time_point now);
+  std::vector<action> maybe_start();
   std::vector<action> top_up(time_point now);
   std::vector<action> maybe_finish(time_point now);
   int64_t largest_world_at_most(int64_t n) const;
