@@ -63,7 +63,8 @@ void execute_one(caf::event_based_actor* self, shell_state& st, action& a) {
       if (st.progress.rollback_to(from) && st.env.journal)
         st.env.journal->begin_attempt(from, "rolled back from step " + std::to_string(reached) +
                                                 " to the last checkpoint; steps " + std::to_string(from + 1) + ".." +
-                                                std::to_string(reached) + " are repeated");
+                                                std::to_string(reached) + " are repeated (fewer if the ranks commit a "
+                                                "checkpoint at this barrier; their JOINED lines name the step they load)");
     }
     for (const auto& to : p->to)
       if (auto it = st.workers.find(to); it != st.workers.end()) self->send(it->second, p->plan);
@@ -253,7 +254,7 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
         if (st->done) return;
         const auto now = st->clock.now();
         for (const auto& [node, seen] : std::map(st->agent_seen))
-          if (st->agents.count(node) && now - seen > st->env.agent_silence_limit) {
+          if (st->agents.count(node) && node != st->env.in_process_agent && now - seen > st->env.agent_silence_limit) {
             st->agents.erase(node);
             execute(self, *st, st->core.on_agent_down(node, "no heartbeat for " +
                                                                 std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - seen).count()) + " s", now));

@@ -123,6 +123,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   env.stop_signal = &stop_signal::flag();
   env.agent_silence_limit = heartbeat * std::max<int64_t>(1, cfg.elasticity.heartbeat_misses);
   env.progress_on_tty = ::isatty(2);
+  if (cfg.cluster.nodes.empty()) env.in_process_agent = "local";  // started below
   env.health.max_nonfinite_steps = static_cast<uint64_t>(cfg.training.max_nonfinite_steps);
   env.health.loss_spike_factor = cfg.training.loss_spike_factor;
   auto orchestrator = orchestrator::spawn_orchestrator(sys, elastic_settings_from(cfg, resume), std::move(env));
