@@ -44,7 +44,7 @@ std::string render_plan(const job_config& c) {
   os << "  batch:        global " << t.global_batch << " = micro " << t.micro_batch << " x accum "
      << t.grad_accum << " x replicas " << e.replicas << "\n";
   os << "  training:     " << t.steps << " steps, lr " << t.lr << ", seed " << t.seed << ", device "
-     << t.device << "\n";
+     << t.device << " (every rank computes on the CPU)\n";
   os << "  guards:       roll back after " << t.max_nonfinite_steps
      << " non-finite steps in a row (stop if it recurs); "
      << (t.loss_spike_factor > 0 ? "loss spikes beyond " + (std::ostringstream() << t.loss_spike_factor).str() +

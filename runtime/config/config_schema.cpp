@@ -12,6 +12,16 @@ namespace {
 
 constexpr int64_t big = int64_t{1} << 40;
 
+// A key whose feature is not built yet: accepted at its default, refused with the reason
+// otherwise, so that no setting is silently ignored.
+template <class T>
+void refuse_unbuilt(table_reader& r, std::string_view key, const T& value, const T& default_value,
+                    const std::string& what) {
+  if (value == default_value) return;
+  const auto* n = r.node(key);
+  r.context().fail(r.key_path(key), n ? n : r.anchor(), "not built yet: " + what + "; leave it at its default");
+}
+
 void read_job(table_reader& r, job_section& s) {
   r.read("name", s.name);
   r.read_enum("class", s.klass,
@@ -109,6 +119,8 @@ void read_training(table_reader& r, training_section& s) {
   r.read("grad_clip", s.grad_clip, 0.0, 1e6);
   r.read("warmup_steps", s.warmup_steps, 0, big);
   r.read("device", s.device, {"auto", "cpu", "cuda"});
+  refuse_unbuilt(r, "device", s.device, s.device == "cpu" ? std::string("cpu") : std::string("auto"),
+                 "GPU ranks (every rank computes on the CPU; \"auto\" and \"cpu\" both mean that)");
   r.read("max_nonfinite_steps", s.max_nonfinite_steps, 1, 1 << 20);
   r.read("loss_spike_factor", s.loss_spike_factor, 0.0, 1e6);
   r.finish();
@@ -129,6 +141,12 @@ void read_elasticity(table_reader& r, elasticity_section& s) {
   r.read("scale_down_utilization", s.scale_down_utilization, 0.0, 1.0);
   r.read("scale_down_sustain_s", s.scale_down_sustain_s, 0.0, 86400.0);
   r.finish();
+  const elasticity_section d;
+  const std::string autoscale = "utilisation-driven scaling (resize with msomni scale-up / scale-down)";
+  refuse_unbuilt(r, "scale_up_utilization", s.scale_up_utilization, d.scale_up_utilization, autoscale);
+  refuse_unbuilt(r, "scale_up_sustain_s", s.scale_up_sustain_s, d.scale_up_sustain_s, autoscale);
+  refuse_unbuilt(r, "scale_down_utilization", s.scale_down_utilization, d.scale_down_utilization, autoscale);
+  refuse_unbuilt(r, "scale_down_sustain_s", s.scale_down_sustain_s, d.scale_down_sustain_s, autoscale);
   if (s.scale_down_utilization >= s.scale_up_utilization)
     r.context().fail(r.key_path("scale_down_utilization"),
                      r.node("scale_down_utilization") ? r.node("scale_down_utilization") : r.anchor(),
@@ -145,6 +163,10 @@ void read_checkpoint(table_reader& r, checkpoint_section& s) {
   r.read("incremental", s.incremental);
   r.read("max_consecutive_failures", s.max_consecutive_failures, 1, big);
   r.finish();
+  refuse_unbuilt(r, "async", s.async, true, "synchronous saves (the ranks always write off the training path)");
+  refuse_unbuilt(r, "incremental", s.incremental, false,
+                 "incremental saves on a job's path (the ranks write full checkpoints; the checkpoint store can "
+                 "write and merge incremental ones for tools)");
   if (s.dir.empty()) r.context().fail(r.key_path("dir"), r.node("dir"), "must not be empty");
 }
 
@@ -156,6 +178,14 @@ void read_memory(table_reader& r, memory_section& s) {
   r.read("pca_dims", s.pca_dims, 1, 4096);
   r.read("device_memory_gb", s.device_memory_gb, 0.1, 65536.0);
   r.finish();
+  const memory_section d;
+  const std::string predictor = "the memory watermark predictor, so [memory] would change nothing";
+  refuse_unbuilt(r, "sequence_length", s.sequence_length, d.sequence_length, predictor);
+  refuse_unbuilt(r, "horizon_steps", s.horizon_steps, d.horizon_steps, predictor);
+  refuse_unbuilt(r, "sample_interval_ms", s.sample_interval_ms, d.sample_interval_ms, predictor);
+  refuse_unbuilt(r, "safety_margin_gb", s.safety_margin_gb, d.safety_margin_gb, predictor);
+  refuse_unbuilt(r, "pca_dims", s.pca_dims, d.pca_dims, predictor);
+  refuse_unbuilt(r, "device_memory_gb", s.device_memory_gb, d.device_memory_gb, predictor);
 }
 
 void read_io(table_reader& r, io_section& s) {
@@ -198,6 +228,7 @@ void read_cluster(table_reader& r, cluster_section& s) {
   r.read("control_host", s.control_host);
   r.read("control_port", s.control_port, 0, 65535);
   r.read("metrics_port", s.metrics_port, 0, 65535);
+  refuse_unbuilt(r, "metrics_port", s.metrics_port, int64_t{0}, "the metrics endpoint, so no port would be served");
   if (const auto* arr = r.array("nodes")) {
     std::set<std::string> names;
     for (size_t i = 0; i < arr->size(); ++i) {

@@ -83,7 +83,7 @@ struct checkpoint_section {
   int64_t zstd_level = 1;
   int64_t zstd_threads = 2;
   bool async = true;
-  bool incremental = true;
+  bool incremental = false;  // not built on a job's path: refused when true
   int64_t max_consecutive_failures = 3;  // failed saves in a row before the job stops
 };
 

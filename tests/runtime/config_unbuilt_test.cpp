@@ -1,0 +1,47 @@
+// Keys whose feature is not built yet change nothing, so they are accepted only at their
+// defaults (written out or left out) and refused otherwise, with the key and the reason:
+// no setting is silently ignored.
+#include "config/config_loader.hpp"
+#include "support/config_text.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace msomni::config;
+
+namespace {
+
+std::vector<config_error> errors_with(const std::string& set) {
+  try {
+    (void)load_string(msomni::testing::valid_config_text(), "t.toml", {set});
+  } catch (const config_errors& e) {
+    return e.errors();
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("a key of a feature not built yet is refused unless it is at its default") {
+  for (const char* set :
+       {"memory.sequence_length=100", "memory.horizon_steps=5", "memory.sample_interval_ms=50", "memory.safety_margin_gb=2",
+        "memory.pca_dims=8", "memory.device_memory_gb=40", "cluster.metrics_port=9100", "elasticity.scale_up_utilization=0.95",
+        "elasticity.scale_up_sustain_s=60", "elasticity.scale_down_utilization=0.5", "elasticity.scale_down_sustain_s=60",
+        "checkpoint.async=false", "checkpoint.incremental=true", "training.device=\"cuda\""}) {
+    INFO(set);
+    const auto errors = errors_with(set);
+    REQUIRE(errors.size() == 1);
+    CHECK(std::string(set).rfind(errors[0].key + "=", 0) == 0);
+    CHECK(errors[0].reason.rfind("not built yet: ", 0) == 0);
+    CHECK(errors[0].reason.find("leave it at its default") != std::string::npos);
+    CHECK(errors[0].file == "--set[1]");  // located at the override
+  }
+}
+
+TEST_CASE("the same keys written out at their defaults are accepted") {
+  for (const char* set : {"memory.safety_margin_gb=3.5", "memory.device_memory_gb=80", "cluster.metrics_port=0",
+                          "elasticity.scale_up_utilization=0.9", "checkpoint.async=true", "checkpoint.incremental=false",
+                          "training.device=\"cpu\"", "training.device=\"auto\""}) {
+    INFO(set);
+    CHECK(errors_with(set).empty());
+  }
+}
