@@ -54,7 +54,9 @@ caf::behavior node_agent(caf::event_based_actor* self, std::shared_ptr<agent_sta
         try {
           st->ranks[r.name] = std::make_unique<logged_process>(
               st->s.rank_binary, args, st->s.log_dir + "/" + r.name + ".log",
-              std::vector<std::string>{std::string(job_token_env) + "=" + st->s.job_token});
+              std::vector<std::string>{std::string(job_token_env) + "=" + st->s.job_token,
+                                       // how many ranks may share this node's cores (training.threads = 0)
+                                       "MSOMNI_NODE_SLOTS=" + std::to_string(st->s.slots)});
         } catch (const std::exception& e) {
           self->send(st->orchestrator, msg::rank_exited{r.name, st->s.node, -1, e.what()});
         }

@@ -125,7 +125,9 @@ int main(int argc, char** argv) {
 
     model::model_registry registry;
     models::register_builtin_models(registry);
-    model::model_context ctx{cfg.model, static_cast<uint64_t>(cfg.training.seed), model::compute_device::cpu, 0, 1};
+    // Standalone ranks (tools, tests) keep to one thread unless training.threads says more.
+    model::model_context ctx{cfg.model, static_cast<uint64_t>(cfg.training.seed), model::compute_device::cpu, 0,
+                             static_cast<int>(std::max<int64_t>(1, cfg.training.threads))};
     auto model = model::create_model(ctx, registry, std::filesystem::path(config_path).parent_path().string());
     std::unique_ptr<rank_worker::batch_source> data;
     const rank_worker::data_slot slot{static_cast<uint32_t>(ring.rank()), static_cast<uint32_t>(ring.size()),

@@ -25,6 +25,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <iostream>
 
@@ -110,7 +112,13 @@ class managed_rank {
 
  private:
   std::unique_ptr<model::trainable_model> make_model() {
-    model::model_context ctx{cfg_.model, static_cast<uint64_t>(cfg_.training.seed), model::compute_device::cpu, 0, 1};
+    // training.threads, or this node's cores shared by the ranks its agent may run.
+    const char* slots = std::getenv("MSOMNI_NODE_SLOTS");
+    const auto threads = config::threads_per_rank(cfg_.training, slots ? std::atoll(slots) : 1,
+                                                  std::max<int64_t>(1, std::thread::hardware_concurrency()));
+    model::model_context ctx{cfg_.model, static_cast<uint64_t>(cfg_.training.seed), model::compute_device::cpu, 0,
+                             static_cast<int>(threads)};
+    std::cout << "COMPUTE cpu, " << threads << " threads" << std::endl;
     return model::create_model(ctx, registry_, std::filesystem::path(cfg_.source_path).parent_path().string());
   }
 

@@ -3,26 +3,44 @@
 
 #include "core/rng.hpp"
 
+#include <algorithm>
 #include <sstream>
+#include <thread>
 
 namespace msomni::config {
 
 namespace {
 
 // Ranks are placed on nodes in order, filling each node's slots (one local node by default).
+// What a rank on a node of `slots` computes with, as the rank itself will decide it.
+std::string compute_of(const job_config& cfg, int64_t slots, bool this_machine) {
+  const auto& t = cfg.training;
+  if (t.threads > 0 || this_machine) {
+    const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
+    const auto n = threads_per_rank(t, slots, hw);
+    return "cpu, " + std::to_string(n) + (n == 1 ? " thread" : " threads") +
+           (t.threads > 0 ? " (training.threads)"
+                          : " (" + std::to_string(hw) + " cores / " + std::to_string(slots) + " slots)");
+  }
+  return "cpu, that node's cores / " + std::to_string(slots) + " slots threads";
+}
+
+// Ranks are placed on nodes in order, filling each node's slots (one local node by default,
+// whose slots are max_replicas).
 std::vector<std::string> placement(const job_config& cfg) {
   std::vector<std::string> out;
   const auto replicas = cfg.elasticity.replicas;
   if (cfg.cluster.nodes.empty()) {
     for (int64_t r = 0; r < replicas; ++r)
-      out.push_back("rank " + std::to_string(r) + " -> local (" + cfg.cluster.control_host + ")");
+      out.push_back("rank " + std::to_string(r) + " -> local (" + cfg.cluster.control_host + "), " +
+                    compute_of(cfg, cfg.elasticity.max_replicas, true));
     return out;
   }
   int64_t rank = 0;
   for (const auto& n : cfg.cluster.nodes)
     for (int64_t s = 0; s < n.slots && rank < replicas; ++s, ++rank)
       out.push_back("rank " + std::to_string(rank) + " -> " + n.name + " (" + n.host + ", rack " +
-                    n.rack + ", switch " + n.switch_name + ")");
+                    n.rack + ", switch " + n.switch_name + "), " + compute_of(cfg, n.slots, false));
   return out;
 }
 

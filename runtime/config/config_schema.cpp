@@ -2,6 +2,7 @@
 // cross-section rules (batch arithmetic, replica bounds, model shape).
 #include "config/config_schema.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 #include <sstream>
@@ -123,6 +124,7 @@ void read_training(table_reader& r, training_section& s) {
                  "GPU ranks (every rank computes on the CPU; \"auto\" and \"cpu\" both mean that)");
   r.read("max_nonfinite_steps", s.max_nonfinite_steps, 1, 1 << 20);
   r.read("loss_spike_factor", s.loss_spike_factor, 0.0, 1e6);
+  r.read("threads", s.threads, 0, 1024);
   r.finish();
   if (s.loss_spike_factor > 0 && s.loss_spike_factor <= 1)
     r.context().fail(r.key_path("loss_spike_factor"), r.node("loss_spike_factor") ? r.node("loss_spike_factor") : r.anchor(),
@@ -292,6 +294,11 @@ void check_cross_section(table_reader& training, table_reader& elastic, job_conf
 // job.name names the default run directory (runs/<name>) and msomni job's id its scratch
 // directory, so either must be one plain path component: no separators, no "." or "..",
 // nothing invisible.
+int64_t threads_per_rank(const training_section& t, int64_t slots_on_node, int64_t hardware_threads) {
+  if (t.threads > 0) return t.threads;
+  return std::max<int64_t>(1, hardware_threads / std::max<int64_t>(1, slots_on_node));
+}
+
 std::string plain_name_problem(const std::string& name) {
   if (name.empty()) return "must not be empty";
   if (name.size() > 128) return "is longer than 128 characters";

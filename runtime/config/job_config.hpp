@@ -61,7 +61,12 @@ struct training_section {
   std::string device = "auto";  // auto | cpu | cuda
   int64_t max_nonfinite_steps = 3;  // non-finite loss/gradient steps in a row before a rollback
   double loss_spike_factor = 5.0;   // a loss beyond this x the running median is an event; 0 = off
+  int64_t threads = 0;              // CPU kernel threads per rank; 0 = the node's cores / its rank slots
 };
+
+// The CPU threads one rank computes with: training.threads, or when it is 0 the node's
+// `hardware_threads` shared evenly by the `slots_on_node` ranks it may run (at least 1).
+int64_t threads_per_rank(const training_section& t, int64_t slots_on_node, int64_t hardware_threads);
 
 struct elasticity_section {
   int64_t replicas = 2;

@@ -1,0 +1,59 @@
+// training.threads reaches the ranks of a real job: by default each rank takes the node's
+// cores shared by the ranks its agent may run, --dry-run shows what each rank will use, and
+// a given thread count trains bit-identically run to run.
+#include "support/process_runner.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quickstart() { return std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml"; }
+
+std::vector<std::string> losses(const fs::path& run_dir) {
+  std::vector<std::string> out;
+  std::istringstream in(msomni::testing::read_text(run_dir / "metrics.jsonl"));
+  const std::regex loss("\"loss\":([^,]*)");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, loss)) out.push_back(m[1]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("--dry-run shows each rank's threads: the node's cores over its slots, or training.threads") {
+  const auto hw = std::max(1u, std::thread::hardware_concurrency());
+  const auto per_rank = std::max(1u, hw / 2);
+  const auto r = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart() + " --dry-run");
+  CAPTURE(r.output);
+  CHECK(r.output.find("rank 1 -> local (127.0.0.1), cpu, " + std::to_string(per_rank) +
+                      (per_rank == 1 ? " thread (" : " threads (") + std::to_string(hw) + " cores / 2 slots)") !=
+        std::string::npos);
+  const auto set = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart() +
+                                                " --dry-run --set training.threads=3");
+  CHECK(set.output.find("rank 0 -> local (127.0.0.1), cpu, 3 threads (training.threads)") != std::string::npos);
+}
+
+TEST_CASE("ranks compute with training.threads, bit-identically run to run") {
+  msomni::testing::temp_dir dir;
+  std::vector<std::vector<std::string>> curves;
+  for (const char* name : {"a", "b"}) {
+    const auto run_dir = dir.path() / name;
+    const auto r = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart() + " --run-dir " +
+                                                run_dir.string() + " --set training.threads=2 --set training.steps=12");
+    CAPTURE(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(msomni::testing::read_text(run_dir / "logs" / "rank-0.log").find("COMPUTE cpu, 2 threads") != std::string::npos);
+    curves.push_back(losses(run_dir));
+  }
+  REQUIRE(curves[0].size() == 12);
+  CHECK(curves[0] == curves[1]);
+}
