@@ -62,6 +62,12 @@ int64_t elastic_core::largest_world_at_most(int64_t n) const {
 
 int64_t elastic_core::world() const { return static_cast<int64_t>(ring_.size()); }
 
+bool elastic_core::can_grow() const {
+  return phase_ == phase::running && world() < s_.max_replicas && free_slots() > 0;
+}
+
+bool elastic_core::can_shrink() const { return phase_ == phase::running && world() > s_.min_replicas; }
+
 std::vector<std::string> elastic_core::current() const {
   std::vector<std::string> out;
   for (const auto& n : ring_)

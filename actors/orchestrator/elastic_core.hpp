@@ -132,6 +132,10 @@ class elastic_core {
   uint64_t epoch() const { return epoch_; }
   uint64_t last_step() const { return last_step_; }
   int64_t world() const;
+  // Whether one more replica could start now (running, below max_replicas, a free slot), and
+  // whether one could leave (above min_replicas).
+  bool can_grow() const;
+  bool can_shrink() const;
   bool finished() const { return finished_; }
   const std::map<std::string, member_info>& members() const { return members_; }
   // grad_accum for `world` replicas, or nullopt when the global batch does not divide.

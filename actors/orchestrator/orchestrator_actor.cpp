@@ -21,10 +21,12 @@ constexpr auto tick_interval = std::chrono::milliseconds(200);
 
 struct shell_state {
   shell_state(elastic_settings s, orchestrator_env e)
-      : core(s), progress(s.total_steps), health(e.health), env(std::move(e)) {}
+      : core(s), progress(s.total_steps), health(e.health), autoscale(e.autoscale), env(std::move(e)) {}
   elastic_core core;
   progress_core progress;
   training_health health;
+  autoscale_core autoscale;
+  uint64_t autoscale_epoch = 0;  // a new epoch is a resize: the autoscale windows start over
   orchestrator_env env;
   real_clock clock;
   std::map<std::string, caf::actor> workers;  // rank name -> its worker actor
@@ -108,6 +110,26 @@ void judge_health(caf::event_based_actor* self, shell_state& st, const msg::step
   } else if (v.action == health_verdict::act::stop) {
     execute(self, st, st.core.fail(v.reason));
   }
+}
+
+// Utilisation-driven scaling on each journaled step: one replica more or less through the
+// same scale_to a user's scale-up / scale-down takes; every decision and refusal journaled.
+void judge_utilisation(caf::event_based_actor* self, shell_state& st, const msg::step_record& r, time_point now) {
+  if (st.core.epoch() != st.autoscale_epoch) {
+    // The first epoch is the start, not a resize: no cooldown for it.
+    if (st.autoscale_epoch != 0) st.autoscale.on_resized(now);
+    st.autoscale_epoch = st.core.epoch();
+  }
+  const double busy = busy_share(r.step_time_ns / 1e6, r.data_wait_ns / 1e6, r.checkpoint_ns / 1e6);
+  const auto d = st.autoscale.on_step(busy, now, st.core.world(), st.core.can_grow(), st.core.can_shrink());
+  if (d.delta == 0) {
+    if (!d.reason.empty()) journal(st, "autoscale_refused", d.reason);
+    return;
+  }
+  auto o = st.core.scale_to(st.core.world() + d.delta, st.env.autoscale.grace_period, now);
+  journal(st, o.ok ? "autoscale" : "autoscale_refused", d.reason + "; " + o.text);
+  st.autoscale.on_resized(now);
+  execute(self, st, std::move(o.actions));
 }
 
 std::string health_summary(const shell_state& st) {
@@ -205,6 +227,7 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
         if (discarded) return;
         execute(self, *st, st->core.on_step(r.step, r.world_size, now));
         if (line) judge_health(self, *st, r, now);
+        if (line && !st->done) judge_utilisation(self, *st, r, now);
       },
       // From a rank leaving (idempotent: a second report of a departed rank changes nothing).
       // A reason starting "failed: " is a rank that cannot go on (every rank decided the same

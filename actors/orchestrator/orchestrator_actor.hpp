@@ -6,6 +6,7 @@
 
 #include "elastic_core.hpp"
 #include "run_journal.hpp"
+#include "autoscale_core.hpp"
 #include "training_health.hpp"
 
 #include <caf/actor.hpp>
@@ -33,6 +34,7 @@ struct orchestrator_env {
   std::string in_process_agent;
   bool progress_on_tty = false;
   health_settings health;  // non-finite steps and loss spikes
+  autoscale_settings autoscale;  // utilisation-driven scaling (off unless enabled)
 };
 
 caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env);

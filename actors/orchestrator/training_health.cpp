@@ -51,8 +51,8 @@ health_verdict training_health::on_step(uint64_t step, double loss, double grad_
   streak_ = 0;
   if (s_.loss_spike_factor > 0 && recent_.size() >= s_.spike_min_history) {
     const double median = median_of_recent();
-    if (median > 0 && loss > s_.loss_spike_factor * median) {
-      ++counts_.loss_spikes;
+    if (median > 0 && loss > s_.loss_spike_factor * median && loss - median > s_.spike_min_excess &&
+        ++counts_.loss_spikes <= s_.spike_events_max) {
       v.events.push_back({"loss_spike", "step " + std::to_string(step) + ": loss " + number_or_nonfinite_name(loss) +
                                             " is " + number_or_nonfinite_name(loss / median) + "x the median " +
                                             number_or_nonfinite_name(median) + " of the last " +

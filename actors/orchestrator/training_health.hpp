@@ -6,8 +6,8 @@
 //   streak reaches max_nonfinite_steps --> rollback to the last checkpoint (never a
 //        non-finite one: the ranks refuse to save such a state)
 //   after that rollback, the streak reaches the limit again --> stop: the job fails with why
-//   a finite loss beyond loss_spike_factor x the median of the recent finite losses --> a
-//        loss_spike event (training goes on)
+//   a finite loss beyond loss_spike_factor x the median of the recent finite losses, and
+//        spike_min_excess above it --> a loss_spike event (training goes on)
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,10 @@ struct health_settings {
   double loss_spike_factor = 5.0;    // 0 = no spike detection
   size_t spike_window = 100;         // recent finite losses whose median is the reference
   size_t spike_min_history = 20;     // no judgement before this many finite losses
+  // A spike must also exceed the median by this much: near a loss of 0, a few times the
+  // median is noise, not a spike (cross-entropy in nats).
+  double spike_min_excess = 0.5;
+  uint64_t spike_events_max = 100;   // loss_spike events journaled at most; all are counted
 };
 
 struct health_event {

@@ -126,6 +126,14 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   if (cfg.cluster.nodes.empty()) env.in_process_agent = "local";  // started below
   env.health.max_nonfinite_steps = static_cast<uint64_t>(cfg.training.max_nonfinite_steps);
   env.health.loss_spike_factor = cfg.training.loss_spike_factor;
+  const auto secs = [](double s) { return std::chrono::duration_cast<nanos>(std::chrono::duration<double>(s)); };
+  env.autoscale = {cfg.elasticity.autoscale,
+                   cfg.elasticity.scale_up_utilization,
+                   secs(cfg.elasticity.scale_up_sustain_s),
+                   cfg.elasticity.scale_down_utilization,
+                   secs(cfg.elasticity.scale_down_sustain_s),
+                   secs(cfg.elasticity.autoscale_cooldown_s),
+                   secs(cfg.elasticity.grace_period_s)};
   auto orchestrator = orchestrator::spawn_orchestrator(sys, elastic_settings_from(cfg, resume), std::move(env));
   gw.publish("orchestrator", orchestrator);
   journal.event("control_started", "control at " + hub.node().address() + ", run directory " + run_dir.string());

@@ -16,11 +16,17 @@ constexpr int64_t big = int64_t{1} << 40;
 // A key whose feature is not built yet: accepted at its default, refused with the reason
 // otherwise, so that no setting is silently ignored.
 template <class T>
-void refuse_unbuilt(table_reader& r, std::string_view key, const T& value, const T& default_value,
-                    const std::string& what) {
+void refuse_changed(table_reader& r, std::string_view key, const T& value, const T& default_value,
+                    const std::string& reason) {
   if (value == default_value) return;
   const auto* n = r.node(key);
-  r.context().fail(r.key_path(key), n ? n : r.anchor(), "not built yet: " + what + "; leave it at its default");
+  r.context().fail(r.key_path(key), n ? n : r.anchor(), reason + "; leave it at its default");
+}
+
+template <class T>
+void refuse_unbuilt(table_reader& r, std::string_view key, const T& value, const T& default_value,
+                    const std::string& what) {
+  refuse_changed(r, key, value, default_value, "not built yet: " + what);
 }
 
 void read_job(table_reader& r, job_section& s) {
@@ -142,13 +148,19 @@ void read_elasticity(table_reader& r, elasticity_section& s) {
   r.read("scale_up_sustain_s", s.scale_up_sustain_s, 0.0, 86400.0);
   r.read("scale_down_utilization", s.scale_down_utilization, 0.0, 1.0);
   r.read("scale_down_sustain_s", s.scale_down_sustain_s, 0.0, 86400.0);
+  r.read("autoscale", s.autoscale);
+  r.read("autoscale_cooldown_s", s.autoscale_cooldown_s, 0.0, 86400.0);
   r.finish();
-  const elasticity_section d;
-  const std::string autoscale = "utilisation-driven scaling (resize with msomni scale-up / scale-down)";
-  refuse_unbuilt(r, "scale_up_utilization", s.scale_up_utilization, d.scale_up_utilization, autoscale);
-  refuse_unbuilt(r, "scale_up_sustain_s", s.scale_up_sustain_s, d.scale_up_sustain_s, autoscale);
-  refuse_unbuilt(r, "scale_down_utilization", s.scale_down_utilization, d.scale_down_utilization, autoscale);
-  refuse_unbuilt(r, "scale_down_sustain_s", s.scale_down_sustain_s, d.scale_down_sustain_s, autoscale);
+  if (!s.autoscale) {
+    const elasticity_section d;
+    const std::string off = "has no effect while elasticity.autoscale is false (set it to true, or resize with msomni "
+                            "scale-up / scale-down)";
+    refuse_changed(r, "autoscale_cooldown_s", s.autoscale_cooldown_s, d.autoscale_cooldown_s, off);
+    refuse_changed(r, "scale_up_utilization", s.scale_up_utilization, d.scale_up_utilization, off);
+    refuse_changed(r, "scale_up_sustain_s", s.scale_up_sustain_s, d.scale_up_sustain_s, off);
+    refuse_changed(r, "scale_down_utilization", s.scale_down_utilization, d.scale_down_utilization, off);
+    refuse_changed(r, "scale_down_sustain_s", s.scale_down_sustain_s, d.scale_down_sustain_s, off);
+  }
   if (s.scale_down_utilization >= s.scale_up_utilization)
     r.context().fail(r.key_path("scale_down_utilization"),
                      r.node("scale_down_utilization") ? r.node("scale_down_utilization") : r.anchor(),

@@ -79,6 +79,8 @@ struct elasticity_section {
   double scale_up_sustain_s = 180.0;
   double scale_down_utilization = 0.65;
   double scale_down_sustain_s = 600.0;
+  bool autoscale = false;              // scale by utilisation (the four keys above)
+  double autoscale_cooldown_s = 300.0;  // nothing after a resize for this long
 };
 
 struct checkpoint_section {

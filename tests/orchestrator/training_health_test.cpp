@@ -70,6 +70,13 @@ TEST_CASE("a loss far above the running median is a spike, once there is history
   CHECK(h.counts().loss_spikes == 1);
 }
 
+TEST_CASE("near a loss of zero a few times the median is noise, not a spike") {
+  training_health h({3, 5.0, 100, 20});
+  for (uint64_t s = 1; s <= 40; ++s) CHECK(h.on_step(s, 0.001 + 0.0001 * static_cast<double>(s % 3), 1.0, false).events.empty());
+  CHECK(h.on_step(41, 0.05, 1.0, false).events.empty());  // 50x the median, but 0.05 nats above it
+  CHECK(h.counts().loss_spikes == 0);
+}
+
 TEST_CASE("non-finite numbers are named, finite ones printed as JSON numbers") {
   CHECK(number_or_nonfinite_name(nan_value) == "nan");
   CHECK(number_or_nonfinite_name(INFINITY) == "inf");

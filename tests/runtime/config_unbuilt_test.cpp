@@ -24,9 +24,7 @@ std::vector<config_error> errors_with(const std::string& set) {
 TEST_CASE("a key of a feature not built yet is refused unless it is at its default") {
   for (const char* set :
        {"memory.sequence_length=100", "memory.horizon_steps=5", "memory.sample_interval_ms=50", "memory.safety_margin_gb=2",
-        "memory.pca_dims=8", "memory.device_memory_gb=40", "cluster.metrics_port=9100", "elasticity.scale_up_utilization=0.95",
-        "elasticity.scale_up_sustain_s=60", "elasticity.scale_down_utilization=0.5", "elasticity.scale_down_sustain_s=60",
-        "checkpoint.async=false", "checkpoint.incremental=true", "training.device=\"cuda\""}) {
+        "memory.pca_dims=8", "memory.device_memory_gb=40", "cluster.metrics_port=9100", "checkpoint.async=false", "checkpoint.incremental=true", "training.device=\"cuda\""}) {
     INFO(set);
     const auto errors = errors_with(set);
     REQUIRE(errors.size() == 1);
@@ -43,5 +41,21 @@ TEST_CASE("the same keys written out at their defaults are accepted") {
                           "training.device=\"cpu\"", "training.device=\"auto\""}) {
     INFO(set);
     CHECK(errors_with(set).empty());
+  }
+}
+
+TEST_CASE("the autoscale keys are refused while elasticity.autoscale is false and accepted with it") {
+  for (const char* set : {"elasticity.scale_up_utilization=0.95", "elasticity.scale_up_sustain_s=60",
+                          "elasticity.scale_down_utilization=0.5", "elasticity.scale_down_sustain_s=60",
+                          "elasticity.autoscale_cooldown_s=10"}) {
+    INFO(set);
+    const auto errors = errors_with(set);
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0].reason.find("has no effect while elasticity.autoscale is false") != std::string::npos);
+    try {
+      (void)load_string(msomni::testing::valid_config_text(), "t.toml", {"elasticity.autoscale=true", set});
+    } catch (const config_errors& e) {
+      FAIL(e.what());
+    }
   }
 }
