@@ -1,4 +1,4 @@
-// Step-time predictor core (SPEC R7): keeps the last N step records of each job in a ring
+// Step-time predictor core: keeps the last N step records of each job in a ring
 // buffer and turns them into a forecast of how much of the job's GPU time will sit idle
 // (data waits, checkpoints, pipeline bubbles) and where the next idle windows fall. No
 // clock, no threads: callers pass records in and read forecasts out, live or simulated.

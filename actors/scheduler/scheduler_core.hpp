@@ -1,4 +1,4 @@
-// Scheduler policy core (SPEC R7): job classes, placement, graceful preemption with a drain
+// Scheduler policy core: job classes, placement, graceful preemption with a drain
 // period, the anti-starvation run window, elastic shrink/grow at replica granularity, and
 // co-location of preemptible jobs into critical jobs' predicted idle share. No clock, no
 // threads, no files: events come in with `now_s`, commands go out as values, and every

@@ -1,11 +1,11 @@
 // msomni-sched [--config FILE] [--gpus N] [--gpus-per-node N] [--nodes-per-switch N] [--policy omni|exclusive|greedy]
 //              [--idle-threshold X] [--drain-s S] [--min-run-window-s S] [--reservation-window-s S]
 //              [--queue-capacity N] [--listen HOST:PORT] [--info-file FILE]
-// The co-location scheduler as a service (SPEC R7): the scheduler actor shell around the same
+// The co-location scheduler as a service: the scheduler actor shell around the same
 // scheduler_core that msomni-sim replays, on a UCX node named "sched". Jobs reach it with
 // `msomni job --scheduler-info FILE ...`. It publishes the actor under a name that carries a
 // random token and writes "ADDRESS TOKEN" to the info file (mode 0600): without the token a
-// job cannot address it (SPEC R9). Every decision is printed with its reason. Ends on
+// job cannot address it. Every decision is printed with its reason. Ends on
 // SIGINT/SIGTERM. Exit codes: 0 stopped, 1 could not start, 2 usage.
 #include "config/config_loader.hpp"
 #include "core/clock.hpp"

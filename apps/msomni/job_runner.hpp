@@ -47,7 +47,7 @@ struct job_spec {
   std::vector<std::string> command;  // argv; command[0] is looked up in PATH
   std::string run_dir;  // optional: checkpoints/latest gives the checkpoint step, metrics.jsonl the steps
   // Optional: MSOMNI_SCRATCH_DIR=scratch_dir/ID for the command, created before each start
-  // and removed whenever the command ends (SPEC R7: a preempted job leaves no scratch files
+  // and removed whenever the command ends (a preempted job leaves no scratch files
   // on shared storage; what it needs to resume is in its checkpoint).
   std::string scratch_dir;
   double reconnect_s = 300;  // how long to wait for a restarted scheduler (0: end at once)

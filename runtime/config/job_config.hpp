@@ -1,4 +1,4 @@
-// The typed, fully resolved job configuration: one struct per TOML section (SPEC R1).
+// The typed, fully resolved job configuration: one struct per TOML section.
 // Defaults here are the seed defaults; config_loader fills them and records which it used.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Messages between jobs and the co-location scheduler's actor shell (SPEC R7, issue 8):
+// Messages between jobs and the co-location scheduler's actor shell:
 // submit, step reports for the step-time predictor, completion, and the scheduler's
 // commands. The preemption notice and its answer (preempt_notice, job_released) live in
 // scheduling_messages.hpp.

@@ -122,7 +122,7 @@ TEST_CASE("msomni-sched over UCX: a critical job preempts a regular job that rel
   const std::string r = read_text(runs);
   CHECK(count(r, "run gpus=0,1,2,3,4,5,6,7") == 2);
   CHECK(count(r, "term") == 1);
-  // No scratch left behind, neither by the preempted run nor by the finished one (R7).
+  // No scratch left behind, neither by the preempted run nor by the finished one.
   CHECK(count(reg.log, "removed its scratch directory (1 files)") == 2);
   CHECK_FALSE(std::filesystem::exists(scratch / "reg"));
   const auto idle = run_command(std::string(MSOMNI_CLI_BINARY) + " sched-status --scheduler-info " + info);

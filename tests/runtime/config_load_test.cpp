@@ -34,7 +34,7 @@ TEST_CASE("a valid config loads with typed values and recorded defaults") {
   CHECK(c.data.sources[1].kind == msomni::modality::text);
   CHECK(c.training.lr == doctest::Approx(0.001));
   CHECK(c.elasticity.max_replicas == 4);
-  // Seed defaults from SPEC.
+  // The documented defaults.
   CHECK(c.elasticity.heartbeat_interval_s == 10.0);
   CHECK(c.scheduler.idle_threshold == doctest::Approx(0.35));
   CHECK(c.scheduler.drain_period_s == 600.0);

@@ -1,4 +1,4 @@
-// Simulation invariants over many seeds (issue 8 acceptance): small slices of the shared
+// Simulation invariants over many seeds: small slices of the shared
 // traces (when ../shared/traces is present) and a seeded synthetic trace, all three
 // policies, seeds 1..N, on clusters small enough to be contended. Every run must show no
 // GPU allocated twice, no critical job waiting for a lower class that policy lets it

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Driver of the data-pipeline benchmark (issue 5): generates one shard set, then, side by side
+# Driver of the data-pipeline benchmark: generates one shard set, then, side by side
 # at 1 and 2 workers, measures (a) the raw FFmpeg decode limit (msomni-bench-data --mode limit),
 # the msomni pipeline (actor pipeline, and the in-thread reference at 1), and (b) a PyTorch
 # DataLoader reading the same tar members with PIL decoding, and prints a markdown table. A

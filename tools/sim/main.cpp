@@ -1,4 +1,4 @@
-// msomni-sim: trace-driven cluster simulator comparing co-location policies (SPEC R7).
+// msomni-sim: trace-driven cluster simulator comparing co-location policies.
 // Reads the published traces as they are and prints/writes a JSON summary.
 #include "sim_cli.hpp"
 #include "sim_engine.hpp"

@@ -1,4 +1,4 @@
-// fuyu-tiny: the reference multimodal decoder (SPEC R3). Fuyu-style: image or video-frame
+// fuyu-tiny: the reference multimodal decoder. Fuyu-style: image or video-frame
 // patches are linearly projected straight into the token stream, followed by byte-level
 // text tokens, and a pre-LayerNorm causal transformer predicts the next text byte. Each
 // sample's sequence is [its patches | its text | padding], so causal attention never sees
