@@ -394,12 +394,10 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
       // No slot for a replacement: the first ranks that are left start if they make a world
       // size the job allows; otherwise the job cannot start (waiting would wait forever).
       if (largest_world_at_most(static_cast<int64_t>(joining_.size())) == 0) {
-        phase_ = phase::done;
-        finished_ = true;
-        for (const auto& n : joining_) out.push_back(stop_on_agent{members_.at(n).node, n, "the job cannot start"});
-        out.push_back(finish_job{false, "cannot start: " + name + " was lost while starting (" + why + "), " +
-                                            std::to_string(joining_.size()) + " first ranks are left, min_replicas is " +
-                                            std::to_string(s_.min_replicas) + ", and no agent has a free slot for a replacement"});
+        auto end = fail("cannot start: " + name + " was lost while starting (" + why + "), " +
+                        std::to_string(joining_.size()) + " first ranks are left, min_replicas is " +
+                        std::to_string(s_.min_replicas) + ", and no agent has a free slot for a replacement");
+        out.insert(out.end(), end.begin(), end.end());
         return out;
       }
       auto started = maybe_start();
@@ -445,20 +443,14 @@ std::vector<action> elastic_core::on_rank_failed(const msg::rank_failed& r, time
   failures_.record(r.name, reason);
   if (!earlier) return on_rank_down(r.name, "failed: " + reason, now);
   // The same words from a rank started after the first: another replacement would fail alike.
-  phase_ = phase::done;
-  finished_ = true;
   it->second.state = member_state::dead;
   it->second.since = now;
   ++downs_;
   out.push_back(journal_event{"rank_down", r.name + " on " + it->second.node + ": failed: " + reason});
-  for (const auto& [n, m] : members_)
-    if (m.state != member_state::left && m.state != member_state::dead)
-      out.push_back(stop_on_agent{m.node, n, "the job failed"});
   out.push_back(stop_on_agent{it->second.node, r.name, "failed: " + reason});
-  out.push_back(finish_job{false, r.name + " failed: " + reason + " (again: " + *earlier +
-                                      " failed the same way, so a replacement would too; " +
-                                      std::to_string(recoveries_) + " of " + std::to_string(s_.max_recoveries) +
-                                      " recoveries spent)"});
+  auto end = fail(r.name + " failed: " + reason + " (again: " + *earlier + " failed the same way, so a replacement would too; " +
+                  std::to_string(recoveries_) + " of " + std::to_string(s_.max_recoveries) + " recoveries spent)");
+  out.insert(out.end(), end.begin(), end.end());
   return out;
 }
 

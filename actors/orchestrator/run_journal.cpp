@@ -55,15 +55,17 @@ run_journal::~run_journal() {
 
 void run_journal::store_attempt() {
   // Small and rewritten rarely: temp + fsync + rename, so a crash leaves the old or new number.
-  const auto tmp = run_dir_ / ".attempt.tmp";
+  // The temporary is this process's own (its pid in the name, created exclusively), so
+  // removing it after a failure removes nothing else.
+  const auto tmp = run_dir_ / (".attempt.tmp-" + std::to_string(::getpid()));
   const auto text = std::to_string(attempt_.load()) + "\n";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   const bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
                   ::fsync(fd) == 0;
   const int err = errno;
   if (fd >= 0) ::close(fd);
   if (!ok || ::rename(tmp.c_str(), (run_dir_ / "attempt").c_str()) != 0) {
-    ::unlink(tmp.c_str());
+    if (fd >= 0) ::unlink(tmp.c_str());
     failure_ = "cannot record the attempt number in " + (run_dir_ / "attempt").string() + ": " +
                std::strerror(ok ? errno : err);
     failed_ = true;

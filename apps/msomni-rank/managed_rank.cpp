@@ -217,10 +217,8 @@ class managed_rank {
       if (t.last_announced() > epoch_) {
         auto plan = inbox_.take_exactly(t.last_announced(), announced_plan_wait);
         if (!plan) throw std::runtime_error("epoch " + std::to_string(t.last_announced()) + " was announced but never arrived");
-        // A rollback discards this step: its record would be journaled after the rollback
-        // and stand for a step that the next attempt takes again.
-        const bool rolls_back = plan->source == static_cast<uint8_t>(msg::state_source::checkpoint);
-        if (ring_->rank() == 0 && !rolls_back) caf::anon_send(orchestrator_, r);
+        // Sent even when the plan rolls back: its epoch tells the orchestrator the step is discarded.
+        if (ring_->rank() == 0) caf::anon_send(orchestrator_, r);
         if (plan->checkpoint_first) {
           const auto step = checkpoints_->save_verified(t, *ring_);
           std::cout << "CHECKPOINT verified step " << step << " before epoch " << plan->epoch << std::endl;

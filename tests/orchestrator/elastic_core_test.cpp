@@ -1,7 +1,7 @@
 // The elastic state machine, driven with made-up events and times: start, scale-down with
 // its grace period, scale-up, failure with rollback and topology-aware replacement, stop,
 // and the refusals a user sees.
-#include "elastic_core.hpp"
+#include "elastic_test_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -9,28 +9,15 @@
 
 using namespace msomni;
 using namespace msomni::orchestrator;
+using namespace msomni::orchestrator::testing;
 using namespace std::chrono_literals;
 
 namespace {
 
 elastic_settings four_replicas() {
-  elastic_settings s;
-  s.total_steps = 100;
-  s.global_batch = 8;
-  s.micro_batch = 2;
-  s.replicas = 4;
-  s.min_replicas = 2;
-  s.max_replicas = 4;
+  auto s = small_job(4, 2, 4);
   s.grace_period = 30s;
   return s;
-}
-
-template <class T>
-std::vector<T> all_of(const std::vector<action>& acts) {
-  std::vector<T> out;
-  for (const auto& a : acts)
-    if (auto* p = std::get_if<T>(&a)) out.push_back(*p);
-  return out;
 }
 
 bool has_event(const std::vector<action>& acts, const std::string& kind) {

@@ -1,36 +1,22 @@
 // Failures and their reasons: every recovery event says why, and a failure that a replacement
 // rank repeats word for word ends the job at once with that reason instead of spending the
 // remaining recoveries on more replacements that would fail the same way.
-#include "elastic_core.hpp"
+#include "elastic_test_support.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace msomni;
 using namespace msomni::orchestrator;
+using namespace msomni::orchestrator::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-template <class T>
-std::vector<T> all_of(const std::vector<action>& acts) {
-  std::vector<T> out;
-  for (const auto& a : acts)
-    if (auto* p = std::get_if<T>(&a)) out.push_back(*p);
-  return out;
-}
 
 msg::rank_ready ready(const std::string& name) { return {name, "solo", "127.0.0.1:" + std::to_string(5000 + name.size()), 100, false, 0}; }
 
 // Two replicas (min 1) on one node with `slots` slots, both running.
 elastic_core two_ranks(int64_t slots = 2, int64_t min_replicas = 1) {
-  elastic_settings s;
-  s.total_steps = 100;
-  s.global_batch = 8;
-  s.micro_batch = 2;
-  s.replicas = 2;
-  s.min_replicas = min_replicas;
-  s.max_replicas = 2;
-  elastic_core c(s);
+  elastic_core c(small_job(2, min_replicas, 2));
   auto acts = c.on_agent({"solo", "rack1", "sw1", slots, true}, time_point{0s});
   for (const auto& sp : all_of<spawn_on_agent>(acts)) c.on_rank_ready(ready(sp.name), time_point{1s});
   REQUIRE(c.world() == 2);

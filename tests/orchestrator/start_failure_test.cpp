@@ -2,34 +2,18 @@
 // starts with the ranks that are left when they make an allowed world size, and otherwise
 // fails at once with the reason. It never waits forever and never starts below
 // min_replicas. (Both were found by the fault soak: a killed node agent mid-start.)
-#include "elastic_core.hpp"
+#include "elastic_test_support.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace msomni;
 using namespace msomni::orchestrator;
+using namespace msomni::orchestrator::testing;
 using namespace std::chrono_literals;
 
 namespace {
 
-elastic_settings two_nodes_of_one(int64_t min_replicas) {
-  elastic_settings s;
-  s.total_steps = 100;
-  s.global_batch = 8;
-  s.micro_batch = 2;
-  s.replicas = 2;
-  s.min_replicas = min_replicas;
-  s.max_replicas = 2;
-  return s;
-}
-
-template <class T>
-std::vector<T> all_of(const std::vector<action>& acts) {
-  std::vector<T> out;
-  for (const auto& a : acts)
-    if (auto* p = std::get_if<T>(&a)) out.push_back(*p);
-  return out;
-}
+elastic_settings two_nodes_of_one(int64_t min_replicas) { return small_job(2, min_replicas, 2); }
 
 msg::rank_ready ready(const std::string& name, const std::string& node) {
   return {name, node, "127.0.0.1:5000", 100, false, 0};

@@ -3,6 +3,7 @@
 // side lacks leaves both down and the listening side reports the refused address; a raw UCX
 // peer that skips the exchange has every frame dropped and counted, none delivered.
 #include "ucx/peer_auth.hpp"
+#include "ucx/ucx_endpoint_close.hpp"
 #include "ucx/ucx_node.hpp"
 
 #include <arpa/inet.h>
@@ -110,14 +111,7 @@ struct raw_peer {
     while (std::chrono::steady_clock::now() < until) ucp_worker_progress(worker);
   }
   ~raw_peer() {
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    void* req = ucp_ep_close_nbx(ep, &p);
-    if (req && !UCS_PTR_IS_ERR(req)) {
-      while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(worker);
-      ucp_request_free(req);
-    }
+    msomni::transport::close_endpoint_forced(worker, ep);
     ucp_worker_destroy(worker);
     ucp_cleanup(context);
   }

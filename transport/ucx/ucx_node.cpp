@@ -1,5 +1,6 @@
 // ucx_node: UCX context/worker/listener/endpoints behind a sleeping progress thread.
 #include "ucx/ucx_node_impl.hpp"
+#include "ucx/ucx_endpoint_close.hpp"
 
 #include "core/check.hpp"
 
@@ -211,7 +212,7 @@ void ucx_node::impl::drain_commands() {
       const bool shm = it != by_ep.end() && it->second.shared_memory;
       const uint64_t eager_max = shm ? opt.eager_bulk_max_shared_memory : opt.eager_bulk_max;
       const uint32_t flags = UCP_AM_SEND_FLAG_REPLY |
-                             (c.header.payload_size <= eager_max ? UCP_AM_SEND_FLAG_EAGER : 0u);
+                             (c.header.payload_size <= eager_max ? static_cast<uint32_t>(UCP_AM_SEND_FLAG_EAGER) : 0u);
       do_send(ep, std::move(ctx), flags, c.bulk, c.header.payload_size);
     }
   }
@@ -438,16 +439,7 @@ void ucx_node::impl::check_keepalives() {
 // complete. UCX asks for peer error mode on both sides of a forced close (ucp.h), which
 // same-host endpoints lack; the side that could misbehave is the peer we declared down.
 void ucx_node::impl::close_endpoints() {
-  for (auto ep : to_close) {
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    void* req = ucp_ep_close_nbx(ep, &p);
-    if (req && !UCS_PTR_IS_ERR(req)) {
-      while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(worker);
-      ucp_request_free(req);
-    }
-  }
+  for (auto ep : to_close) close_endpoint_forced(worker, ep);
   to_close.clear();
 }
 
