@@ -171,7 +171,9 @@ TEST_CASE("a data failure that a replacement rank repeats ends the job at once w
   CHECK(reason.find("bad samples in a row") != std::string::npos);
   CHECK(reason.find("again") != std::string::npos);
   CHECK(reason.find("gave up after") == std::string::npos);
-  CHECK(count(events, "\"event\":\"rank_spawn\"") <= 3);  // the first two and one replacement
+  // The first two, and at most one replacement per first rank: each of them may fail once on
+  // its own (its first bad sample, and so its words, can differ) before a replacement repeats one.
+  CHECK(count(events, "\"event\":\"rank_spawn\"") <= 4);
   // Every recovery event says what it recovers from.
   CHECK_FALSE(std::regex_search(events, std::regex("\"event\":\"(recovery|recovery_waiting|rank_down)\",\"reason\":\"(;|\")")));
   CHECK(r.output.find("job failed: ") != std::string::npos);
