@@ -97,6 +97,13 @@ void ucx_node::impl::start() {
   ucp_config_t* config = nullptr;
   MSOMNI_CHECK_UCX(ucp_config_read(nullptr, nullptr, &config));
   ucp_config_modify(config, "CM_REUSEADDR", "y");  // restartable on the same port at once
+  // Every endpoint gets an indirect id. A frame sent with UCP_AM_SEND_FLAG_REPLY names the
+  // receiver's endpoint by id; with the default (direct ids for endpoints without peer error
+  // handling, i.e. same-host shared memory) a frame still in flight when we force-close that
+  // endpoint of a departed peer is looked up through a freed pointer and UCX aborts the
+  // process (ucp_worker.inl assertion "ep->worker == worker"). An indirect id of a closed
+  // endpoint is simply not found and the frame is dropped.
+  MSOMNI_CHECK_UCX(ucp_config_modify(config, "PROTO_INDIRECT_ID", "on"));
   // UCX's TCP transport listens on every device it may use; a value set by whoever starts
   // the process (e.g. to pick an InfiniBand port) wins over ours.
   const auto devices = ucx_net_devices_for(opt.listen_host);
