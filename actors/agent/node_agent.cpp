@@ -2,6 +2,7 @@
 #include "node_agent.hpp"
 
 #include "logged_process.hpp"
+#include "node_slots.hpp"
 #include "core/secret_file.hpp"
 #include "core/sibling_binary.hpp"
 #include "messages/catalog.hpp"
@@ -28,6 +29,7 @@ struct agent_state {
   agent_settings s;
   caf::actor orchestrator;
   std::map<std::string, std::unique_ptr<logged_process>> ranks;
+  std::map<std::string, int64_t> slot_of;  // live rank -> its local index on this node
   uint64_t seq = 0;
 };
 
@@ -40,6 +42,7 @@ caf::behavior node_agent(caf::event_based_actor* self, std::shared_ptr<agent_sta
   self->monitor(st->orchestrator);
   self->set_down_handler([self, st](caf::down_msg&) {
     st->ranks.clear();  // SIGKILL and reap every rank of this node
+    st->slot_of.clear();
     if (st->s.on_orchestrator_lost) st->s.on_orchestrator_lost();
     self->quit();
   });
@@ -51,12 +54,19 @@ caf::behavior node_agent(caf::event_based_actor* self, std::shared_ptr<agent_sta
       [self, st](const msg::spawn_rank& r) {
         auto args = r.args;
         args.insert(args.end(), {"--node", st->s.node});
+        // A repeated spawn of a live rank keeps its slot (the old process is replaced).
+        auto held = st->slot_of;
+        held.erase(r.name);
+        const int64_t slot = lowest_free_slot(held);
         try {
           st->ranks[r.name] = std::make_unique<logged_process>(
               st->s.rank_binary, args, st->s.log_dir + "/" + r.name + ".log",
               std::vector<std::string>{std::string(job_token_env) + "=" + st->s.job_token,
                                        // how many ranks may share this node's cores (training.threads = 0)
-                                       "MSOMNI_NODE_SLOTS=" + std::to_string(st->s.slots)});
+                                       "MSOMNI_NODE_SLOTS=" + std::to_string(st->s.slots),
+                                       // the rank's local index: which of the node's GPUs it binds
+                                       "MSOMNI_NODE_SLOT=" + std::to_string(slot)});
+          st->slot_of[r.name] = slot;
         } catch (const std::exception& e) {
           self->send(st->orchestrator, msg::rank_exited{r.name, st->s.node, -1, e.what()});
         }
@@ -69,6 +79,7 @@ caf::behavior node_agent(caf::event_based_actor* self, std::shared_ptr<agent_sta
           if (auto status = it->second->poll_exit()) {
             self->send(st->orchestrator, msg::rank_exited{it->first, st->s.node, *status,
                                                           *status == 0 ? "" : it->second->log_tail()});
+            st->slot_of.erase(it->first);
             it = st->ranks.erase(it);
           } else {
             ++it;

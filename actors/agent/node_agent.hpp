@@ -4,7 +4,8 @@
 //
 //   start --agent_hello--> orchestrator
 //   spawn_rank --> msomni-rank process (log in log_dir/<name>.log, the job's token in its
-//                  environment); its end --> rank_exited
+//                  environment, and its local index MSOMNI_NODE_SLOT: the lowest slot no
+//                  live rank holds, see node_slots.hpp); its end --> rank_exited
 //   stop_rank  --> SIGKILL
 //   every heartbeat_interval --> heartbeat; the orchestrator gone --> stop every rank, quit
 #pragma once

@@ -53,6 +53,11 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   auto grads = model_.gradient_data();
   if (model_.storage() == model::storage_kind::host) {
     comm_->all_reduce(grads, transport::reduce_op::sum);
+  } else if (gradient_comm_) {
+    if (gradient_comm_->epoch() != comm_->epoch() || gradient_comm_->size() != comm_->size())
+      throw std::logic_error("rank_trainer: the gradient communicator is of epoch " + std::to_string(gradient_comm_->epoch()) +
+                             ", the ring of epoch " + std::to_string(comm_->epoch()));
+    gradient_comm_->all_reduce(grads, transport::reduce_op::sum);  // device memory, in place
   } else {
     host_grads_.resize(grads.size());
     model_.copy_to_host(model::buffer_role::gradients, host_grads_);

@@ -1,6 +1,7 @@
 // The training loop of one data-parallel rank, as a plain object the actor shell and the
 // rank process drive: one call = one optimizer step (grad_accum micro-batches, a sum
-// all-reduce of the flat gradient buffer, AdamW with gradient_scale = 1/world). Time comes
+// all-reduce of the flat gradient buffer, AdamW with gradient_scale = 1/world). Gradients
+// on a GPU are all-reduced in place by the epoch's NCCL communicator when there is one. Time comes
 // from an injected clock. Deterministic: same seed, data and world size -> same bits.
 #pragma once
 
@@ -38,6 +39,9 @@ class rank_trainer {
 
   // After an elastic change: the same model and data, a new membership.
   void rebind(transport::communicator& comm) { comm_ = &comm; }
+  // The epoch's device communicator (NCCL), or null: gradients then go through host memory
+  // on the ring. It must be of the ring's epoch and membership; rebind the ring first.
+  void rebind_gradients(transport::communicator* device_comm) { gradient_comm_ = device_comm; }
   void rebind(batch_source& data) { data_ = &data; }
   // The global batch stays fixed across resizes: grad_accum follows the replica count.
   void set_grad_accum(int64_t grad_accum) { settings_.grad_accum = grad_accum; }
@@ -66,6 +70,7 @@ class rank_trainer {
 
   model::trainable_model& model_;
   transport::communicator* comm_;
+  transport::communicator* gradient_comm_ = nullptr;  // device gradients in place (NCCL)
   batch_source* data_;
   const clock& clock_;
   trainer_settings settings_;

@@ -6,8 +6,10 @@
 // start ranks) the rank is managed instead (see managed_rank.hpp); it then needs the job's
 // token in $MSOMNI_JOB_TOKEN, which it proves to every peer.
 // Exit codes: 0 ok, 2 bad config or usage, 1 runtime failure.
+#include "collectives/gradient_communicator.hpp"
 #include "collectives/ring_communicator.hpp"
 #include "managed_rank.hpp"
+#include "rank_compute.hpp"
 #include "gateway/gateway.hpp"
 #include "messages/catalog.hpp"
 #include "config/config_loader.hpp"
@@ -125,10 +127,13 @@ int main(int argc, char** argv) {
 
     model::model_registry registry;
     models::register_builtin_models(registry);
-    // Standalone ranks (tools, tests) keep to one thread unless training.threads says more.
-    model::model_context ctx{cfg.model, static_cast<uint64_t>(cfg.training.seed), model::compute_device::cpu, 0,
-                             static_cast<int>(std::max<int64_t>(1, cfg.training.threads))};
-    auto model = model::create_model(ctx, registry, std::filesystem::path(config_path).parent_path().string());
+    // Standalone ranks (tools, tests) keep to one thread unless training.threads says more; on
+    // one machine, their local index is their ring position unless MSOMNI_NODE_SLOT says.
+    const auto compute = apps::decide_rank_compute(cfg, std::max<int64_t>(1, cfg.training.threads), ring.rank());
+    std::cerr << compute.log_line << std::endl;
+    auto model = model::create_model(compute.context, registry, std::filesystem::path(config_path).parent_path().string());
+    const auto gradients = transport::make_gradient_communicator(ring, compute.cuda_device(), {});
+    std::cerr << "GRADIENTS " << gradients.description << std::endl;
     std::unique_ptr<rank_worker::batch_source> data;
     const rank_worker::data_slot slot{static_cast<uint32_t>(ring.rank()), static_cast<uint32_t>(ring.size()),
                                       cfg.training.grad_accum, cfg.training.micro_batch};
@@ -138,6 +143,7 @@ int main(int argc, char** argv) {
       data = std::make_unique<rank_worker::pipeline_source>(cfg, slot);
     real_clock clk;
     rank_worker::rank_trainer trainer(*model, ring, *data, clk, rank_worker::settings_from(cfg));
+    trainer.rebind_gradients(gradients.nccl.get());
     const uint64_t total = static_cast<uint64_t>(steps >= 0 ? steps : cfg.training.steps);
     std::unique_ptr<rank_worker::rank_checkpointer> checkpoints;
     if (!ckpt_dir.empty()) {

@@ -3,6 +3,7 @@
 
 #include "builtin_models.hpp"
 #include "checkpoint_store.hpp"
+#include "collectives/gradient_communicator.hpp"
 #include "collectives/ring_communicator.hpp"
 #include "config/config_loader.hpp"
 #include "gateway/gateway.hpp"
@@ -12,6 +13,7 @@
 #include "pipeline_source.hpp"
 #include "plan_inbox.hpp"
 #include "rank_checkpointer.hpp"
+#include "rank_compute.hpp"
 #include "rank_trainer.hpp"
 #include "synthetic_source.hpp"
 
@@ -116,10 +118,11 @@ class managed_rank {
     const char* slots = std::getenv("MSOMNI_NODE_SLOTS");
     const auto threads = config::threads_per_rank(cfg_.training, slots ? std::atoll(slots) : 1,
                                                   std::max<int64_t>(1, std::thread::hardware_concurrency()));
-    model::model_context ctx{cfg_.model, static_cast<uint64_t>(cfg_.training.seed), model::compute_device::cpu, 0,
-                             static_cast<int>(threads)};
-    std::cout << "COMPUTE cpu, " << threads << " threads" << std::endl;
-    return model::create_model(ctx, registry_, std::filesystem::path(cfg_.source_path).parent_path().string());
+    // training.device: this rank's GPU (its local index on the node), or the CPU.
+    const auto compute = decide_rank_compute(cfg_, threads, 0);
+    cuda_device_ = compute.cuda_device();
+    std::cout << compute.log_line << std::endl;
+    return model::create_model(compute.context, registry_, std::filesystem::path(cfg_.source_path).parent_path().string());
   }
 
   // Data and trainer for `slot` around `model` (a fresh one when null), on the current ring.
@@ -129,6 +132,19 @@ class managed_rank {
     t.data = make_source(cfg_, slot);
     t.trainer = std::make_unique<rank_worker::rank_trainer>(*t.model, *ring_, *t.data, clock_, rank_worker::settings_from(cfg_));
     return t;
+  }
+
+  // An NCCL wait of this plan's epoch ends, like the ring's, when a newer plan supersedes the
+  // epoch or a member is down (NCCL alone would wait on a dead member forever).
+  transport::nccl_options nccl_options_for(const msg::join_world& plan) {
+    transport::nccl_options o;
+    o.abandoned = [&mailbox = hub_.mailbox(), epoch = plan.epoch, members = plan.members, me = o_.name]() -> std::string {
+      if (mailbox.superseded(epoch)) return "a newer membership superseded epoch " + std::to_string(epoch);
+      for (const auto& m : members)
+        if (m != me && mailbox.is_down(m)) return "member " + m + " is down";
+      return "";
+    };
+    return o;
   }
 
   // Ends the process if the control process goes away (nobody would send plans any more).
@@ -160,7 +176,11 @@ class managed_rank {
     }
     for (const auto& peer : plan.members)
       if (peer != o_.name && !hub_.node().wait_up(peer, 30s)) throw transport::collective_error("member " + peer + " never came up");
+    if (tr_.trainer) tr_.trainer->rebind_gradients(nullptr);
+    gradients_ = {};  // the previous epoch's NCCL communicator goes before the new one forms
     ring_ = std::make_unique<transport::ring_communicator>(hub_, plan.members, plan.epoch);
+    gradients_ = transport::make_gradient_communicator(*ring_, cuda_device_, nccl_options_for(plan));
+    std::cout << "GRADIENTS " << gradients_.description << std::endl;
     const rank_worker::data_slot slot{rank, world, plan.grad_accum, cfg_.training.micro_batch};
     if (!tr_.trainer) {
       tr_ = build(std::move(tr_.model), slot);
@@ -168,6 +188,7 @@ class managed_rank {
       tr_.trainer->rebind(*ring_);
       tr_.data->reslot(slot);
     }
+    tr_.trainer->rebind_gradients(gradients_.nccl.get());
     tr_.trainer->set_grad_accum(plan.grad_accum);
     std::string how;
     if (plan.source == static_cast<uint8_t>(msg::state_source::checkpoint)) {
@@ -180,6 +201,7 @@ class managed_rank {
               (with_data ? "" : " (its data position is missing or of an older format: the data order restarts)");
       } else {
         if (tr_.trainer->steps_done() > 0) tr_ = build(nullptr, slot);
+        tr_.trainer->rebind_gradients(gradients_.nccl.get());
         tr_.trainer->set_grad_accum(plan.grad_accum);
         how = "a fresh start (no checkpoint yet)";
       }
@@ -308,6 +330,8 @@ class managed_rank {
   std::atomic<bool> control_lost_{false};
   real_clock clock_;
   std::unique_ptr<transport::ring_communicator> ring_;
+  transport::gradient_communicator gradients_;  // of ring_'s epoch; its NCCL part on CUDA ranks
+  int cuda_device_ = -1;                        // this rank's GPU, -1 on the CPU
   training tr_;
   std::unique_ptr<rank_worker::rank_checkpointer> checkpoints_;
   uint64_t epoch_ = 0;

@@ -5,6 +5,7 @@
 #include "config/config_loader.hpp"
 #include "core/log.hpp"
 #include "device/device_info.hpp"
+#include "device/gpu_facts.hpp"
 #include "nccl/nccl_info.hpp"
 #include "source_probe.hpp"
 
@@ -68,7 +69,11 @@ int main(int argc, char** argv) {
   const auto usable = [&](const std::filesystem::path& p, msomni::modality kind, uint64_t max_bytes) {
     return msomni::data::usable_source_problem(*storage, p.string(), kind, max_bytes);
   };
-  if (auto env = msomni::config::check_environment(cfg, usable); !env.empty()) {
+  // training.device = "cuda" needs a GPU for every rank this machine may run.
+  const auto gpus = msomni::kernels::gather_gpu_facts();
+  auto env = msomni::config::check_environment(cfg, usable);
+  for (auto& e : msomni::config::check_devices(cfg, gpus)) env.push_back(std::move(e));
+  if (!env.empty()) {
     std::cerr << "msomni-run: the configuration does not fit this machine; nothing was started.\n";
     for (const auto& e : env) std::cerr << e.to_string() << "\n";
     return exit_config;
@@ -80,7 +85,7 @@ int main(int argc, char** argv) {
     return exit_config;
   }
   if (opts->dry_run) {
-    std::cout << msomni::config::render_plan(cfg);
+    std::cout << msomni::config::render_plan(cfg, gpus);
     std::cout << "  run directory: " << paths.run_dir.string() << "\n  checkpoint root: " << paths.checkpoint_dir.string()
               << "\n";
     if (const auto holder = msomni::dir_lock::holder_of(paths.run_dir))

@@ -41,8 +41,10 @@ config_error located(const job_config& cfg, const std::string& key, std::string 
 // Where a local data uri points: relative paths are taken from the config file's directory.
 std::filesystem::path resolve_data_path(const job_config& cfg, const std::string& uri);
 
-// Human-readable resolved plan for --dry-run.
-std::string render_plan(const job_config& cfg);
+// Human-readable resolved plan for --dry-run; `local` is what this machine's GPUs offer to
+// the ranks msomni-run starts itself (see device_choice.hpp).
+struct node_gpu_facts;
+std::string render_plan(const job_config& cfg, const node_gpu_facts& local);
 
 // Stable 64-bit hash of the resolved configuration (for checkpoint manifests).
 uint64_t config_hash(const job_config& cfg);

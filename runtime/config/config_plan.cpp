@@ -1,5 +1,6 @@
 // The resolved plan printed by `msomni-run --dry-run`, and the stable config hash.
 #include "config/config_loader.hpp"
+#include "config/device_choice.hpp"
 
 #include "core/rng.hpp"
 
@@ -11,42 +12,50 @@ namespace msomni::config {
 
 namespace {
 
-// Ranks are placed on nodes in order, filling each node's slots (one local node by default).
-// What a rank on a node of `slots` computes with, as the rank itself will decide it.
-std::string compute_of(const job_config& cfg, int64_t slots, bool this_machine) {
+// The CPU threads a rank on a node of `slots` computes with, as the rank itself will decide it.
+std::string threads_of(const job_config& cfg, int64_t slots, bool this_machine) {
   const auto& t = cfg.training;
   if (t.threads > 0 || this_machine) {
     const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
     const auto n = threads_per_rank(t, slots, hw);
-    return "cpu, " + std::to_string(n) + (n == 1 ? " thread" : " threads") +
+    return std::to_string(n) + (n == 1 ? " thread" : " threads") +
            (t.threads > 0 ? " (training.threads)"
                           : " (" + std::to_string(hw) + " cores / " + std::to_string(slots) + " slots)");
   }
-  return "cpu, that node's cores / " + std::to_string(slots) + " slots threads";
+  return "that node's cores / " + std::to_string(slots) + " slots threads";
+}
+
+// What a rank of another node computes on: that node's rank decides when it starts.
+std::string remote_compute_of(const job_config& cfg, int64_t slots, int64_t local_index) {
+  const auto cpu = "cpu, " + threads_of(cfg, slots, false);
+  const auto gpu = "GPU " + std::to_string(local_index) + " of that node's usable set";
+  if (cfg.training.device == "cpu") return cpu;
+  if (cfg.training.device == "cuda") return "cuda, " + gpu + " (the rank refuses to start without it)";
+  return "cuda on " + gpu + " if it has one, else " + cpu;
 }
 
 // Ranks are placed on nodes in order, filling each node's slots (one local node by default,
 // whose slots are max_replicas).
-std::vector<std::string> placement(const job_config& cfg) {
+std::vector<std::string> placement(const job_config& cfg, const node_gpu_facts& local) {
   std::vector<std::string> out;
   const auto replicas = cfg.elasticity.replicas;
   if (cfg.cluster.nodes.empty()) {
     for (int64_t r = 0; r < replicas; ++r)
       out.push_back("rank " + std::to_string(r) + " -> local (" + cfg.cluster.control_host + "), " +
-                    compute_of(cfg, cfg.elasticity.max_replicas, true));
+                    describe_local_compute(cfg, local, r, threads_of(cfg, cfg.elasticity.max_replicas, true)));
     return out;
   }
   int64_t rank = 0;
   for (const auto& n : cfg.cluster.nodes)
     for (int64_t s = 0; s < n.slots && rank < replicas; ++s, ++rank)
       out.push_back("rank " + std::to_string(rank) + " -> " + n.name + " (" + n.host + ", rack " +
-                    n.rack + ", switch " + n.switch_name + "), " + compute_of(cfg, n.slots, false));
+                    n.rack + ", switch " + n.switch_name + "), " + remote_compute_of(cfg, n.slots, s));
   return out;
 }
 
 }  // namespace
 
-std::string render_plan(const job_config& c) {
+std::string render_plan(const job_config& c, const node_gpu_facts& local) {
   std::ostringstream os;
   const auto& t = c.training;
   const auto& e = c.elasticity;
@@ -58,11 +67,11 @@ std::string render_plan(const job_config& c) {
      << c.model.patch_size << "\n";
   os << "  ranks:        " << e.replicas << " data-parallel replicas (min " << e.min_replicas
      << ", max " << e.max_replicas << "), one process each\n";
-  for (const auto& p : placement(c)) os << "                " << p << "\n";
+  for (const auto& p : placement(c, local)) os << "                " << p << "\n";
   os << "  batch:        global " << t.global_batch << " = micro " << t.micro_batch << " x accum "
      << t.grad_accum << " x replicas " << e.replicas << "\n";
   os << "  training:     " << t.steps << " steps, lr " << t.lr << ", seed " << t.seed << ", device "
-     << t.device << " (every rank computes on the CPU)\n";
+     << t.device << " (each rank's device is on its line above; CUDA ranks all-reduce gradients with NCCL)\n";
   os << "  guards:       roll back after " << t.max_nonfinite_steps
      << " non-finite steps in a row (stop if it recurs); "
      << (t.loss_spike_factor > 0 ? "loss spikes beyond " + (std::ostringstream() << t.loss_spike_factor).str() +

@@ -125,9 +125,8 @@ void read_training(table_reader& r, training_section& s) {
   r.read("weight_decay", s.weight_decay, 0.0, 1.0);
   r.read("grad_clip", s.grad_clip, 0.0, 1e6);
   r.read("warmup_steps", s.warmup_steps, 0, big);
+  // Whether this rank's node has the GPU is the node's to say (config/device_choice.hpp).
   r.read("device", s.device, {"auto", "cpu", "cuda"});
-  refuse_unbuilt(r, "device", s.device, s.device == "cpu" ? std::string("cpu") : std::string("auto"),
-                 "GPU ranks (every rank computes on the CPU; \"auto\" and \"cpu\" both mean that)");
   r.read("max_nonfinite_steps", s.max_nonfinite_steps, 1, 1 << 20);
   r.read("loss_spike_factor", s.loss_spike_factor, 0.0, 1e6);
   r.read("threads", s.threads, 0, 1024);

@@ -1,5 +1,6 @@
 // Loading valid configs: typed values, defaults filled and recorded, errors collected.
 #include "config/config_loader.hpp"
+#include "config/device_choice.hpp"
 #include "support/config_text.hpp"
 
 #include <doctest/doctest.h>
@@ -71,7 +72,7 @@ TEST_CASE("integers are accepted where a float is expected, not the reverse") {
 
 TEST_CASE("the plan shows ranks, batch arithmetic, sources, checkpoints and defaults") {
   const auto c = load_string(msomni::testing::valid_config_text(), "t.toml");
-  const auto plan = render_plan(c);
+  const auto plan = render_plan(c, node_gpu_facts{});
   CHECK(plan.find("global 8 = micro 2 x accum 2 x replicas 2") != std::string::npos);
   CHECK(plan.find("rank 1 -> local") != std::string::npos);
   CHECK(plan.find("img: image from synthetic://shapes (weight 2, share 66.6667%)") != std::string::npos);

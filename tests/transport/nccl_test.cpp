@@ -1,7 +1,8 @@
 // NCCL backend: a one-rank communicator on the local GPU (bootstrapped through a one-member
-// UCX ring) sums and averages device buffers. SKIPPED loudly where no GPU is usable.
+// UCX ring) sums and averages device buffers. Skipped (ctest says so) where no GPU is usable.
 #include "collectives/nccl_communicator.hpp"
 #include "collectives/ring_communicator.hpp"
+#include "support/test_skip.hpp"
 
 #include <doctest/doctest.h>
 
@@ -14,13 +15,11 @@
 using namespace msomni::transport;
 
 TEST_CASE("NCCL one-rank all-reduce and broadcast on the GPU") {
-  if (!nccl_available()) {
-    std::cerr << "SKIPPED: no usable GPU (NCCL test needs one)\n";
-    MESSAGE("SKIPPED: no usable GPU (NCCL test needs one)");
-    return;
-  }
+  if (!nccl_available()) MSOMNI_SKIP_TEST("no usable GPU (the NCCL test needs one)");
 #ifdef MSOMNI_WITH_NCCL
-  transport_hub hub({"nccl-node"});
+  ucx_node_options node;
+  node.name = "nccl-node";
+  transport_hub hub(node);
   ring_communicator ring(hub, {"nccl-node"}, 1);
   auto comm = make_nccl_communicator(ring, 0);
   CHECK(std::string(comm->backend()) == "nccl");
@@ -42,7 +41,9 @@ TEST_CASE("NCCL one-rank all-reduce and broadcast on the GPU") {
 
 TEST_CASE("without NCCL the factory says why") {
   if (nccl_available()) return;
-  transport_hub hub({"no-nccl"});
+  ucx_node_options node;
+  node.name = "no-nccl";
+  transport_hub hub(node);
   ring_communicator ring(hub, {"no-nccl"}, 1);
   try {
     make_nccl_communicator(ring, 0);
