@@ -194,6 +194,7 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
   st.core = std::make_unique<tensor_core>(start.sources, setup.pool.source_kinds, setup.depth,
                                           order_core(make_mixer(setup), slot), setup.batch_queue);
   st.core->restore(start);
+  st.core->set_decode_workers(setup.pool.workers);
   st.pool_grants = std::make_unique<credit_batcher>(half_depths(setup.depth));
   st.delivered = start;
   st.shape = setup.shape;
@@ -362,6 +363,26 @@ struct actor_pipeline::impl {
   void stop() {
     for (auto* a : {&reader, &pool, &tensor}) caf::anon_send_exit(*a, caf::exit_reason::user_shutdown);
   }
+
+  // Throws std::invalid_argument when `start` is not a position of these sources under `slot`.
+  void check_start(const pipeline_position& start) const {
+    std::vector<std::string> names;
+    for (const auto& s : setup.sources) names.push_back(s.name);
+    if (start.sources != names) throw std::invalid_argument("data pipeline state is for a different source list");
+    order_core(make_mixer(setup), slot).restore(start.at, start.micro);
+  }
+
+  // New stage actors from `start`, keeping what the old ones counted.
+  void replace_stages(const pipeline_position& start) {
+    auto m = *ask<std::shared_ptr<data_metrics>>(tensor, stats_atom::value, true);
+    const uint64_t downgrades = ask<uint64_t>(pool, stats_atom::value);
+    const auto bad = *ask<std::shared_ptr<bad_data_counts>>(tensor, stats_atom::value);
+    stop();
+    batches_before += m.batches;
+    downgrades_before += downgrades;
+    bad_before.merge(bad);
+    spawn(start);
+  }
 };
 
 actor_pipeline::actor_pipeline(caf::actor_system& sys, pipeline_setup setup, order_slot slot,
@@ -375,10 +396,7 @@ actor_pipeline::actor_pipeline(caf::actor_system& sys, pipeline_setup setup, ord
     start.at.mixer = make_mixer(impl_->setup).state();
     start.at.draws.assign(impl_->setup.sources.size(), 0);
   }
-  std::vector<std::string> names;
-  for (const auto& s : impl_->setup.sources) names.push_back(s.name);
-  if (start.sources != names) throw std::invalid_argument("data pipeline state is for a different source list");
-  order_core(make_mixer(impl_->setup), slot).restore(start.at, start.micro);  // throws before any actor runs
+  impl_->check_start(start);  // throws before any actor runs
   impl_->spawn(start);
 }
 
@@ -398,14 +416,14 @@ void actor_pipeline::reslot(const order_slot& slot) {
   if (p.micro != 0)
     throw std::logic_error("data pipeline: reslot " + std::to_string(p.micro) + " micro-batches into an optimizer step");
   slot.validate();
-  const data_metrics m = metrics();
-  const bad_data_counts bad = bad_data();
-  impl_->stop();
-  impl_->batches_before = m.batches;
-  impl_->downgrades_before = m.downgrades;
-  impl_->bad_before = bad;
   impl_->slot = slot;
-  impl_->spawn(p);
+  impl_->replace_stages(p);
+}
+
+void actor_pipeline::restore_state(std::span<const uint8_t> bytes) {
+  const pipeline_position p = decode_position(bytes);
+  impl_->check_start(p);  // throws while the running stages are still intact
+  impl_->replace_stages(p);
 }
 
 uint64_t actor_pipeline::downgrades() {

@@ -40,6 +40,11 @@ class actor_pipeline {
   // Takes another slot at an optimizer-step boundary (throws std::logic_error mid-step): the
   // stage actors are replaced by new ones starting at the delivered position.
   void reslot(const order_slot& slot);
+  // Continues from `bytes` (a save_state of this source list) under the current slot: the
+  // stage actors are replaced by new ones starting there; read-ahead is dropped. Throws
+  // std::invalid_argument, before anything is stopped, when the bytes are not a position for
+  // these sources and this slot.
+  void restore_state(std::span<const uint8_t> bytes);
   // Downgrades so far, bad-data counts and metrics, as the tensor and pool actors see them.
   uint64_t downgrades();
   bad_data_counts bad_data();

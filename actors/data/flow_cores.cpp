@@ -156,6 +156,11 @@ std::vector<msg::credit_grant> tensor_core::initial_credits() const {
 void tensor_core::on_decoded(decoded_sample s) {
   const uint32_t src = s.pos.source;
   if (s.pos.seq < next_seq_.at(src)) return;  // a duplicate from before a restore: already consumed
+  if (s.decode_ms > 0 && !s.downgraded && !s.bad) {
+    const size_t m = size_t(s.kind);
+    full_decode_ms_[m] += (decode_seen_[m] ? 0.2 : 1.0) * (s.decode_ms - full_decode_ms_[m]);
+    decode_seen_[m] = true;
+  }
   buffers_[src].emplace(s.pos.seq, std::move(s));
   ++backlog_;
 }
@@ -204,6 +209,15 @@ std::optional<uint32_t> tensor_core::fill_slot(std::vector<msg::credit_grant>& u
 std::optional<std::vector<decoded_sample>> tensor_core::take_batch() {
   if (slots_.size() < batch_size_) return std::nullopt;
   ++ready_batches_;
+  double decode_ms = 0;
+  bool known = false;
+  for (const auto& x : slots_)
+    if (decode_seen_[size_t(x.kind)]) decode_ms += full_decode_ms_[size_t(x.kind)], known = true;
+  if (known) {
+    decode_ms /= decode_workers_;
+    batch_decode_ms_ += (decode_timed_ ? 0.2 : 1.0) * (decode_ms - batch_decode_ms_);
+    decode_timed_ = true;
+  }
   last_batch_global_ = batch_global_;
   last_position_ = {names_, order_.boundary(), order_.micro_done()};
   return std::exchange(slots_, {});
@@ -234,7 +248,7 @@ void tensor_core::on_batch_timing(double pack_ms, uint32_t unique_frames, uint32
 
 msg::stage_pressure tensor_core::pressure(uint64_t epoch, uint32_t packed_waiting) {
   if (timed_) {
-    const double full_batch_ms = ms_per_frame_ * full_frames_;
+    const double full_batch_ms = std::max(ms_per_frame_ * full_frames_, decode_timed_ ? batch_decode_ms_ : 0.0);
     if (full_batch_ms > pull_interval_ms_) saturated_ = true;
     else if (full_batch_ms < 0.8 * pull_interval_ms_) saturated_ = false;
   }

@@ -21,6 +21,7 @@
 #include "messages/data_messages.hpp"
 #include "sample.hpp"
 
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <map>
@@ -185,11 +186,16 @@ class tensor_core {
   // distinct frames it converted, how many it would have converted with no video downgraded,
   // and the consumer's step (from taking a batch to asking for the next, waiting excluded).
   void on_batch_timing(double pack_ms, uint32_t unique_frames, uint32_t full_frames, double consumer_step_ms);
-  // Saturated = packing a batch at full quality would take longer than the consumer's step
-  // (estimated per converted frame, so the estimate does not move when downgrades make the
+  // Saturated = packing a batch at full quality, or decoding one at full quality on the
+  // decode workers, would take longer than the consumer's step. Both are estimated at full
+  // quality (packing per converted frame; decoding per sample of each modality, learnt only
+  // from samples decoded in full), so the estimates do not move when downgrades make the
   // actual batches cheaper: deciding on actual batch times flaps, because decodes run several
-  // batches ahead). Enter above the step, leave below 0.8 of it.
+  // batches ahead. Enter above the step, leave below 0.8 of it.
   msg::stage_pressure pressure(uint64_t epoch, uint32_t packed_waiting);
+  // Decode workers sharing the decodes of a batch (the decode estimate divides by them).
+  void set_decode_workers(uint32_t n) { decode_workers_ = std::max<uint32_t>(1, n); }
+  double full_batch_decode_ms() const noexcept { return batch_decode_ms_; }
   uint32_t backlog() const noexcept { return backlog_; }
   uint32_t capacity() const noexcept { return capacity_; }
 
@@ -212,6 +218,11 @@ class tensor_core {
   bool saturated_ = false;
   double ms_per_frame_ = 0, full_frames_ = 0, pull_interval_ms_ = 0;  // moving averages
   bool timed_ = false;
+  std::array<double, modality_count> full_decode_ms_{};  // per sample, from full-quality decodes
+  std::array<bool, modality_count> decode_seen_{};
+  uint32_t decode_workers_ = 1;
+  double batch_decode_ms_ = 0;  // moving average of a batch's full-quality decode time / workers
+  bool decode_timed_ = false;
 };
 
 }  // namespace msomni::data

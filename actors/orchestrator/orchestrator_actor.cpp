@@ -1,6 +1,7 @@
 // orchestrator_actor (see orchestrator_actor.hpp).
 #include "orchestrator_actor.hpp"
 
+#include "data_watch.hpp"
 #include "messages/catalog.hpp"
 #include "progress_core.hpp"
 
@@ -21,9 +22,11 @@ constexpr auto tick_interval = std::chrono::milliseconds(200);
 
 struct shell_state {
   shell_state(elastic_settings s, orchestrator_env e)
-      : core(s), progress(s.total_steps), health(e.health), autoscale(e.autoscale), env(std::move(e)) {}
+      : core(s), progress(s.total_steps), data(e.max_data_wait_ms), health(e.health), autoscale(e.autoscale),
+        env(std::move(e)) {}
   elastic_core core;
   progress_core progress;
+  data_watch data;
   training_health health;
   autoscale_core autoscale;
   uint64_t autoscale_epoch = 0;  // a new epoch is a resize: the autoscale windows start over
@@ -62,6 +65,7 @@ void execute_one(caf::event_based_actor* self, shell_state& st, action& a) {
       st.rollback_plan_epoch = std::max(st.rollback_plan_epoch, p->plan.epoch);
       const auto from = st.env.latest_checkpoint_step();
       const auto reached = st.progress.last_step();
+      st.data.rollback();
       if (st.progress.rollback_to(from) && st.env.journal)
         st.env.journal->begin_attempt(from, "rolled back from step " + std::to_string(reached) +
                                                 " to the last checkpoint; steps " + std::to_string(from + 1) + ".." +
@@ -87,8 +91,10 @@ void execute_one(caf::event_based_actor* self, shell_state& st, action& a) {
     journal(st, f->ok ? "job_finished" : "job_failed", f->reason);
     const auto latest = st.env.latest_checkpoint_step ? st.env.latest_checkpoint_step() : 0;
     if (st.progress.bad_samples_total() > 0) journal(st, "bad_samples_total", st.progress.bad_samples_summary());
+    if (auto n = st.data.finish()) journal(st, n->kind, n->detail);
+    if (st.data.downgraded_total() > 0 || st.data.slow_steps() > 0) journal(st, "data_summary", st.data.summary());
     const auto summary = f->reason + "\n  " + st.progress.summary() + "\n  " + st.progress.bad_samples_summary() + "; " +
-                         health_summary(st) + "\n  " +
+                         health_summary(st) + "\n  " + st.data.summary() + "\n  " +
                          (latest ? "last checkpoint: step " + std::to_string(latest) : std::string("no checkpoint committed"));
     if (st.env.on_finish) st.env.on_finish(f->ok, summary);
   }
@@ -220,6 +226,7 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
         if (line) {
           if (st->env.journal && !st->env.journal->metric(*line)) stop_if_journal_failed(self, *st);
           if (auto note = st->progress.take_bad_samples_note()) journal(*st, "bad_samples", *note);
+          for (const auto& n : st->data.on_step(r)) journal(*st, n.kind, n.detail);
           const bool tty = st->env.progress_on_tty;
           if (tty || r.step % 10 == 0 || st->progress.finished())
             std::cerr << (tty ? "\r" : "") << st->progress.progress_line() << (tty ? "   " : "\n") << std::flush;

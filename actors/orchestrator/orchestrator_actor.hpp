@@ -35,6 +35,7 @@ struct orchestrator_env {
   bool progress_on_tty = false;
   health_settings health;  // non-finite steps and loss spikes
   autoscale_settings autoscale;  // utilisation-driven scaling (off unless enabled)
+  double max_data_wait_ms = 200;  // a step waiting longer for data is journaled (slow_data)
 };
 
 caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env);

@@ -15,9 +15,25 @@ config::job_config with_resolved_paths(config::job_config cfg) {
   return cfg;
 }
 
+}  // namespace
+
+data::pipeline_setup pipeline_setup_for(const config::job_config& cfg) {
+  return data::make_pipeline_setup(with_resolved_paths(cfg));
+}
+
 data::order_slot order_slot_of(const data_slot& s) { return {s.rank, s.world, s.grad_accum, s.micro_batch}; }
 
-}  // namespace
+std::vector<msg::bad_sample_count> bad_sample_totals_of(const data::bad_data_counts& bad) {
+  std::vector<msg::bad_sample_count> out;
+  for (int i = 0; i < data::bad_reason_count; ++i) out.push_back({data::to_string(data::bad_reason(i)), bad.count[size_t(i)]});
+  return out;
+}
+
+uint64_t downgraded_in(const data::micro_batch& b) {
+  uint64_t n = 0;
+  for (uint8_t d : b.downgraded) n += d;
+  return n;
+}
 
 bool all_synthetic(const config::job_config& cfg) {
   for (const auto& s : cfg.data.sources)
@@ -26,8 +42,7 @@ bool all_synthetic(const config::job_config& cfg) {
 }
 
 pipeline_source::pipeline_source(const config::job_config& cfg, data_slot slot)
-    : pipe_(std::make_unique<data::data_pipeline>(data::make_pipeline_setup(with_resolved_paths(cfg)),
-                                                  order_slot_of(slot))),
+    : pipe_(std::make_unique<data::data_pipeline>(pipeline_setup_for(cfg), order_slot_of(slot))),
       slot_(slot) {}
 
 void pipeline_source::reslot(const data_slot& slot) {
@@ -55,15 +70,12 @@ model::micro_batch to_model_batch(const data::micro_batch& in) {
 }
 
 std::vector<msg::bad_sample_count> pipeline_source::bad_sample_totals() const {
-  std::vector<msg::bad_sample_count> out;
-  for (int i = 0; i < data::bad_reason_count; ++i)
-    out.push_back({data::to_string(data::bad_reason(i)), pipe_->bad_data().count[size_t(i)]});
-  return out;
+  return bad_sample_totals_of(pipe_->bad_data());
 }
 
 model::micro_batch pipeline_source::next() {
   const auto b = pipe_->next_batch();
-  for (uint8_t d : b.downgraded) downgraded_ += d;
+  downgraded_ += downgraded_in(b);
   return to_model_batch(b);
 }
 

@@ -1,4 +1,5 @@
-// Batches from the real data pipeline (WebDataset shards decoded with FFmpeg), converted to
+// Batches from the in-thread data pipeline (WebDataset shards decoded with FFmpeg in the
+// training thread: io.pipeline = "inline", the deterministic reference), converted to
 // the model's micro-batch: patch counts from the patch mask (a sample's patches fill its
 // first slots), loss targets from the byte tokens (after BOS up to and including EOS), the
 // pixel scale kept as the pipeline delivers it. The pipeline follows the global sample order
@@ -36,6 +37,14 @@ class pipeline_source final : public batch_source {
 
 // The conversion alone, for tests.
 model::micro_batch to_model_batch(const data::micro_batch& in);
+
+// What both pipeline sources share: the setup of a job config (data paths resolved against
+// the config's directory), a slot in the data pipeline's terms, bad-sample counts in the
+// step record's terms, and the downgraded samples of a batch.
+data::pipeline_setup pipeline_setup_for(const config::job_config& cfg);
+data::order_slot order_slot_of(const data_slot& s);
+std::vector<msg::bad_sample_count> bad_sample_totals_of(const data::bad_data_counts& bad);
+uint64_t downgraded_in(const data::micro_batch& b);
 
 // True when every data source is synthetic:// (then synthetic_source applies).
 bool all_synthetic(const config::job_config& cfg);

@@ -19,9 +19,9 @@
 #include "builtin_models.hpp"
 #include "model/model_registry.hpp"
 #include "rank_trainer.hpp"
+#include "batch_source_factory.hpp"
 #include "pipeline_source.hpp"
 #include "rank_checkpointer.hpp"
-#include "synthetic_source.hpp"
 
 #include <sys/stat.h>
 
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     return apps::run_managed_rank(cfg, {config_path, sets, name, node, control, ckpt_dir, token});
   }
   caf::actor_system_config caf_cfg;
-  caf::actor_system sys{configure_process(caf_cfg, 1)};
+  caf::actor_system sys{configure_process(caf_cfg, rank_worker::rank_actor_threads(cfg), idle_threads::park)};
   try {
     transport::ucx_node_options node_opt;
     node_opt.name = name;
@@ -134,13 +134,9 @@ int main(int argc, char** argv) {
     auto model = model::create_model(compute.context, registry, std::filesystem::path(config_path).parent_path().string());
     const auto gradients = transport::make_gradient_communicator(ring, compute.cuda_device(), {});
     std::cerr << "GRADIENTS " << gradients.description << std::endl;
-    std::unique_ptr<rank_worker::batch_source> data;
     const rank_worker::data_slot slot{static_cast<uint32_t>(ring.rank()), static_cast<uint32_t>(ring.size()),
                                       cfg.training.grad_accum, cfg.training.micro_batch};
-    if (rank_worker::all_synthetic(cfg))
-      data = std::make_unique<rank_worker::synthetic_source>(cfg, slot);
-    else
-      data = std::make_unique<rank_worker::pipeline_source>(cfg, slot);
+    auto data = rank_worker::make_batch_source(sys, cfg, slot);
     real_clock clk;
     rank_worker::rank_trainer trainer(*model, ring, *data, clk, rank_worker::settings_from(cfg));
     trainer.rebind_gradients(gradients.nccl.get());
@@ -165,7 +161,7 @@ int main(int argc, char** argv) {
             // The data order restarts, reshuffled by the resume step so it does not replay step 0's.
             auto reseeded = cfg;
             reseeded.training.seed = cfg.training.seed + static_cast<int64_t>(trainer.steps_done());
-            data = std::make_unique<rank_worker::pipeline_source>(reseeded, slot);
+            data = rank_worker::make_batch_source(sys, reseeded, slot);
             trainer.rebind(*data);
           }
           std::cout << "RESUMED " << trainer.steps_done() << std::endl;

@@ -10,12 +10,12 @@
 #include "hub/transport_hub.hpp"
 #include "messages/catalog.hpp"
 #include "model/model_registry.hpp"
+#include "batch_source_factory.hpp"
 #include "pipeline_source.hpp"
 #include "plan_inbox.hpp"
 #include "rank_checkpointer.hpp"
 #include "rank_compute.hpp"
 #include "rank_trainer.hpp"
-#include "synthetic_source.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -43,11 +43,6 @@ namespace {
 constexpr auto first_plan_wait = 600s;
 constexpr auto announced_plan_wait = 30s;
 constexpr auto stalled_plan_wait = 600s;
-
-std::unique_ptr<rank_worker::batch_source> make_source(const config::job_config& cfg, const rank_worker::data_slot& slot) {
-  if (rank_worker::all_synthetic(cfg)) return std::make_unique<rank_worker::synthetic_source>(cfg, slot);
-  return std::make_unique<rank_worker::pipeline_source>(cfg, slot);
-}
 
 // The model, data and trainer of one rank; rebuilt from scratch when a rollback finds no
 // checkpoint (the job restarts from step 0, exactly as a fresh run).
@@ -129,7 +124,8 @@ class managed_rank {
   training build(std::unique_ptr<model::trainable_model> model, const rank_worker::data_slot& slot) {
     training t;
     t.model = model ? std::move(model) : make_model();
-    t.data = make_source(cfg_, slot);
+    t.data = rank_worker::make_batch_source(sys_, cfg_, slot);
+    std::cout << "DATA " << rank_worker::describe_batch_source(cfg_) << std::endl;
     t.trainer = std::make_unique<rank_worker::rank_trainer>(*t.model, *ring_, *t.data, clock_, rank_worker::settings_from(cfg_));
     return t;
   }
@@ -341,7 +337,7 @@ class managed_rank {
 
 int run_managed_rank(const config::job_config& cfg, const managed_rank_options& opts) {
   caf::actor_system_config caf_cfg;
-  caf::actor_system sys{configure_process(caf_cfg, 1)};
+  caf::actor_system sys{configure_process(caf_cfg, rank_worker::rank_actor_threads(cfg), idle_threads::park)};
   try {
     transport::ucx_node_options node_opt;
     node_opt.name = opts.name;

@@ -126,6 +126,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   if (cfg.cluster.nodes.empty()) env.in_process_agent = "local";  // started below
   env.health.max_nonfinite_steps = static_cast<uint64_t>(cfg.training.max_nonfinite_steps);
   env.health.loss_spike_factor = cfg.training.loss_spike_factor;
+  env.max_data_wait_ms = cfg.io.max_data_wait_ms;
   const auto secs = [](double s) { return std::chrono::duration_cast<nanos>(std::chrono::duration<double>(s)); };
   env.autoscale = {cfg.elasticity.autoscale,
                    cfg.elasticity.scale_up_utilization,

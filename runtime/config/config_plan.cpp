@@ -86,7 +86,9 @@ std::string render_plan(const job_config& c, const node_gpu_facts& local) {
        << " (weight " << s.weight << ", share " << (total > 0 ? 100.0 * s.weight / total : 0)
        << "%)\n";
   const auto& io = c.io;
-  os << "  io:           prefetch depth " << io.prefetch_depth << ", " << io.decode_workers
+  os << "  io:           "
+     << (io.pipeline == "actors" ? "data stage actors (decoding beside compute)" : "inline pipeline (decoding in the training thread)")
+     << ", prefetch depth " << io.prefetch_depth << ", " << io.decode_workers
      << " decode workers, queue " << io.queue_capacity << ", max sample "
      << (io.max_sample_bytes % (1 << 20) == 0 ? std::to_string(io.max_sample_bytes >> 20) + " MiB"
                                                : std::to_string(io.max_sample_bytes) + " bytes")

@@ -202,6 +202,7 @@ void read_memory(table_reader& r, memory_section& s) {
 }
 
 void read_io(table_reader& r, io_section& s) {
+  r.read("pipeline", s.pipeline, {"actors", "inline"});
   r.read("prefetch_depth", s.prefetch_depth, 1, 1024);
   r.read("decode_workers", s.decode_workers, 1, 1024);
   r.read("queue_capacity", s.queue_capacity, 1, 1 << 20);

@@ -19,6 +19,11 @@ const std::vector<generated_dataset>& presets() {
       {"quickstart",
        {"--seed", "1234", "--images", "400", "--videos", "120", "--texts", "200", "--image-size", "32",
         "--video-size", "32", "--per-shard", "50"}},
+      // Videos that cost more to decode than a small model's step: 128 px, 48 frames in one
+      // GOP, of which a job samples a few (the data benchmarks and the downgrade tests).
+      {"video-heavy",
+       {"--seed", "77", "--images", "48", "--videos", "96", "--texts", "48", "--image-size", "32",
+        "--video-size", "128", "--video-length", "48", "--gop", "48", "--per-shard", "24"}},
   };
   return all;
 }

@@ -104,6 +104,9 @@ struct memory_section {
 };
 
 struct io_section {
+  // "actors": each rank's batches come from the data stage actors, decoding beside compute;
+  // "inline": decoded in the training thread (the deterministic reference).
+  std::string pipeline = "actors";
   int64_t prefetch_depth = 3;
   int64_t decode_workers = 2;
   int64_t queue_capacity = 64;

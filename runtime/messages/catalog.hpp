@@ -60,9 +60,16 @@ namespace msomni {
 // Adds every catalog type to `cfg` (call once, before constructing the actor system).
 void register_catalog(caf::actor_system_config& cfg);
 
+// How idle scheduler threads wait. CAF's work stealing polls (100 tries at once, then 500
+// 50-us sleeps) before it sleeps for long, so a process whose actors wake every few
+// milliseconds keeps its idle threads spinning; a rank's training thread then competes with
+// them for cores. Sharing parks idle threads on a condition variable instead.
+enum class idle_threads { poll, park };
+
 // The actor system every msomni process runs: the catalog registered, `threads` scheduler
 // threads, and CAF's own console logger quiet (processes print what they mean to).
-caf::actor_system_config& configure_process(caf::actor_system_config& cfg, size_t threads);
+caf::actor_system_config& configure_process(caf::actor_system_config& cfg, size_t threads,
+                                            idle_threads idle = idle_threads::poll);
 
 // Number of types in the catalog.
 constexpr size_t catalog_size = caf::id_block::msomni::end - caf::id_block::msomni::begin;

@@ -1,5 +1,6 @@
-// Elastic training with real processes: msomni-run with 4 replicas is scaled down to 2 and
-// back up to 4 through the msomni CLI while it trains; every step runs exactly once and the
+// Elastic training with real processes on real shards (the data stage actors feed every
+// rank): msomni-run with 4 replicas is scaled down to 2 and back up to 4 through the msomni
+// CLI while it trains; every step runs exactly once and the
 // per-step losses match a static 4-replica run. Also: the CLI refuses requests without the
 // token and scales below min_replicas; `stop` ends with a final checkpoint that the next
 // msomni-run resumes from; two msomni-agent "nodes" on loopback run one job.
@@ -12,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -28,13 +30,17 @@ namespace {
 
 std::string read_file(const fs::path& p) { return msomni::testing::read_text(p); }
 
-// A job slow enough (a few ms per step) for the CLI to act while it trains.
-std::string elastic_config(int64_t steps, int64_t replicas, int64_t grad_accum) {
+// A job slow enough (a few ms per step) for the CLI to act while it trains, on the
+// quickstart's shards (images, H.264 videos, captions) through the data stage actors, the
+// default data path; the shards are rendered into `dir`'s own cache.
+std::string elastic_config(const msomni::testing::temp_dir& dir, int64_t steps, int64_t replicas, int64_t grad_accum) {
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);  // this test process and its children
   return "[job]\nname = \"elastic\"\n"
          "[model]\nname = \"fuyu-tiny\"\nd_model = 64\nn_layers = 2\nn_heads = 4\nd_ff = 128\nimage_size = 16\n"
          "patch_size = 8\nvideo_frames = 2\nmax_seq_len = 64\n"
-         "[[data.sources]]\nname = \"shapes\"\nuri = \"synthetic://shapes\"\nmodality = \"image\"\nweight = 2.0\n"
-         "[[data.sources]]\nname = \"text\"\nuri = \"synthetic://text\"\nmodality = \"text\"\nweight = 1.0\n"
+         "[[data.sources]]\nname = \"shapes\"\nuri = \"generated://quickstart/images\"\nmodality = \"image\"\nweight = 2.0\n"
+         "[[data.sources]]\nname = \"moving\"\nuri = \"generated://quickstart/videos\"\nmodality = \"video\"\nweight = 1.0\n"
+         "[[data.sources]]\nname = \"text\"\nuri = \"generated://quickstart/text\"\nmodality = \"text\"\nweight = 1.0\n"
          "[training]\nglobal_batch = 8\nmicro_batch = 2\ngrad_accum = " + std::to_string(grad_accum) +
          "\nsteps = " + std::to_string(steps) + "\nlr = 1e-3\nseed = 11\n"
          "[elasticity]\nreplicas = " + std::to_string(replicas) +
@@ -87,7 +93,7 @@ std::string cli(const std::string& args) { return std::string(MSOMNI_CLI_BINARY)
 TEST_CASE("scale-down to 2 and back up to 4 while training: each step once and the losses of a static run") {
   msomni::testing::temp_dir dir;
   const int64_t steps = 240;
-  const auto cfg = dir.write("elastic.toml", elastic_config(steps, 4, 1));
+  const auto cfg = dir.write("elastic.toml", elastic_config(dir, steps, 4, 1));
   const auto run_dir = dir.path() / "elastic";
   const auto static_dir = dir.path() / "static";
 
@@ -161,7 +167,7 @@ TEST_CASE("scale-down to 2 and back up to 4 while training: each step once and t
 
 TEST_CASE("stop saves a final checkpoint and the next msomni-run resumes from it") {
   msomni::testing::temp_dir dir;
-  const auto cfg = dir.write("elastic.toml", elastic_config(100000, 2, 2));
+  const auto cfg = dir.write("elastic.toml", elastic_config(dir, 100000, 2, 2));
   const auto run_dir = dir.path() / "run";
   msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
   REQUIRE(wait_for([&] { return read_metrics(run_dir / "metrics.jsonl").by_step.size() >= 10; }, 120s));
@@ -190,7 +196,7 @@ TEST_CASE("stop saves a final checkpoint and the next msomni-run resumes from it
 
 TEST_CASE("two msomni-agent nodes on loopback with different racks run one job") {
   msomni::testing::temp_dir dir;
-  auto text = elastic_config(60, 2, 2);
+  auto text = elastic_config(dir, 60, 2, 2);
   text += "[[cluster.nodes]]\nname = \"node-a\"\nrack = \"rack-a\"\nslots = 1\n"
           "[[cluster.nodes]]\nname = \"node-b\"\nrack = \"rack-b\"\nslots = 1\n";
   text = std::regex_replace(text, std::regex("max_replicas = 4"), "max_replicas = 2");
@@ -224,7 +230,7 @@ TEST_CASE("two msomni-agent nodes on loopback with different racks run one job")
 
 TEST_CASE("a leaving rank that freezes during a scale-down: the others roll back and finish at the new size") {
   msomni::testing::temp_dir dir;
-  const auto cfg = dir.write("elastic.toml", elastic_config(400, 4, 1));
+  const auto cfg = dir.write("elastic.toml", elastic_config(dir, 400, 4, 1));
   const auto run_dir = dir.path() / "run";
   msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
   const auto metrics_file = run_dir / "metrics.jsonl";

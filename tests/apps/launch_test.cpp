@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -35,12 +36,15 @@ pid_t rank_pid(const fs::path& run_dir, const std::string& name) {
   return msomni::testing::rank_pid(MSOMNI_CLI_BINARY, run_dir, name);
 }
 
-// A synthetic job of 2 replicas, slow enough to be caught mid-run.
-std::string synthetic_job(int64_t steps, int64_t min_replicas) {
+// A job of 2 replicas on the quickstart's shards (through the data stage actors, rendered
+// into `dir`'s own cache), slow enough to be caught mid-run.
+std::string shard_job(const msomni::testing::temp_dir& dir, int64_t steps, int64_t min_replicas) {
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);  // this test process and its children
   return "[job]\nname = \"failures\"\n"
          "[model]\nname = \"fuyu-tiny\"\nd_model = 64\nn_layers = 2\nn_heads = 4\nd_ff = 128\nimage_size = 16\n"
          "patch_size = 8\nvideo_frames = 2\nmax_seq_len = 64\n"
-         "[[data.sources]]\nname = \"shapes\"\nuri = \"synthetic://shapes\"\nmodality = \"image\"\n"
+         "[[data.sources]]\nname = \"shapes\"\nuri = \"generated://quickstart/images\"\nmodality = \"image\"\n"
+         "[[data.sources]]\nname = \"moving\"\nuri = \"generated://quickstart/videos\"\nmodality = \"video\"\n"
          "[training]\nglobal_batch = 8\nmicro_batch = 2\ngrad_accum = 2\nsteps = " + std::to_string(steps) +
          "\nlr = 1e-3\nseed = 5\n"
          "[elasticity]\nreplicas = 2\nmin_replicas = " + std::to_string(min_replicas) +
@@ -56,7 +60,7 @@ size_t metric_lines(const fs::path& run_dir) {
 struct failing_job {
   msomni::testing::temp_dir dir;
   fs::path run_dir = dir.path() / "run";
-  msomni::child_process job{MSOMNI_RUN_BINARY, {dir.write("job.toml", synthetic_job(400, 1)), "--run-dir", run_dir.string()}};
+  msomni::child_process job{MSOMNI_RUN_BINARY, {dir.write("job.toml", shard_job(dir, 400, 1)), "--run-dir", run_dir.string()}};
 };
 
 std::string quickstart() { return std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml"; }
@@ -130,7 +134,7 @@ TEST_CASE("a silent rank (SIGSTOP) is declared down by missed keep-alives and th
 
 TEST_CASE("a lost node with no slot to spare below min_replicas ends the job with the reason") {
   msomni::testing::temp_dir dir;
-  auto text = synthetic_job(100000, 2);
+  auto text = shard_job(dir, 100000, 2);
   text += "[[cluster.nodes]]\nname = \"node-a\"\nslots = 1\n[[cluster.nodes]]\nname = \"node-b\"\nslots = 1\n";
   const auto cfg = dir.write("job.toml", text);
   const auto run_dir = dir.path() / "run";

@@ -180,3 +180,56 @@ TEST_CASE("the actor pipeline downgrades videos to keyframe-only while the test 
   CHECK(off.metric_downgrades == 0);
   CHECK(off.slots_ok);
 }
+
+// What a resume amid downgrades changes: restore_state on a live pipeline (as a rollback does)
+// continues with the same samples in the same slots as a straight run; a slot's pixels differ
+// only where one of the two runs downgraded that video (the downgrade follows live timing,
+// which a resume cannot replay); every other slot is byte-identical.
+TEST_CASE("a pipeline restored amid downgrades delivers the same samples slot for slot, differing only in downgraded videos") {
+  testing::temp_dir dir;
+  gen::write_dataset(testing::tiny_dataset(dir.path()));
+  auto job = testing::tiny_job(dir.path());
+  auto setup = data::make_pipeline_setup(job);
+  setup.test_extra_pack_ms_per_frame = 3;  // downgrades happen
+  constexpr size_t batches = 24, cut = 10;
+  threaded_system ts;
+  std::vector<data::micro_batch> straight;
+  {
+    data::actor_pipeline p(*ts.sys, setup, testing::slot(0, 1));
+    for (size_t i = 0; i <= batches; ++i) straight.push_back(p.next_batch());
+  }
+  data::actor_pipeline p(*ts.sys, setup, testing::slot(0, 1));
+  std::vector<uint8_t> state;
+  for (size_t i = 0; i < cut; ++i) {
+    p.next_batch();
+    if (i + 1 == cut) state = p.save_state();
+  }
+  for (size_t i = cut; i < cut + 5; ++i) p.next_batch();  // read past the state, then go back
+  p.restore_state(state);
+  uint64_t either_downgraded = 0, compared = 0;
+  for (size_t i = cut; i < batches; ++i) {
+    const data::micro_batch& b = p.next_batch();
+    const data::micro_batch& s = straight[i];
+    REQUIRE(b.keys == s.keys);
+    REQUIRE(b.index == s.index);
+    const size_t slot_floats = b.patches.size() / b.keys.size();
+    for (size_t k = 0; k < b.keys.size(); ++k) {
+      CAPTURE(b.keys[k]);
+      const bool same = std::equal(b.patches.begin() + k * slot_floats, b.patches.begin() + (k + 1) * slot_floats,
+                                   s.patches.begin() + k * slot_floats);
+      if (b.downgraded[k] != s.downgraded[k]) {
+        ++either_downgraded;
+        CHECK(b.kinds[k] == modality::video);
+        CHECK_FALSE(same);
+      } else {
+        ++compared;
+        CHECK(same);  // both full, or both keyframe-only: the same bytes
+      }
+    }
+  }
+  MESSAGE(either_downgraded << " slots downgraded in one run only, " << compared << " identical");
+  CHECK(compared > 0);
+  CHECK_THROWS_AS(p.restore_state(std::vector<uint8_t>{1, 2, 3}), std::invalid_argument);
+  // A refused state leaves the running stages as they were: the next batch follows on.
+  CHECK(p.next_batch().keys == straight[batches].keys);
+}
