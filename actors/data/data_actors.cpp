@@ -2,6 +2,7 @@
 // turns a message into core calls and the core's decisions into messages; no policy here.
 #include "data_actors.hpp"
 
+#include "batch_handoff.hpp"
 #include "pipeline_state.hpp"
 #include "sample_repair.hpp"
 #include "tensorizer.hpp"
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <deque>
 #include <thread>
+#include <utility>
 
 // Samples and batches never leave the rank process, so they travel as shared pointers.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::raw_sample>)
@@ -25,8 +27,7 @@ namespace msomni::data {
 namespace {
 
 using wire_atom = caf::atom_constant<caf::atom("dwire")>;
-using pull_atom = caf::atom_constant<caf::atom("dpull")>;
-using save_atom = caf::atom_constant<caf::atom("dsave")>;
+using taken_atom = caf::atom_constant<caf::atom("dtaken")>;
 using fail_atom = caf::atom_constant<caf::atom("dfail")>;
 using decode_atom = caf::atom_constant<caf::atom("ddecode")>;
 using done_atom = caf::atom_constant<caf::atom("ddone")>;
@@ -36,9 +37,6 @@ using batch_ptr = std::shared_ptr<micro_batch>;
 
 double ms_since(const msomni::clock& c, time_point t) { return std::chrono::duration<double, std::milli>(c.now() - t).count(); }
 
-// A time of the pipeline's shared clock as it travels in a pull, and back.
-int64_t stamp(const msomni::clock& c) { return c.now().time_since_epoch().count(); }
-double ms_between(int64_t from, int64_t to) { return double(std::max<int64_t>(0, to - from)) / 1e6; }
 
 // reader: reads one of this rank's samples per credit, in the reader core's order, and sends
 // what one grant allowed as one message. Sender of credits: pool.
@@ -155,77 +153,51 @@ caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup s
   };
 }
 
-struct packed_batch {
-  batch_ptr batch;
-  pipeline_position after;
-};
-
 struct tensor_state {
   std::unique_ptr<tensor_core> core;
   batch_shape shape;
   caf::actor pool;
-  std::deque<packed_batch> packed;
+  std::shared_ptr<batch_handoff> handoff;       // packed batches to the consumer
   std::unique_ptr<credit_batcher> pool_grants;  // half a depth per message to the pool
   std::optional<bool> saturated_sent;           // the pool acts on the flag only
   std::vector<batch_ptr> spare;  // buffers handed back by the consumer, reused by pack
   batch_ptr filling;              // the batch whose slots are being packed
   double filling_pack_ms = 0;     // time spent packing its slots so far
   size_t spare_max = 2;
-  std::deque<caf::response_promise> waiting;
-  pipeline_position delivered;
   bad_data_counts bad;
   data_metrics metrics;
   std::string failure;
-  std::shared_ptr<const msomni::clock> clock;  // shared with the consumer, which stamps its pulls
-  // stamp() of the last delivery and of the waiting pull's sending. The consumer's step is
-  // delivery -> its next pull as the consumer sent it: measured when the tensor actor gets to
-  // the pull, it would include the time the pull waited behind a batch being packed, so a
-  // slow tensor stage would always look as slow as the consumer and never saturated.
-  int64_t last_delivery_ns = 0, wait_started_ns = 0;
+  std::shared_ptr<const msomni::clock> clock;
+  // The consumer's step, from taking a batch to asking for the next, as the consumer measured
+  // it: measured here it would include the time spent packing, so a slow tensor stage would
+  // always look as slow as the consumer and never saturated.
   double consumer_step_ms = 0;
   double test_extra_pack_ms_per_frame = 0;
 };
 
 caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_setup setup, order_slot slot,
                            pipeline_position start, std::shared_ptr<pixel_pool> pixels,
-                           std::shared_ptr<const msomni::clock> clock) {
+                           std::shared_ptr<const msomni::clock> clock, std::shared_ptr<batch_handoff> handoff) {
   auto& st = self->state;
   st.clock = std::move(clock);
+  st.handoff = std::move(handoff);
   st.core = std::make_unique<tensor_core>(start.sources, setup.pool.source_kinds, setup.depth,
                                           order_core(make_mixer(setup), slot), setup.batch_queue);
   st.core->restore(start);
   st.core->set_decode_workers(setup.pool.workers);
   st.pool_grants = std::make_unique<credit_batcher>(half_depths(setup.depth));
-  st.delivered = start;
   st.shape = setup.shape;
   st.spare_max = setup.batch_queue + 1;
   st.test_extra_pack_ms_per_frame = setup.test_extra_pack_ms_per_frame;
-  auto serve = [self] {
-    auto& st = self->state;
-    while (!st.waiting.empty() && (!st.packed.empty() || !st.failure.empty())) {
-      batch_ptr b;
-      if (st.failure.empty()) {
-        b = st.packed.front().batch;
-        st.delivered = st.packed.front().after;
-        ++st.metrics.batches;
-        st.packed.pop_front();
-        st.core->on_batch_taken();
-        const double wait = ms_between(st.wait_started_ns, stamp(*st.clock));
-        st.metrics.data_wait_ms_total += wait;
-        st.metrics.data_wait_ms_max = std::max(st.metrics.data_wait_ms_max, wait);
-        st.last_delivery_ns = stamp(*st.clock);
-      }
-      st.waiting.front().deliver(b);  // nullptr = failed; the caller asks for the reason
-      st.waiting.pop_front();
-    }
-  };
   // Each sample is packed into its slot as soon as the core places it (with one decode worker
   // that is right after its decode, while its pixels are still in cache) and its pixels go
   // straight back to the decoders, so few buffers circulate. Measured at 1 worker (share of
   // the wall time spent decoding, 4 runs each): 0.884 against 0.874 packing whole batches.
-  auto pack = [self, serve, pixels] {
+  // A complete batch goes to the hand-off at once; the core's ready-batch bound (batch_queue)
+  // holds packing back until the consumer takes one.
+  auto pack = [self, pixels] {
     auto& st = self->state;
-    if (!st.failure.empty()) return serve();  // the first failure stands; the cores stopped mid-batch
+    if (!st.failure.empty()) return;  // the first failure stands; the cores stopped mid-batch
     bool packed_one = false;
     try {
       while (true) {
@@ -262,20 +234,20 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
           std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(st.test_extra_pack_ms_per_frame * unique));
         st.core->on_batch_timing(st.filling_pack_ms + ms_since(*st.clock, t0), unique, full, st.consumer_step_ms);
         st.filling_pack_ms = 0;
-        st.packed.push_back({b, st.core->position_after_last_batch()});
+        st.handoff->push({b, st.core->position_after_last_batch()});
         packed_one = true;
       }
     } catch (const std::exception& e) {
       st.failure = e.what();
+      st.handoff->fail(st.failure);
     }
     // Saturation follows batch timings, so it can change only when a batch was packed; the
     // pool acts on nothing else in the message (one per decoded sample before).
-    const msg::stage_pressure p = st.core->pressure(0, uint32_t(st.packed.size()));
+    const msg::stage_pressure p = st.core->pressure(0, uint32_t(st.handoff->waiting()));
     if (packed_one || st.saturated_sent != p.saturated) {
       self->send(st.pool, p);
       st.saturated_sent = p.saturated;
     }
-    serve();
   };
   return {
       [=](wire_atom, caf::actor pool) {
@@ -286,25 +258,22 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
         self->state.core->on_decoded(std::move(*s));
         pack();
       },
-      // rank -> tensor: one batch per request; `done` is the previous batch's buffers (or null),
-      // `asked_ns` the shared clock's stamp() when the consumer sent the request.
-      [=](pull_atom, batch_ptr& done, int64_t asked_ns) -> caf::result<batch_ptr> {
+      // consumer -> tensor, after it took a batch from the hand-off: `done` is the previous
+      // batch's buffers (or null), then its step before asking and how long it waited.
+      [=](taken_atom, batch_ptr& done, double consumer_step_ms, double wait_ms) {
         auto& st = self->state;
         if (done && done.use_count() == 1 && st.spare.size() < st.spare_max) st.spare.push_back(std::move(done));
-        st.wait_started_ns = asked_ns;
-        if (st.metrics.batches > 0) st.consumer_step_ms = ms_between(st.last_delivery_ns, asked_ns);
-        auto rp = self->make_response_promise();
-        st.waiting.push_back(rp);
-        serve();
-        pack();  // a delivery frees a queue slot: assemble what the buffers already hold
-        return caf::delegated<batch_ptr>{};
+        if (consumer_step_ms > 0) st.consumer_step_ms = consumer_step_ms;
+        ++st.metrics.batches;
+        st.metrics.data_wait_ms_total += wait_ms;
+        st.metrics.data_wait_ms_max = std::max(st.metrics.data_wait_ms_max, wait_ms);
+        st.core->on_batch_taken();
+        pack();  // a taken batch frees a queue slot: assemble what the buffers already hold
       },
-      [=](save_atom) { return encode_position(self->state.delivered); },
       [=](fail_atom, const std::string& why) {
         if (self->state.failure.empty()) self->state.failure = why;
-        serve();
+        self->state.handoff->fail(why);
       },
-      [=](fail_atom) { return self->state.failure; },
       [=](stats_atom) {
         return std::make_shared<bad_data_counts>(self->state.bad);
       },
@@ -324,9 +293,13 @@ struct actor_pipeline::impl {
   std::shared_ptr<pixel_pool> pixels = std::make_shared<pixel_pool>();
   std::shared_ptr<const msomni::clock> clock = std::make_shared<real_clock>();  // consumer's and tensor stage's
   caf::scoped_actor scope;
-  batch_ptr current;  // the batch next_batch returned last
-  // What stage actors replaced in a reslot had counted.
+  std::shared_ptr<batch_handoff> handoff;  // of the running stages
+  batch_ptr current;                       // the batch next_batch returned last
+  pipeline_position delivered;             // the position after it
+  std::optional<time_point> last_taken;    // when next_batch returned it
+  // What stage actors replaced in a reslot or restore had counted.
   uint64_t batches_before = 0, downgrades_before = 0;
+  double wait_ms_before = 0, wait_ms_max_before = 0;
   bad_data_counts bad_before;
   impl(caf::actor_system& s, pipeline_setup p, order_slot o, std::shared_ptr<const data::storage> st)
       : sys(s), setup(std::move(p)), slot(o), store(std::move(st)), sources(index_sources(setup, *store)), scope(s) {}
@@ -353,7 +326,10 @@ struct actor_pipeline::impl {
     order_core plan(make_mixer(setup), slot);
     plan.restore(start.at, start.micro);
     auto reader_ptr = std::make_shared<own_reader>(std::move(plan), sample_fetcher(sources, store));
-    tensor = sys.spawn(tensor_actor, setup, slot, start, pixels, clock);
+    handoff = std::make_shared<batch_handoff>(std::max<uint32_t>(1, setup.batch_queue));
+    delivered = start;
+    last_taken.reset();
+    tensor = sys.spawn(tensor_actor, setup, slot, start, pixels, clock, handoff);
     pool = sys.spawn(pool_actor, setup, pixels, sources, store, tensor);
     reader = sys.spawn(reader_actor, reader_ptr, setup.sources.size(), pool, tensor);
     caf::anon_send(pool, wire_atom::value, reader);
@@ -379,6 +355,8 @@ struct actor_pipeline::impl {
     const auto bad = *ask<std::shared_ptr<bad_data_counts>>(tensor, stats_atom::value);
     stop();
     batches_before += m.batches;
+    wait_ms_before += m.data_wait_ms_total;
+    wait_ms_max_before = std::max(wait_ms_max_before, m.data_wait_ms_max);
     downgrades_before += downgrades;
     bad_before.merge(bad);
     spawn(start);
@@ -403,13 +381,22 @@ actor_pipeline::actor_pipeline(caf::actor_system& sys, pipeline_setup setup, ord
 actor_pipeline::~actor_pipeline() { impl_->stop(); }
 
 const micro_batch& actor_pipeline::next_batch() {
-  impl_->current = impl_->ask<batch_ptr>(impl_->tensor, pull_atom::value, std::move(impl_->current), stamp(*impl_->clock));
-  if (!impl_->current)
-    throw std::runtime_error("data pipeline failed: " + impl_->ask<std::string>(impl_->tensor, fail_atom::value));
-  return *impl_->current;
+  auto& d = *impl_;
+  const time_point asked = d.clock->now();
+  const double step_ms = d.last_taken ? std::chrono::duration<double, std::milli>(asked - *d.last_taken).count() : 0;
+  handed_batch h = d.handoff->pop();  // throws with the pipeline's failure
+  const time_point got = d.clock->now();
+  d.last_taken = got;
+  d.delivered = std::move(h.after);
+  batch_ptr done = std::exchange(d.current, std::move(h.batch));
+  // From the scoped actor, like every query after it: CAF keeps one sender's messages in order,
+  // so a later metrics() counts this batch. `done` travels as its only reference (recycled).
+  d.scope->send(d.tensor, taken_atom::value, std::move(done), step_ms,
+                std::chrono::duration<double, std::milli>(got - asked).count());
+  return *d.current;
 }
 
-std::vector<uint8_t> actor_pipeline::save_state() { return impl_->ask<std::vector<uint8_t>>(impl_->tensor, save_atom::value); }
+std::vector<uint8_t> actor_pipeline::save_state() { return encode_position(impl_->delivered); }
 
 void actor_pipeline::reslot(const order_slot& slot) {
   const pipeline_position p = decode_position(save_state());
@@ -440,6 +427,8 @@ data_metrics actor_pipeline::metrics() {
   auto m = *impl_->ask<std::shared_ptr<data_metrics>>(impl_->tensor, stats_atom::value, true);
   m.downgrades = downgrades();
   m.batches += impl_->batches_before;
+  m.data_wait_ms_total += impl_->wait_ms_before;
+  m.data_wait_ms_max = std::max(m.data_wait_ms_max, impl_->wait_ms_max_before);
   return m;
 }
 

@@ -1,6 +1,7 @@
 // CAF actor shells of the data pipeline: a reader actor, a decode-pool actor with one worker
 // actor per io.decode_workers (each owning a media_decoder, so decodes run in parallel on
-// CAF's scheduler), and a tensor actor that assembles and packs batches and answers pulls.
+// CAF's scheduler), and a tensor actor that assembles and packs batches into a bounded
+// hand-off queue (batch_handoff.hpp) the consumer's thread takes them from.
 // They run the same cores as data_pipeline and talk in catalog messages (credit_grant,
 // stage_pressure); samples and batches travel as shared pointers, which is safe because all
 // data stages of a rank live in the rank's process. CAF stays out of this header.
@@ -30,7 +31,7 @@ class actor_pipeline {
   actor_pipeline(const actor_pipeline&) = delete;
   actor_pipeline& operator=(const actor_pipeline&) = delete;
 
-  // Blocks until the tensor actor has a batch. Throws std::runtime_error when the pipeline
+  // Blocks until the tensor actor has packed a batch. Throws std::runtime_error when the pipeline
   // failed (e.g. a source that yields only damage), with the reason. The batch stays valid
   // until the next call, which hands its buffers back to the tensor actor for reuse (a batch
   // is megabytes of floats: fresh allocations per batch cost page faults and zeroing).

@@ -109,9 +109,10 @@ class managed_rank {
 
  private:
   std::unique_ptr<model::trainable_model> make_model() {
-    // training.threads, or this node's cores shared by the ranks its agent may run.
+    // training.threads, or this node's cores shared by the ranks its agent may run, less
+    // this rank's decode workers.
     const char* slots = std::getenv("MSOMNI_NODE_SLOTS");
-    const auto threads = config::threads_per_rank(cfg_.training, slots ? std::atoll(slots) : 1,
+    const auto threads = config::threads_per_rank(cfg_, slots ? std::atoll(slots) : 1,
                                                   std::max<int64_t>(1, std::thread::hardware_concurrency()));
     // training.device: this rank's GPU (its local index on the node), or the CPU.
     const auto compute = decide_rank_compute(cfg_, threads, 0);

@@ -17,12 +17,18 @@ std::string threads_of(const job_config& cfg, int64_t slots, bool this_machine) 
   const auto& t = cfg.training;
   if (t.threads > 0 || this_machine) {
     const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
-    const auto n = threads_per_rank(t, slots, hw);
+    const auto n = threads_per_rank(cfg, slots, hw);
+    const auto decoders = decode_workers_beside_compute(cfg);
     return std::to_string(n) + (n == 1 ? " thread" : " threads") +
            (t.threads > 0 ? " (training.threads)"
-                          : " (" + std::to_string(hw) + " cores / " + std::to_string(slots) + " slots)");
+                          : " (" + std::to_string(hw) + " cores / " + std::to_string(slots) + " slots" +
+                                (decoders > 0 ? ", less " + std::to_string(decoders) + " decode workers" : "") + ")");
   }
-  return "that node's cores / " + std::to_string(slots) + " slots threads";
+  return "that node's cores / " + std::to_string(slots) + " slots" +
+         (decode_workers_beside_compute(cfg) > 0
+              ? " less " + std::to_string(decode_workers_beside_compute(cfg)) + " decode workers"
+              : "") +
+         " threads";
 }
 
 // What a rank of another node computes on: that node's rank decides when it starts.

@@ -306,9 +306,17 @@ void check_cross_section(table_reader& training, table_reader& elastic, job_conf
 // job.name names the default run directory (runs/<name>) and msomni job's id its scratch
 // directory, so either must be one plain path component: no separators, no "." or "..",
 // nothing invisible.
-int64_t threads_per_rank(const training_section& t, int64_t slots_on_node, int64_t hardware_threads) {
-  if (t.threads > 0) return t.threads;
-  return std::max<int64_t>(1, hardware_threads / std::max<int64_t>(1, slots_on_node));
+int64_t decode_workers_beside_compute(const job_config& cfg) {
+  if (cfg.io.pipeline != "actors") return 0;
+  for (const auto& s : cfg.data.sources)
+    if (s.uri.rfind("synthetic://", 0) != 0) return cfg.io.decode_workers;
+  return 0;
+}
+
+int64_t threads_per_rank(const job_config& cfg, int64_t slots_on_node, int64_t hardware_threads) {
+  if (cfg.training.threads > 0) return cfg.training.threads;
+  const int64_t share = hardware_threads / std::max<int64_t>(1, slots_on_node);
+  return std::max<int64_t>(1, share - decode_workers_beside_compute(cfg));
 }
 
 std::string plain_name_problem(const std::string& name) {

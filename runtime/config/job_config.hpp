@@ -64,9 +64,6 @@ struct training_section {
   int64_t threads = 0;              // CPU kernel threads per rank; 0 = the node's cores / its rank slots
 };
 
-// The CPU threads one rank computes with: training.threads, or when it is 0 the node's
-// `hardware_threads` shared evenly by the `slots_on_node` ranks it may run (at least 1).
-int64_t threads_per_rank(const training_section& t, int64_t slots_on_node, int64_t hardware_threads);
 
 struct elasticity_section {
   int64_t replicas = 2;
@@ -164,5 +161,15 @@ struct job_config {
   // "FILE:LINE:COL" of every key the file (or --set) gave, for later semantic errors.
   std::map<std::string, std::string> key_locations;
 };
+
+// The CPU threads one rank computes with: training.threads, or when it is 0 the node's
+// `hardware_threads` shared evenly by the `slots_on_node` ranks it may run, less the rank's
+// io.decode_workers when the data stage actors decode beside compute (real shards with
+// io.pipeline = "actors"): compute threads that outnumber the cores the decoders leave stall
+// one another at every parallel region. At least 1.
+int64_t threads_per_rank(const job_config& cfg, int64_t slots_on_node, int64_t hardware_threads);
+// The decode workers that threads_per_rank leaves cores for (0 when decoding is inline or
+// every source is synthetic://).
+int64_t decode_workers_beside_compute(const job_config& cfg);
 
 }  // namespace msomni::config

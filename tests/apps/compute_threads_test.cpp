@@ -29,14 +29,22 @@ std::vector<std::string> losses(const fs::path& run_dir) {
 
 }  // namespace
 
-TEST_CASE("--dry-run shows each rank's threads: the node's cores over its slots, or training.threads") {
-  const auto hw = std::max(1u, std::thread::hardware_concurrency());
-  const auto per_rank = std::max(1u, hw / 2);
+TEST_CASE("--dry-run shows each rank's threads: the node's cores over its slots less its decode workers, or training.threads") {
+  const int hw = int(std::max(1u, std::thread::hardware_concurrency()));
+  // The quickstart decodes real shards through the data stage actors, 2 decode workers each.
+  const int per_rank = std::max(1, hw / 2 - 2);
   const auto r = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart() + " --dry-run");
   CAPTURE(r.output);
   CHECK(r.output.find("rank 1 -> local (127.0.0.1), cpu, " + std::to_string(per_rank) +
-                      (per_rank == 1 ? " thread (" : " threads (") + std::to_string(hw) + " cores / 2 slots)") !=
-        std::string::npos);
+                      (per_rank == 1 ? " thread (" : " threads (") + std::to_string(hw) +
+                      " cores / 2 slots, less 2 decode workers)") != std::string::npos);
+  // Decoding inline takes no cores beside compute.
+  const auto inline_run = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart() +
+                                                       " --dry-run --set io.pipeline=inline");
+  const int inline_per_rank = std::max(1, hw / 2);
+  CHECK(inline_run.output.find("rank 1 -> local (127.0.0.1), cpu, " + std::to_string(inline_per_rank) +
+                               (inline_per_rank == 1 ? " thread (" : " threads (") + std::to_string(hw) +
+                               " cores / 2 slots)") != std::string::npos);
   const auto set = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart() +
                                                 " --dry-run --set training.threads=3");
   CHECK(set.output.find("rank 0 -> local (127.0.0.1), cpu, 3 threads (training.threads)") != std::string::npos);

@@ -1,0 +1,72 @@
+// Packed batches from the tensor stage actor to the training thread, which is not an actor:
+// a bounded queue the actor pushes into without ever blocking, and the consumer pops from,
+// waiting only when nothing is packed. A batch that is ready costs the consumer a lock, not
+// a request to the actor and its reply (two thread wake-ups per micro-batch before). Each
+// entry carries the pipeline position after it, so the consumer knows the position of what
+// it consumed without asking. The capacity is the tensor core's ready-batch bound: a push
+// beyond it is a bug in that bound and throws.
+#pragma once
+
+#include "flow_cores.hpp"
+#include "micro_batch.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace msomni::data {
+
+struct handed_batch {
+  std::shared_ptr<micro_batch> batch;
+  pipeline_position after;
+};
+
+class batch_handoff {
+ public:
+  explicit batch_handoff(size_t capacity) : capacity_(capacity) {}
+
+  void push(handed_batch b) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (ready_.size() >= capacity_)
+        throw std::logic_error("batch hand-off: more than " + std::to_string(capacity_) + " packed batches waiting");
+      ready_.push_back(std::move(b));
+    }
+    changed_.notify_one();
+  }
+  // The first failure stands; the consumer gets it once the batches before it are taken.
+  void fail(const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (failure_.empty()) failure_ = why;
+    }
+    changed_.notify_one();
+  }
+  // The next batch, waiting while none is packed; throws std::runtime_error with the
+  // pipeline's failure when there is one and nothing is left before it.
+  handed_batch pop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return !ready_.empty() || !failure_.empty(); });
+    if (ready_.empty()) throw std::runtime_error("data pipeline failed: " + failure_);
+    handed_batch b = std::move(ready_.front());
+    ready_.pop_front();
+    return b;
+  }
+  size_t waiting() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return ready_.size();
+  }
+
+ private:
+  const size_t capacity_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<handed_batch> ready_;
+  std::string failure_;
+};
+
+}  // namespace msomni::data
