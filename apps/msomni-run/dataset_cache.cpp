@@ -2,10 +2,9 @@
 #include "dataset_cache.hpp"
 
 #include "config/generated_datasets.hpp"
-#include "core/child_process.hpp"
+#include "core/process.hpp"
 #include "core/sibling_binary.hpp"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -26,20 +25,11 @@ std::string generator_binary() {
                              {"msomni-gen-dataset", "../../tools/dataset_gen/msomni-gen-dataset"});
 }
 
+// The generator's exit code (128 + a signal); throws when it cannot be started.
 int run(const std::string& binary, const std::vector<std::string>& args) {
-  std::vector<char*> argv{const_cast<char*>(binary.c_str())};
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    close_descriptors_from(3);  // the journals stay ours
-    ::execv(binary.c_str(), argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  process::spawn_options o;
+  o.own_process_group = false;  // in ours: a Ctrl-C at the terminal stops it too
+  return process::spawn(binary, args, o).wait()->shell_code();  // it gets none of our descriptors: the journals stay ours
 }
 
 }  // namespace

@@ -1,19 +1,14 @@
 // The runner's command as a child process (see job_runner_state.hpp): its environment,
-// fork/exec with PR_SET_PDEATHSIG, signals, its scratch directory; and small helpers.
+// started with a parent-death signal, signals, its scratch directory; and small helpers.
 #include "job_runner_state.hpp"
 
 #include "checkpoint_store.hpp"
-#include "core/child_process.hpp"
 
 #include <signal.h>
-#include <sys/prctl.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <iostream>
 #include <sstream>
-
-extern char** environ;
 
 namespace msomni::cli::runner_detail {
 
@@ -53,7 +48,6 @@ static bool scratch_is_ours(const std::filesystem::path& dir) {
 
 void launch(runner_state& st, uint64_t resume_step, const std::string& host, double share) {
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
   env_strings.push_back("MSOMNI_JOB=" + st.spec.id);
   env_strings.push_back("MSOMNI_JOB_GPUS=" + join(st.gpus));
   env_strings.push_back("MSOMNI_JOB_REPLICAS=" + std::to_string(st.replicas));
@@ -76,26 +70,19 @@ void launch(runner_state& st, uint64_t resume_step, const std::string& host, dou
     env_strings.push_back("MSOMNI_JOB_HOST=" + host);
     env_strings.push_back("MSOMNI_JOB_SHARE=" + std::to_string(share));
   }
-  std::vector<char*> envp, argv;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
   std::vector<std::string> args = st.spec.command;
   if (st.spec.resize_in_place) args.insert(args.end(), {"--set", "elasticity.replicas=" + std::to_string(st.replicas)});
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // fork + exec rather than posix_spawn: the command gets SIGTERM if this process dies, so a
-  // killed `msomni job` leaves no command behind.
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(127);  // the parent is already gone
-    close_descriptors_from(3);                // none of our UCX sockets in the command
-    ::execvpe(argv[0], argv.data(), envp.data());
-    ::_exit(127);
+  process::spawn_options o;
+  o.env = std::move(env_strings);
+  o.search_path = true;
+  o.own_process_group = false;  // in our group, as a Ctrl-C at the terminal expects
+  o.parent_death_signal = SIGTERM;  // a killed `msomni job` leaves no command behind
+  try {
+    st.child = process::spawn(args, o);
+  } catch (const process::spawn_error& e) {
+    say(st, e.what());
+    st.start_failed = true;
   }
-  if (pid < 0) say(st, "cannot start " + st.spec.command[0]);
-  st.child = pid;
   st.why = stopping::no;
 }
 
@@ -110,7 +97,7 @@ void remove_scratch(runner_state& st) {
 
 void signal_child(runner_state& st, int sig, stopping why) {
   st.why = why;
-  if (st.child > 0) ::kill(st.child, sig);
+  st.child.signal(sig);
 }
 
 void start_run(runner_state& st, const msg::job_command& c) {

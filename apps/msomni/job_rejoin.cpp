@@ -18,14 +18,14 @@ msg::job_submit submission(const runner_state& st) {
 // that is ending waits for its end (child_ended calls this again); no run: submit anew.
 void register_again(runner_actor* self) {
   auto& s = self->state;
-  if (s.child > 0 && s.why == stopping::no && !s.guest) {
+  if (s.child.running() && s.why == stopping::no && !s.guest) {
     self->send(s.scheduler, msg::job_rejoin{submission(s), s.gpus, s.replicas, s.epoch});
     s.registered = true;
     s.metrics.rewind(200);
     say(s, "rejoins the scheduler on gpus " + join(s.gpus));
     return;
   }
-  if (s.child > 0) {
+  if (s.child.running()) {
     if (s.why == stopping::no) {
       say(s, "stops its guest run: a restarted scheduler places guests anew");
       signal_child(s, SIGTERM, stopping::evicted);
@@ -52,7 +52,7 @@ void scheduler_lost(runner_actor* self, const caf::down_msg& d) {
     return finish(self, 1, "the scheduler went away");
   }
   s.reconnect_until = steady_after(s.spec.reconnect_s);
-  say(s, std::string("the scheduler went away: ") + (s.child > 0 ? "the command keeps running; " : "") +
+  say(s, std::string("the scheduler went away: ") + (s.child.running() ? "the command keeps running; " : "") +
              "waiting up to " + seconds(s.spec.reconnect_s) + " for it to come back");
   self->send(self, reconnect_atom::value);
 }

@@ -37,7 +37,7 @@ void resize(runner_actor* self, uint32_t replicas, bool shrink, double within_s,
   std::string why;
   std::optional<control_endpoint> control;
   if (s.spec.run_dir.empty() || !s.find_control) why = "no run directory to find msomni-run's control endpoint in";
-  else if (s.child <= 0) why = "the command is not running";
+  else if (!s.child.running()) why = "the command is not running";
   else if (s.resize_to != 0) why = "another resize is in progress";
   else {
     try {
@@ -81,7 +81,7 @@ static void resized(runner_actor* self) {
 // Follows msomni-run's status until it runs on resize_to replicas (or the time is up).
 void poll_resize(runner_actor* self, caf::actor orchestrator, std::string token) {
   auto& s = self->state;
-  if (s.resize_to == 0 || s.child <= 0 || s.over) return;
+  if (s.resize_to == 0 || !s.child.running() || s.over) return;
   if (std::chrono::steady_clock::now() > s.resize_until) return abandon_resize(self, "msomni-run did not resize in time");
   self->request(orchestrator, std::chrono::seconds(10), msg::control_request{token, "status", 0, 0, "msomni job"})
       .then(

@@ -5,7 +5,6 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <signal.h>
-#include <sys/wait.h>
 
 namespace msomni::cli {
 
@@ -22,12 +21,12 @@ void report_steps(runner_state& st, caf::event_based_actor* self) {
 }
 
 // The command ended: what that means depends on why it was asked to stop.
-void child_ended(runner_actor* self, int status) {
+void child_ended(runner_actor* self, process::exit_status status) {
   auto& st = self->state;
-  st.child = -1;
+  st.child = {};
   st.resize_to = 0;
   remove_scratch(st);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const int code = status.shell_code();
   switch (st.why) {
     case stopping::drain:
     case stopping::shrink: {
@@ -57,7 +56,7 @@ void child_ended(runner_actor* self, int status) {
       break;
   }
   if (!st.registered && st.scheduler && !st.over) register_again(self);
-  if (st.child <= 0 && !st.over && st.deferred_start) {
+  if (!st.child.running() && !st.over && st.deferred_start) {
     const msg::job_command next = *st.deferred_start;
     st.deferred_start.reset();
     start_run(st, next);
@@ -78,10 +77,8 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
   self->set_down_handler([self](const caf::down_msg& d) { scheduler_lost(self, d); });
   self->set_exit_handler([self](const caf::exit_msg& m) {
     auto& s = self->state;
-    if (s.child > 0) {
-      ::kill(s.child, SIGKILL);
-      ::waitpid(s.child, nullptr, 0);
-      s.child = -1;
+    if (s.child.running()) {
+      s.child = {};  // SIGKILLed and reaped
       remove_scratch(s);
     }
     self->quit(m.reason);
@@ -100,7 +97,7 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
         switch (static_cast<command_kind>(c.kind)) {
           case command_kind::start:
           case command_kind::colocate:
-            if (s.child > 0) {  // the previous run is still ending (an eviction needs no answer)
+            if (s.child.running()) {  // the previous run is still ending (an eviction needs no answer)
               s.deferred_start = c;
               say(s, "starts again once the previous run has ended");
               return;
@@ -148,7 +145,7 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
         if (n.epoch < s.epoch) return;
         s.epoch = n.epoch;
         say(s, "preempted: checkpoint and release within " + seconds(n.drain_s) + " (" + n.reason + ")");
-        if (s.child > 0) signal_child(s, SIGTERM, stopping::drain);
+        if (s.child.running()) signal_child(s, SIGTERM, stopping::drain);
         else self->send(s.scheduler, msg::job_released{s.spec.id, n.epoch, checkpoint_step(s.spec.run_dir)});
       },
       [self](reconnect_atom) { look_for_scheduler(self); },
@@ -162,9 +159,11 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
       [self](poll_atom) {
         auto& s = self->state;
         report_steps(s, self);
-        if (s.child > 0) {
-          int status = 0;
-          if (::waitpid(s.child, &status, WNOHANG) == s.child) child_ended(self, status);
+        if (s.child.running()) {
+          if (const auto status = s.child.poll()) child_ended(self, *status);
+        } else if (s.start_failed) {
+          s.start_failed = false;
+          child_ended(self, process::exit_status{127, 0});
         }
         if (!s.over) self->delayed_send(self, 100ms, poll_atom::value);
       },

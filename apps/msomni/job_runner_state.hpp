@@ -7,6 +7,7 @@
 #include "job_metrics.hpp"
 #include "job_runner.hpp"
 
+#include "core/process.hpp"
 #include "messages/catalog.hpp"
 #include "scheduler_types.hpp"
 
@@ -51,7 +52,8 @@ struct runner_state {
   // When the job first submitted: a restarted scheduler is told how long ago (its place in line).
   std::chrono::steady_clock::time_point submitted_at = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point reconnect_until;
-  pid_t child = -1;
+  process::child child;  // the command, running() until reaped
+  bool start_failed = false;  // launch() could not start it: it ends as 127, as a shell reports that
   std::vector<uint32_t> gpus;
   uint64_t epoch = 0;
   uint32_t replicas = 0, keep_replicas = 0;
