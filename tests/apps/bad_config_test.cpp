@@ -74,7 +74,7 @@ std::vector<bad_case> cases() {
       {"unsupported uri scheme", replaced(base, "uri = \"synthetic://text\"", "uri = \"s3://bucket/x\""), {},
        "@:12:7: data.sources[1].uri: unsupported scheme"},
       {"unknown generated dataset", replaced(base, "uri = \"synthetic://text\"", "uri = \"generated://nope/text\""), {},
-       "@:12:7: data.sources[1].uri: unknown generated dataset \"nope\" (known: quickstart)"},
+       "@:12:7: data.sources[1].uri: unknown generated dataset \"nope\" (known: quickstart, video-heavy)"},
   };
 }
 

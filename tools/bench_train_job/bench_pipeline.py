@@ -3,7 +3,8 @@
 
 For each config, in the same invocation and interleaved rep by rep (so both see the same
 machine), runs the job with io.pipeline = "actors" and "inline" at the default compute
-threads, and the actor pipeline at training.threads = 1 and = every core. From metrics.jsonl
+threads, the actor pipeline with io.downgrade_video = false (what downgrading buys), and at
+training.threads = 1 and = every core. From metrics.jsonl
 (steps after the warm-up) it reports the median tokens/s and step time, the data-wait share
 (data wait / step time, summed over the steps) and the downgraded samples. It also measures
 the decode limit of each source (msomni-bench-data --mode limit, io.decode_workers threads,
@@ -89,6 +90,7 @@ def main():
     a = ap.parse_args()
     cores = os.cpu_count() or 1
     variants = [("actors", "default", ["io.pipeline=actors"], 0), ("inline", "default", ["io.pipeline=inline"], 0),
+                ("actors, no downgrade", "default", ["io.pipeline=actors", "io.downgrade_video=false"], 0),
                 ("actors", "1", ["io.pipeline=actors"], 1), ("actors", str(cores), ["io.pipeline=actors"], cores)]
     for config in a.configs.split(","):
         text = open(config).read()
