@@ -1,5 +1,5 @@
-// Simulation invariants over many seeds: small slices of the shared
-// traces (when ../shared/traces is present) and a seeded synthetic trace, all three
+// Simulation invariants over many seeds: slices of real cluster traces (excerpts in
+// tests/scheduler/traces) and a seeded synthetic trace, all three
 // policies, seeds 1..N, on clusters small enough to be contended. Every run must show no
 // GPU allocated twice, no critical job waiting for a lower class that policy lets it
 // take from (omni, greedy), every preempted job resumed to completion, no regular job
@@ -82,9 +82,8 @@ void check_run(const std::string& what, const trace& tr, sim_options opt) {
   }
 }
 
-std::string traces_dir() {
-  return std::string(MSOMNI_SOURCE_DIR) + "/../shared/traces";
-}
+// Excerpts of real traces kept with the tests (traces/README.md says which and whence).
+std::string traces_dir() { return std::string(MSOMNI_SOURCE_DIR) + "/tests/scheduler/traces"; }
 
 }  // namespace
 
@@ -121,11 +120,7 @@ TEST_CASE("a zero slowdown budget holds hosts back after their first loss and br
 }
 
 TEST_CASE("simulation invariants hold on ITP trace slices for all policies and many seeds") {
-  std::string dir = traces_dir() + "/itp";
-  if (!std::filesystem::exists(dir + "/cluster01.csv")) {
-    MESSAGE("skipped: " << dir << " not present");
-    return;
-  }
+  const std::string dir = traces_dir() + "/itp";
   for (const char* name : {"cluster01.csv", "cluster02.csv", "cluster05.csv"}) {
     trace tr = read_trace(dir + "/" + name);
     sim_options opt;
@@ -136,12 +131,7 @@ TEST_CASE("simulation invariants hold on ITP trace slices for all policies and m
 }
 
 TEST_CASE("simulation invariants hold on an Alibaba v2023 slice with trace classes") {
-  std::string file = traces_dir() + "/alibaba-gpu-v2023/pods.csv";
-  if (!std::filesystem::exists(file)) {
-    MESSAGE("skipped: " << file << " not present");
-    return;
-  }
-  trace tr = read_trace(file);
+  trace tr = read_trace(traces_dir() + "/alibaba-gpu-v2023/pods.csv");
   // Test-only cap: the first pods run for months, so their durations are clipped to 12 h to
   // keep 24 runs (3 policies x 8 seeds) to a few thousand reservation windows each. The
   // QoS classes and arrivals are the trace's own. msomni-sim itself replays durations in
