@@ -190,6 +190,17 @@ child spawn(const std::vector<std::string>& argv_in, const spawn_options& o) {
   return c;  // EOF: the exec happened (or the child exited before it, parentless)
 }
 
+std::string read_to_end(int fd) {
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
 child spawn(const std::string& program, const std::vector<std::string>& args, const spawn_options& options) {
   std::vector<std::string> argv{program};
   argv.insert(argv.end(), args.begin(), args.end());

@@ -102,6 +102,9 @@ child spawn(const std::vector<std::string>& argv, const spawn_options& options =
 // The same with the program apart from its arguments.
 child spawn(const std::string& program, const std::vector<std::string>& args, const spawn_options& options = {});
 
+// Everything on `fd` (a child's pipe) until EOF, or until a read fails.
+std::string read_to_end(int fd);
+
 // Between fork and exec: closes every descriptor from `first` up except `keep` (-1: none),
 // so that a program gets only what was dup2'ed below `first`. Async-signal-safe.
 void close_descriptors_from(int first, int keep = -1);

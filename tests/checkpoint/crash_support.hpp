@@ -3,50 +3,28 @@
 #pragma once
 
 #include "checkpoint_store.hpp"
+#include "core/process.hpp"
 #include "support/process_runner.hpp"
 #include "test_states.hpp"
 
 #include <doctest/doctest.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
-
-extern char** environ;
 
 namespace msomni::ckpt::testing {
 
 constexpr uint64_t crash_seed = 20261201;
 constexpr size_t crash_floats = 2048;
 
-// Starts the helper with stdout to /dev/null; returns its pid.
-inline pid_t spawn_writer(const std::vector<std::string>& args) {
-  std::vector<std::string> all = {MSOMNI_CRASH_WRITER};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  REQUIRE(rc == 0);
-  return pid;
-}
-
-// Raw wait status of the child.
-inline int wait_writer(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
+// Starts the helper with stdout to /dev/null.
+inline process::child spawn_writer(const std::vector<std::string>& args) {
+  process::spawn_options o;
+  o.out = process::stream::null();
+  o.own_process_group = false;
+  return process::spawn(MSOMNI_CRASH_WRITER, args, o);
 }
 
 // After any crash: every committed directory loads in full and holds exactly the state its

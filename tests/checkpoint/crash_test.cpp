@@ -51,14 +51,12 @@ TEST_CASE("SIGKILL at seeded file operations never leaves a torn checkpoint load
     const uint64_t kill_op = rng.below(ops);
     const std::string ctx = "trial " + std::to_string(trial) + " (seed " +
                             std::to_string(crash_seed) + ", --kill-op " + std::to_string(kill_op) + ")";
-    const pid_t pid = spawn_writer({tmp.path().string(), "--steps", "3", "--floats",
-                                    std::to_string(crash_floats), "--seed",
-                                    std::to_string(crash_seed), "--kill-op",
-                                    std::to_string(kill_op)});
-    const int st = wait_writer(pid);
+    auto writer = spawn_writer({tmp.path().string(), "--steps", "3", "--floats", std::to_string(crash_floats), "--seed",
+                                std::to_string(crash_seed), "--kill-op", std::to_string(kill_op)});
+    const auto st = *writer.wait();
     INFO(ctx);
-    const bool was_killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
-    REQUIRE((was_killed || (WIFEXITED(st) && WEXITSTATUS(st) == 0)));
+    const bool was_killed = st.signal == SIGKILL;
+    REQUIRE((was_killed || st.shell_code() == 0));
     killed += was_killed;
     const uint64_t now = check_root_invariants(store, ctx);
     CHECK(now >= newest);  // a crash never loses the newest committed checkpoint
@@ -81,11 +79,10 @@ TEST_CASE("SIGKILL at seeded wall-clock delays") {
     const auto delay_us = rng.below(20000);
     const std::string ctx = "timed trial " + std::to_string(trial) + " delay " +
                             std::to_string(delay_us) + " us";
-    const pid_t pid = spawn_writer({tmp.path().string(), "--steps", "4", "--floats", "8192",
-                                    "--seed", std::to_string(crash_seed)});
+    auto writer = spawn_writer({tmp.path().string(), "--steps", "4", "--floats", "8192", "--seed", std::to_string(crash_seed)});
     std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
-    ::kill(pid, SIGKILL);
-    wait_writer(pid);
+    writer.signal(SIGKILL);
+    writer.wait();
     // --floats differs from crash_floats here, so check structure, not content.
     const auto order = load_order(store.list());
     INFO(ctx);

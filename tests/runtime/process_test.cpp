@@ -21,18 +21,6 @@ namespace proc = msomni::process;
 
 namespace {
 
-// Everything on `fd` until EOF.
-std::string read_to_end(int fd) {
-  std::string out;
-  char buf[65536];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    REQUIRE(n > 0);
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
-
 std::string read_line(int fd) {
   std::string line;
   for (char c; ::read(fd, &c, 1) == 1 && c != '\n';) line += c;
@@ -76,7 +64,7 @@ TEST_CASE("a child's exit code and the signal that ended it are reported") {
 
 TEST_CASE("pipes carry a megabyte out and a line in, read to the end") {
   auto big = proc::spawn({"/bin/sh", "-c", "head -c 1048576 /dev/zero"}, stdout_piped());
-  CHECK(read_to_end(big.stdout_fd()).size() == 1048576);  // EOF: no write end left in the parent
+  CHECK(proc::read_to_end(big.stdout_fd()).size() == 1048576);  // EOF: no write end left in the parent
   CHECK(big.wait()->code == 0);
 
   proc::spawn_options o = stdout_piped();
@@ -86,7 +74,7 @@ TEST_CASE("pipes carry a megabyte out and a line in, read to the end") {
   const std::string line = "one line\n";
   REQUIRE(::write(cat.stdin_fd(), line.data(), line.size()) == static_cast<ssize_t>(line.size()));
   cat.close_stdin();
-  CHECK(read_to_end(cat.stdout_fd()) == "one line\nerr\n");
+  CHECK(proc::read_to_end(cat.stdout_fd()) == "one line\nerr\n");
   CHECK(cat.wait()->code == 0);
 }
 
@@ -115,7 +103,7 @@ TEST_CASE("a child inherits none of our descriptors beyond stdio") {
   REQUIRE(leaky >= 3);
   auto c = proc::spawn({"/bin/sh", "-c", "[ -e /proc/$$/fd/" + std::to_string(leaky) + " ] && echo open || echo closed"},
                        stdout_piped());
-  CHECK(read_to_end(c.stdout_fd()) == "closed\n");
+  CHECK(proc::read_to_end(c.stdout_fd()) == "closed\n");
   c.wait();
   ::close(leaky);
 }

@@ -2,10 +2,8 @@
 // temporary directory removed when it goes out of scope.
 #pragma once
 
-#include <sys/wait.h>
+#include "core/process.hpp"
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,14 +18,13 @@ struct command_result {
 };
 
 inline command_result run_command(const std::string& command) {
+  process::spawn_options o;
+  o.out = process::stream::pipe();
+  o.own_process_group = false;
+  auto shell = process::spawn({"/bin/sh", "-c", command + " 2>&1"}, o);
   command_result r;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.output = process::read_to_end(shell.stdout_fd());
+  r.exit_code = shell.wait()->shell_code();
   return r;
 }
 
