@@ -60,10 +60,12 @@ namespace msomni {
 // Adds every catalog type to `cfg` (call once, before constructing the actor system).
 void register_catalog(caf::actor_system_config& cfg);
 
-// How idle scheduler threads wait. CAF's work stealing polls (100 tries at once, then 500
-// 50-us sleeps) before it sleeps for long, so a process whose actors wake every few
-// milliseconds keeps its idle threads spinning; a rank's training thread then competes with
-// them for cores. Sharing parks idle threads on a condition variable instead.
+// How the scheduler threads of a process behave beside its own working thread (a rank's
+// training thread). poll: CAF's work stealing, which polls (100 tries at once, then 500 50-us
+// sleeps) before it sleeps for long, so actors that wake every few milliseconds keep idle
+// threads spinning. park: the sharing policy parks idle threads on a condition variable, and
+// the threads run SCHED_BATCH, so a message that wakes one (a batch handed back) does not
+// preempt the working thread at once; they keep their fair share of the CPU.
 enum class idle_threads { poll, park };
 
 // The actor system every msomni process runs: the catalog registered, `threads` scheduler
