@@ -201,7 +201,7 @@ std::vector<action> elastic_core::on_rank_ready(const msg::rank_ready& r, time_p
     out.insert(out.end(), more.begin(), more.end());
     return out;
   }
-  auto more = maybe_join_new(now);
+  auto more = maybe_join_new();
   out.insert(out.end(), more.begin(), more.end());
   return out;
 }
@@ -235,8 +235,7 @@ std::vector<action> elastic_core::maybe_start() {
 
 // Joins the ready new ranks at the next barrier: as many as keep the world size allowed
 // (within max_replicas, and dividing the global batch); the others wait for a later join.
-std::vector<action> elastic_core::maybe_join_new(time_point now) {
-  (void)now;
+std::vector<action> elastic_core::maybe_join_new() {
   std::vector<action> out;
   if (phase_ != phase::growing || joining_.empty() || awaiting_join_) return out;
   std::vector<std::string> ready;
@@ -297,7 +296,7 @@ std::vector<action> elastic_core::on_step(uint64_t step, uint32_t world, time_po
                                                        " (" + pause + " s since the request)"});
       phase_ = joining_.empty() ? phase::running : phase::growing;
       {
-        auto more = maybe_join_new(now);
+        auto more = maybe_join_new();
         out.insert(out.end(), more.begin(), more.end());
       }
       break;
@@ -306,7 +305,7 @@ std::vector<action> elastic_core::on_step(uint64_t step, uint32_t world, time_po
                                                    std::to_string(step) + " (" + pause + " s after the failure)"});
       phase_ = joining_.empty() ? phase::running : phase::growing;
       {
-        auto more = maybe_join_new(now);
+        auto more = maybe_join_new();
         out.insert(out.end(), more.begin(), more.end());
       }
       break;
@@ -315,8 +314,7 @@ std::vector<action> elastic_core::on_step(uint64_t step, uint32_t world, time_po
   return out;
 }
 
-std::vector<action> elastic_core::maybe_finish(time_point now) {
-  (void)now;
+std::vector<action> elastic_core::maybe_finish() {
   std::vector<action> out;
   if (phase_ == phase::done) return out;
   for (const auto& n : ring_)
@@ -347,10 +345,10 @@ std::vector<action> elastic_core::on_rank_left(const msg::rank_left& r, time_poi
   out.push_back(journal_event{"rank_left", r.name + " after step " + std::to_string(r.final_step) + " (" + r.reason + ")"});
   if (was == member_state::active && r.reason == "finished") {
     last_step_ = std::max(last_step_, r.final_step);
-    auto more = maybe_finish(now);
+    auto more = maybe_finish();
     out.insert(out.end(), more.begin(), more.end());
   } else if (was == member_state::active && phase_ == phase::stopping) {
-    auto more = maybe_finish(now);
+    auto more = maybe_finish();
     out.insert(out.end(), more.begin(), more.end());
   } else if (was == member_state::active) {
     m.state = member_state::active;  // not expected: treat as a failure
@@ -404,7 +402,7 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
       out.insert(out.end(), started.begin(), started.end());
       return out;
     }
-    auto more = maybe_join_new(now);
+    auto more = maybe_join_new();
     out.insert(out.end(), more.begin(), more.end());
     if (phase_ == phase::growing && joining_.empty() && !awaiting_join_) {
       out.push_back(journal_event{"scale_up_incomplete", "a new rank died before joining: " + name});
@@ -414,7 +412,7 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
   }
   if (was == member_state::leaving) return out;  // it was leaving anyway; a stalled survivor rolls back
   if (phase_ == phase::stopping) {
-    auto more = maybe_finish(now);
+    auto more = maybe_finish();
     out.insert(out.end(), more.begin(), more.end());
     return out;
   }

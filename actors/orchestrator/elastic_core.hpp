@@ -153,10 +153,10 @@ class elastic_core {
   send_plan make_plan(std::vector<std::string> members, msg::state_source source, bool checkpoint_first,
                       std::vector<std::string> also_to, std::string reason);
   std::vector<action> rollback(std::string why, time_point now);  // by value: callers pass rollback_pending_
-  std::vector<action> maybe_join_new(time_point now);
+  std::vector<action> maybe_join_new();
   std::vector<action> maybe_start();
   std::vector<action> top_up(time_point now);
-  std::vector<action> maybe_finish(time_point now);
+  std::vector<action> maybe_finish();
   int64_t largest_world_at_most(int64_t n) const;
 
   elastic_settings s_;

@@ -114,6 +114,10 @@ void finish(runner_actor* self, int code, const std::string& why) {
   auto& st = self->state;
   if (st.over) return;
   st.over = true;
+  // A command already asked to stop gets its grace period to do so (its SIGTERM handler may
+  // checkpoint or stop its own children); only then does the handle's end kill it.
+  if (st.child.running() && st.why != stopping::no && !st.child.wait_for(command_stop_grace))
+    say(st, "the command did not stop within " + std::to_string(command_stop_grace.count() / 1000) + " s of SIGTERM; killing it");
   say(st, why);
   st.done(code, why);
   self->quit();

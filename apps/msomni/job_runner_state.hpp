@@ -76,6 +76,9 @@ void launch(runner_state& st, uint64_t resume_step, const std::string& host, dou
 void remove_scratch(runner_state& st);
 void signal_child(runner_state& st, int sig, stopping why);
 void start_run(runner_state& st, const msg::job_command& c);
+// How long the end of the job waits for a command it sent SIGTERM before killing it.
+inline constexpr std::chrono::milliseconds command_stop_grace{10000};
+// Ends the job with `code` (a command asked to stop first gets command_stop_grace).
 void finish(runner_actor* self, int code, const std::string& why);
 // The job keeps the GPUs of its first `replicas` replicas.
 void keep_replicas_only(runner_state& st, uint32_t replicas);

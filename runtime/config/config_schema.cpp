@@ -358,8 +358,11 @@ void read_schema(const toml::table& root, reader_context& ctx, job_config& c) {
   read_memory(memory, c.memory);
   auto io = section("io");
   read_io(io, c.io);
-  auto sched = section("scheduler");
-  read_scheduler(sched, c.scheduler);
+  // [scheduler] configures msomni-sched (its --config file); a training job reads none of it.
+  if (const auto* t = top.table("scheduler"))
+    ctx.fail("scheduler", t,
+             "[scheduler] configures msomni-sched (msomni-sched --config FILE), not a training job; "
+             "move it to the scheduler's file (configs/scheduler/) and remove it here");
   auto cluster = section("cluster");
   read_cluster(cluster, c.cluster);
   top.finish();

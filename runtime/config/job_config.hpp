@@ -154,7 +154,6 @@ struct job_config {
   checkpoint_section checkpoint;
   memory_section memory;
   io_section io;
-  scheduler_section scheduler;
   cluster_section cluster;
   // "key.path = value" for every key the file left out and the loader filled in.
   std::vector<std::string> defaults_filled;

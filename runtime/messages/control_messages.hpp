@@ -115,19 +115,6 @@ typename Inspector::result_type inspect(Inspector& f, rank_left& x) {
   return f(caf::meta::type_name("rank_left"), x.name, x.epoch, x.final_step, x.reason, x.checksum);
 }
 
-// transport/agent -> watchers: a peer process died or went silent.
-struct peer_down {
-  std::string node;
-  uint32_t rank = 0;
-  uint64_t epoch = 0;
-  std::string reason;
-  bool operator==(const peer_down&) const = default;
-};
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, peer_down& x) {
-  return f(caf::meta::type_name("peer_down"), x.node, x.rank, x.epoch, x.reason);
-}
-
 // control CLI -> orchestrator: scale to `target_replicas`. Idempotent per request_id.
 struct scale_request {
   uint64_t request_id = 0;

@@ -42,17 +42,6 @@ typename Inspector::result_type inspect(Inspector& f, stage_pressure& x) {
            x.saturated);
 }
 
-// mixer -> decoders/metrics: a video sample was decoded keyframe-only, and why.
-struct downgrade_notice {
-  std::string sample_key;
-  std::string reason;
-  bool operator==(const downgrade_notice&) const = default;
-};
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, downgrade_notice& x) {
-  return f(caf::meta::type_name("downgrade_notice"), x.sample_key, x.reason);
-}
-
 // reader -> checkpoint: where a source stands, enough to resume exactly.
 struct source_cursor {
   std::string source;

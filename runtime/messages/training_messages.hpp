@@ -65,19 +65,6 @@ typename Inspector::result_type inspect(Inspector& f, step_record& x) {
            x.grad_norm, x.optimizer_skipped, x.loss_kind, x.grad_norm_kind, x.epoch);
 }
 
-// orchestrator -> rank checkpoint writers: save at `step`. Idempotent per (epoch, step).
-struct checkpoint_request {
-  uint64_t epoch = 0;
-  uint64_t step = 0;
-  bool incremental = false;
-  std::vector<uint32_t> ranks;  // the shards to write; empty = all
-  bool operator==(const checkpoint_request&) const = default;
-};
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, checkpoint_request& x) {
-  return f(caf::meta::type_name("checkpoint_request"), x.epoch, x.step, x.incremental, x.ranks);
-}
-
 // checkpoint writer -> orchestrator: one shard written (or failed, with why).
 struct checkpoint_done {
   uint64_t step = 0;

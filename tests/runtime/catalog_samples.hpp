@@ -16,7 +16,6 @@ inline msg::join_world sample(tag<msg::join_world>) {
 }
 inline msg::rank_stalled sample(tag<msg::rank_stalled>) { return {"rank-1", 5, 77, "peer rank-3 down"}; }
 inline msg::rank_left sample(tag<msg::rank_left>) { return {"rank-3", 5, 1601, "decommissioned", 0xfeedull}; }
-inline msg::peer_down sample(tag<msg::peer_down>) { return {"node-b", 6, 8, "UCS_ERR_CONNECTION_RESET"}; }
 inline msg::scale_request sample(tag<msg::scale_request>) { return {77, 4, 120.5, "cli:root"}; }
 inline msg::scale_reply sample(tag<msg::scale_reply>) { return {77, true, "at barrier 1700"}; }
 inline msg::step_record sample(tag<msg::step_record>) {
@@ -24,10 +23,8 @@ inline msg::step_record sample(tag<msg::step_record>) {
 }
 inline msg::bad_sample_count sample(tag<msg::bad_sample_count>) { return {"missing_member", 3}; }
 inline msg::rank_failed sample(tag<msg::rank_failed>) { return {"rank-2", 4, 17, "data source 'img': 10000 bad samples in a row"}; }
-inline msg::checkpoint_request sample(tag<msg::checkpoint_request>) { return {4, 200, true, {1, 2}}; }
 inline msg::checkpoint_done sample(tag<msg::checkpoint_done>) { return {200, 1, false, 4096, 0xdeadbeefcafef00dull, "ENOSPC"}; }
 inline msg::credit_grant sample(tag<msg::credit_grant>) { return {2, modality::video, 3, 1}; }
-inline msg::downgrade_notice sample(tag<msg::downgrade_notice>) { return {"shard-0003/000123", "tensor stage saturated"}; }
 inline msg::source_cursor sample(tag<msg::source_cursor>) { return {"videos", 1, 12, 65536, 999}; }
 inline msg::preempt_notice sample(tag<msg::preempt_notice>) { return {"be-17", 3, 600, "critical job needs GPUs"}; }
 inline msg::job_released sample(tag<msg::job_released>) { return {"be-17", 3, 4400}; }

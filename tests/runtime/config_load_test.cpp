@@ -37,16 +37,11 @@ TEST_CASE("a valid config loads with typed values and recorded defaults") {
   CHECK(c.elasticity.max_replicas == 4);
   // The documented defaults.
   CHECK(c.elasticity.heartbeat_interval_s == 10.0);
-  CHECK(c.scheduler.idle_threshold == doctest::Approx(0.35));
-  CHECK(c.scheduler.drain_period_s == 600.0);
-  CHECK(c.scheduler.min_run_window_s == 7200.0);
-  CHECK(c.scheduler.step_window == 200);
-  CHECK(c.scheduler.critical_slowdown_budget == doctest::Approx(0.01));
   CHECK(c.memory.sequence_length == 200);
   CHECK(c.memory.horizon_steps == 10);
   CHECK(c.memory.safety_margin_gb == doctest::Approx(3.5));
   CHECK(c.io.prefetch_depth == 3);
-  CHECK(has_default(c, "scheduler.idle_threshold = 0.35"));
+  CHECK(has_default(c, "io.pipeline = \"actors\""));
   CHECK(has_default(c, "checkpoint.dir = \"checkpoints\""));
   CHECK(!has_default(c, "training.lr"));
   CHECK(c.key_locations.at("training.lr") == "t.toml:20:6");

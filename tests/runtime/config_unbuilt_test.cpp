@@ -59,3 +59,18 @@ TEST_CASE("the autoscale keys are refused while elasticity.autoscale is false an
     }
   }
 }
+
+TEST_CASE("a job config holding a [scheduler] table is refused: msomni-sched reads it, a job does not") {
+  const auto errors = errors_with("scheduler.idle_threshold=0.35");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].key == "scheduler");
+  CHECK(errors[0].reason.find("configures msomni-sched") != std::string::npos);
+  try {
+    (void)load_string(msomni::testing::valid_config_text() + "\n[scheduler]\nidle_threshold = 0.35\n", "job.toml", {});
+    FAIL("a [scheduler] table in a job config was accepted");
+  } catch (const config_errors& e) {
+    REQUIRE(e.errors().size() == 1);
+    CHECK(e.errors()[0].file == "job.toml");
+    CHECK(e.errors()[0].key == "scheduler");
+  }
+}
