@@ -4,7 +4,7 @@
 For each config, in the same invocation and interleaved rep by rep (so both see the same
 machine), runs the job with io.pipeline = "actors" and "inline" at the default compute
 threads, the actor pipeline with io.downgrade_video = false (what downgrading buys), and at
-training.threads = 1 and = every core. From metrics.jsonl
+training.threads = 1 and = every core, and the inline pipeline at 1 thread. From metrics.jsonl
 (steps after the warm-up) it reports the median tokens/s and step time, the data-wait share
 (data wait / step time, summed over the steps) and the downgraded samples. It also measures
 the decode limit of each source (msomni-bench-data --mode limit, io.decode_workers threads,
@@ -91,7 +91,8 @@ def main():
     cores = os.cpu_count() or 1
     variants = [("actors", "default", ["io.pipeline=actors"], 0), ("inline", "default", ["io.pipeline=inline"], 0),
                 ("actors, no downgrade", "default", ["io.pipeline=actors", "io.downgrade_video=false"], 0),
-                ("actors", "1", ["io.pipeline=actors"], 1), ("actors", str(cores), ["io.pipeline=actors"], cores)]
+                ("actors", "1", ["io.pipeline=actors"], 1), ("actors", str(cores), ["io.pipeline=actors"], cores),
+                ("inline", "1", ["io.pipeline=inline"], 1)]
     for config in a.configs.split(","):
         text = open(config).read()
         acc = {i: {"tps": [], "ms": [], "wait": 0.0, "step": 0.0, "downgraded": 0} for i in range(len(variants))}
