@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <utility>
 
 namespace msomni::orchestrator {
 
@@ -133,6 +134,8 @@ send_plan elastic_core::make_plan(std::vector<std::string> members, msg::state_s
   send_plan p;
   p.plan.epoch = ++epoch_;
   p.plan.members = members;
+  for (const auto& n : members)
+    if (auto& m = members_.at(n); m.member_since == 0) m.member_since = epoch_;
   for (const auto& n : members) p.plan.addresses.push_back(members_.at(n).address);
   p.plan.grad_accum = members.empty() ? 1 : grad_accum_for(static_cast<int64_t>(members.size())).value_or(1);
   p.plan.source = static_cast<uint8_t>(source);
@@ -170,8 +173,26 @@ std::vector<action> elastic_core::on_agent_down(const std::string& node, const s
   std::vector<std::string> lost;
   for (const auto& [n, m] : members_)
     if (m.node == node && m.state != member_state::left && m.state != member_state::dead) lost.push_back(n);
+  // Every rank of the node is down at once: one recovery for all of them, planned once they
+  // are all marked (rank by rank, the first plan would name the next lost rank and the node
+  // would spend a recovery per rank).
+  deferring_losses_ = true;
   for (const auto& n : lost) {
     auto more = on_rank_down(n, "its node agent " + node + " is down", now);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  deferring_losses_ = false;
+  if (auto lost_first = std::exchange(deferred_start_, std::nullopt); lost_first && phase_ == phase::starting) {
+    if (largest_world_at_most(static_cast<int64_t>(joining_.size())) == 0) {
+      auto end = fail(cannot_start_reason(lost_first->first, lost_first->second));
+      out.insert(out.end(), end.begin(), end.end());
+      return out;
+    }
+    auto started = maybe_start();
+    out.insert(out.end(), started.begin(), started.end());
+  }
+  if (auto loss = std::exchange(deferred_loss_, std::nullopt); loss && phase_ != phase::done) {
+    auto more = recover_from_loss(loss->first, loss->second, now);
     out.insert(out.end(), more.begin(), more.end());
   }
   return out;
@@ -317,8 +338,19 @@ std::vector<action> elastic_core::on_step(uint64_t step, uint32_t world, time_po
 std::vector<action> elastic_core::maybe_finish() {
   std::vector<action> out;
   if (phase_ == phase::done) return out;
+  // Members of plans newer than the epoch that completed the last step (a join or rollback
+  // sent while it ran) would only redo steps: the job does not wait for them.
+  const auto too_late = [&](const member_info& m) { return finished_epoch_ && m.member_since > *finished_epoch_; };
   for (const auto& n : ring_)
-    if (members_.at(n).state == member_state::active) return out;
+    if (members_.at(n).state == member_state::active && !too_late(members_.at(n))) return out;
+  if (finished_epoch_)
+    for (const auto& n : ring_) {
+      auto& m = members_.at(n);
+      if (m.state != member_state::active) continue;
+      m.state = member_state::left;
+      out.push_back(stop_on_agent{m.node, n, "the job finished in epoch " + std::to_string(*finished_epoch_) +
+                                                 " before this rank's epoch " + std::to_string(m.member_since) + " trained"});
+    }
   if (phase_ == phase::stopping) {
     phase_ = phase::done;
     finished_ = true;
@@ -343,6 +375,7 @@ std::vector<action> elastic_core::on_rank_left(const msg::rank_left& r, time_poi
   m.state = member_state::left;
   m.since = now;
   out.push_back(journal_event{"rank_left", r.name + " after step " + std::to_string(r.final_step) + " (" + r.reason + ")"});
+  if (r.reason == "finished" && r.final_step >= s_.total_steps && !finished_epoch_) finished_epoch_ = r.epoch;
   if (was == member_state::active && r.reason == "finished") {
     last_step_ = std::max(last_step_, r.final_step);
     auto more = maybe_finish();
@@ -374,6 +407,10 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
   if (was == member_state::starting || was == member_state::ready) {
     std::erase(joining_, name);
     if (!rollback_pending_.empty()) {
+      if (deferring_losses_) {
+        if (!deferred_loss_) deferred_loss_ = {m.node, rollback_pending_};
+        return out;
+      }
       auto more = rollback(rollback_pending_, now);
       out.insert(out.end(), more.begin(), more.end());
       return out;
@@ -389,12 +426,14 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
       const bool placed = !more.empty();
       out.insert(out.end(), more.begin(), more.end());
       if (placed) return out;
+      if (deferring_losses_) {  // decided once every rank of the lost node is marked
+        if (!deferred_start_) deferred_start_ = {name, why};
+        return out;
+      }
       // No slot for a replacement: the first ranks that are left start if they make a world
       // size the job allows; otherwise the job cannot start (waiting would wait forever).
       if (largest_world_at_most(static_cast<int64_t>(joining_.size())) == 0) {
-        auto end = fail("cannot start: " + name + " was lost while starting (" + why + "), " +
-                        std::to_string(joining_.size()) + " first ranks are left, min_replicas is " +
-                        std::to_string(s_.min_replicas) + ", and no agent has a free slot for a replacement");
+        auto end = fail(cannot_start_reason(name, why));
         out.insert(out.end(), end.begin(), end.end());
         return out;
       }
@@ -416,16 +455,32 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
     out.insert(out.end(), more.begin(), more.end());
     return out;
   }
-  auto more = rollback(name + " is down (" + why + ")", now);
+  if (deferring_losses_) {
+    if (!deferred_loss_) deferred_loss_ = {m.node, name + " is down (" + why + ")"};
+    return out;
+  }
+  auto more = recover_from_loss(m.node, name + " is down (" + why + ")", now);
   out.insert(out.end(), more.begin(), more.end());
-  // Replacements, placed near the lost rank, to get back to the target.
+  return out;
+}
+
+std::string elastic_core::cannot_start_reason(const std::string& name, const std::string& why) const {
+  return "cannot start: " + name + " was lost while starting (" + why + "), " + std::to_string(joining_.size()) +
+         " first ranks are left, min_replicas is " + std::to_string(s_.min_replicas) +
+         ", and no agent has a free slot for a replacement";
+}
+
+// A rollback of the survivors, then replacements placed near the lost rank's node to get
+// back to the target.
+std::vector<action> elastic_core::recover_from_loss(const std::string& node, const std::string& why, time_point now) {
+  auto out = rollback(why, now);
   const int64_t missing = target_ - world() - static_cast<int64_t>(joining_.size());
   const int64_t replacements = std::min(missing, free_slots());
   if (phase_ == phase::recovering && replacements > 0) {
-    auto more2 = spawn(replacements, m.node, now);
-    out.insert(out.end(), more2.begin(), more2.end());
+    auto more = spawn(replacements, node, now);
+    out.insert(out.end(), more.begin(), more.end());
     out.push_back(journal_event{"replacement", std::to_string(replacements) + " replacement rank(s) starting near " +
-                                                   m.node + "; they join at a barrier once ready"});
+                                                   node + "; they join at a barrier once ready"});
   }
   return out;
 }
@@ -602,6 +657,13 @@ control_outcome elastic_core::scale_to(int64_t replicas, nanos grace_period, tim
   const int64_t w = world();
   if (phase_ != phase::running) {
     o.text = std::string("refused: the job is ") + to_string(phase_) + "; one elastic change at a time";
+    return o;
+  }
+  // Members that already left (the last step is done and they report one by one) leave no
+  // world to resize; a plan built from them would name ranks that are gone.
+  if (current().size() != ring_.size()) {
+    o.text = "refused: the job is finishing (" + std::to_string(ring_.size() - current().size()) + " of " +
+             std::to_string(ring_.size()) + " replicas have left after step " + std::to_string(last_step_) + ")";
     return o;
   }
   if (replicas < s_.min_replicas || replicas > s_.max_replicas) {

@@ -53,6 +53,7 @@ struct member_info {
   member_state state = member_state::starting;
   time_point since{};
   bool replacement = false;  // started after an earlier rank went down (failure_history.hpp)
+  uint64_t member_since = 0;  // the epoch of the first plan naming it
 };
 
 struct agent_info {
@@ -153,6 +154,8 @@ class elastic_core {
   send_plan make_plan(std::vector<std::string> members, msg::state_source source, bool checkpoint_first,
                       std::vector<std::string> also_to, std::string reason);
   std::vector<action> rollback(std::string why, time_point now);  // by value: callers pass rollback_pending_
+  std::vector<action> recover_from_loss(const std::string& node, const std::string& why, time_point now);
+  std::string cannot_start_reason(const std::string& name, const std::string& why) const;
   std::vector<action> maybe_join_new();
   std::vector<action> maybe_start();
   std::vector<action> top_up(time_point now);
@@ -177,6 +180,12 @@ class elastic_core {
   uint64_t plan_epoch_ = 0;      // the epoch whose first step ends the change
   uint64_t rollback_epoch_ = 0;  // the epoch of the last rollback plan
   bool awaiting_join_ = false;   // a join plan is out; done at its first step
+  std::optional<uint64_t> finished_epoch_;  // the epoch of the first rank that completed the last step
+  // While a node's ranks are marked down together, the recovery waits for the last of them.
+  bool deferring_losses_ = false;
+  std::optional<std::pair<std::string, std::string>> deferred_loss_;  // (node, why)
+  // A first rank lost without a replacement while deferring: can the job start? (name, why)
+  std::optional<std::pair<std::string, std::string>> deferred_start_;
   std::string rollback_pending_;  // why, while survivors wait for replacements to roll back with
   bool finished_ = false;
 };

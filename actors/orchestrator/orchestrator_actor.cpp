@@ -38,10 +38,17 @@ struct shell_state {
   std::map<std::string, time_point> agent_seen;
   bool done = false;
   bool stop_sent = false;
-  // Records of epochs before the last rollback plan are of steps that plan discards (they were
-  // in flight when it went out): they are not journaled, so a repeated step appears only under
-  // the attempt that the job's state descends from.
+  // Records of epochs before the last rollback plan (in flight when it went out) are mostly of
+  // steps that plan discards, so they are held back rather than journaled: a repeated step
+  // appears only under the attempt that the job's state descends from. But a checkpoint
+  // committed while the plan was on its way is the one the ranks load, and the steps up to it
+  // are the state's own: the first record of the rollback epoch names the step it resumed
+  // from, and the held records before it are journaled then (bounded; the oldest go first).
+  // The simulation test in tests/orchestrator/elastic_sim_test.cpp found the lost step.
   uint64_t rollback_plan_epoch = 0;
+  static constexpr size_t held_max = 1024;
+  std::map<uint64_t, msg::step_record> held;  // by step
+  uint64_t resumed_epoch = 0;                 // the rollback epoch whose first record was seen
 };
 
 void execute(caf::event_based_actor* self, shell_state& st, std::vector<action> acts);
@@ -175,6 +182,36 @@ msg::control_reply handle_control(caf::event_based_actor* self, shell_state& st,
   return {o.ok, o.text, status_json(st)};
 }
 
+// A step record the job's state descends from: its metrics line, notes and progress, then
+// what the cores make of it.
+void journal_step(caf::event_based_actor* self, shell_state& st, const msg::step_record& r) {
+  const auto now = st.clock.now();
+  const auto wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto line = st.progress.on_step(r, now, wall_ms);
+  if (line) {
+    if (st.env.journal && !st.env.journal->metric(*line)) stop_if_journal_failed(self, st);
+    if (auto note = st.progress.take_bad_samples_note()) journal(st, "bad_samples", *note);
+    for (const auto& n : st.data.on_step(r)) journal(st, n.kind, n.detail);
+    const bool tty = st.env.progress_on_tty;
+    if (tty || r.step % 10 == 0 || st.progress.finished())
+      std::cerr << (tty ? "\r" : "") << st.progress.progress_line() << (tty ? "   " : "\n") << std::flush;
+  }
+  execute(self, st, st.core.on_step(r.step, r.world_size, now));
+  if (line) judge_health(self, st, r, now);
+  if (line && !st.done) judge_utilisation(self, st, r, now);
+}
+
+// The first word of rollback epoch `epoch` says it resumed from step `resumed`: the held
+// records up to that step are journaled (once per epoch).
+void journal_held(caf::event_based_actor* self, shell_state& st, uint64_t epoch, uint64_t resumed) {
+  if (st.resumed_epoch == epoch) return;
+  st.resumed_epoch = epoch;
+  auto held = std::exchange(st.held, {});
+  for (auto& [step, h] : held)
+    if (step <= resumed) journal_step(self, st, h);
+}
+
 caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_state> st) {
   self->set_down_handler([self, st](caf::down_msg& d) {
     auto it = st->watched.find(d.source);
@@ -218,29 +255,32 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
       [self, st](msg::step_record r) {
         r.loss = msg::value_of(r.loss, r.loss_kind);
         r.grad_norm = msg::value_of(r.grad_norm, r.grad_norm_kind);
-        const auto now = st->clock.now();
-        const auto wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch()).count();
-        const bool discarded = r.epoch < st->rollback_plan_epoch;
-        const auto line = discarded ? std::nullopt : st->progress.on_step(r, now, wall_ms);
-        if (line) {
-          if (st->env.journal && !st->env.journal->metric(*line)) stop_if_journal_failed(self, *st);
-          if (auto note = st->progress.take_bad_samples_note()) journal(*st, "bad_samples", *note);
-          for (const auto& n : st->data.on_step(r)) journal(*st, n.kind, n.detail);
-          const bool tty = st->env.progress_on_tty;
-          if (tty || r.step % 10 == 0 || st->progress.finished())
-            std::cerr << (tty ? "\r" : "") << st->progress.progress_line() << (tty ? "   " : "\n") << std::flush;
+        if (r.epoch < st->rollback_plan_epoch) {
+          if (st->held.size() >= shell_state::held_max) st->held.erase(st->held.begin());
+          st->held[r.step] = r;
+          return;
         }
-        if (discarded) return;
-        execute(self, *st, st->core.on_step(r.step, r.world_size, now));
-        if (line) judge_health(self, *st, r, now);
-        if (line && !st->done) judge_utilisation(self, *st, r, now);
+        // The rollback resumed from step r.step - 1: held steps up to it are the state's own.
+        if (r.epoch == st->rollback_plan_epoch) journal_held(self, *st, r.epoch, r.step - 1);
+        journal_step(self, *st, r);
       },
+
       // From a rank leaving (idempotent: a second report of a departed rank changes nothing).
       // A reason starting "failed: " is a rank that cannot go on (every rank decided the same
       // after the same step, e.g. its checkpoints kept failing): the job ends with that reason.
       [self, st](const msg::rank_left& r) {
         if (st->done) return true;
+        // A rank of the rollback epoch that leaves before its first record (the checkpoint it
+        // loaded was the last step) resumed from final_step.
+        if (r.epoch == st->rollback_plan_epoch) journal_held(self, *st, r.epoch, r.final_step);
+        // A rank that completed the last step in an epoch a later plan superseded: the job
+        // ends with that epoch's state, so its held records are the state's own.
+        if (r.reason == "finished" && r.epoch < st->rollback_plan_epoch) {
+          auto held = std::exchange(st->held, {});
+          for (auto& [step, h] : held)
+            if (h.epoch == r.epoch && step <= r.final_step) journal_step(self, *st, h);
+            else st->held.emplace(step, h);
+        }
         if (r.reason.rfind("failed: ", 0) == 0) {
           std::vector<action> end;
           for (const auto& [name, m] : st->core.members())

@@ -1,0 +1,64 @@
+// A deterministic simulation of one elastic job around the real elastic_core: simulated node
+// agents and rank processes that follow the ranks' protocol (ready, plans, the barrier at the
+// step after rank 0 sees a newer plan, rollback plans applied at once with the newest
+// checkpoint, stalls when a peer of the epoch dies, leaving with a reason), on a simulated
+// clock with a delay on every message (per sender-receiver order kept, as UCX and CAF keep
+// it; messages to or from a dead process are lost). Seeded faults: rank deaths at any moment
+// (mid-step, mid-barrier, mid-scale, while starting), agent deaths, ranks that die before
+// ready, scale requests and a stop at random times. The harness plays the orchestrator
+// shell's part too (records of epochs before the last rollback plan are dropped).
+//
+// After every event it checks the invariants; a run ends when the core finishes the job or
+// the simulated time runs out (a hang). Everything derives from the seed, so a failing seed
+// replays exactly.
+#pragma once
+
+#include "elastic_core.hpp"
+
+#include "core/rng.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace msomni::orchestrator::sim {
+
+struct options {
+  uint64_t seed = 1;
+  int nodes = 3;
+  int slots = 2;  // per node
+  elastic_settings job;
+  uint64_t checkpoint_interval = 5;
+  int64_t step_ms = 40;
+  int64_t horizon_ms = 600'000;  // the job must finish or fail by then
+  double rank_kills = 2;         // expected rank deaths over a run
+  double agent_kill_chance = 0.15;
+  double start_failure_chance = 0.05;
+  double scale_requests = 3;     // expected
+  double stop_chance = 0.1;
+  // Breaks the shell on purpose, to show the checks can fail: the first plan is sent with its
+  // first member twice.
+  bool sabotage_duplicate_member = false;
+  bool trace = false;  // keep a line per journal event, plan, death and step record in result::trace
+};
+
+struct result {
+  bool finished = false;  // the core ended the job
+  bool ok = false;
+  std::string reason;
+  std::vector<std::string> violations;
+  uint64_t events = 0, plans = 0, rollbacks = 0, deaths = 0, scale_requests = 0;
+  uint64_t last_step = 0;
+  uint64_t records_late_at_finish = 0;  // see run(): the last record in flight when the job ended
+  std::vector<std::string> trace;
+};
+
+result run(const options& o);
+
+// Options for seed `seed`: 2-4 replicas of a batch that divides by 1..4, faults as above.
+options seeded(uint64_t seed);
+
+}  // namespace msomni::orchestrator::sim
