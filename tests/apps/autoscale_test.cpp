@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 using namespace std::chrono_literals;
@@ -29,6 +30,19 @@ std::string autoscaled_job(int64_t replicas, const std::string& thresholds) {
          "[checkpoint]\ninterval_steps = 50\n";
 }
 
+// The same job on real shards whose videos cost more to decode than its steps, decoded in
+// the training thread (io.pipeline = "inline", no downgrade): each step waits for its data
+// for most of its time, so its replicas are idle by any reasonable threshold.
+std::string data_starved_job(const msomni::testing::temp_dir& dir, const std::string& thresholds) {
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);  // this test process and its children
+  std::string job = autoscaled_job(2, thresholds);
+  const std::string synthetic = "[[data.sources]]\nname = \"shapes\"\nuri = \"synthetic://shapes\"\nmodality = \"image\"\n";
+  job.replace(job.find(synthetic), synthetic.size(),
+              "[[data.sources]]\nname = \"videos\"\nuri = \"generated://video-heavy/videos\"\nmodality = \"video\"\n"
+              "[io]\npipeline = \"inline\"\ndowngrade_video = false\n");
+  return job;
+}
+
 size_t count_of(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -36,8 +50,8 @@ size_t count_of(const std::string& text, const std::string& what) {
 }
 
 // Runs the job until `event_text` is journaled and a metrics line shows `world`, then stops it.
-std::string run_until(const std::string& toml, const std::string& event_text, uint32_t world) {
-  msomni::testing::temp_dir dir;
+std::string run_until(const std::string& toml, const std::string& event_text, uint32_t world,
+                      const msomni::testing::temp_dir& dir = msomni::testing::temp_dir()) {
   const auto run_dir = dir.path() / "run";
   msomni::child_process job(MSOMNI_RUN_BINARY, {dir.write("job.toml", toml), "--run-dir", run_dir.string()});
   const auto seen = [&] {
@@ -75,4 +89,13 @@ TEST_CASE("a job judged idle shrinks by one replica, once within the cooldown") 
                                 "one replica less, 1 in all", 1);
   CHECK(count_of(events, "\"event\":\"autoscale\"") == 1);
   CHECK(events.find("below 100%") != std::string::npos);
+}
+
+TEST_CASE("a job kept idle by slow data shrinks by one replica, once within the cooldown") {
+  msomni::testing::temp_dir dir;
+  const auto events = run_until(data_starved_job(dir, "scale_up_utilization = 1.0\nscale_up_sustain_s = 3600\n"
+                                                      "scale_down_utilization = 0.9\nscale_down_sustain_s = 2\n"),
+                                "one replica less, 1 in all", 1, dir);
+  CHECK(count_of(events, "\"event\":\"autoscale\"") == 1);
+  CHECK(events.find("below 90%") != std::string::npos);
 }

@@ -32,7 +32,9 @@ std::string read_file(const fs::path& p) { return msomni::testing::read_text(p);
 
 // A job slow enough (a few ms per step) for the CLI to act while it trains, on the
 // quickstart's shards (images, H.264 videos, captions) through the data stage actors, the
-// default data path; the shards are rendered into `dir`'s own cache.
+// default data path; the shards are rendered into `dir`'s own cache. Videos are never
+// downgraded: a downgrade follows live timing, so a downgraded video's frames (and every
+// loss after it) would differ from the static run the elastic run is compared with.
 std::string elastic_config(const msomni::testing::temp_dir& dir, int64_t steps, int64_t replicas, int64_t grad_accum) {
   ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);  // this test process and its children
   return "[job]\nname = \"elastic\"\n"
@@ -45,7 +47,8 @@ std::string elastic_config(const msomni::testing::temp_dir& dir, int64_t steps, 
          "\nsteps = " + std::to_string(steps) + "\nlr = 1e-3\nseed = 11\n"
          "[elasticity]\nreplicas = " + std::to_string(replicas) +
          "\nmin_replicas = 2\nmax_replicas = 4\ngrace_period_s = 60\nheartbeat_interval_s = 1\n"
-         "[checkpoint]\ninterval_steps = 25\nkeep = 2\n";
+         "[checkpoint]\ninterval_steps = 25\nkeep = 2\n"
+         "[io]\ndowngrade_video = false\n";
 }
 
 // step -> (loss, world size) from metrics.jsonl; `lines` counts every record.
