@@ -356,8 +356,9 @@ TEST_CASE("msomni-run under msomni job: preempted by a critical job it checkpoin
   ::setenv("MSOMNI_CACHE_DIR", cache.c_str(), 1);  // for the reference run and the job's command
   const std::string quickstart = std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml";
   const auto ref_dir = dir.path() / "ref";
-  const auto ref = run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart + " --set training.steps=240 --run-dir " +
-                               ref_dir.string());
+  // Video downgrades follow live timing, so neither run may downgrade for their losses to match.
+  const auto ref = run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart +
+                               " --set training.steps=240 --set io.downgrade_video=false --run-dir " + ref_dir.string());
   REQUIRE_MESSAGE(ref.exit_code == 0, ref.output);
 
   auto sched = start_scheduler(dir);
@@ -365,7 +366,8 @@ TEST_CASE("msomni-run under msomni job: preempted by a critical job it checkpoin
   const auto run_dir = dir.path() / "run";
   child_process job(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "train", "--class", "regular", "--gpus",
                                         "8", "--run-dir", run_dir.string(), "--", MSOMNI_RUN_BINARY, quickstart, "--set",
-                                        "training.steps=240", "--run-dir", run_dir.string()});
+                                        "training.steps=240", "--set", "io.downgrade_video=false", "--run-dir",
+                                        run_dir.string()});
   REQUIRE_MESSAGE(job.read_until("msomni job train: started", 20s), job.log);
   // Preempt it mid-run: once 20 steps are in its metrics, a critical job arrives.
   for (int i = 0; i < 600 && losses(run_dir / "metrics.jsonl").size() < 20; ++i) std::this_thread::sleep_for(50ms);
