@@ -4,6 +4,7 @@
 #include "data_watch.hpp"
 #include "messages/catalog.hpp"
 #include "progress_core.hpp"
+#include "record_lineage.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -38,17 +39,7 @@ struct shell_state {
   std::map<std::string, time_point> agent_seen;
   bool done = false;
   bool stop_sent = false;
-  // Records of epochs before the last rollback plan (in flight when it went out) are mostly of
-  // steps that plan discards, so they are held back rather than journaled: a repeated step
-  // appears only under the attempt that the job's state descends from. But a checkpoint
-  // committed while the plan was on its way is the one the ranks load, and the steps up to it
-  // are the state's own: the first record of the rollback epoch names the step it resumed
-  // from, and the held records before it are journaled then (bounded; the oldest go first).
-  // The simulation test in tests/orchestrator/elastic_sim_test.cpp found the lost step.
-  uint64_t rollback_plan_epoch = 0;
-  static constexpr size_t held_max = 1024;
-  std::map<uint64_t, msg::step_record> held;  // by step
-  uint64_t resumed_epoch = 0;                 // the rollback epoch whose first record was seen
+  record_lineage lineage;  // which step records around a rollback are the state's own
 };
 
 void execute(caf::event_based_actor* self, shell_state& st, std::vector<action> acts);
@@ -69,7 +60,7 @@ void stop_if_journal_failed(caf::event_based_actor* self, shell_state& st) {
 void execute_one(caf::event_based_actor* self, shell_state& st, action& a) {
   if (auto* p = std::get_if<send_plan>(&a)) {
     if (p->plan.source == static_cast<uint8_t>(msg::state_source::checkpoint) && st.env.latest_checkpoint_step) {
-      st.rollback_plan_epoch = std::max(st.rollback_plan_epoch, p->plan.epoch);
+      st.lineage.on_rollback_plan(p->plan.epoch);
       const auto from = st.env.latest_checkpoint_step();
       const auto reached = st.progress.last_step();
       st.data.rollback();
@@ -202,16 +193,6 @@ void journal_step(caf::event_based_actor* self, shell_state& st, const msg::step
   if (line && !st.done) judge_utilisation(self, st, r, now);
 }
 
-// The first word of rollback epoch `epoch` says it resumed from step `resumed`: the held
-// records up to that step are journaled (once per epoch).
-void journal_held(caf::event_based_actor* self, shell_state& st, uint64_t epoch, uint64_t resumed) {
-  if (st.resumed_epoch == epoch) return;
-  st.resumed_epoch = epoch;
-  auto held = std::exchange(st.held, {});
-  for (auto& [step, h] : held)
-    if (step <= resumed) journal_step(self, st, h);
-}
-
 caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_state> st) {
   self->set_down_handler([self, st](caf::down_msg& d) {
     auto it = st->watched.find(d.source);
@@ -255,14 +236,9 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
       [self, st](msg::step_record r) {
         r.loss = msg::value_of(r.loss, r.loss_kind);
         r.grad_norm = msg::value_of(r.grad_norm, r.grad_norm_kind);
-        if (r.epoch < st->rollback_plan_epoch) {
-          if (st->held.size() >= shell_state::held_max) st->held.erase(st->held.begin());
-          st->held[r.step] = r;
-          return;
-        }
-        // The rollback resumed from step r.step - 1: held steps up to it are the state's own.
-        if (r.epoch == st->rollback_plan_epoch) journal_held(self, *st, r.epoch, r.step - 1);
-        journal_step(self, *st, r);
+        auto released = st->lineage.on_record(r);
+        for (const auto& h : released.held) journal_step(self, *st, h);
+        if (released.record) journal_step(self, *st, *released.record);
       },
 
       // From a rank leaving (idempotent: a second report of a departed rank changes nothing).
@@ -270,17 +246,7 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
       // after the same step, e.g. its checkpoints kept failing): the job ends with that reason.
       [self, st](const msg::rank_left& r) {
         if (st->done) return true;
-        // A rank of the rollback epoch that leaves before its first record (the checkpoint it
-        // loaded was the last step) resumed from final_step.
-        if (r.epoch == st->rollback_plan_epoch) journal_held(self, *st, r.epoch, r.final_step);
-        // A rank that completed the last step in an epoch a later plan superseded: the job
-        // ends with that epoch's state, so its held records are the state's own.
-        if (r.reason == "finished" && r.epoch < st->rollback_plan_epoch) {
-          auto held = std::exchange(st->held, {});
-          for (auto& [step, h] : held)
-            if (h.epoch == r.epoch && step <= r.final_step) journal_step(self, *st, h);
-            else st->held.emplace(step, h);
-        }
+        for (const auto& h : st->lineage.on_rank_left(r)) journal_step(self, *st, h);
         if (r.reason.rfind("failed: ", 0) == 0) {
           std::vector<action> end;
           for (const auto& [name, m] : st->core.members())

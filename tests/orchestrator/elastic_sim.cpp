@@ -1,6 +1,8 @@
 // The elastic job simulation (see elastic_sim.hpp).
 #include "elastic_sim.hpp"
 
+#include "record_lineage.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -213,17 +215,19 @@ class world {
                it == core_.members().end() || it->second.state == member_state::left || it->second.state == member_state::dead)
         violation("epoch " + std::to_string(p.epoch) + " names " + m + ", which the core knows has left or is down");
     }
-    if (p.source == static_cast<uint8_t>(msg::state_source::checkpoint)) rollback_plan_epoch_ = p.epoch;
+    if (p.source == static_cast<uint8_t>(msg::state_source::checkpoint)) lineage_.on_rollback_plan(p.epoch);
   }
 
-  // A step record of rank 0, as the orchestrator shell takes it.
+  // A step record of rank 0, as the orchestrator shell takes it (record_lineage decides).
   void on_record(uint64_t epoch, uint64_t step, uint32_t w) {
     note("record epoch " + std::to_string(epoch) + " step " + std::to_string(step));
-    if (epoch < rollback_plan_epoch_) {  // held back, as the shell does
-      held_[step] = {epoch, w};
-      return;
-    }
-    if (epoch == rollback_plan_epoch_) journal_held(epoch, step - 1);
+    msg::step_record r;
+    r.epoch = epoch;
+    r.step = step;
+    r.world_size = w;
+    auto released = lineage_.on_record(r);
+    journal_released(released.held);
+    if (!released.record) return;  // held back
     // The first record of an epoch that loaded a checkpoint: the journal continues from it.
     if (auto it = loaded_at_.find(epoch); it != loaded_at_.end() && loaded_for_ != epoch) {
       loaded_for_ = epoch;
@@ -241,14 +245,10 @@ class world {
     apply(core_.on_step(step, w, now()));
   }
 
-  // The shell's rule for held records: the first word of the rollback epoch (a record, or a
-  // rank leaving before its first one) names the step it resumed from.
-  void journal_held(uint64_t epoch, uint64_t resumed) {
-    if (resumed_epoch_ == epoch) return;
-    resumed_epoch_ = epoch;
-    auto held = std::exchange(held_, {});
-    for (const auto& [s, e] : held)
-      if (s <= resumed && s == history_.size() + 1) history_.push_back(s);
+  // Held records the lineage released: journaled where they continue the history.
+  void journal_released(const std::vector<msg::step_record>& held) {
+    for (const auto& h : held)
+      if (h.step == history_.size() + 1) history_.push_back(h.step);
   }
 
   // -- node agents and rank processes --------------------------------------------------------
@@ -275,16 +275,7 @@ class world {
     p.left = true;
     const msg::rank_left l{p.name, p.epoch, p.step, reason, 0};
     send(p.name, "control", [this, l] {
-      if (l.epoch == rollback_plan_epoch_) journal_held(l.epoch, l.final_step);
-      if (l.reason == "finished" && l.epoch < rollback_plan_epoch_) {  // as the shell does
-        auto held = std::exchange(held_, {});
-        for (const auto& [s, e] : held)
-          if (e.first == l.epoch && s <= l.final_step) {
-            if (s == history_.size() + 1) history_.push_back(s);
-          } else {
-            held_.emplace(s, e);
-          }
-      }
+      journal_released(lineage_.on_rank_left(l));  // as the shell does
       apply(core_.on_rank_left(l, now()));
     });
     const auto name = p.name;
@@ -438,11 +429,10 @@ class world {
   std::map<std::string, rank_proc> procs_;
   std::set<uint64_t> stepping_;
   uint64_t checkpoint_ = 0;  // the newest committed checkpoint's step
-  uint64_t last_plan_epoch_ = 0, rollback_plan_epoch_ = 0;
+  uint64_t last_plan_epoch_ = 0;
+  record_lineage lineage_;  // the shell's rule for step records around a rollback
   std::map<uint64_t, uint64_t> loaded_at_;  // epoch -> the checkpoint step its members loaded
   uint64_t loaded_for_ = 0;
-  std::map<uint64_t, std::pair<uint64_t, uint32_t>> held_;  // step -> (epoch, world) held back
-  uint64_t resumed_epoch_ = 0;
   std::map<std::string, uint64_t> left_at_;  // rank -> the epoch it left at
   std::set<std::string> finished_ranks_;
   bool rank0_lost_at_end_ = false;  // a node agent died after one of its ranks finished
