@@ -1,24 +1,16 @@
 // autoscale_core (see autoscale_core.hpp).
 #include "autoscale_core.hpp"
 
+#include "number_text.hpp"
+
 #include <algorithm>
-#include <cstdio>
 
 namespace msomni::orchestrator {
 
 namespace {
 
-std::string percent(double v) {
-  char b[16];
-  std::snprintf(b, sizeof b, "%.0f%%", 100.0 * v);
-  return b;
-}
-
-std::string seconds(nanos d) {
-  char b[24];
-  std::snprintf(b, sizeof b, "%.0f s", std::chrono::duration<double>(d).count());
-  return b;
-}
+std::string percent(double v) { return fixed(100.0 * v, 0) + "%"; }
+std::string seconds(nanos d) { return fixed(std::chrono::duration<double>(d).count(), 0) + " s"; }
 
 }  // namespace
 

@@ -1,17 +1,14 @@
 // data_watch (see data_watch.hpp).
 #include "data_watch.hpp"
 
+#include "number_text.hpp"
+
 #include <algorithm>
-#include <cstdio>
 
 namespace msomni::orchestrator {
 
 namespace {
-std::string ms_text(double ms) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f ms", ms);
-  return b;
-}
+std::string ms_text(double ms) { return fixed(ms, 1) + " ms"; }
 }  // namespace
 
 data_note data_watch::end_note(const span& s) const {

@@ -1,7 +1,8 @@
 // elastic_core (see elastic_core.hpp).
 #include "elastic_core.hpp"
 
-#include "run_journal.hpp"
+#include "number_text.hpp"
+#include "core/json_escape.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -13,11 +14,7 @@ namespace {
 
 double seconds(nanos d) { return static_cast<double>(d.count()) / 1e9; }
 
-std::string fixed1(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
+std::string fixed1(double v) { return fixed(v, 1); }
 
 }  // namespace
 

@@ -24,11 +24,9 @@ std::string threads_of(const job_config& cfg, int64_t slots, bool this_machine) 
                           : " (" + std::to_string(hw) + " cores / " + std::to_string(slots) + " slots" +
                                 (decoders > 0 ? ", less " + std::to_string(decoders) + " decode workers" : "") + ")");
   }
+  const auto decoders = decode_workers_beside_compute(cfg);
   return "that node's cores / " + std::to_string(slots) + " slots" +
-         (decode_workers_beside_compute(cfg) > 0
-              ? " less " + std::to_string(decode_workers_beside_compute(cfg)) + " decode workers"
-              : "") +
-         " threads";
+         (decoders > 0 ? " less " + std::to_string(decoders) + " decode workers" : "") + " threads";
 }
 
 // What a rank of another node computes on: that node's rank decides when it starts.
