@@ -1,4 +1,6 @@
-// Packed batches from the tensor stage actor to the training thread, which is not an actor:
+// What the tensor stage actor hands the training thread, which is not an actor: packed
+// batches, and the bad-data counts as the stage has them (read on every training step, so a
+// copy published when they change instead of a request to the actor). The batches go through
 // a bounded queue the actor pushes into without ever blocking, and the consumer pops from,
 // waiting only when nothing is packed. A batch that is ready costs the consumer a lock, not
 // a request to the actor and its reply (two thread wake-ups per micro-batch before). Each
@@ -9,6 +11,7 @@
 
 #include "flow_cores.hpp"
 #include "micro_batch.hpp"
+#include "sample.hpp"
 
 #include <condition_variable>
 #include <deque>
@@ -60,6 +63,14 @@ class batch_handoff {
     std::lock_guard<std::mutex> lock(mutex_);
     return ready_.size();
   }
+  void publish_bad(const bad_data_counts& bad) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    bad_ = bad;
+  }
+  bad_data_counts bad() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return bad_;
+  }
 
  private:
   const size_t capacity_;
@@ -67,6 +78,7 @@ class batch_handoff {
   std::condition_variable changed_;
   std::deque<handed_batch> ready_;
   std::string failure_;
+  bad_data_counts bad_;
 };
 
 }  // namespace msomni::data

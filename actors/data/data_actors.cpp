@@ -20,7 +20,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::raw_sample>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<std::vector<msomni::data::raw_sample>>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::decoded_sample>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::micro_batch>)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::bad_data_counts>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<msomni::data::data_metrics>)
 
 namespace msomni::data {
@@ -199,6 +198,7 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
     auto& st = self->state;
     if (!st.failure.empty()) return;  // the first failure stands; the cores stopped mid-batch
     bool packed_one = false;
+    const uint64_t bad_before = st.bad.total();
     try {
       while (true) {
         std::vector<msg::credit_grant> up;
@@ -239,8 +239,9 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
       }
     } catch (const std::exception& e) {
       st.failure = e.what();
-      st.handoff->fail(st.failure);
     }
+    if (st.bad.total() != bad_before) st.handoff->publish_bad(st.bad);  // before a failure is seen
+    if (!st.failure.empty()) st.handoff->fail(st.failure);
     // Saturation follows batch timings, so it can change only when a batch was packed; the
     // pool acts on nothing else in the message (one per decoded sample before).
     const msg::stage_pressure p = st.core->pressure(0, uint32_t(st.handoff->waiting()));
@@ -273,9 +274,6 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
       [=](fail_atom, const std::string& why) {
         if (self->state.failure.empty()) self->state.failure = why;
         self->state.handoff->fail(why);
-      },
-      [=](stats_atom) {
-        return std::make_shared<bad_data_counts>(self->state.bad);
       },
       [=](stats_atom, bool) { return std::make_shared<data_metrics>(self->state.metrics); },
   };
@@ -352,7 +350,7 @@ struct actor_pipeline::impl {
   void replace_stages(const pipeline_position& start) {
     auto m = *ask<std::shared_ptr<data_metrics>>(tensor, stats_atom::value, true);
     const uint64_t downgrades = ask<uint64_t>(pool, stats_atom::value);
-    const auto bad = *ask<std::shared_ptr<bad_data_counts>>(tensor, stats_atom::value);
+    const auto bad = handoff->bad();
     stop();
     batches_before += m.batches;
     wait_ms_before += m.data_wait_ms_total;
@@ -419,7 +417,7 @@ uint64_t actor_pipeline::downgrades() {
 
 bad_data_counts actor_pipeline::bad_data() {
   bad_data_counts out = impl_->bad_before;
-  out.merge(*impl_->ask<std::shared_ptr<bad_data_counts>>(impl_->tensor, stats_atom::value));
+  out.merge(impl_->handoff->bad());  // published by the tensor actor; no request on the training path
   return out;
 }
 

@@ -39,7 +39,6 @@ class record_lineage {
   // The held records `r` shows to be the state's own, by step.
   std::vector<msg::step_record> on_rank_left(const msg::rank_left& r);
 
-  uint64_t rollback_plan_epoch() const { return rollback_plan_epoch_; }
   size_t held() const { return held_.size(); }
 
  private:
