@@ -8,6 +8,7 @@ packages=(
   libcaf-dev libucx-dev ucx-utils libtomlplusplus-dev doctest-dev
   libavcodec-dev libavformat-dev libswscale-dev libavutil-dev ffmpeg
   libzstd-dev libxxhash-dev libopenblas-dev libssl-dev
+  nlohmann-json3-dev libcli11-dev
 )
 # Extra packages for a caller (e.g. benchmarks): MSOMNI_EXTRA_PACKAGES="python3-torch python3-av openmpi-bin"
 read -r -a extra <<< "${MSOMNI_EXTRA_PACKAGES:-}"
