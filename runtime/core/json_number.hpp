@@ -18,7 +18,9 @@ namespace msomni {
 inline std::string nonfinite_key(const std::string& key) { return key + "_nonfinite"; }
 
 // obj[key] = value when it is finite; otherwise obj[key] = null and obj[key_nonfinite] = true.
-inline void put_number(nlohmann::json& obj, const std::string& key, double value) {
+// For nlohmann::json and nlohmann::ordered_json (which keeps the keys in the order written).
+template <class Json>
+void put_number(Json& obj, const std::string& key, double value) {
   if (std::isfinite(value)) {
     obj[key] = value;
     return;
@@ -30,14 +32,15 @@ inline void put_number(nlohmann::json& obj, const std::string& key, double value
 // What put_number wrote under `key`: the number, quiet NaN for a value flagged non-finite
 // (which non-finite value it was is not kept), nullopt when the key is absent or holds
 // neither a number nor a flagged null.
-inline std::optional<double> get_number(const nlohmann::json& obj, const std::string& key) {
+template <class Json>
+std::optional<double> get_number(const Json& obj, const std::string& key) {
   if (!obj.is_object()) return std::nullopt;
   const auto it = obj.find(key);
   if (it == obj.end()) return std::nullopt;
-  if (it->is_number()) return it->get<double>();
+  if (it->is_number()) return it->template get<double>();
   if (it->is_null()) {
     const auto flag = obj.find(nonfinite_key(key));
-    if (flag != obj.end() && flag->is_boolean() && flag->get<bool>())
+    if (flag != obj.end() && flag->is_boolean() && flag->template get<bool>())
       return std::numeric_limits<double>::quiet_NaN();
   }
   return std::nullopt;

@@ -9,8 +9,10 @@
 
 namespace msomni {
 
-inline std::string json_text(const nlohmann::json& value) {
-  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+// For nlohmann::json and nlohmann::ordered_json.
+template <class Json>
+std::string json_text(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 }  // namespace msomni

@@ -45,3 +45,12 @@ TEST_CASE("json_text: one compact line, and bytes that are not UTF-8 do not stop
   o["path"] = std::string("a\"b\n\xff");
   CHECK(msomni::json_text(o) == "{\"path\":\"a\\\"b\\n\xef\xbf\xbd\"}");
 }
+
+TEST_CASE("json_number: ordered_json keeps the flag right after its value") {
+  nlohmann::ordered_json o = nlohmann::ordered_json::object();
+  o["step"] = 3;
+  put_number(o, "loss", std::numeric_limits<double>::quiet_NaN());
+  o["lr"] = 0.5;
+  CHECK(msomni::json_text(o) == R"({"step":3,"loss":null,"loss_nonfinite":true,"lr":0.5})");
+  CHECK(std::isnan(get_number(o, "loss").value()));
+}
