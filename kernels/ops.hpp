@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <memory_resource>
 #include <string>
 #include <utility>
 
@@ -51,6 +52,14 @@ class ops {
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
   virtual void zero(void* dst, size_t bytes) = 0;
   virtual void synchronize() = 0;
+  // An upload that may still be running when it returns (CUDA: on the backend's copy stream,
+  // asynchronous from pinned host memory, see make_batch_memory). `src_host` must stay valid
+  // and unchanged until the next synchronisation of the compute work; pageable memory is
+  // copied before the call returns. finish_uploads() orders every upload issued so far before
+  // the compute work issued after it, without waiting on the host. The CPU backend copies at
+  // once and has nothing to order.
+  virtual void upload_async(void* dst, const void* src_host, size_t bytes) { upload(dst, src_host, bytes); }
+  virtual void finish_uploads() {}
 
   // --- GEMM: C = alpha * op(A) * op(B) + beta * C, row-major, op(A) is m x k ------------
   virtual void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -151,6 +160,15 @@ std::unique_ptr<ops> make_cpu_ops(int threads);
 // Throws std::runtime_error saying why when built without CUDA or the device is unusable.
 std::unique_ptr<ops> make_cuda_ops(int device_index);
 bool cuda_compiled();
+
+// Host memory for the micro-batches a rank feeds its model: the data pipeline's tensor stage
+// packs into it, and the backend uploads from it. For CUDA it is page-locked (pinned) memory of
+// the rank's device, so uploads run asynchronously at the bus's speed; for the CPU ordinary
+// memory. Both are pools: a batch's blocks go back to the pool when it is dropped and the next
+// batch of that size reuses them, so steady training allocates nothing (page-locking is slow).
+// Thread-safe (the tensor stage allocates, the training thread frees). Throws
+// std::runtime_error saying why when CUDA memory is asked for and no GPU backend exists.
+std::shared_ptr<std::pmr::memory_resource> make_batch_memory(backend_kind kind, int device_index);
 
 // An owning, typed allocation in one backend's memory.
 template <class T>

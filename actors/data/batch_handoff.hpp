@@ -11,6 +11,7 @@
 
 #include "flow_cores.hpp"
 #include "micro_batch.hpp"
+#include "model/micro_batch.hpp"
 #include "sample.hpp"
 
 #include <condition_variable>
@@ -26,6 +27,7 @@ namespace msomni::data {
 struct handed_batch {
   std::shared_ptr<micro_batch> batch;
   pipeline_position after;
+  std::optional<model::micro_batch> packed;  // the model's batch, when the stage packs one
 };
 
 class batch_handoff {

@@ -3,6 +3,7 @@
 #include "data_actors.hpp"
 
 #include "batch_handoff.hpp"
+#include "model_batch.hpp"
 #include "pipeline_state.hpp"
 #include "sample_repair.hpp"
 #include "tensorizer.hpp"
@@ -172,6 +173,7 @@ struct tensor_state {
   // always look as slow as the consumer and never saturated.
   double consumer_step_ms = 0;
   double test_extra_pack_ms_per_frame = 0;
+  std::shared_ptr<std::pmr::memory_resource> batch_memory;  // set: pack the model's batch too
 };
 
 caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_setup setup, order_slot slot,
@@ -188,6 +190,7 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
   st.shape = setup.shape;
   st.spare_max = setup.batch_queue + 1;
   st.test_extra_pack_ms_per_frame = setup.test_extra_pack_ms_per_frame;
+  st.batch_memory = setup.batch_memory;
   // Each sample is packed into its slot as soon as the core places it (with one decode worker
   // that is right after its decode, while its pixels are still in cache) and its pixels go
   // straight back to the decoders, so few buffers circulate. Measured at 1 worker (share of
@@ -232,9 +235,11 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
         }
         if (st.test_extra_pack_ms_per_frame > 0)  // test knob (pipeline_setup): slow packing on purpose
           std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(st.test_extra_pack_ms_per_frame * unique));
+        handed_batch h{b, st.core->position_after_last_batch(), std::nullopt};
+        if (st.batch_memory) h.packed.emplace(to_model_batch(*b, st.batch_memory.get()));  // counted as packing
         st.core->on_batch_timing(st.filling_pack_ms + ms_since(*st.clock, t0), unique, full, st.consumer_step_ms);
         st.filling_pack_ms = 0;
-        st.handoff->push({b, st.core->position_after_last_batch()});
+        st.handoff->push(std::move(h));
         packed_one = true;
       }
     } catch (const std::exception& e) {
@@ -293,6 +298,7 @@ struct actor_pipeline::impl {
   caf::scoped_actor scope;
   std::shared_ptr<batch_handoff> handoff;  // of the running stages
   batch_ptr current;                       // the batch next_batch returned last
+  std::optional<model::micro_batch> current_packed;  // its model batch, until taken
   pipeline_position delivered;             // the position after it
   std::optional<time_point> last_taken;    // when next_batch returned it
   // What stage actors replaced in a reslot or restore had counted.
@@ -387,11 +393,23 @@ const micro_batch& actor_pipeline::next_batch() {
   d.last_taken = got;
   d.delivered = std::move(h.after);
   batch_ptr done = std::exchange(d.current, std::move(h.batch));
+  d.current_packed.reset();
+  if (h.packed) d.current_packed.emplace(std::move(*h.packed));  // construction keeps its memory
   // From the scoped actor, like every query after it: CAF keeps one sender's messages in order,
   // so a later metrics() counts this batch. `done` travels as its only reference (recycled).
   d.scope->send(d.tensor, taken_atom::value, std::move(done), step_ms,
                 std::chrono::duration<double, std::milli>(got - asked).count());
   return *d.current;
+}
+
+model::micro_batch actor_pipeline::take_model_batch() {
+  auto& d = *impl_;
+  if (!d.current_packed)
+    throw std::logic_error(d.setup.batch_memory ? "data pipeline: the model batch of this batch was already taken"
+                                                : "data pipeline: no batch memory set, so no model batch is packed");
+  model::micro_batch mb(std::move(*d.current_packed));
+  d.current_packed.reset();
+  return mb;
 }
 
 std::vector<uint8_t> actor_pipeline::save_state() { return encode_position(impl_->delivered); }

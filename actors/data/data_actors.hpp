@@ -8,6 +8,7 @@
 #pragma once
 
 #include "data_pipeline.hpp"
+#include "model/micro_batch.hpp"
 
 #include <memory>
 #include <optional>
@@ -36,6 +37,10 @@ class actor_pipeline {
   // until the next call, which hands its buffers back to the tensor actor for reuse (a batch
   // is megabytes of floats: fresh allocations per batch cost page faults and zeroing).
   const micro_batch& next_batch();
+  // The batch next_batch returned last as the model's micro-batch, packed by the tensor stage
+  // in the setup's batch memory (model_batch.hpp); once per batch. Throws std::logic_error
+  // when no batch memory is set or it was already taken.
+  model::micro_batch take_model_batch();
   // Position after the last batch next_batch returned (read-ahead is not included).
   std::vector<uint8_t> save_state();
   // Takes another slot at an optimizer-step boundary (throws std::logic_error mid-step): the

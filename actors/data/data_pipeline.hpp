@@ -28,6 +28,7 @@
 #include "messages/data_messages.hpp"
 
 #include <memory>
+#include <memory_resource>
 #include <span>
 #include <vector>
 
@@ -48,6 +49,11 @@ struct pipeline_setup {
   pool_limits pool;
   uint32_t batch_queue = 3;      // packed batches held ahead of the consumer
   double max_data_wait_ms = 200;
+  // The rank's batch memory (kernels' make_batch_memory: pinned host memory on a CUDA rank).
+  // When set, the actor pipeline's tensor stage also packs each batch as the model's
+  // micro-batch in it (model_batch.hpp), off the training thread; actor_pipeline::
+  // take_model_batch hands it over. Unset (tests, tools), only the data batch is packed.
+  std::shared_ptr<std::pmr::memory_resource> batch_memory;
   // TEST/DEBUG KNOB, never set from a job config: the actor pipeline's tensor stage sleeps this
   // many ms per converted frame after packing each batch, inside the timed packing, as if
   // packing were that slow. It drives the live downgrade path in tests

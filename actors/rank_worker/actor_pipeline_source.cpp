@@ -5,13 +5,24 @@
 
 namespace msomni::rank_worker {
 
-actor_pipeline_source::actor_pipeline_source(caf::actor_system& sys, const config::job_config& cfg, data_slot slot)
-    : pipe_(std::make_unique<data::actor_pipeline>(sys, pipeline_setup_for(cfg), order_slot_of(slot))) {}
+namespace {
+data::pipeline_setup with_batch_memory(data::pipeline_setup setup, std::shared_ptr<std::pmr::memory_resource> memory) {
+  // Ordinary memory when none is given, not owned (the default resource lives forever).
+  setup.batch_memory = memory ? std::move(memory)
+                              : std::shared_ptr<std::pmr::memory_resource>(std::shared_ptr<void>(), std::pmr::get_default_resource());
+  return setup;
+}
+}  // namespace
+
+actor_pipeline_source::actor_pipeline_source(caf::actor_system& sys, const config::job_config& cfg, data_slot slot,
+                                             std::shared_ptr<std::pmr::memory_resource> batch_memory)
+    : pipe_(std::make_unique<data::actor_pipeline>(sys, with_batch_memory(pipeline_setup_for(cfg), std::move(batch_memory)),
+                                                   order_slot_of(slot))) {}
 
 model::micro_batch actor_pipeline_source::next() {
   const data::micro_batch& b = pipe_->next_batch();
   downgraded_ += downgraded_in(b);
-  return to_model_batch(b);
+  return pipe_->take_model_batch();  // packed by the tensor stage
 }
 
 void actor_pipeline_source::reslot(const data_slot& slot) { pipe_->reslot(order_slot_of(slot)); }

@@ -16,6 +16,7 @@
 #include "data_actors.hpp"
 
 #include <memory>
+#include <memory_resource>
 
 namespace caf {
 class actor_system;
@@ -31,7 +32,10 @@ class actor_pipeline_source final : public batch_source {
  public:
   // Indexes the sources and spawns the stage actors in `sys` (which needs threads for the
   // decode workers: see rank_actor_threads in batch_source_factory.hpp).
-  actor_pipeline_source(caf::actor_system& sys, const config::job_config& cfg, data_slot slot);
+  // The tensor stage packs the model's batches into `batch_memory` (null: ordinary memory),
+  // so the training thread only takes them.
+  actor_pipeline_source(caf::actor_system& sys, const config::job_config& cfg, data_slot slot,
+                        std::shared_ptr<std::pmr::memory_resource> batch_memory = nullptr);
 
   model::micro_batch next() override;
   void reslot(const data_slot& slot) override;

@@ -13,10 +13,11 @@ bool uses_actor_pipeline(const config::job_config& cfg) { return !all_synthetic(
 }  // namespace
 
 std::unique_ptr<batch_source> make_batch_source(caf::actor_system& sys, const config::job_config& cfg,
-                                                const data_slot& slot) {
-  if (all_synthetic(cfg)) return std::make_unique<synthetic_source>(cfg, slot);
-  if (uses_actor_pipeline(cfg)) return std::make_unique<actor_pipeline_source>(sys, cfg, slot);
-  return std::make_unique<pipeline_source>(cfg, slot);
+                                                const data_slot& slot,
+                                                std::shared_ptr<std::pmr::memory_resource> batch_memory) {
+  if (all_synthetic(cfg)) return std::make_unique<synthetic_source>(cfg, slot, std::move(batch_memory));
+  if (uses_actor_pipeline(cfg)) return std::make_unique<actor_pipeline_source>(sys, cfg, slot, std::move(batch_memory));
+  return std::make_unique<pipeline_source>(cfg, slot, std::move(batch_memory));
 }
 
 std::string describe_batch_source(const config::job_config& cfg) {

@@ -2,7 +2,7 @@
 #include "pipeline_source.hpp"
 
 #include "config/config_loader.hpp"
-#include "model/text_tokens.hpp"
+#include "model_batch.hpp"
 
 namespace msomni::rank_worker {
 
@@ -41,32 +41,15 @@ bool all_synthetic(const config::job_config& cfg) {
   return true;
 }
 
-pipeline_source::pipeline_source(const config::job_config& cfg, data_slot slot)
+pipeline_source::pipeline_source(const config::job_config& cfg, data_slot slot,
+                                 std::shared_ptr<std::pmr::memory_resource> batch_memory)
     : pipe_(std::make_unique<data::data_pipeline>(pipeline_setup_for(cfg), order_slot_of(slot))),
-      slot_(slot) {}
+      slot_(slot),
+      batch_memory_(std::move(batch_memory)) {}
 
 void pipeline_source::reslot(const data_slot& slot) {
   pipe_->reslot(order_slot_of(slot));
   slot_ = slot;
-}
-
-model::micro_batch to_model_batch(const data::micro_batch& in) {
-  model::micro_batch mb;
-  const auto& s = in.shape;
-  mb.batch = s.batch;
-  mb.max_patches = s.max_patches();
-  mb.patch_dim = s.patch_dim();
-  mb.text_len = s.max_tokens();
-  mb.patches = in.patches;
-  mb.tokens = in.tokens;
-  mb.modalities = in.kinds;
-  for (int64_t b = 0; b < s.batch; ++b) {
-    int32_t count = 0;
-    for (int64_t p = 0; p < mb.max_patches; ++p) count += in.patch_mask[static_cast<size_t>(b * mb.max_patches + p)];
-    mb.patch_counts.push_back(count);
-    model::append_text_loss_mask(in.tokens.data() + b * mb.text_len, static_cast<size_t>(mb.text_len), mb.loss_mask);
-  }
-  return mb;
 }
 
 std::vector<msg::bad_sample_count> pipeline_source::bad_sample_totals() const {
@@ -76,7 +59,7 @@ std::vector<msg::bad_sample_count> pipeline_source::bad_sample_totals() const {
 model::micro_batch pipeline_source::next() {
   const auto b = pipe_->next_batch();
   downgraded_ += downgraded_in(b);
-  return to_model_batch(b);
+  return data::to_model_batch(b, batch_memory_ ? batch_memory_.get() : std::pmr::get_default_resource());
 }
 
 }  // namespace msomni::rank_worker

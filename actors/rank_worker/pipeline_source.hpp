@@ -1,8 +1,6 @@
 // Batches from the in-thread data pipeline (WebDataset shards decoded with FFmpeg in the
 // training thread: io.pipeline = "inline", the deterministic reference), converted to
-// the model's micro-batch: patch counts from the patch mask (a sample's patches fill its
-// first slots), loss targets from the byte tokens (after BOS up to and including EOS), the
-// pixel scale kept as the pipeline delivers it. The pipeline follows the global sample order
+// the model's micro-batch (data/model_batch.hpp). The pipeline follows the global sample order
 // of batch_source.hpp, so reslot keeps the per-step samples of a static run and the saved
 // state (the global position at a step boundary) is the same on every rank.
 #pragma once
@@ -11,12 +9,15 @@
 #include "data_pipeline.hpp"
 
 #include <memory>
+#include <memory_resource>
 
 namespace msomni::rank_worker {
 
 class pipeline_source final : public batch_source {
  public:
-  pipeline_source(const config::job_config& cfg, data_slot slot);
+  // The model's batches are packed into `batch_memory` (null: ordinary memory).
+  pipeline_source(const config::job_config& cfg, data_slot slot,
+                  std::shared_ptr<std::pmr::memory_resource> batch_memory = nullptr);
 
   model::micro_batch next() override;
   // Only at an optimizer-step boundary (std::logic_error otherwise); drops read-ahead.
@@ -33,10 +34,8 @@ class pipeline_source final : public batch_source {
   std::unique_ptr<data::data_pipeline> pipe_;
   data_slot slot_;
   uint64_t downgraded_ = 0;
+  std::shared_ptr<std::pmr::memory_resource> batch_memory_;
 };
-
-// The conversion alone, for tests.
-model::micro_batch to_model_batch(const data::micro_batch& in);
 
 // What both pipeline sources share: the setup of a job config (data paths resolved against
 // the config's directory), a slot in the data pipeline's terms, bad-sample counts in the

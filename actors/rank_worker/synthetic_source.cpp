@@ -37,10 +37,12 @@ void paint(float* frame, int64_t image, int64_t patch, const colour& c, int64_t 
 
 }  // namespace
 
-synthetic_source::synthetic_source(const config::job_config& cfg, data_slot slot)
+synthetic_source::synthetic_source(const config::job_config& cfg, data_slot slot,
+                                   std::shared_ptr<std::pmr::memory_resource> batch_memory)
     : model_(cfg.model),
       sources_(cfg.data.sources),
       micro_batch_(cfg.training.micro_batch),
+      batch_memory_(std::move(batch_memory)),
       seed_(static_cast<uint64_t>(cfg.training.seed)),
       slot_(slot) {
   check_slot(slot);
@@ -76,7 +78,7 @@ model::micro_batch synthetic_source::next() {
     micro_ = 0;
     step_base_ += static_cast<uint64_t>(slot_.global_batch());
   }
-  model::micro_batch mb;
+  model::micro_batch mb{.patches = std::pmr::vector<float>(batch_memory_ ? batch_memory_.get() : std::pmr::get_default_resource())};
   const int64_t per_frame = (model_.image_size / model_.patch_size) * (model_.image_size / model_.patch_size);
   mb.batch = micro_batch_;
   mb.max_patches = per_frame * model_.video_frames;

@@ -10,6 +10,8 @@
 #include "config/job_config.hpp"
 #include "core/rng.hpp"
 
+#include <memory>
+#include <memory_resource>
 #include <string>
 
 namespace msomni::rank_worker {
@@ -17,7 +19,9 @@ namespace msomni::rank_worker {
 class synthetic_source final : public batch_source {
  public:
   // Throws std::invalid_argument when a source is not synthetic:// or the shape is unusable.
-  synthetic_source(const config::job_config& cfg, data_slot slot);
+  // The patches are packed into `batch_memory` (null: ordinary memory).
+  synthetic_source(const config::job_config& cfg, data_slot slot,
+                   std::shared_ptr<std::pmr::memory_resource> batch_memory = nullptr);
 
   model::micro_batch next() override;
   void reslot(const data_slot& slot) override;
@@ -37,6 +41,7 @@ class synthetic_source final : public batch_source {
   double total_weight_ = 0;
   int64_t micro_batch_;
   int64_t text_len_;
+  std::shared_ptr<std::pmr::memory_resource> batch_memory_;
   uint64_t seed_;
   data_slot slot_;
   uint64_t step_base_ = 0;  // first global sample of the current optimizer step

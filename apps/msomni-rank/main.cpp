@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
     std::cerr << "GRADIENTS " << gradients.description << std::endl;
     const rank_worker::data_slot slot{static_cast<uint32_t>(ring.rank()), static_cast<uint32_t>(ring.size()),
                                       cfg.training.grad_accum, cfg.training.micro_batch};
-    auto data = rank_worker::make_batch_source(sys, cfg, slot);
+    auto data = rank_worker::make_batch_source(sys, cfg, slot, compute.batch_memory);
     real_clock clk;
     rank_worker::rank_trainer trainer(*model, ring, *data, clk, rank_worker::settings_from(cfg));
     trainer.rebind_gradients(gradients.nccl.get());
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
             // The data order restarts, reshuffled by the resume step so it does not replay step 0's.
             auto reseeded = cfg;
             reseeded.training.seed = cfg.training.seed + static_cast<int64_t>(trainer.steps_done());
-            data = rank_worker::make_batch_source(sys, reseeded, slot);
+            data = rank_worker::make_batch_source(sys, reseeded, slot, compute.batch_memory);
             trainer.rebind(*data);
           }
           std::cout << "RESUMED " << trainer.steps_done() << std::endl;

@@ -117,6 +117,7 @@ class managed_rank {
     // training.device: this rank's GPU (its local index on the node), or the CPU.
     const auto compute = decide_rank_compute(cfg_, threads, 0);
     cuda_device_ = compute.cuda_device();
+    batch_memory_ = compute.batch_memory;  // outlives every source and batch built from it
     std::cout << compute.log_line << std::endl;
     return model::create_model(compute.context, registry_, std::filesystem::path(cfg_.source_path).parent_path().string());
   }
@@ -125,7 +126,7 @@ class managed_rank {
   training build(std::unique_ptr<model::trainable_model> model, const rank_worker::data_slot& slot) {
     training t;
     t.model = model ? std::move(model) : make_model();
-    t.data = rank_worker::make_batch_source(sys_, cfg_, slot);
+    t.data = rank_worker::make_batch_source(sys_, cfg_, slot, batch_memory_);
     std::cout << "DATA " << rank_worker::describe_batch_source(cfg_) << std::endl;
     t.trainer = std::make_unique<rank_worker::rank_trainer>(*t.model, *ring_, *t.data, clock_, rank_worker::settings_from(cfg_));
     return t;
@@ -329,6 +330,7 @@ class managed_rank {
   std::unique_ptr<transport::ring_communicator> ring_;
   transport::gradient_communicator gradients_;  // of ring_'s epoch; its NCCL part on CUDA ranks
   int cuda_device_ = -1;                        // this rank's GPU, -1 on the CPU
+  std::shared_ptr<std::pmr::memory_resource> batch_memory_;  // before tr_: outlives its batches
   training tr_;
   std::unique_ptr<rank_worker::rank_checkpointer> checkpoints_;
   uint64_t epoch_ = 0;

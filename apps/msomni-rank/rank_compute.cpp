@@ -2,6 +2,7 @@
 #include "rank_compute.hpp"
 
 #include "device/gpu_facts.hpp"
+#include "ops.hpp"
 
 #include <stdexcept>
 
@@ -18,6 +19,7 @@ rank_compute decide_rank_compute(const config::job_config& cfg, int64_t threads,
   rc.context = model::model_context{cfg.model, static_cast<uint64_t>(cfg.training.seed),
                                     c.cuda ? model::compute_device::cuda : model::compute_device::cpu, c.cuda ? c.gpu : 0,
                                     static_cast<int>(threads)};
+  rc.batch_memory = kernels::make_batch_memory(c.cuda ? kernels::backend_kind::cuda : kernels::backend_kind::cpu, c.gpu);
   const std::string setting = "training.device=" + cfg.training.device;
   if (c.cuda)
     rc.log_line = "COMPUTE cuda, GPU " + std::to_string(c.gpu) + " (" + facts.devices[static_cast<size_t>(c.gpu)] + ") (" +

@@ -7,6 +7,8 @@
 #include "config/device_choice.hpp"
 #include "model/model.hpp"
 
+#include <memory>
+#include <memory_resource>
 #include <string>
 
 namespace msomni::apps {
@@ -15,6 +17,10 @@ struct rank_compute {
   model::model_context context;  // for model::create_model
   config::device_choice choice;
   std::string log_line;          // "COMPUTE cuda, GPU 0 (...)" or "COMPUTE cpu, N threads (...)"
+  // Where the data sources pack the model's batches: pinned host memory of the GPU on a CUDA
+  // rank (asynchronous uploads), ordinary pooled memory on the CPU. Keep it alive as long as
+  // any batch source or batch.
+  std::shared_ptr<std::pmr::memory_resource> batch_memory;
   int cuda_device() const { return choice.cuda ? choice.gpu : -1; }
 };
 

@@ -25,12 +25,19 @@ cuda_ops::cuda_ops(int device_index) : device_(device_index) {
   MSOMNI_CHECK_CUBLAS(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
   cudaDeviceProp prop{};
   MSOMNI_CHECK_CUDA(cudaGetDeviceProperties(&prop, device_));
+  MSOMNI_CHECK_CUDA(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+  MSOMNI_CHECK_CUDA(cudaEventCreateWithFlags(&copies_done_, cudaEventDisableTiming));
+  MSOMNI_CHECK_CUDA(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming));
   description_ = "cuda device " + std::to_string(device_) + " (" + prop.name + ", sm_" +
                  std::to_string(prop.major) + std::to_string(prop.minor) + ")";
 }
 
 cuda_ops::~cuda_ops() {
   if (scratch_) cudaFree(scratch_);
+  if (copy_stream_) cudaStreamSynchronize(copy_stream_);
+  if (copies_done_) cudaEventDestroy(copies_done_);
+  if (compute_mark_) cudaEventDestroy(compute_mark_);
+  if (copy_stream_) cudaStreamDestroy(copy_stream_);
   if (blas_) cublasDestroy(blas_);
 }
 
@@ -44,6 +51,20 @@ void cuda_ops::release(void* p) noexcept { cudaFree(p); }
 
 void cuda_ops::upload(void* dst, const void* src, size_t bytes) {
   MSOMNI_CHECK_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+}
+void cuda_ops::upload_async(void* dst, const void* src, size_t bytes) {
+  if (!uploads_pending_) {  // the first of a round: after every kernel issued so far
+    MSOMNI_CHECK_CUDA(cudaEventRecord(compute_mark_, cudaStreamLegacy));
+    MSOMNI_CHECK_CUDA(cudaStreamWaitEvent(copy_stream_, compute_mark_, 0));
+  }
+  MSOMNI_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, copy_stream_));
+  uploads_pending_ = true;
+}
+void cuda_ops::finish_uploads() {
+  if (!uploads_pending_) return;
+  MSOMNI_CHECK_CUDA(cudaEventRecord(copies_done_, copy_stream_));
+  MSOMNI_CHECK_CUDA(cudaStreamWaitEvent(cudaStreamLegacy, copies_done_, 0));
+  uploads_pending_ = false;
 }
 void cuda_ops::download(void* dst, const void* src, size_t bytes) {
   MSOMNI_CHECK_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));

@@ -1,6 +1,9 @@
 // The CUDA backend's class and the helpers its .cu files share (launch sizing, block
-// reductions, the cuBLAS check macro). Everything runs on the legacy default stream, so
-// kernels, cuBLAS calls and cudaMemcpy are ordered without explicit events.
+// reductions, the cuBLAS check macro). Compute runs on the legacy default stream, so
+// kernels, cuBLAS calls and cudaMemcpy are ordered without explicit events; upload_async
+// copies on a second (non-blocking) stream, after the compute issued before it (a kernel may
+// still read the buffer being overwritten), and finish_uploads makes the default stream wait
+// for those copies with an event.
 #pragma once
 
 #include "core/check.hpp"
@@ -36,6 +39,8 @@ class cuda_ops final : public ops {
   void copy(void* dst, const void* src, size_t bytes) override;
   void zero(void* dst, size_t bytes) override;
   void synchronize() override;
+  void upload_async(void* dst, const void* src_host, size_t bytes) override;
+  void finish_uploads() override;
 
   void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
             const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
@@ -86,6 +91,10 @@ class cuda_ops final : public ops {
   std::string description_;
   double* scratch_ = nullptr;
   size_t scratch_count_ = 0;
+  cudaStream_t copy_stream_ = nullptr;  // upload_async's copies
+  cudaEvent_t copies_done_ = nullptr;   // recorded on it by finish_uploads
+  cudaEvent_t compute_mark_ = nullptr;  // the compute issued before a round of uploads
+  bool uploads_pending_ = false;
 };
 
 namespace cuda_detail {

@@ -6,6 +6,7 @@
 #include "core/modality.hpp"
 
 #include <cstdint>
+#include <memory_resource>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,7 +18,10 @@ struct micro_batch {
   int64_t max_patches = 0;  // P: patch slots per sample (rows past patch_counts[b] ignored)
   int64_t patch_dim = 0;    // patch_size * patch_size * 3, RGB in [0, 1], channel-last
   int64_t text_len = 0;     // T
-  std::vector<float> patches;          // [B, P, patch_dim]
+  // [B, P, patch_dim]. In the memory the rank's data pipeline packs into (pinned host memory
+  // on a CUDA rank, so the model uploads it asynchronously); a default-constructed batch
+  // uses ordinary memory.
+  std::pmr::vector<float> patches;
   std::vector<int32_t> patch_counts;   // [B]; 0 for text-only samples
   std::vector<int32_t> tokens;         // [B, T], see text_tokens.hpp
   std::vector<uint8_t> loss_mask;      // [B, T]; 1 = token t is a prediction target

@@ -2,6 +2,7 @@
 // batches as the in-thread reference when nothing is downgraded, resume from a saved state,
 // report bad data, and turn a source that is all damage into an error instead of a hang.
 #include "data_actors.hpp"
+#include "model_batch.hpp"
 #include "data_test_support.hpp"
 #include "messages/catalog.hpp"
 
@@ -10,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <memory_resource>
 #include <map>
 
 using namespace msomni;
@@ -27,7 +29,57 @@ struct threaded_system {
   }
 };
 
+// Ordinary memory, counting what is allocated in it (the rank's batch memory stands here).
+class counting_memory final : public std::pmr::memory_resource {
+ public:
+  size_t allocations = 0;
+
+ private:
+  void* do_allocate(size_t bytes, size_t align) override {
+    ++allocations;
+    return std::pmr::new_delete_resource()->allocate(bytes, align);
+  }
+  void do_deallocate(void* p, size_t bytes, size_t align) override {
+    std::pmr::new_delete_resource()->deallocate(p, bytes, align);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
+};
+
 }  // namespace
+
+TEST_CASE("the actor pipeline's tensor stage packs the model's batches into the batch memory it is given") {
+  testing::temp_dir dir;
+  gen::write_dataset(testing::tiny_dataset(dir.path()));
+  auto job = testing::tiny_job(dir.path());
+  job.io.downgrade_video = false;
+  auto setup = data::make_pipeline_setup(job);
+  threaded_system ts;
+  {
+    data::actor_pipeline plain(*ts.sys, setup, testing::slot(0, 1));
+    plain.next_batch();
+    CHECK_THROWS_WITH_AS(plain.take_model_batch(), doctest::Contains("no batch memory"), std::logic_error);
+  }
+  auto memory = std::make_shared<counting_memory>();
+  setup.batch_memory = memory;
+  data::actor_pipeline p(*ts.sys, setup, testing::slot(0, 1));
+  for (int i = 0; i < 6; ++i) {
+    CAPTURE(i);
+    const data::micro_batch b = p.next_batch();
+    const model::micro_batch want = data::to_model_batch(b);
+    const model::micro_batch got = p.take_model_batch();
+    CHECK(got.patches.get_allocator().resource() == memory.get());
+    CHECK(got.batch == want.batch);
+    CHECK(got.max_patches == want.max_patches);
+    CHECK(got.text_len == want.text_len);
+    CHECK(std::equal(got.patches.begin(), got.patches.end(), want.patches.begin(), want.patches.end()));
+    CHECK(got.patch_counts == want.patch_counts);
+    CHECK(got.tokens == want.tokens);
+    CHECK(got.loss_mask == want.loss_mask);
+    CHECK(got.modalities == want.modalities);
+    CHECK_THROWS_WITH_AS(p.take_model_batch(), doctest::Contains("already taken"), std::logic_error);
+  }
+  CHECK(memory->allocations >= 6);
+}
 
 TEST_CASE("the actor pipeline delivers the reference batches and resumes from its state") {
   testing::temp_dir dir;

@@ -182,3 +182,23 @@ TEST_CASE("parity: masked cross-entropy, sum of squares, AdamW") {
                    {"adam_m", to_host(o, am)}, {"adam_v", to_host(o, av)}};
   });
 }
+
+TEST_CASE("parity: asynchronous uploads from pinned batch memory, ordered around the compute") {
+  // Each upload overwrites a buffer the kernels before it still read: the copy must wait
+  // for them (the first result), and the kernels after it for the copy (the second).
+  expect_parity("async upload", [](kernels::ops& o) {
+    const int64_t n = 1 << 22;
+    auto memory = kernels::make_batch_memory(o.kind(), 0);  // pinned on the GPU backend
+    const auto a = random_vector(n, 29, "a"), b = random_vector(n, 29, "b");
+    std::pmr::vector<float> host_a(a.begin(), a.end(), memory.get()), host_b(b.begin(), b.end(), memory.get());
+    kernels::device_buffer<float> buf(o, size_t(n)), first(o, size_t(n));
+    o.upload_async(buf.get(), host_a.data(), buf.bytes());
+    o.finish_uploads();
+    o.scale(3.0f, n, buf.get());
+    o.copy(first.get(), buf.get(), buf.bytes());
+    o.upload_async(buf.get(), host_b.data(), buf.bytes());
+    o.finish_uploads();
+    o.scale(5.0f, n, buf.get());
+    return outputs{{"first", to_host(o, first)}, {"second", to_host(o, buf)}};
+  });
+}

@@ -99,9 +99,9 @@ config::job_config bench_config(const bench_options& o) {
   return cfg;
 }
 
-template <typename T>
-void write_raw(std::ofstream& out, const std::vector<T>& v) {
-  out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
+template <typename Vector>  // std::vector or std::pmr::vector
+void write_raw(std::ofstream& out, const Vector& v) {
+  out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(v[0])));
 }
 
 // The files torch_fuyu_tiny.py reads: meta.txt (key value), params.txt (name offset size

@@ -84,6 +84,12 @@ void fuyu_tiny::prepare(const model::micro_batch& mb) {
   batch_inputs& in = *inputs_;
   in.counts_host = mb.patch_counts;
   in.input_tokens = mb.input_tokens();
+  // The inputs go up while the host builds the targets below: asynchronous from the pinned
+  // memory the rank's data pipeline packs into. `mb` outlives the copies: the loss read at
+  // the end of the forward pass waits for the device, which waits for them.
+  if (!mb.patches.empty()) ops_->upload_async(in.patches.get(), mb.patches.data(), in.patches.bytes());
+  ops_->upload_async(in.tokens.get(), mb.tokens.data(), in.tokens.bytes());
+  ops_->upload_async(in.offsets.get(), mb.patch_counts.data(), in.offsets.bytes());
   // Position c_b + t predicts token t + 1 of sample b; everything else carries no loss.
   std::vector<int32_t> targets(static_cast<size_t>(N), 0);
   std::vector<float> mask(static_cast<size_t>(N), 0.0f);
@@ -98,11 +104,9 @@ void fuyu_tiny::prepare(const model::micro_batch& mb) {
       ++count;
     }
   in.target_tokens = count;
-  if (!mb.patches.empty()) ops_->upload(in.patches.get(), mb.patches.data(), in.patches.bytes());
-  ops_->upload(in.tokens.get(), mb.tokens.data(), in.tokens.bytes());
-  ops_->upload(in.offsets.get(), mb.patch_counts.data(), in.offsets.bytes());
-  ops_->upload(in.targets.get(), targets.data(), in.targets.bytes());
-  ops_->upload(in.mask.get(), mask.data(), in.mask.bytes());
+  ops_->upload_async(in.targets.get(), targets.data(), in.targets.bytes());
+  ops_->upload_async(in.mask.get(), mask.data(), in.mask.bytes());
+  ops_->finish_uploads();  // the kernels below wait for the copies on the device, not here
 
   if (!work_ || work_->batch != B || work_->seq_len != S) {
     const int64_t D = d.d_model, F = d.d_ff, L = d.layers;
