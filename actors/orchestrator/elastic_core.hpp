@@ -88,6 +88,29 @@ struct finish_job {
 };
 using action = std::variant<send_plan, spawn_on_agent, stop_on_agent, journal_event, finish_job>;
 
+// What `msomni status` shows: the core's view of the job, formatted by the shell (as JSON in
+// orchestrator_json.hpp, as text by status_text).
+struct rank_status {
+  std::string name;
+  std::string node;
+  int64_t pid = 0;
+  member_state state = member_state::starting;
+  uint64_t step = 0;  // the job's last step for an active rank, else 0
+};
+struct job_status {
+  std::string phase;
+  uint64_t epoch = 0;
+  uint64_t step = 0;
+  uint64_t total_steps = 0;
+  int64_t world = 0;
+  int64_t target = 0;
+  int64_t grad_accum = 0;  // 0 when the world does not divide the global batch
+  std::vector<rank_status> ranks;   // by name
+  std::vector<agent_info> agents;   // by node
+};
+// "job running: step 5/100, 2 replicas (target 2), epoch 1" and a line per rank.
+std::string status_text(const job_status& s);
+
 struct control_outcome {
   bool ok = false;
   std::string text;
@@ -98,20 +121,25 @@ class elastic_core {
  public:
   explicit elastic_core(elastic_settings s);
 
+  // -- agents and placement (elastic_agents.cpp) ------------------------------------------
   // A node agent joined (or rejoined). Starts the first ranks once enough slots exist.
   std::vector<action> on_agent(const agent_info& a, time_point now);
+  // Every rank of the node is lost with it: one recovery for all of them.
   std::vector<action> on_agent_down(const std::string& node, const std::string& why, time_point now);
+
+  // -- phases: start, joins, steps, the end (elastic_phases.cpp) ---------------------------
   std::vector<action> on_rank_ready(const msg::rank_ready& r, time_point now);
   // A step record of rank 0 (the shell forwards the ones it journals).
   std::vector<action> on_step(uint64_t step, uint32_t world, time_point now);
   std::vector<action> on_rank_left(const msg::rank_left& r, time_point now);
+
+  // -- recovery: losses, rollbacks, replacements (elastic_recovery.cpp) --------------------
   std::vector<action> on_rank_stalled(const msg::rank_stalled& r, time_point now);
   // The process died, went silent, or exited without saying goodbye.
   std::vector<action> on_rank_down(const std::string& name, const std::string& why, time_point now);
   // The rank said why it cannot go on: recovered from like a lost rank, unless a replacement
   // repeats an earlier rank's reason word for word (then the job ends with it).
   std::vector<action> on_rank_failed(const msg::rank_failed& r, time_point now);
-  std::vector<action> on_tick(time_point now);
   // Training went non-finite on every rank (training_health asked for it): the members roll
   // back to the last checkpoint at the current world size, like a recovery. Ignored outside
   // the running phase (an elastic change in flight plans from a checkpoint anyway).
@@ -119,16 +147,19 @@ class elastic_core {
   // Ends the job as failed with `why`: every rank is stopped.
   std::vector<action> fail(const std::string& why);
 
-  // scale-down / scale-up / stop (the shell checks the token first).
+  // -- time alone: grace periods, ready timeouts (elastic_core.cpp) ------------------------
+  std::vector<action> on_tick(time_point now);
+
+  // -- control verbs (elastic_control.cpp; the shell checks the token first) ---------------
   control_outcome scale_to(int64_t replicas, nanos grace_period, time_point now);
   // The CLI verbs: like scale_to, but refused when they would not shrink (grow) the job.
   control_outcome scale_down(int64_t replicas, nanos grace_period, time_point now);
   control_outcome scale_up(int64_t replicas, time_point now);
   control_outcome stop(time_point now);
 
+  // -- status (elastic_status.cpp) ---------------------------------------------------------
   // Plain data for `msomni status`.
-  std::string status_json() const;
-  std::string status_text() const;
+  job_status status() const;
 
   uint64_t epoch() const { return epoch_; }
   uint64_t last_step() const { return last_step_; }
@@ -144,23 +175,27 @@ class elastic_core {
 
  private:
   enum class phase { starting, running, shrinking, growing, recovering, stopping, done };
-  static const char* to_string(phase p);
+  static const char* to_string(phase p);  // elastic_status.cpp
 
+  // elastic_core.cpp: shared by every phase.
   std::vector<std::string> current() const;  // active members, in ring order
+  int64_t largest_world_at_most(int64_t n) const;
+  send_plan make_plan(std::vector<std::string> members, msg::state_source source, bool checkpoint_first,
+                      std::vector<std::string> also_to, std::string reason);
+  // elastic_agents.cpp
   std::vector<action> spawn(int64_t count, const std::string& near_node, time_point now);
   std::optional<std::string> place(const std::string& near_node) const;
   int64_t free_slots() const;
   int64_t free_slots_on(const agent_info& a) const;
-  send_plan make_plan(std::vector<std::string> members, msg::state_source source, bool checkpoint_first,
-                      std::vector<std::string> also_to, std::string reason);
+  // elastic_phases.cpp
+  std::vector<action> maybe_start();
+  std::vector<action> maybe_join_new();
+  std::vector<action> top_up(time_point now);
+  std::vector<action> maybe_finish();
+  // elastic_recovery.cpp
   std::vector<action> rollback(std::string why, time_point now);  // by value: callers pass rollback_pending_
   std::vector<action> recover_from_loss(const std::string& node, const std::string& why, time_point now);
   std::string cannot_start_reason(const std::string& name, const std::string& why) const;
-  std::vector<action> maybe_join_new();
-  std::vector<action> maybe_start();
-  std::vector<action> top_up(time_point now);
-  std::vector<action> maybe_finish();
-  int64_t largest_world_at_most(int64_t n) const;
 
   elastic_settings s_;
   phase phase_ = phase::starting;

@@ -3,6 +3,7 @@
 
 #include "data_watch.hpp"
 #include "messages/catalog.hpp"
+#include "orchestrator_json.hpp"
 #include "progress_core.hpp"
 #include "record_lineage.hpp"
 
@@ -144,11 +145,9 @@ std::string health_summary(const shell_state& st) {
          " rollbacks for them";
 }
 
-// The core's status with the bad samples met so far (all ranks) added.
-std::string status_json(const shell_state& st) {
-  auto j = st.core.status_json();
-  j.insert(j.size() - 1, ",\"bad_samples\":" + st.progress.bad_samples_json());
-  return j;
+// The core's status with the bad samples met so far (all ranks).
+std::string status_reply_json(const shell_state& st) {
+  return json_text(orchestrator::status_json(st.core.status(), st.progress.bad_samples_by_reason()));
 }
 
 msg::control_reply handle_control(caf::event_based_actor* self, shell_state& st, const msg::control_request& r) {
@@ -157,7 +156,8 @@ msg::control_reply handle_control(caf::event_based_actor* self, shell_state& st,
     return {false, "refused: missing or wrong token (read it from the run directory's control.json)", ""};
   }
   const auto now = st.clock.now();
-  if (r.verb == "status") return {true, st.core.status_text() + "  " + st.progress.bad_samples_summary() + "\n", status_json(st)};
+  if (r.verb == "status")
+    return {true, status_text(st.core.status()) + "  " + st.progress.bad_samples_summary() + "\n", status_reply_json(st)};
   control_outcome o;
   if (r.verb == "scale-down" || r.verb == "scale-up") {
     const auto grace = std::chrono::duration_cast<nanos>(std::chrono::duration<double>(r.grace_period_s));
@@ -170,7 +170,7 @@ msg::control_reply handle_control(caf::event_based_actor* self, shell_state& st,
   const auto what = r.verb == "stop" ? r.verb : r.verb + " " + std::to_string(r.replicas);
   journal(st, o.ok ? "control" : "control_refused", what + " by " + r.requested_by + ": " + o.text);
   execute(self, st, std::move(o.actions));
-  return {o.ok, o.text, status_json(st)};
+  return {o.ok, o.text, status_reply_json(st)};
 }
 
 // A step record the job's state descends from: its metrics line, notes and progress, then
@@ -181,7 +181,7 @@ void journal_step(caf::event_based_actor* self, shell_state& st, const msg::step
                            std::chrono::system_clock::now().time_since_epoch()).count();
   const auto line = st.progress.on_step(r, now, wall_ms);
   if (line) {
-    if (st.env.journal && !st.env.journal->metric(*line)) stop_if_journal_failed(self, st);
+    if (st.env.journal && !st.env.journal->metric(metrics_json(*line))) stop_if_journal_failed(self, st);
     if (auto note = st.progress.take_bad_samples_note()) journal(st, "bad_samples", *note);
     for (const auto& n : st.data.on_step(r)) journal(st, n.kind, n.detail);
     const bool tty = st.env.progress_on_tty;

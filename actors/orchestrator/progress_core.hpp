@@ -1,6 +1,7 @@
 // Turns step records into what a person and a script read: the terminal progress line
-// (step/total, loss, tokens/s, ETA) and one metrics.jsonl record per step. Pure: time comes
-// in as an argument; nothing is printed or written here.
+// (step/total, loss, tokens/s, ETA) and one metrics record per step (the shell writes it to
+// metrics.jsonl, orchestrator_json.hpp). Pure: time comes in as an argument; nothing is
+// printed or written here.
 #pragma once
 
 #include "core/clock.hpp"
@@ -12,17 +13,34 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace msomni::orchestrator {
+
+// One metrics.jsonl record: the step as rank 0 reported it, in the units the journal uses.
+struct metrics_record {
+  uint64_t step = 0;
+  double loss = 0;  // may be non-finite
+  uint32_t world_size = 0;
+  double step_time_ms = 0;
+  double tokens_per_s = 0;
+  double data_wait_ms = 0;
+  double checkpoint_ms = 0;
+  uint64_t downgraded_samples = 0;
+  int64_t time_ms = 0;  // Unix time, supplied by the caller
+  std::vector<msg::bad_sample_count> bad_samples;  // this step's, in the record's order
+  double grad_norm = 0;  // may be non-finite
+  bool optimizer_skipped = false;
+};
 
 class progress_core {
  public:
   explicit progress_core(uint64_t total_steps) : total_(total_steps) {}
 
   // Records a step (duplicates and stale steps are ignored: returns nullopt).
-  // Otherwise returns the metrics.jsonl line for it; `wall_ms` (Unix time in ms, supplied by
+  // Otherwise returns the metrics record for it; `wall_ms` (Unix time in ms, supplied by
   // the caller) goes into the record so pauses can be measured across processes.
-  std::optional<std::string> on_step(const msg::step_record& r, time_point now, int64_t wall_ms = 0);
+  std::optional<metrics_record> on_step(const msg::step_record& r, time_point now, int64_t wall_ms = 0);
 
   // After a rollback to `step`, replayed steps are recorded again. True when steps already
   // recorded will be repeated (a new attempt begins).
@@ -37,9 +55,9 @@ class progress_core {
   static constexpr uint64_t bad_sample_notes_max = 100;
   std::optional<std::string> take_bad_samples_note() { return std::exchange(bad_note_, std::nullopt); }
   uint64_t bad_samples_total() const { return bad_total_; }
-  // "bad samples 3: corrupt_image=2 missing_member=1" (or "bad samples 0"), and as JSON.
+  // "bad samples 3: corrupt_image=2 missing_member=1" (or "bad samples 0"), and the counts.
   std::string bad_samples_summary() const;
-  std::string bad_samples_json() const;
+  const std::map<std::string, uint64_t>& bad_samples_by_reason() const { return bad_by_reason_; }
 
   std::string progress_line() const;
   // "N steps in T s, loss A -> B, X tokens/s at the end" for the end-of-job line.

@@ -1,6 +1,8 @@
 // run_journal (see run_journal.hpp).
 #include "run_journal.hpp"
 
+#include "orchestrator_json.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -84,20 +86,17 @@ bool run_journal::append(int fd, const std::string& line, const char* file) {
   return false;
 }
 
-bool run_journal::metric(const std::string& json_object) {
-  if (json_object.size() < 2 || json_object.front() != '{' || json_object.back() != '}')
-    throw std::invalid_argument("run_journal::metric wants one JSON object");
+bool run_journal::metric(nlohmann::ordered_json record) {
+  if (!record.is_object()) throw std::invalid_argument("run_journal::metric wants one JSON object");
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto attempt = std::to_string(attempt_.load());
-  const auto line = json_object.substr(0, json_object.size() - 1) + ",\"attempt\":" + attempt + "}\n";
-  return append(metrics_fd_, line, "metrics.jsonl");
+  record["attempt"] = attempt_.load();
+  return append(metrics_fd_, json_text(record) + "\n", "metrics.jsonl");
 }
 
 bool run_journal::event(const std::string& kind, const std::string& reason) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto line = "{\"time_ms\":" + std::to_string(unix_ms()) + ",\"event\":\"" + json_escape(kind) +
-                    "\",\"reason\":\"" + json_escape(reason) + "\",\"attempt\":" + std::to_string(attempt_.load()) + "}\n";
-  return append(events_fd_, line, "events.jsonl");
+  const nlohmann::ordered_json line{{"time_ms", unix_ms()}, {"event", kind}, {"reason", reason}, {"attempt", attempt_.load()}};
+  return append(events_fd_, json_text(line) + "\n", "events.jsonl");
 }
 
 uint64_t run_journal::begin_attempt(uint64_t from_step, const std::string& cause) {

@@ -13,7 +13,7 @@
 // of the same or a later step.
 #pragma once
 
-#include "core/json_escape.hpp"
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -33,7 +33,7 @@ class run_journal {
   run_journal& operator=(const run_journal&) = delete;
 
   // False (and failed() from then on) when the line could not be written.
-  bool metric(const std::string& json_object);  // "{...}"; the attempt is added
+  bool metric(nlohmann::ordered_json record);  // a JSON object; "attempt" is added last
   // {"time_ms": <unix ms>, "event": kind, "reason": ..., "attempt": N}
   bool event(const std::string& kind, const std::string& reason);
 
@@ -57,7 +57,5 @@ class run_journal {
   std::atomic<bool> failed_{false};
   std::string failure_;
 };
-
-using msomni::json_escape;  // core/json_escape.hpp
 
 }  // namespace msomni::orchestrator

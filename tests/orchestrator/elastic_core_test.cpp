@@ -175,11 +175,16 @@ TEST_CASE("a job whose ranks all finish ends, and the status lists every rank") 
   std::vector<action> acts;
   auto c = running_job(acts);
   c.on_step(100, 4, time_point{50s});
-  CHECK(c.status_json().find("\"state\":\"active\"") != std::string::npos);
+  const auto during = c.status();
+  CHECK(during.phase == "running");
+  CHECK(during.step == 100);
+  REQUIRE(during.ranks.size() == 4);
+  for (const auto& r : during.ranks) CHECK(r.state == member_state::active);
+  CHECK(status_text(during).find("job running: step 100/100, 4 replicas (target 4), epoch 1\n") == 0);
   std::vector<action> last;
   for (const auto& [n, m] : std::map(c.members())) last = c.on_rank_left({n, 1, 100, "finished", 0}, time_point{51s});
   CHECK(all_of<finish_job>(last).size() == 1);
-  CHECK(c.status_json().find("\"state\":\"left\"") != std::string::npos);
+  for (const auto& r : c.status().ranks) CHECK(r.state == member_state::left);
 }
 
 TEST_CASE("replacements join only in counts that keep the global batch divisible") {

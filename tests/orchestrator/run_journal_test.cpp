@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <sstream>
@@ -36,9 +37,9 @@ TEST_CASE("attempts are numbered across journal openings and rollbacks, on every
   {
     run_journal j(tmp.path());
     CHECK(j.attempt() == 1);
-    CHECK(j.metric("{\"step\":1}"));
+    CHECK(j.metric({{"step", 1}}));
     CHECK(j.begin_attempt(0, "rolled back") == 2);
-    CHECK(j.metric("{\"step\":1}"));
+    CHECK(j.metric({{"step", 1}}));
   }
   run_journal again(tmp.path());
   CHECK(again.attempt() == 3);
@@ -49,9 +50,16 @@ TEST_CASE("attempts are numbered across journal openings and rollbacks, on every
   CHECK(metrics[1] == "{\"step\":1,\"attempt\":2}");
   const auto events = lines_of(tmp.path() / "events.jsonl");
   REQUIRE(events.size() == 2);
-  CHECK(events[0].find("\"event\":\"attempt_started\",\"reason\":\"attempt 2 resumes from step 0: rolled back\","
-                       "\"attempt\":2}") != std::string::npos);
-  CHECK(events[1].find("\"reason\":\"a \\\"quoted\\\" reason\",\"attempt\":3}") != std::string::npos);
+  const auto first = nlohmann::json::parse(events[0]), second = nlohmann::json::parse(events[1]);
+  CHECK(first.at("event") == "attempt_started");
+  CHECK(first.at("reason") == "attempt 2 resumes from step 0: rolled back");
+  CHECK(first.at("attempt") == 2);
+  CHECK(first.at("time_ms").is_number_integer());
+  CHECK(second.at("reason") == "a \"quoted\" reason");
+  CHECK(second.at("attempt") == 3);
+  // The fields in the order people and scripts have always read them.
+  CHECK(events[1].find("{\"time_ms\":") == 0);
+  CHECK(events[1].find("\"event\":\"resume\",\"reason\":") != std::string::npos);
   CHECK_FALSE(again.failed());
 }
 
@@ -59,7 +67,7 @@ TEST_CASE("a full disk fails the journal loudly") {
   msomni::testing::temp_dir tmp;
   fs::create_symlink("/dev/full", tmp.path() / "metrics.jsonl");
   run_journal j(tmp.path());
-  CHECK_FALSE(j.metric("{\"step\":1}"));
+  CHECK_FALSE(j.metric({{"step", 1}}));
   CHECK(j.failed());
   CHECK(j.failure().find("metrics.jsonl: No space left on device") != std::string::npos);
   CHECK_FALSE(j.event("later", "refused too, once failed"));
@@ -69,7 +77,7 @@ TEST_CASE("a write cut short by the file size limit leaves no torn line") {
   msomni::testing::temp_dir tmp;
   {
     run_journal j(tmp.path());
-    REQUIRE(j.metric("{\"step\":1}"));  // 23 bytes
+    REQUIRE(j.metric({{"step", 1}}));  // 23 bytes
   }
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
@@ -78,7 +86,7 @@ TEST_CASE("a write cut short by the file size limit leaves no torn line") {
     rlimit lim{40, 40};  // room for 17 more bytes: the next line is cut short by the kernel
     ::setrlimit(RLIMIT_FSIZE, &lim);
     run_journal j(tmp.path());
-    const bool wrote = j.metric("{\"step\":2,\"loss\":1.2345678}");
+    const bool wrote = j.metric({{"step", 2}, {"loss", 1.2345678}});
     ::_exit(!wrote && j.failed() && j.failure().find("metrics.jsonl") != std::string::npos ? 0 : 1);
   }
   int status = 0;

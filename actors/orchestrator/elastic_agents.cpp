@@ -1,0 +1,111 @@
+// elastic_core, agents and placement: node agents joining and going down, their free slots,
+// and where a new rank starts (near a given node: same node, rack, switch).
+#include "elastic_core.hpp"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+namespace msomni::orchestrator {
+
+// Slots of a live agent not held by a rank process (starting, ready, active or leaving).
+int64_t elastic_core::free_slots_on(const agent_info& a) const {
+  if (!a.alive) return 0;
+  int64_t used = 0;
+  for (const auto& [n, m] : members_)
+    if (m.node == a.node && m.state != member_state::left && m.state != member_state::dead) ++used;
+  return std::max<int64_t>(0, a.slots - used);
+}
+
+int64_t elastic_core::free_slots() const {
+  int64_t free = 0;
+  for (const auto& [node, a] : agents_) free += free_slots_on(a);
+  return free;
+}
+
+// The agent with a free slot closest to `near_node`: the same node, then the same rack, then
+// the same switch, then the one with most free slots (names break ties, for determinism).
+std::optional<std::string> elastic_core::place(const std::string& near_node) const {
+  const agent_info* near = agents_.count(near_node) ? &agents_.at(near_node) : nullptr;
+  std::optional<std::string> best;
+  std::tuple<int, int64_t> best_score{-1, 0};
+  for (const auto& [node, a] : agents_) {
+    const int64_t free = free_slots_on(a);
+    if (free <= 0) continue;
+    int closeness = 0;
+    if (near) closeness = node == near->node ? 3 : a.rack == near->rack ? 2 : a.switch_name == near->switch_name ? 1 : 0;
+    const std::tuple<int, int64_t> score{closeness, free};
+    if (score > best_score) best_score = score, best = node;
+  }
+  return best;
+}
+
+std::vector<action> elastic_core::spawn(int64_t count, const std::string& near_node, time_point now) {
+  std::vector<action> out;
+  std::string near = near_node;
+  for (int64_t i = 0; i < count; ++i) {
+    const auto node = place(near);
+    if (!node) break;
+    member_info m;
+    m.name = "rank-" + std::to_string(next_rank_id_++);
+    m.node = *node;
+    m.since = now;
+    m.replacement = downs_ > 0;
+    members_[m.name] = m;
+    joining_.push_back(m.name);
+    out.push_back(spawn_on_agent{*node, m.name});
+    out.push_back(journal_event{"rank_spawn", m.name + " on node " + *node + " (rack " + agents_[*node].rack +
+                                                  ", switch " + agents_[*node].switch_name + ")"});
+    if (near.empty()) near = *node;  // keep a data-parallel group together
+  }
+  return out;
+}
+
+std::vector<action> elastic_core::on_agent(const agent_info& a, time_point now) {
+  std::vector<action> out;
+  const bool known = agents_.count(a.node) > 0;
+  agents_[a.node] = a;
+  if (!known)
+    out.push_back(journal_event{"agent_joined", a.node + " (rack " + a.rack + ", switch " + a.switch_name + ", " +
+                                                    std::to_string(a.slots) + " slots)"});
+  if (phase_ == phase::starting && next_rank_id_ == 0 && free_slots() >= target_) {
+    auto more = spawn(target_, "", now);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+std::vector<action> elastic_core::on_agent_down(const std::string& node, const std::string& why, time_point now) {
+  std::vector<action> out;
+  if (!agents_.count(node) || !agents_[node].alive) return out;
+  agents_[node].alive = false;
+  out.push_back(journal_event{"agent_down", node + ": " + why});
+  std::vector<std::string> lost;
+  for (const auto& [n, m] : members_)
+    if (m.node == node && m.state != member_state::left && m.state != member_state::dead) lost.push_back(n);
+  // Every rank of the node is down at once: one recovery for all of them, planned once they
+  // are all marked (rank by rank, the first plan would name the next lost rank and the node
+  // would spend a recovery per rank).
+  deferring_losses_ = true;
+  for (const auto& n : lost) {
+    auto more = on_rank_down(n, "its node agent " + node + " is down", now);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  deferring_losses_ = false;
+  if (auto lost_first = std::exchange(deferred_start_, std::nullopt); lost_first && phase_ == phase::starting) {
+    if (largest_world_at_most(static_cast<int64_t>(joining_.size())) == 0) {
+      auto end = fail(cannot_start_reason(lost_first->first, lost_first->second));
+      out.insert(out.end(), end.begin(), end.end());
+      return out;
+    }
+    auto started = maybe_start();
+    out.insert(out.end(), started.begin(), started.end());
+  }
+  if (auto loss = std::exchange(deferred_loss_, std::nullopt); loss && phase_ != phase::done) {
+    auto more = recover_from_loss(loss->first, loss->second, now);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+}  // namespace msomni::orchestrator

@@ -1,0 +1,77 @@
+// orchestrator_json (see orchestrator_json.hpp).
+#include "orchestrator_json.hpp"
+
+#include "training_health.hpp"
+
+#include "core/json_number.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+namespace msomni::orchestrator {
+
+namespace {
+
+// `v` to `digits` decimals (the double nearest that decimal, so it prints as one).
+double decimals(double v, int digits) {
+  if (!std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, digits);
+  return std::round(v * scale) / scale;
+}
+
+// `v` to 9 significant digits (a float's precision: the losses come from float32 training).
+double significant9(double v) {
+  if (!std::isfinite(v)) return v;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return std::strtod(buf, nullptr);
+}
+
+}  // namespace
+
+ordered_json metrics_json(const metrics_record& r) {
+  ordered_json j = ordered_json::object();
+  j["step"] = r.step;
+  put_number(j, "loss", significant9(r.loss));
+  j["world_size"] = r.world_size;
+  put_number(j, "step_time_ms", decimals(r.step_time_ms, 3));
+  put_number(j, "tokens_per_s", decimals(r.tokens_per_s, 1));
+  put_number(j, "data_wait_ms", decimals(r.data_wait_ms, 3));
+  put_number(j, "checkpoint_ms", decimals(r.checkpoint_ms, 3));
+  j["downgraded_samples"] = r.downgraded_samples;
+  j["time_ms"] = r.time_ms;
+  auto& bad = j["bad_samples"] = ordered_json::object();
+  for (const auto& b : r.bad_samples) bad[b.reason] = bad.value(b.reason, uint64_t{0}) + b.count;
+  put_number(j, "grad_norm", significant9(r.grad_norm));
+  // Which non-finite value each was ("nan", "inf", "-inf"): the flag alone does not say.
+  ordered_json nonfinite = ordered_json::object();
+  for (const auto& [name, v] : {std::pair{"loss", r.loss}, std::pair{"grad_norm", r.grad_norm}})
+    if (!std::isfinite(v)) nonfinite[name] = number_or_nonfinite_name(v);
+  if (!nonfinite.empty()) j["nonfinite"] = std::move(nonfinite);
+  if (r.optimizer_skipped) j["optimizer_skipped"] = true;
+  return j;
+}
+
+ordered_json status_json(const job_status& s, const std::map<std::string, uint64_t>& bad_samples) {
+  ordered_json j = ordered_json::object();
+  j["phase"] = s.phase;
+  j["epoch"] = s.epoch;
+  j["step"] = s.step;
+  j["total_steps"] = s.total_steps;
+  j["world"] = s.world;
+  j["target"] = s.target;
+  j["grad_accum"] = s.grad_accum;
+  auto& ranks = j["ranks"] = ordered_json::array();
+  for (const auto& r : s.ranks)
+    ranks.push_back({{"name", r.name}, {"node", r.node}, {"pid", r.pid}, {"state", to_string(r.state)}, {"step", r.step}});
+  auto& agents = j["agents"] = ordered_json::array();
+  for (const auto& a : s.agents)
+    agents.push_back({{"node", a.node}, {"rack", a.rack}, {"switch", a.switch_name}, {"slots", a.slots}, {"alive", a.alive}});
+  auto& bad = j["bad_samples"] = ordered_json::object();
+  for (const auto& [reason, n] : bad_samples) bad[reason] = n;
+  return j;
+}
+
+}  // namespace msomni::orchestrator
