@@ -190,6 +190,23 @@ child spawn(const std::vector<std::string>& argv_in, const spawn_options& o) {
   return c;  // EOF: the exec happened (or the child exited before it, parentless)
 }
 
+child fork_running(const std::function<int()>& body) {
+  const pid_t pid = ::fork();
+  if (pid < 0) throw spawn_error(std::string("cannot fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    int code = 1;
+    try {
+      code = body();
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+  child c;
+  c.pid_ = pid;
+  c.own_group_ = false;
+  return c;
+}
+
 std::string read_to_end(int fd) {
   std::string out;
   char buf[65536];

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -88,6 +89,7 @@ class child {
 
  private:
   friend child spawn(const std::vector<std::string>& argv, const spawn_options& options);
+  friend child fork_running(const std::function<int()>& body);
   void close_fds();
   void end();  // SIGKILL (the group when it has one) and reap
 
@@ -101,6 +103,14 @@ class child {
 child spawn(const std::vector<std::string>& argv, const spawn_options& options = {});
 // The same with the program apart from its arguments.
 child spawn(const std::string& program, const std::vector<std::string>& args, const spawn_options& options = {});
+
+// A child running this program's own code instead of another program, for tests that need
+// a process to kill while it holds something (a lock, a journal, a child of its own): forks,
+// the child runs `body` and exits with what it returns (1 when it throws), never returning
+// into the caller's stack. It shares our descriptors and stays in our process group. After a
+// fork only the forking thread exists, so `body` must not wait on other threads' work.
+// Throws spawn_error when fork fails.
+child fork_running(const std::function<int()>& body);
 
 // Everything on `fd` (a child's pipe) until EOF, or until a read fails.
 std::string read_to_end(int fd);

@@ -6,6 +6,7 @@
 
 #include "config/config_loader.hpp"
 #include "core/dir_lock.hpp"
+#include "core/process.hpp"
 #include "support/process_runner.hpp"
 
 #include <signal.h>
@@ -170,27 +171,25 @@ TEST_CASE("one writer per directory: a second lock is refused with the holder, a
   // A child takes the lock and is killed while holding it.
   int ready[2];
   REQUIRE(::pipe(ready) == 0);
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
+  auto child = msomni::process::fork_running([&] {
     std::string w;
     auto l = msomni::dir_lock::acquire(tmp.path(), w);
     (void)!::write(ready[1], l ? "y" : "n", 1);
     ::pause();
-    ::_exit(0);
-  }
+    return 0;
+  });
   char c = 0;
   REQUIRE(::read(ready[0], &c, 1) == 1);
   CHECK(c == 'y');
   CHECK_FALSE(msomni::dir_lock::acquire(tmp.path(), why));
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
+  CHECK(child.signal(SIGKILL));
+  CHECK(child.wait()->signal == SIGKILL);
   ::close(ready[0]);
   ::close(ready[1]);
   auto taken = msomni::dir_lock::acquire(tmp.path(), why);
   REQUIRE(taken);
   REQUIRE(taken->taken_over_from());
-  CHECK(taken->taken_over_from()->pid == child);
+  CHECK(taken->taken_over_from()->pid == child.pid());
 }
 
 TEST_CASE("job.name is one plain path component") {

@@ -171,33 +171,37 @@ TEST_CASE("handles without a process signal nothing and wait for nothing") {
   CHECK_FALSE(moved_to.signal_group(0));
 }
 
+TEST_CASE("fork_running: the child runs the function and exits with its result, 1 when it throws") {
+  auto ok = proc::fork_running([] { return 7; });
+  CHECK(ok.wait()->code == 7);
+  auto thrower = proc::fork_running([]() -> int { throw std::runtime_error("no"); });
+  CHECK(thrower.wait()->code == 1);
+  CHECK_FALSE(thrower.signal(0));  // reaped
+}
+
 TEST_CASE("a child with a parent-death signal dies when its parent is SIGKILLed, one without lives on") {
   for (const int death_signal : {SIGKILL, 0}) {
     CAPTURE(death_signal);
     int report[2];
     REQUIRE(::pipe(report) == 0);
-    const pid_t parent = ::fork();  // the parent to kill: it spawns a sleeper and waits
-    REQUIRE(parent >= 0);
-    if (parent == 0) {
+    // The parent to kill: it spawns a sleeper, says its pid and waits.
+    auto parent = proc::fork_running([&] {
       ::close(report[0]);
       proc::spawn_options o;
       o.parent_death_signal = death_signal;
-      try {
-        auto sleeper = proc::spawn({"/bin/sleep", "60"}, o);
-        const std::string pid = std::to_string(sleeper.pid()) + "\n";
-        [[maybe_unused]] auto n = ::write(report[1], pid.data(), pid.size());
-        ::pause();
-      } catch (...) {
-      }
-      ::_exit(1);
-    }
+      auto sleeper = proc::spawn({"/bin/sleep", "60"}, o);
+      const std::string pid = std::to_string(sleeper.pid()) + "\n";
+      [[maybe_unused]] auto n = ::write(report[1], pid.data(), pid.size());
+      ::pause();
+      return 1;
+    });
     ::close(report[1]);
     const std::string line = read_line(report[0]);
     ::close(report[0]);
     REQUIRE(!line.empty());
     const pid_t grandchild = std::stoi(line);
-    ::kill(parent, SIGKILL);
-    ::waitpid(parent, nullptr, 0);
+    CHECK(parent.signal(SIGKILL));
+    CHECK(parent.wait()->signal == SIGKILL);
     if (death_signal) {
       CHECK(ends_within_10s(grandchild));
     } else {
