@@ -2,6 +2,8 @@
 // cross-section rules (batch arithmetic, replica bounds, model shape).
 #include "config/config_schema.hpp"
 
+#include "config/config_limits.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -11,7 +13,11 @@ namespace msomni::config {
 
 namespace {
 
-constexpr int64_t big = int64_t{1} << 40;
+// A numeric key within its named limit (config_limits.hpp, shared with the flags that set it).
+template <class T>
+void read_within(table_reader& r, std::string_view key, T& out, limits::range<T> limit) {
+  r.read(key, out, limit.min, limit.max);
+}
 
 // A key whose feature is not built yet: accepted at its default, refused with the reason
 // otherwise, so that no setting is silently ignored.
@@ -43,15 +49,15 @@ void read_job(table_reader& r, job_section& s) {
 void read_model(table_reader& r, model_section& s) {
   r.read("name", s.name);
   r.read("plugin", s.plugin);
-  r.read("d_model", s.d_model, 8, 65536);
-  r.read("n_layers", s.n_layers, 1, 1024);
-  r.read("n_heads", s.n_heads, 1, 1024);
-  r.read("d_ff", s.d_ff, 8, 1 << 20);
-  r.read("image_size", s.image_size, 8, 4096);
-  r.read("patch_size", s.patch_size, 2, 512);
-  r.read("video_frames", s.video_frames, 1, 64);
-  r.read("max_seq_len", s.max_seq_len, 8, 1 << 20);
-  r.read("vocab_size", s.vocab_size, 260, 1 << 20);
+  read_within(r, "d_model", s.d_model, limits::model::d_model);
+  read_within(r, "n_layers", s.n_layers, limits::model::n_layers);
+  read_within(r, "n_heads", s.n_heads, limits::model::n_heads);
+  read_within(r, "d_ff", s.d_ff, limits::model::d_ff);
+  read_within(r, "image_size", s.image_size, limits::model::image_size);
+  read_within(r, "patch_size", s.patch_size, limits::model::patch_size);
+  read_within(r, "video_frames", s.video_frames, limits::model::video_frames);
+  read_within(r, "max_seq_len", s.max_seq_len, limits::model::max_seq_len);
+  read_within(r, "vocab_size", s.vocab_size, limits::model::vocab_size);
   r.finish();
   auto& ctx = r.context();
   if (s.d_model % s.n_heads != 0)
@@ -91,7 +97,7 @@ void read_sources(table_reader& r, data_section& s) {
     table_reader sr(ctx, node->as_table(), path, node);
     sr.read("name", src.name);
     sr.require_string("uri", src.uri);
-    sr.read("weight", src.weight, 0.0, 1e6);
+    read_within(sr, "weight", src.weight, limits::data::source_weight);
     if (!sr.node("modality"))
       ctx.fail(sr.key_path("modality"), node, "required key is missing (image, video or text)");
     sr.read_enum("modality", src.kind,
@@ -116,20 +122,20 @@ void read_data(table_reader& r, data_section& s) {
 }
 
 void read_training(table_reader& r, training_section& s) {
-  r.read("global_batch", s.global_batch, 1, 1 << 24);
-  r.read("micro_batch", s.micro_batch, 1, 1 << 20);
-  r.read("grad_accum", s.grad_accum, 1, 1 << 16);
-  r.read("steps", s.steps, 1, big);
-  r.read("lr", s.lr, 1e-9, 10.0);
-  r.read("seed", s.seed, 0, INT64_MAX);
-  r.read("weight_decay", s.weight_decay, 0.0, 1.0);
-  r.read("grad_clip", s.grad_clip, 0.0, 1e6);
-  r.read("warmup_steps", s.warmup_steps, 0, big);
+  read_within(r, "global_batch", s.global_batch, limits::training::global_batch);
+  read_within(r, "micro_batch", s.micro_batch, limits::training::micro_batch);
+  read_within(r, "grad_accum", s.grad_accum, limits::training::grad_accum);
+  read_within(r, "steps", s.steps, limits::training::steps);
+  read_within(r, "lr", s.lr, limits::training::lr);
+  read_within(r, "seed", s.seed, limits::training::seed);
+  read_within(r, "weight_decay", s.weight_decay, limits::training::weight_decay);
+  read_within(r, "grad_clip", s.grad_clip, limits::training::grad_clip);
+  read_within(r, "warmup_steps", s.warmup_steps, limits::training::warmup_steps);
   // Whether this rank's node has the GPU is the node's to say (config/device_choice.hpp).
   r.read("device", s.device, {"auto", "cpu", "cuda"});
-  r.read("max_nonfinite_steps", s.max_nonfinite_steps, 1, 1 << 20);
-  r.read("loss_spike_factor", s.loss_spike_factor, 0.0, 1e6);
-  r.read("threads", s.threads, 0, 1024);
+  read_within(r, "max_nonfinite_steps", s.max_nonfinite_steps, limits::training::max_nonfinite_steps);
+  read_within(r, "loss_spike_factor", s.loss_spike_factor, limits::training::loss_spike_factor);
+  read_within(r, "threads", s.threads, limits::training::threads);
   r.finish();
   if (s.loss_spike_factor > 0 && s.loss_spike_factor <= 1)
     r.context().fail(r.key_path("loss_spike_factor"), r.node("loss_spike_factor") ? r.node("loss_spike_factor") : r.anchor(),
@@ -137,18 +143,18 @@ void read_training(table_reader& r, training_section& s) {
 }
 
 void read_elasticity(table_reader& r, elasticity_section& s) {
-  r.read("replicas", s.replicas, 1, 65536);
-  r.read("min_replicas", s.min_replicas, 1, 65536);
-  r.read("max_replicas", s.max_replicas, 1, 65536);
-  r.read("grace_period_s", s.grace_period_s, 0.0, 86400.0);
-  r.read("heartbeat_interval_s", s.heartbeat_interval_s, 0.01, 3600.0);
-  r.read("heartbeat_misses", s.heartbeat_misses, 1, 100);
-  r.read("scale_up_utilization", s.scale_up_utilization, 0.0, 1.0);
-  r.read("scale_up_sustain_s", s.scale_up_sustain_s, 0.0, 86400.0);
-  r.read("scale_down_utilization", s.scale_down_utilization, 0.0, 1.0);
-  r.read("scale_down_sustain_s", s.scale_down_sustain_s, 0.0, 86400.0);
+  read_within(r, "replicas", s.replicas, limits::elasticity::replicas);
+  read_within(r, "min_replicas", s.min_replicas, limits::elasticity::replicas);
+  read_within(r, "max_replicas", s.max_replicas, limits::elasticity::replicas);
+  read_within(r, "grace_period_s", s.grace_period_s, limits::elasticity::grace_period_s);
+  read_within(r, "heartbeat_interval_s", s.heartbeat_interval_s, limits::elasticity::heartbeat_interval_s);
+  read_within(r, "heartbeat_misses", s.heartbeat_misses, limits::elasticity::heartbeat_misses);
+  read_within(r, "scale_up_utilization", s.scale_up_utilization, limits::elasticity::utilization);
+  read_within(r, "scale_up_sustain_s", s.scale_up_sustain_s, limits::elasticity::sustain_s);
+  read_within(r, "scale_down_utilization", s.scale_down_utilization, limits::elasticity::utilization);
+  read_within(r, "scale_down_sustain_s", s.scale_down_sustain_s, limits::elasticity::sustain_s);
   r.read("autoscale", s.autoscale);
-  r.read("autoscale_cooldown_s", s.autoscale_cooldown_s, 0.0, 86400.0);
+  read_within(r, "autoscale_cooldown_s", s.autoscale_cooldown_s, limits::elasticity::autoscale_cooldown_s);
   r.finish();
   if (!s.autoscale) {
     const elasticity_section d;
@@ -168,13 +174,13 @@ void read_elasticity(table_reader& r, elasticity_section& s) {
 
 void read_checkpoint(table_reader& r, checkpoint_section& s) {
   r.read("dir", s.dir);
-  r.read("interval_steps", s.interval_steps, 1, big);
-  r.read("keep", s.keep, 1, 1000);
-  r.read("zstd_level", s.zstd_level, -7, 22);
-  r.read("zstd_threads", s.zstd_threads, 0, 256);
+  read_within(r, "interval_steps", s.interval_steps, limits::checkpoint::interval_steps);
+  read_within(r, "keep", s.keep, limits::checkpoint::keep);
+  read_within(r, "zstd_level", s.zstd_level, limits::checkpoint::zstd_level);
+  read_within(r, "zstd_threads", s.zstd_threads, limits::checkpoint::zstd_threads);
   r.read("async", s.async);
   r.read("incremental", s.incremental);
-  r.read("max_consecutive_failures", s.max_consecutive_failures, 1, big);
+  read_within(r, "max_consecutive_failures", s.max_consecutive_failures, limits::checkpoint::max_consecutive_failures);
   r.finish();
   refuse_unbuilt(r, "async", s.async, true, "synchronous saves (the ranks always write off the training path)");
   refuse_unbuilt(r, "incremental", s.incremental, false,
@@ -184,12 +190,12 @@ void read_checkpoint(table_reader& r, checkpoint_section& s) {
 }
 
 void read_memory(table_reader& r, memory_section& s) {
-  r.read("sequence_length", s.sequence_length, 2, 100000);
-  r.read("horizon_steps", s.horizon_steps, 1, 10000);
-  r.read("sample_interval_ms", s.sample_interval_ms, 1.0, 3.6e6);
-  r.read("safety_margin_gb", s.safety_margin_gb, 0.0, 1024.0);
-  r.read("pca_dims", s.pca_dims, 1, 4096);
-  r.read("device_memory_gb", s.device_memory_gb, 0.1, 65536.0);
+  read_within(r, "sequence_length", s.sequence_length, limits::memory::sequence_length);
+  read_within(r, "horizon_steps", s.horizon_steps, limits::memory::horizon_steps);
+  read_within(r, "sample_interval_ms", s.sample_interval_ms, limits::memory::sample_interval_ms);
+  read_within(r, "safety_margin_gb", s.safety_margin_gb, limits::memory::safety_margin_gb);
+  read_within(r, "pca_dims", s.pca_dims, limits::memory::pca_dims);
+  read_within(r, "device_memory_gb", s.device_memory_gb, limits::memory::device_memory_gb);
   r.finish();
   const memory_section d;
   const std::string predictor = "the memory watermark predictor, so [memory] would change nothing";
@@ -203,15 +209,15 @@ void read_memory(table_reader& r, memory_section& s) {
 
 void read_io(table_reader& r, io_section& s) {
   r.read("pipeline", s.pipeline, {"actors", "inline"});
-  r.read("prefetch_depth", s.prefetch_depth, 1, 1024);
-  r.read("decode_workers", s.decode_workers, 1, 1024);
-  r.read("queue_capacity", s.queue_capacity, 1, 1 << 20);
+  read_within(r, "prefetch_depth", s.prefetch_depth, limits::io::prefetch_depth);
+  read_within(r, "decode_workers", s.decode_workers, limits::io::decode_workers);
+  read_within(r, "queue_capacity", s.queue_capacity, limits::io::queue_capacity);
   r.read("downgrade_video", s.downgrade_video);
-  r.read("max_data_wait_ms", s.max_data_wait_ms, 0.0, 3.6e6);
-  r.read("max_sample_bytes", s.max_sample_bytes, int64_t{4} << 10, int64_t{64} << 30);
+  read_within(r, "max_data_wait_ms", s.max_data_wait_ms, limits::io::max_data_wait_ms);
+  read_within(r, "max_sample_bytes", s.max_sample_bytes, limits::io::max_sample_bytes);
   if (const auto* t = r.table("modality_weights")) {
     table_reader mw(r.context(), t, r.key_path("modality_weights"), t);
-    for (auto& [name, weight] : s.modality_weights) mw.read(name, weight, 0.0, 1e6);
+    for (auto& [name, weight] : s.modality_weights) read_within(mw, name, weight, limits::io::modality_weight);
     mw.finish();
   } else {
     for (const auto& [name, weight] : s.modality_weights)
@@ -222,26 +228,26 @@ void read_io(table_reader& r, io_section& s) {
 }
 
 void read_scheduler(table_reader& r, scheduler_section& s) {
-  r.read("step_window", s.step_window, 2, 1 << 20);
-  r.read("idle_threshold", s.idle_threshold, 0.0, 1.0);
-  r.read("safety_factor", s.safety_factor, 0.0, 100.0);
-  r.read("drain_period_s", s.drain_period_s, 0.0, 86400.0);
-  r.read("min_run_window_s", s.min_run_window_s, 0.0, 30 * 86400.0);
-  r.read("reservation_window_s", s.reservation_window_s, 0.001, 86400.0);
-  r.read("critical_slowdown_budget", s.critical_slowdown_budget, 0.0, 1.0);
-  r.read("queue_capacity", s.queue_capacity, 1, 1 << 24);
+  read_within(r, "step_window", s.step_window, limits::scheduler::step_window);
+  read_within(r, "idle_threshold", s.idle_threshold, limits::scheduler::idle_threshold);
+  read_within(r, "safety_factor", s.safety_factor, limits::scheduler::safety_factor);
+  read_within(r, "drain_period_s", s.drain_period_s, limits::scheduler::drain_period_s);
+  read_within(r, "min_run_window_s", s.min_run_window_s, limits::scheduler::min_run_window_s);
+  read_within(r, "reservation_window_s", s.reservation_window_s, limits::scheduler::reservation_window_s);
+  read_within(r, "critical_slowdown_budget", s.critical_slowdown_budget, limits::scheduler::critical_slowdown_budget);
+  read_within(r, "queue_capacity", s.queue_capacity, limits::scheduler::queue_capacity);
   r.read("policy", s.policy, {"omni", "exclusive", "greedy"});
-  r.read("min_confidence", s.min_confidence, 0.0, 1.0);
-  r.read("critical_peak_memory_s", s.critical_peak_memory_s, 0.0, 365 * 86400.0);
-  r.read("critical_reserve_factor", s.critical_reserve_factor, 0.0, 100.0);
+  read_within(r, "min_confidence", s.min_confidence, limits::scheduler::min_confidence);
+  read_within(r, "critical_peak_memory_s", s.critical_peak_memory_s, limits::scheduler::critical_peak_memory_s);
+  read_within(r, "critical_reserve_factor", s.critical_reserve_factor, limits::scheduler::critical_reserve_factor);
   r.finish();
 }
 
 void read_cluster(table_reader& r, cluster_section& s) {
   auto& ctx = r.context();
   r.read("control_host", s.control_host);
-  r.read("control_port", s.control_port, 0, 65535);
-  r.read("metrics_port", s.metrics_port, 0, 65535);
+  read_within(r, "control_port", s.control_port, limits::cluster::port);
+  read_within(r, "metrics_port", s.metrics_port, limits::cluster::port);
   refuse_unbuilt(r, "metrics_port", s.metrics_port, int64_t{0}, "the metrics endpoint, so no port would be served");
   if (const auto* arr = r.array("nodes")) {
     std::set<std::string> names;
@@ -258,7 +264,7 @@ void read_cluster(table_reader& r, cluster_section& s) {
       nr.read("host", n.host);
       nr.read("rack", n.rack);
       nr.read("switch", n.switch_name);
-      nr.read("slots", n.slots, 1, 1024);
+      read_within(nr, "slots", n.slots, limits::cluster::node_slots);
       nr.finish();
       if (!n.name.empty() && !names.insert(n.name).second)
         ctx.fail(nr.key_path("name"), nr.node("name"), "duplicate node name \"" + n.name + "\"");

@@ -10,7 +10,7 @@
 
 namespace msomni::sim {
 
-const char* help_text();
+std::string help_text();
 // Every flag parse_cli accepts (for the test that each one is in help_text()).
 std::vector<std::string> flag_names();
 // -1: run with `o`; otherwise exit with that code (0 after --help, 2 on a bad command line).
