@@ -10,6 +10,7 @@
 #include "collectives/ring_communicator.hpp"
 #include "managed_rank.hpp"
 #include "rank_compute.hpp"
+#include "step_line.hpp"
 #include "gateway/gateway.hpp"
 #include "messages/catalog.hpp"
 #include "config/config_loader.hpp"
@@ -171,13 +172,10 @@ int main(int argc, char** argv) {
     }
     while (trainer.steps_done() < total) {
       const auto r = trainer.step();
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "STEP {\"step\":%llu,\"loss\":%s,\"world_size\":%u,\"step_time_ms\":%.3f,"
-                    "\"tokens_per_s\":%.1f,\"data_wait_ms\":%.3f}",
-                    static_cast<unsigned long long>(r.step), apps::loss_text(r.loss).c_str(), r.world_size, r.step_time_ns / 1e6,
-                    r.tokens_per_s, r.data_wait_ns / 1e6);
-      std::cout << line << std::endl;
+      auto fields = apps::step_fields(r);
+      put_number(fields, "tokens_per_s", r.tokens_per_s);
+      fields["data_wait_ms"] = static_cast<double>(r.data_wait_ns) / 1e6;
+      std::cout << apps::step_line(fields) << std::endl;
       if (checkpoints) checkpoints->after_step(trainer, ring, trainer.steps_done() == total);
     }
     if (checkpoints) {

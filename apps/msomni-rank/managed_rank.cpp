@@ -16,6 +16,7 @@
 #include "rank_checkpointer.hpp"
 #include "rank_compute.hpp"
 #include "rank_trainer.hpp"
+#include "step_line.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -229,10 +230,7 @@ class managed_rank {
       const uint64_t newest = ring_->rank() == 0 ? inbox_.newest_epoch() : 0;
       const uint64_t announce = newest > epoch_ ? newest : 0;
       auto r = t.step(announce);
-      char line[256];
-      std::snprintf(line, sizeof line, "STEP {\"step\":%llu,\"loss\":%s,\"world_size\":%u,\"step_time_ms\":%.3f}",
-                    static_cast<unsigned long long>(r.step), loss_text(r.loss).c_str(), r.world_size, r.step_time_ns / 1e6);
-      std::cout << line << std::endl;
+      std::cout << step_line(step_fields(r)) << std::endl;
       const bool last = t.steps_done() == total;
       if (t.last_announced() > epoch_) {
         auto plan = inbox_.take_exactly(t.last_announced(), announced_plan_wait);
@@ -268,14 +266,14 @@ class managed_rank {
   void report_checkpoint() {
     const auto d = checkpoints_->take_decided();
     if (!d) return;
-    char line[512];
-    std::snprintf(line, sizeof line,
-                  "CHECKPOINT {\"step\":%llu,\"committed\":%s,\"decided_after_step\":%llu,"
-                  "\"request_to_commit_ms\":%.3f,\"write_ms\":%.3f,\"commit_ms\":%.3f}",
-                  static_cast<unsigned long long>(d->step), d->committed ? "true" : "false",
-                  static_cast<unsigned long long>(d->decided_after_step), d->request_to_commit_ns / 1e6,
-                  d->write_ns / 1e6, d->commit_ns / 1e6);
-    std::cout << line << (d->committed ? "" : " " + d->error) << std::endl;
+    nlohmann::ordered_json o;
+    o["step"] = d->step;
+    o["committed"] = d->committed;
+    o["decided_after_step"] = d->decided_after_step;
+    o["request_to_commit_ms"] = static_cast<double>(d->request_to_commit_ns) / 1e6;
+    o["write_ms"] = static_cast<double>(d->write_ns) / 1e6;
+    o["commit_ms"] = static_cast<double>(d->commit_ns) / 1e6;
+    std::cout << "CHECKPOINT " << json_text(o) << (d->committed ? "" : " " + d->error) << std::endl;
   }
 
   // Every rank reached the same verdict after the same step (its checkpoints keep failing):

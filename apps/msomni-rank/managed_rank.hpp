@@ -13,20 +13,10 @@
 
 #include "config/job_config.hpp"
 
-#include <cstdio>
 #include <string>
 #include <vector>
 
 namespace msomni::apps {
-
-// A loss for the rank's STEP log lines, which are JSON: NaN and the infinities have no JSON
-// form, so they are written as null.
-inline std::string loss_text(double v) {
-  if (!(v == v) || v > 1.7976931348623157e308 || v < -1.7976931348623157e308) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 struct managed_rank_options {
   std::string config_path;

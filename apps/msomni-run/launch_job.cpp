@@ -9,6 +9,7 @@
 #include "dataset_cache.hpp"
 
 #include "config/config_loader.hpp"
+#include "core/json_text.hpp"
 #include "core/log.hpp"
 #include "core/secret_file.hpp"
 #include "core/stop_signal.hpp"
@@ -40,8 +41,11 @@ using namespace std::chrono_literals;
 namespace {
 
 void write_control_file(const fs::path& run_dir, const std::string& address, const std::string& token) {
-  write_private_file((run_dir / "control.json").string(), "{\"address\":\"" + address + "\",\"token\":\"" + token +
-                                                              "\",\"pid\":" + std::to_string(::getpid()) + "}\n");
+  nlohmann::ordered_json control;
+  control["address"] = address;
+  control["token"] = token;
+  control["pid"] = ::getpid();
+  write_private_file((run_dir / "control.json").string(), json_text(control) + "\n");
 }
 
 orchestrator::elastic_settings elastic_settings_from(const config::job_config& cfg, bool resume) {

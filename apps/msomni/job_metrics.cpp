@@ -1,9 +1,8 @@
 // job_metrics (see job_metrics.hpp).
 #include "job_metrics.hpp"
 
-#include "flat_json.hpp"
+#include "core/json_number.hpp"
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -14,13 +13,20 @@ namespace {
 // Reading back at most this much to rewind: 200 lines of msomni-run's metrics fit easily.
 constexpr uint64_t rewind_window_bytes = 512 * 1024;
 
+// The non-negative number under `key`; 0 when it is absent, negative or not finite.
+double non_negative(const nlohmann::json& record, const std::string& key) {
+  const double v = get_number(record, key).value_or(0);
+  return v > 0 ? v : 0;
+}
+
 }  // namespace
 
 std::optional<msg::job_step_report> step_report_from(const std::string& job, const std::string& line) {
-  const double step_ms = json_number(line, "step_time_ms");
+  const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  const double step_ms = non_negative(record, "step_time_ms");
   if (!(step_ms > 0)) return std::nullopt;
-  const double wait_ms = std::max(0.0, json_number(line, "data_wait_ms"));
-  const double checkpoint_ms = std::max(0.0, json_number(line, "checkpoint_ms"));
+  const double wait_ms = non_negative(record, "data_wait_ms");
+  const double checkpoint_ms = non_negative(record, "checkpoint_ms");
   // The predictor's step spans every idle part of it; msomni-run's step_time_ms ends at the
   // optimizer update, before the checkpoint the rank then stood still for.
   return msg::job_step_report{job, (step_ms + checkpoint_ms) / 1000, wait_ms / 1000, checkpoint_ms / 1000, 0};

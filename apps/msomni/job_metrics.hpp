@@ -12,8 +12,9 @@
 
 namespace msomni::cli {
 
-// One metrics line as a step report for `job`; nullopt for a line without a positive
-// step_time_ms. The step spans the checkpoint the rank stood still for after it
+// One metrics line as a step report for `job`; nullopt for a line that is not a JSON object
+// or lacks a positive, finite step_time_ms. Non-finite numbers are read in the form
+// core/json_number.hpp writes (null plus "<key>_nonfinite": true). The step spans the checkpoint the rank stood still for after it
 // (step_time_ms + checkpoint_ms). No bubble share: msomni-run has no pipeline stages.
 std::optional<msg::job_step_report> step_report_from(const std::string& job, const std::string& line);
 

@@ -3,7 +3,7 @@
 // on the replicas asked for; a shrink answers job_released then. A failure falls back.
 #include "job_runner_state.hpp"
 
-#include "flat_json.hpp"
+#include <nlohmann/json.hpp>
 
 #include <signal.h>
 
@@ -21,6 +21,16 @@ static void resize_the_old_way(runner_actor* self, bool shrink, const std::strin
     say(s, "grown to " + std::to_string(s.replicas) + " replicas: applies at the next start" +
                (why.empty() ? std::string() : " (not in place: " + why + ")"));
   }
+}
+
+// msomni-run's status reply (JSON) says it runs on `replicas` ranks.
+static bool runs_on(const std::string& status_json, uint32_t replicas) {
+  const auto s = nlohmann::json::parse(status_json, nullptr, /*allow_exceptions=*/false);
+  if (!s.is_object()) return false;
+  const auto world = s.find("world");
+  const auto phase = s.find("phase");
+  return world != s.end() && world->is_number_unsigned() && world->get<uint64_t>() == replicas && phase != s.end() &&
+         phase->is_string() && phase->get<std::string>() == "running";
 }
 
 // The in-place resize in progress failed: the old way after all.
@@ -88,8 +98,7 @@ void poll_resize(runner_actor* self, caf::actor orchestrator, std::string token)
           [self, orchestrator, token](const msg::control_reply& r) {
             auto& st = self->state;
             if (st.resize_to == 0) return;
-            if (r.ok && json_number(r.json, "world") == st.resize_to && json_string(r.json, "phase") == "running")
-              return resized(self);
+            if (r.ok && runs_on(r.json, st.resize_to)) return resized(self);
             self->delayed_send(self, std::chrono::milliseconds(250), resize_poll_atom::value, orchestrator, token);
           },
           [self](caf::error& e) { abandon_resize(self, "msomni-run's status: " + caf::to_string(e)); });

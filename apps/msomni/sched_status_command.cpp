@@ -7,7 +7,7 @@
 
 #include "scheduler_client.hpp"
 
-#include "core/json_escape.hpp"
+#include "core/json_text.hpp"
 
 #include "messages/catalog.hpp"
 
@@ -41,6 +41,41 @@ std::string age(double s) {
   return buf;
 }
 
+// The --json form: the counts in the order the table shows them, then each job.
+nlohmann::ordered_json status_json(const msg::scheduler_status& s) {
+  nlohmann::ordered_json o;
+  o["policy"] = s.policy;
+  o["gpus_total"] = s.gpus_total;
+  o["gpus_free"] = s.gpus_free;
+  o["pending"] = {{"critical", s.pending_critical}, {"regular", s.pending_regular}, {"best_effort", s.pending_best_effort}};
+  o["queue_capacity"] = s.queue_capacity;
+  o["running"] = s.running;
+  o["borrowed"] = s.borrowed;
+  o["draining"] = s.draining;
+  o["guests"] = s.guests;
+  o["decisions"] = s.decisions;
+  o["reserve_deferrals"] = s.reserve_deferrals;
+  o["rejected"] = s.rejected;
+  o["budget_holds"] = s.budget_holds;
+  o["recovering"] = s.recovering;
+  o["held_back"] = s.held_back;
+  auto& jobs = o["jobs"] = nlohmann::ordered_json::array();
+  for (const auto& j : s.jobs) {
+    nlohmann::ordered_json row;
+    row["job"] = j.job;
+    row["class"] = class_name(j.job_class);
+    row["phase"] = j.phase;
+    row["gpus"] = j.gpus;
+    row["replicas"] = j.replicas;
+    row["borrowed"] = j.borrowed;
+    row["host"] = j.host;
+    row["for_s"] = std::max(0.0, s.now_s - j.since_s);
+    jobs.push_back(std::move(row));
+  }
+  o["jobs_total"] = s.jobs_listed_of;
+  return o;
+}
+
 }  // namespace
 
 int run_sched_status(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -72,23 +107,7 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
           [&](const msg::scheduler_status& s) {
             code = exit_ok;
             if (json) {
-              out << "{\"policy\":\"" << s.policy << "\",\"gpus_total\":" << s.gpus_total << ",\"gpus_free\":" << s.gpus_free
-                  << ",\"pending\":{\"critical\":" << s.pending_critical << ",\"regular\":" << s.pending_regular
-                  << ",\"best_effort\":" << s.pending_best_effort << "},\"queue_capacity\":" << s.queue_capacity
-                  << ",\"running\":" << s.running << ",\"borrowed\":" << s.borrowed << ",\"draining\":" << s.draining
-                  << ",\"guests\":" << s.guests << ",\"decisions\":" << s.decisions
-                  << ",\"reserve_deferrals\":" << s.reserve_deferrals << ",\"rejected\":" << s.rejected
-                  << ",\"budget_holds\":" << s.budget_holds
-                  << ",\"recovering\":" << (s.recovering ? "true" : "false") << ",\"held_back\":" << s.held_back
-                  << ",\"jobs\":[";
-              for (size_t i = 0; i < s.jobs.size(); ++i) {
-                const auto& j = s.jobs[i];
-                out << (i ? "," : "") << "{\"job\":\"" << json_escape(j.job) << "\",\"class\":\"" << class_name(j.job_class)
-                    << "\",\"phase\":\"" << j.phase << "\",\"gpus\":" << j.gpus << ",\"replicas\":" << j.replicas
-                    << ",\"borrowed\":" << (j.borrowed ? "true" : "false") << ",\"host\":\"" << json_escape(j.host)
-                    << "\",\"for_s\":" << std::max(0.0, s.now_s - j.since_s) << "}";
-              }
-              out << "],\"jobs_total\":" << s.jobs_listed_of << "}\n";
+              out << json_text(status_json(s)) << "\n";
               return;
             }
             out << "policy " << s.policy << ", GPUs " << s.gpus_free << " free of " << s.gpus_total << "\n"

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -46,10 +48,11 @@ std::string read_secret_file(const std::string& path) {
   ss << in.rdbuf();
   if (!in) throw std::runtime_error("cannot read the token file " + path);
   std::string text = ss.str();
-  if (const auto at = text.find("\"token\":\""); at != std::string::npos) {
-    const auto from = at + 9;
-    const auto to = text.find('"', from);
-    text = to == std::string::npos ? "" : text.substr(from, to - from);
+  if (const auto open = text.find_first_not_of(" \t\r\n"); open != std::string::npos && text[open] == '{') {
+    // A control.json: its "token" string; nothing when it is not a JSON object with one.
+    const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    const auto token = doc.find("token");  // end() for anything but an object
+    text = token != doc.end() && token->is_string() ? token->get<std::string>() : "";
   }
   const auto first = text.find_first_not_of(" \t\r\n");
   const auto last = text.find_last_not_of(" \t\r\n");
