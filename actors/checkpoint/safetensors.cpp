@@ -4,6 +4,7 @@
 #include "checkpoint_error.hpp"
 #include "durable_io.hpp"
 
+#include "core/json_text.hpp"
 
 namespace msomni::ckpt {
 
@@ -11,35 +12,21 @@ export_summary export_safetensors(const rank_state& state, const std::string& pr
                                   const std::filesystem::path& out,
                                   const std::map<std::string, std::string>& metadata) {
   export_summary sum;
-  std::string header = "{";
-  bool first = true;
-  if (!metadata.empty()) {
-    header += "\"__metadata__\":{";
-    for (const auto& [k, v] : metadata) {
-      if (!first) header += ",";
-      header += "\"" + json_escape(k) + "\":\"" + json_escape(v) + "\"";
-      first = false;
-    }
-    header += "}";
-  }
+  nlohmann::ordered_json doc = nlohmann::ordered_json::object();
+  if (!metadata.empty()) doc["__metadata__"] = metadata;
   std::vector<const tensor_entry*> picked;
   for (const auto& t : state.tensors) {
     if (!t.name.starts_with(prefix) || t.name.size() == prefix.size()) continue;
     picked.push_back(&t);
     const uint64_t bytes = t.values.size() * sizeof(float);
-    header += std::string(first ? "" : ",") + "\"" + json_escape(t.name.substr(prefix.size())) +
-              "\":{\"dtype\":\"F32\",\"shape\":[";
-    for (size_t i = 0; i < t.shape.size(); ++i)
-      header += (i ? "," : "") + std::to_string(t.shape[i]);
-    header += "],\"data_offsets\":[" + std::to_string(sum.data_bytes) + "," +
-              std::to_string(sum.data_bytes + bytes) + "]}";
+    doc[t.name.substr(prefix.size())] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {sum.data_bytes, sum.data_bytes + bytes}}};
     sum.data_bytes += bytes;
-    first = false;
   }
-  header += "}";
   if (picked.empty())
     throw checkpoint_error("export: no tensor named '" + prefix + "...' to export to " +
                            out.string());
+  std::string header = json_text(doc);
   while (header.size() % 8 != 0) header += ' ';
   const uint64_t header_len = header.size();
   const std::string tmp = ".tmp-" + out.filename().string();

@@ -1,10 +1,10 @@
 // Export of model weights as a safetensors file, the format other training stacks read:
 // u64 little-endian header length, a JSON header mapping each tensor name to
 // {"dtype":"F32","shape":[...],"data_offsets":[begin,end]} (offsets into the data that
-// follows), padded with spaces to a multiple of 8, then the raw little-endian data.
+// follows), padded with spaces to a multiple of 8, then the raw little-endian data. The
+// header lists "__metadata__" first, then the tensors in the checkpoint's order.
 #pragma once
 
-#include "core/json_escape.hpp"
 #include "rank_state.hpp"
 
 #include <filesystem>
@@ -23,7 +23,5 @@ struct export_summary {
 export_summary export_safetensors(const rank_state& state, const std::string& prefix,
                                   const std::filesystem::path& out,
                                   const std::map<std::string, std::string>& metadata = {});
-
-using msomni::json_escape;  // core/json_escape.hpp
 
 }  // namespace msomni::ckpt
