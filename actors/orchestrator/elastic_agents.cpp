@@ -1,5 +1,6 @@
-// elastic_core, agents and placement: node agents joining and going down, their free slots,
-// and where a new rank starts (near a given node: same node, rack, switch).
+// elastic_core, agents and placement: node agents joining, heartbeating and going down (lost
+// or silent), their free slots, and where a new rank starts (near a given node: same node,
+// rack, switch).
 #include "elastic_core.hpp"
 
 #include <algorithm>
@@ -65,11 +66,33 @@ std::vector<action> elastic_core::on_agent(const agent_info& a, time_point now) 
   std::vector<action> out;
   const bool known = agents_.count(a.node) > 0;
   agents_[a.node] = a;
+  agent_heard_[a.node] = now;
   if (!known)
     out.push_back(journal_event{"agent_joined", a.node + " (rack " + a.rack + ", switch " + a.switch_name + ", " +
                                                     std::to_string(a.slots) + " slots)"});
   if (phase_ == phase::starting && next_rank_id_ == 0 && free_slots() >= target_) {
     auto more = spawn(target_, "", now);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+void elastic_core::on_heartbeat(const std::string& node, time_point now) {
+  if (const auto it = agent_heard_.find(node); it != agent_heard_.end()) it->second = std::max(it->second, now);
+}
+
+// Agents (other than the one in this process) not heard from within agent_silence_limit.
+std::vector<action> elastic_core::declare_silent_agents_down(time_point now) {
+  std::vector<action> out;
+  if (phase_ == phase::done) return out;
+  std::vector<std::pair<std::string, nanos>> silent;
+  for (const auto& [node, a] : agents_) {
+    const nanos quiet = now - agent_heard_.at(node);
+    if (a.alive && node != s_.in_process_agent && quiet > s_.agent_silence_limit) silent.emplace_back(node, quiet);
+  }
+  for (const auto& [node, quiet] : silent) {
+    const auto whole_s = std::chrono::duration_cast<std::chrono::seconds>(quiet).count();
+    auto more = on_agent_down(node, "no heartbeat for " + std::to_string(whole_s) + " s", now);
     out.insert(out.end(), more.begin(), more.end());
   }
   return out;

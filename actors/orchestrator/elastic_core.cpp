@@ -1,8 +1,9 @@
 // elastic_core (see elastic_core.hpp): the world-size arithmetic every phase shares, the
-// plans, and the rules driven by time alone (grace periods, ready timeouts). The rest of the
-// class lives by concern: elastic_agents.cpp (agents, placement), elastic_phases.cpp (start,
-// joins, steps, the end), elastic_recovery.cpp (losses, rollbacks, replacements),
-// elastic_control.cpp (the CLI verbs), elastic_status.cpp (what `msomni status` shows).
+// plans, and the rules driven by time alone (agent silence, grace periods, ready timeouts).
+// The rest of the class lives by concern: elastic_agents.cpp (agents, heartbeats,
+// placement), elastic_phases.cpp (start, joins, steps, the end), elastic_recovery.cpp
+// (losses, rollbacks, replacements), elastic_control.cpp (the CLI verbs), elastic_status.cpp
+// (what `msomni status` shows).
 #include "elastic_core.hpp"
 
 #include "number_text.hpp"
@@ -77,7 +78,7 @@ send_plan elastic_core::make_plan(std::vector<std::string> members, msg::state_s
 }
 
 std::vector<action> elastic_core::on_tick(time_point now) {
-  std::vector<action> out;
+  std::vector<action> out = declare_silent_agents_down(now);
   if (phase_ == phase::shrinking && now >= deadline_) {
     std::vector<std::string> late;
     for (const auto& [n, m] : members_)

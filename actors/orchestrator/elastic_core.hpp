@@ -40,6 +40,13 @@ struct elastic_settings {
   nanos ready_timeout{std::chrono::seconds(120)};  // a starting rank must report ready by then
   int64_t max_recoveries = 3;
   bool resume = false;  // the first plan loads the newest checkpoint
+  // An agent not heard from (hello or heartbeat) for longer is down, with its ranks
+  // (elasticity.heartbeat_interval_s x heartbeat_misses).
+  nanos agent_silence_limit{std::chrono::seconds(30)};
+  // The node agent living in the control process (single-node default), if any: a stall of
+  // the whole machine delays its heartbeats too, and its death is seen as an actor's down
+  // anyway, so silence never declares it down.
+  std::string in_process_agent;
 };
 
 enum class member_state { starting, ready, active, leaving, left, dead };
@@ -122,8 +129,12 @@ class elastic_core {
   explicit elastic_core(elastic_settings s);
 
   // -- agents and placement (elastic_agents.cpp) ------------------------------------------
-  // A node agent joined (or rejoined). Starts the first ranks once enough slots exist.
+  // A node agent joined (or rejoined; heard from at `now`). Starts the first ranks once
+  // enough slots exist.
   std::vector<action> on_agent(const agent_info& a, time_point now);
+  // A heartbeat of the agent on `node` (idempotent; an agent already declared down stays
+  // down until it joins again). on_tick declares down an agent silent for too long.
+  void on_heartbeat(const std::string& node, time_point now);
   // Every rank of the node is lost with it: one recovery for all of them.
   std::vector<action> on_agent_down(const std::string& node, const std::string& why, time_point now);
 
@@ -147,7 +158,7 @@ class elastic_core {
   // Ends the job as failed with `why`: every rank is stopped.
   std::vector<action> fail(const std::string& why);
 
-  // -- time alone: grace periods, ready timeouts (elastic_core.cpp) ------------------------
+  // -- time alone: agent silence, grace periods, ready timeouts (elastic_core.cpp) ----------
   std::vector<action> on_tick(time_point now);
 
   // -- control verbs (elastic_control.cpp; the shell checks the token first) ---------------
@@ -170,6 +181,7 @@ class elastic_core {
   bool can_shrink() const;
   bool finished() const { return finished_; }
   const std::map<std::string, member_info>& members() const { return members_; }
+  const std::map<std::string, agent_info>& agents() const { return agents_; }
   // grad_accum for `world` replicas, or nullopt when the global batch does not divide.
   std::optional<int64_t> grad_accum_for(int64_t world) const;
 
@@ -187,6 +199,7 @@ class elastic_core {
   std::optional<std::string> place(const std::string& near_node) const;
   int64_t free_slots() const;
   int64_t free_slots_on(const agent_info& a) const;
+  std::vector<action> declare_silent_agents_down(time_point now);
   // elastic_phases.cpp
   std::vector<action> maybe_start();
   std::vector<action> maybe_join_new();
@@ -201,6 +214,7 @@ class elastic_core {
   phase phase_ = phase::starting;
   std::map<std::string, member_info> members_;
   std::map<std::string, agent_info> agents_;
+  std::map<std::string, time_point> agent_heard_;  // node -> its last hello or heartbeat
   std::vector<std::string> ring_;     // members of the current epoch, in order
   std::vector<std::string> joining_;  // started for a scale-up or as replacements
   uint64_t epoch_ = 0;

@@ -37,7 +37,6 @@ struct shell_state {
   std::map<std::string, caf::actor> workers;  // rank name -> its worker actor
   std::map<std::string, caf::actor> agents;   // node -> agent actor
   std::map<caf::actor_addr, std::pair<bool, std::string>> watched;  // (is_agent, name)
-  std::map<std::string, time_point> agent_seen;
   bool done = false;
   bool stop_sent = false;
   record_lineage lineage;  // which step records around a rollback are the state's own
@@ -214,12 +213,12 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
         auto agent = caf::actor_cast<caf::actor>(self->current_sender());
         if (!agent) return;
         st->agents[a.node] = agent;
-        st->agent_seen[a.node] = st->clock.now();
         self->monitor(agent);
         st->watched[agent.address()] = {true, a.node};
         execute(self, *st, st->core.on_agent({a.node, a.rack, a.switch_name, a.slots, true}, st->clock.now()));
       },
-      [st](const msg::heartbeat& h) { st->agent_seen[h.node] = st->clock.now(); },
+      // From a node agent, every heartbeat_interval_s; idempotent (the core keeps the latest).
+      [st](const msg::heartbeat& h) { st->core.on_heartbeat(h.node, st->clock.now()); },
       [self, st](const msg::rank_ready& r) {
         caf::actor w;
         try {
@@ -289,12 +288,6 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
         stop_if_journal_failed(self, *st);
         if (st->done) return;
         const auto now = st->clock.now();
-        for (const auto& [node, seen] : std::map(st->agent_seen))
-          if (st->agents.count(node) && node != st->env.in_process_agent && now - seen > st->env.agent_silence_limit) {
-            st->agents.erase(node);
-            execute(self, *st, st->core.on_agent_down(node, "no heartbeat for " +
-                                                                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - seen).count()) + " s", now));
-          }
         if (st->env.stop_signal && *st->env.stop_signal && !st->stop_sent) {
           auto o = st->core.stop(now);
           if (o.ok) {
@@ -319,6 +312,8 @@ bool same_token(const std::string& a, const std::string& b) {
 }
 
 caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env) {
+  s.agent_silence_limit = env.agent_silence_limit;
+  s.in_process_agent = env.in_process_agent;
   return sys.spawn(orchestrator, std::make_shared<shell_state>(s, std::move(env)));
 }
 

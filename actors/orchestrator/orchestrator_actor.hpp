@@ -27,10 +27,9 @@ struct orchestrator_env {
   run_journal* journal = nullptr;
   std::string token;
   std::atomic<bool>* stop_signal = nullptr;  // set by SIGINT/SIGTERM: stop gracefully
-  nanos agent_silence_limit{std::chrono::seconds(30)};  // heartbeat_interval x misses
-  // The node agent living in this process (single-node default), if any: a stall of the whole
-  // machine delays its heartbeats too, and its death is seen as an actor's down anyway, so
-  // heartbeat silence never declares it down.
+  // Handed to the core (elastic_settings says what they mean): heartbeat_interval x misses,
+  // and the node agent living in this process, if any.
+  nanos agent_silence_limit{std::chrono::seconds(30)};
   std::string in_process_agent;
   bool progress_on_tty = false;
   health_settings health;  // non-finite steps and loss spikes

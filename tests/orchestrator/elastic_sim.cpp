@@ -13,6 +13,7 @@ namespace msomni::orchestrator::sim {
 namespace {
 
 using ms = std::chrono::milliseconds;
+constexpr int64_t tick_ms = 200;  // the shell's tick
 
 struct rank_proc {
   std::string name, node;
@@ -38,10 +39,11 @@ class world {
       agents_alive_[node] = true;
       at(jitter(5, 50), [this, node] {
         apply(core_.on_agent({node, "rack-" + std::to_string(node.back() % 2), "sw", o_.slots, true}, now()));
+        after(o_.heartbeat_ms, [this, node] { heartbeat(node); });
       });
     }
     plan_faults();
-    for (int64_t t = 200; t < o_.horizon_ms; t += 200) at(t, [this] { apply(core_.on_tick(now())); });
+    for (int64_t t = tick_ms; t < o_.horizon_ms; t += tick_ms) at(t, [this] { apply(core_.on_tick(now())); });
     while (!queue_.empty() && !r_.finished) {
       auto it = queue_.begin();
       now_ms_ = it->first.first;
@@ -57,9 +59,7 @@ class world {
       // last records went out (its node agent died as the job ended) can leave them in flight
       // then: counted, not a violation (the state is complete; only metrics lines are late).
       // Anything else short is a lost step.
-      bool in_flight = false;
-      for (const auto& [key, fn] : queue_) in_flight = in_flight || key.first <= now_ms_ + 30;
-      if (history_.size() + 1 == o_.job.total_steps && rank0_lost_at_end_ && in_flight)
+      if (history_.size() + 1 == o_.job.total_steps && rank0_lost_at_end_ && records_in_flight_ > 0)
         ++r_.records_late_at_finish;
       else
         violation("finished with " + std::to_string(history_.size()) + " of " + std::to_string(o_.job.total_steps) +
@@ -99,6 +99,7 @@ class world {
     };
     for (uint64_t i = count(o_.rank_kills); i > 0; --i) at(jitter(50, span), [this] { kill_random_rank(); });
     if (rng_.uniform() < o_.agent_kill_chance) at(jitter(100, span), [this] { kill_random_agent(); });
+    if (rng_.uniform() < o_.agent_silence_chance) at(jitter(100, span), [this] { silence_random_agent(); });
     for (uint64_t i = count(o_.scale_requests); i > 0; --i)
       at(jitter(50, span), [this] {
         ++r_.scale_requests;
@@ -116,10 +117,16 @@ class world {
     kill(alive[rng_.below(alive.size())], "killed");
   }
 
-  void kill_random_agent() {
-    std::vector<std::string> alive;
+  // Agents that are up and heard from.
+  std::vector<std::string> healthy_agents() const {
+    std::vector<std::string> out;
     for (const auto& [n, up] : agents_alive_)
-      if (up) alive.push_back(n);
+      if (up && !silent_since_.count(n)) out.push_back(n);
+    return out;
+  }
+
+  void kill_random_agent() {
+    const auto alive = healthy_agents();
     if (alive.size() <= 1) return;  // keep one node
     const auto node = alive[rng_.below(alive.size())];
     agents_alive_[node] = false;
@@ -130,6 +137,39 @@ class world {
         if (p.node == node && finished_ranks_.count(n)) rank0_lost_at_end_ = true;
       apply(core_.on_agent_down(node, "connection lost", now()));
     });
+  }
+
+  // The node hangs: its agent stops heartbeating and drops what it is sent, its ranks stop
+  // answering (their peers' collectives fail), and nothing reports them down. Sometimes
+  // the agent heartbeats again later, after the core has declared it down.
+  void silence_random_agent() {
+    const auto alive = healthy_agents();
+    if (alive.size() <= 1) return;  // keep one node
+    const auto node = alive[rng_.below(alive.size())];
+    silent_since_[node] = now_ms_;
+    ++r_.silences;
+    note("goes silent: agent " + node);
+    for (auto& [n, p] : procs_)
+      if (p.node == node && p.alive) {
+        p.alive = false;
+        note("hangs: " + n);
+        if (finished_ranks_.count(n)) rank0_lost_at_end_ = true;
+        if (!p.left) after(jitter(5, 150), [this, name = n] { stall_peers_of(name); });
+      }
+    if (rng_.uniform() < 0.5)
+      after(o_.job.agent_silence_limit.count() / 1'000'000 + jitter(500, 3000), [this, node] {
+        note("heartbeats again: agent " + node);
+        silent_since_.erase(node);
+        after(o_.heartbeat_ms, [this, node] { heartbeat(node); });
+      });
+  }
+
+  void heartbeat(const std::string& node) {
+    if (!agents_alive_[node] || silent_since_.count(node) || now_ms_ > o_.horizon_ms) return;
+    send(node, "control", [this, node] {
+      if (!o_.sabotage_drop_heartbeats) core_.on_heartbeat(node, now());
+    });
+    after(o_.heartbeat_ms, [this, node] { heartbeat(node); });
   }
 
   // A rank process ends (killed, stopped, exited): the orchestrator sees it go down, and the
@@ -176,11 +216,12 @@ class world {
       } else if (const auto* k = std::get_if<stop_on_agent>(&a)) {
         const auto node = k->node, name = k->name;
         send("control", node, [this, node, name] {
-          if (agents_alive_[node] && procs_.count(name)) kill(name, "stopped by its agent");
+          if (agents_alive_[node] && !silent_since_.count(node) && procs_.count(name)) kill(name, "stopped by its agent");
         });
       } else if (const auto* j = std::get_if<journal_event>(&a)) {
         note("journal " + j->kind + ": " + j->detail);
         if (j->kind == "recovery") ++r_.rollbacks;
+        if (j->kind == "agent_down") on_agent_declared_down(j->detail);
       } else if (const auto* f = std::get_if<finish_job>(&a)) {
         r_.finished = true;
         r_.ok = f->ok;
@@ -218,6 +259,14 @@ class world {
     if (p.source == static_cast<uint8_t>(msg::state_source::checkpoint)) lineage_.on_rollback_plan(p.epoch);
   }
 
+  // "NODE: why". Only a silent agent may be declared down for its silence.
+  void on_agent_declared_down(const std::string& detail) {
+    const auto node = detail.substr(0, detail.find(':'));
+    declared_down_.insert(node);
+    if (detail.find("no heartbeat") != std::string::npos && !silent_since_.count(node))
+      violation("agent " + node + " declared down for silence, though it heartbeats (" + detail + ")");
+  }
+
   // A step record of rank 0, as the orchestrator shell takes it (record_lineage decides).
   void on_record(uint64_t epoch, uint64_t step, uint32_t w) {
     note("record epoch " + std::to_string(epoch) + " step " + std::to_string(step));
@@ -253,7 +302,7 @@ class world {
 
   // -- node agents and rank processes --------------------------------------------------------
   void spawn(const std::string& node, const std::string& name) {
-    if (!agents_alive_[node]) return;  // the message reached a dead agent
+    if (!agents_alive_[node] || silent_since_.count(node)) return;  // the message reached a dead or hung agent
     rank_proc p;
     p.name = name;
     p.node = node;
@@ -388,7 +437,11 @@ class world {
     auto& r0 = *group.front();
     const uint64_t announce = r0.inbox.empty() ? 0 : r0.inbox.rbegin()->first;
     const auto w = static_cast<uint32_t>(group.size());
-    send(r0.name, "control", [this, e, step, w] { on_record(e, step, w); });
+    ++records_in_flight_;
+    send(r0.name, "control", [this, e, step, w] {
+      --records_in_flight_;
+      on_record(e, step, w);
+    });
     if (announce == 0) {
       if (step >= o_.job.total_steps) {
         for (auto* g : group) leave(*g, "finished");
@@ -415,6 +468,15 @@ class world {
       if (n > o_.slots) violation(node + " holds " + std::to_string(n) + " ranks in " + std::to_string(o_.slots) + " slots");
     if (r_.rollbacks > static_cast<uint64_t>(o_.job.max_recoveries))
       violation(std::to_string(r_.rollbacks) + " recoveries, more than max_recoveries");
+    // A silent agent is found within the limit, a tick and the last heartbeat's delay; one
+    // declared down stays down (nothing here joins again).
+    const int64_t found_by_ms = o_.job.agent_silence_limit.count() / 1'000'000 + tick_ms + 30;
+    for (const auto& [node, a] : core_.agents()) {
+      if (!a.alive) continue;
+      if (declared_down_.count(node)) violation("agent " + node + " is up again in the core after it was declared down");
+      if (const auto it = silent_since_.find(node); it != silent_since_.end() && now_ms_ - it->second > found_by_ms)
+        violation("agent " + node + " silent for " + std::to_string(now_ms_ - it->second) + " ms, still up in the core");
+    }
   }
 
   options o_;
@@ -435,7 +497,10 @@ class world {
   uint64_t loaded_for_ = 0;
   std::map<std::string, uint64_t> left_at_;  // rank -> the epoch it left at
   std::set<std::string> finished_ranks_;
-  bool rank0_lost_at_end_ = false;  // a node agent died after one of its ranks finished
+  bool rank0_lost_at_end_ = false;  // a node agent died or hung after one of its ranks finished
+  uint64_t records_in_flight_ = 0;  // step records sent and not yet delivered
+  std::map<std::string, int64_t> silent_since_;  // hung agents -> when they went silent
+  std::set<std::string> declared_down_;           // agents the core declared down
   std::vector<uint64_t> history_;  // the journaled steps of the attempt the state descends from
 };
 
@@ -456,6 +521,7 @@ options seeded(uint64_t seed) {
   o.job.grace_period = std::chrono::seconds(5);
   o.job.ready_timeout = std::chrono::seconds(10);
   o.job.max_recoveries = 4;
+  o.job.agent_silence_limit = std::chrono::seconds(1);  // 5 heartbeats
   o.nodes = 2 + static_cast<int>(r.below(2));
   o.slots = 2 + static_cast<int>(r.below(2));
   return o;

@@ -4,8 +4,10 @@
 // checkpoint, stalls when a peer of the epoch dies, leaving with a reason), on a simulated
 // clock with a delay on every message (per sender-receiver order kept, as UCX and CAF keep
 // it; messages to or from a dead process are lost). Seeded faults: rank deaths at any moment
-// (mid-step, mid-barrier, mid-scale, while starting), agent deaths, ranks that die before
-// ready, scale requests and a stop at random times. The harness plays the orchestrator
+// (mid-step, mid-barrier, mid-scale, while starting), agent deaths, agents that go silent
+// (the node hangs: no heartbeats, its ranks stop answering, nobody reports them down; the
+// core must find it by the silence alone; later the agent may heartbeat again, which must
+// not revive it), ranks that die before ready, scale requests and a stop at random times. The harness plays the orchestrator
 // shell's part too (records of epochs before the last rollback plan are dropped).
 //
 // After every event it checks the invariants; a run ends when the core finishes the job or
@@ -36,12 +38,17 @@ struct options {
   int64_t horizon_ms = 600'000;  // the job must finish or fail by then
   double rank_kills = 2;         // expected rank deaths over a run
   double agent_kill_chance = 0.15;
+  double agent_silence_chance = 0.15;  // an agent goes silent (see above)
+  int64_t heartbeat_ms = 200;          // every live agent's heartbeat interval
   double start_failure_chance = 0.05;
   double scale_requests = 3;     // expected
   double stop_chance = 0.1;
   // Breaks the shell on purpose, to show the checks can fail: the first plan is sent with its
   // first member twice.
   bool sabotage_duplicate_member = false;
+  // Breaks the shell on purpose the other way: heartbeats are not handed to the core, so it
+  // declares agents down that are alive.
+  bool sabotage_drop_heartbeats = false;
   bool trace = false;  // keep a line per journal event, plan, death and step record in result::trace
 };
 
@@ -50,7 +57,7 @@ struct result {
   bool ok = false;
   std::string reason;
   std::vector<std::string> violations;
-  uint64_t events = 0, plans = 0, rollbacks = 0, deaths = 0, scale_requests = 0;
+  uint64_t events = 0, plans = 0, rollbacks = 0, deaths = 0, scale_requests = 0, silences = 0;
   uint64_t last_step = 0;
   uint64_t records_late_at_finish = 0;  // see run(): the last record in flight when the job ended
   std::vector<std::string> trace;
@@ -58,7 +65,8 @@ struct result {
 
 result run(const options& o);
 
-// Options for seed `seed`: 2-4 replicas of a batch that divides by 1..4, faults as above.
+// Options for seed `seed`: 2-4 replicas of a batch that divides by 1..4, faults as above,
+// agents declared down after 1 s without a heartbeat.
 options seeded(uint64_t seed);
 
 }  // namespace msomni::orchestrator::sim

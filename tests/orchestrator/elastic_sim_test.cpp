@@ -1,5 +1,5 @@
 // The elastic core under seeded faults (elastic_sim.hpp): thousands of seeds of a simulated
-// job with rank and agent deaths, ranks that die while starting, scale requests and stops at
+// job with rank and agent deaths, agents that go silent, ranks that die while starting, scale requests and stops at
 // random moments, and delayed messages. Every run must end (finished or failed with a
 // reason) with no invariant broken; a failing seed is printed and replays exactly.
 #include "elastic_sim.hpp"
@@ -24,7 +24,7 @@ uint64_t seed_count() {
 
 TEST_CASE("the elastic core keeps every invariant under seeded faults, and every run ends") {
   const uint64_t seeds = seed_count();
-  uint64_t finished = 0, failed = 0, rollbacks = 0, deaths = 0, scale_requests = 0, broken = 0, late = 0;
+  uint64_t finished = 0, failed = 0, rollbacks = 0, deaths = 0, scale_requests = 0, broken = 0, late = 0, silences = 0;
   std::string first_broken;
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
     CAPTURE(seed);
@@ -33,6 +33,7 @@ TEST_CASE("the elastic core keeps every invariant under seeded faults, and every
     rollbacks += r.rollbacks;
     deaths += r.deaths;
     scale_requests += r.scale_requests;
+    silences += r.silences;
     late += r.records_late_at_finish;
     if (!r.violations.empty()) {
       if (broken++ == 0) first_broken = "seed " + std::to_string(seed) + ": " + r.violations.front() +
@@ -40,12 +41,13 @@ TEST_CASE("the elastic core keeps every invariant under seeded faults, and every
     }
   }
   MESSAGE(seeds << " seeds: " << finished << " finished, " << failed << " failed with a reason; " << deaths
-                << " rank deaths, " << rollbacks << " recoveries, " << scale_requests << " scale requests; " << late
+                << " rank deaths, " << silences << " silent agents, " << rollbacks << " recoveries, " << scale_requests << " scale requests; " << late
                 << " jobs whose last metrics record was still in flight when they ended");
   INFO(first_broken);
   CHECK(broken == 0);
   CHECK(finished > seeds / 2);  // faults are not so dense that most jobs fail
   CHECK(rollbacks > 0);
+  CHECK(silences > seeds / 20);  // the silence rule is exercised
 }
 
 TEST_CASE("the same seed replays exactly") {
@@ -66,11 +68,20 @@ TEST_CASE("a deliberately broken shell is caught: a plan naming a member twice")
   CHECK(r.violations.front().find("names a member twice") != std::string::npos);
 }
 
+TEST_CASE("a deliberately broken shell is caught: heartbeats not handed to the core") {
+  auto o = sim::seeded(3);
+  o.sabotage_drop_heartbeats = true;
+  const auto r = sim::run(o);
+  REQUIRE_FALSE(r.violations.empty());
+  CHECK(r.violations.front().find("declared down for silence, though it heartbeats") != std::string::npos);
+}
+
 TEST_CASE("without faults every seed finishes all its steps") {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     auto o = sim::seeded(seed);
     o.rank_kills = 0;
     o.agent_kill_chance = 0;
+    o.agent_silence_chance = 0;
     o.start_failure_chance = 0;
     o.scale_requests = 0;
     o.stop_chance = 0;
