@@ -15,6 +15,7 @@
 #include "placement.hpp"
 #include "scheduler_types.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -135,7 +136,45 @@ class scheduler_core {
   // Why `gpus` cannot be the adopted run of `j` here, or empty.
   std::string unadoptable(const job_state& j, const std::vector<uint32_t>& gpus, uint32_t replicas) const;
   void emit(double now_s, command c, std::vector<command>& out);
+  // One pass over the queue under params_.policy (scheduler_pass.cpp), by one of:
   void schedule(double now_s, std::vector<command>& out);
+  void schedule_exclusive(double now_s, std::vector<command>& out);  // scheduler_pass_exclusive.cpp
+  void schedule_greedy(double now_s, std::vector<command>& out);     // scheduler_pass_greedy.cpp
+  void schedule_omni(double now_s, std::vector<command>& out);       // scheduler_pass_omni.cpp
+  // What a pass has left to hand out as it walks the queue in order.
+  struct pass_state {
+    uint32_t free_now = 0;  // GPUs free now and not yet started on in this pass
+    // GPUs that are free or will be once the notices already sent are answered; a blocked
+    // job claims its share of them so that one drain is not promised to two jobs.
+    int64_t pool = 0;
+    bool any_blocked = false, critical_blocked = false;
+    // What a job may start on now: free GPUs nobody in front of it was promised.
+    int64_t usable() const { return std::min<int64_t>(free_now, std::max<int64_t>(pool, 0)); }
+  };
+  // omni's pass also tracks its critical reserve and the GPUs that give way at once.
+  struct omni_pass : pass_state {
+    int64_t regular_room = 0;  // GPUs regular jobs may still take beside the reserve
+    // GPUs of running jobs that give way at once (best-effort, borrowed): a blocked critical
+    // job counts them as its own without evicting them until that lets it start (claimed in
+    // queue order within the pass).
+    int64_t at_once = 0;
+  };
+  pass_state pass_begin() const;
+  // Starts `j` at full size when it fits in the usable GPUs (a backfill behind a blocked job).
+  bool start_if_fits(job_state& j, pass_state& p, double now_s, std::vector<command>& out);
+  // Asks lower classes for what `j` lacks beyond the pool, when the pool does not cover it.
+  void reclaim_shortfall(const job_state& j, pass_state& p, double now_s, std::vector<command>& out);
+  // `j` waits: it claims its GPUs from the pool, and those behind it know a job is blocked.
+  static void block(const job_state& j, pass_state& p);
+  // omni's steps (scheduler_pass_omni.cpp).
+  void omni_borrow_while_critical_waits(job_state& j, omni_pass& p, double now_s, std::vector<command>& out);
+  void omni_start_beside_reserve(job_state& j, omni_pass& p, double now_s, std::vector<command>& out);
+  bool omni_start_elastic(job_state& j, omni_pass& p, double now_s, std::vector<command>& out);
+  // Starts `j` with `replicas` and takes their GPUs out of what the pass has left (out of
+  // the room beside the reserve too, for a regular job's own run).
+  void omni_start_replicas(job_state& j, uint32_t replicas, omni_pass& p, double now_s, std::string reason,
+                           std::vector<command>& out, bool borrowed = false);
+  void omni_claim_for_critical(const job_state& j, omni_pass& p, double now_s, std::vector<command>& out);
   void grow(double now_s, std::vector<command>& out);
   // `borrowed`: the run gives its GPUs back at once and has no run window (job_state::borrowed).
   void start(job_state& j, uint32_t replicas, double now_s, std::string reason,
@@ -166,7 +205,8 @@ class scheduler_core {
   // Why `host` lends nothing in the next window (guest_share() is 0), for the decision log.
   std::string no_lending_reason(const std::string& host) const;
   uint32_t draining_gpus() const;
-  // omni's critical reserve (see scheduler_params::critical_peak_memory_s).
+  // omni's critical reserve (see scheduler_params::critical_peak_memory_s;
+  // scheduler_reserve.cpp).
   void note_critical_demand(double now_s);
   uint32_t locked_regular_gpus() const;
   int64_t regular_room() const;

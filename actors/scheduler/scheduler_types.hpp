@@ -14,6 +14,9 @@ namespace msomni::sched {
 enum class job_class : uint8_t { critical = 0, regular = 1, best_effort = 2 };
 enum class policy_kind : uint8_t { omni, exclusive, greedy };
 
+// Every class below critical may be preempted or shrunk for a higher one.
+inline bool preemptible(job_class c) { return c != job_class::critical; }
+
 const char* to_string(job_class c);
 const char* to_string(policy_kind p);
 bool parse_policy(const std::string& text, policy_kind& out);

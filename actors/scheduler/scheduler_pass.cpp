@@ -1,0 +1,47 @@
+// One scheduling pass over the queue: which policy's pass runs, and the steps every pass
+// shares (start what fits, ask lower classes for the rest, mark a job blocked). The passes
+// themselves are scheduler_pass_exclusive.cpp, scheduler_pass_greedy.cpp and
+// scheduler_pass_omni.cpp.
+#include "scheduler_core.hpp"
+
+namespace msomni::sched {
+
+void scheduler_core::schedule(double now_s, std::vector<command>& out) {
+  last_schedule_s_ = now_s;
+  switch (params_.policy) {
+    case policy_kind::omni: return schedule_omni(now_s, out);
+    case policy_kind::exclusive: return schedule_exclusive(now_s, out);
+    case policy_kind::greedy: return schedule_greedy(now_s, out);
+  }
+}
+
+scheduler_core::pass_state scheduler_core::pass_begin() const {
+  pass_state p;
+  p.free_now = place_.free_count();
+  p.pool = static_cast<int64_t>(p.free_now) + draining_gpus();
+  return p;
+}
+
+bool scheduler_core::start_if_fits(job_state& j, pass_state& p, double now_s, std::vector<command>& out) {
+  const uint32_t need = j.req.gpus;
+  if (p.usable() < need) return false;
+  start(j, full_replicas(j.req), now_s,
+        p.any_blocked ? "backfill: fits in free GPUs behind a blocked job" : "fits in free GPUs", out);
+  p.free_now -= need;
+  p.pool -= need;
+  return true;
+}
+
+void scheduler_core::reclaim_shortfall(const job_state& j, pass_state& p, double now_s, std::vector<command>& out) {
+  const uint32_t need = j.req.gpus;
+  if (p.pool < need)
+    p.pool += reclaim(j, static_cast<uint32_t>(need - std::max<int64_t>(p.pool, 0)), now_s, out, victims::any);
+}
+
+void scheduler_core::block(const job_state& j, pass_state& p) {
+  p.pool -= j.req.gpus;
+  p.any_blocked = true;
+  if (j.req.klass == job_class::critical) p.critical_blocked = true;
+}
+
+}  // namespace msomni::sched
