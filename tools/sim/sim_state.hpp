@@ -1,6 +1,8 @@
-// Internal state of the simulator engine: per-job bookkeeping and the engine class that
-// sim_engine.cpp (commands, accounting) and sim_timeline.cpp (windows, the critical-job
-// step model, arrivals, results) share. Not part of the tool's interface.
+// Internal state of the simulator engine: per-job bookkeeping and the engine class that its
+// sources share: sim_engine.cpp (commands, GPU-time accounting), sim_topology.cpp,
+// sim_workload.cpp (jobs, the critical-job step model), sim_ceiling.cpp, sim_events.cpp
+// (arrivals, ticks, completions), sim_accounting.cpp (guests, idle split) and
+// sim_results.cpp. Not part of the tool's interface.
 #pragma once
 
 #include "core/clock.hpp"
