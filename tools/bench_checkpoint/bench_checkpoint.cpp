@@ -5,6 +5,7 @@
 //   bench_checkpoint [--mb 256] [--threads 2] [--reps 3] [--dir /tmp] [--level 1]
 #include "checkpoint_store.hpp"
 #include "checkpoint_writer.hpp"
+#include "core/json_text.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -124,13 +125,12 @@ int main(int argc, char** argv) {
   // torch.save of the same tensors: hand Python the raw bytes and shapes.
   {
     std::ofstream raw(work / "tensors.raw", std::ios::binary), shapes(work / "shapes.json");
-    shapes << "[";
-    for (size_t i = 0; i < state.tensors.size(); ++i) {
-      const auto& t = state.tensors[i];
+    nlohmann::json list = nlohmann::json::array();  // [[name, [rows, cols]], ...]
+    for (const auto& t : state.tensors) {
       raw.write(reinterpret_cast<const char*>(t.values.data()), t.values.size() * 4);
-      shapes << (i ? "," : "") << "[\"" << t.name << "\",[" << t.shape[0] << "," << t.shape[1] << "]]";
+      list.push_back(nlohmann::json::array({t.name, nlohmann::json::array({t.shape[0], t.shape[1]})}));
     }
-    shapes << "]";
+    shapes << msomni::json_text(list);
   }
   const std::string cmd = "/usr/bin/python3 " + std::string(MSOMNI_BENCH_DIR) +
                           "/bench_torch_save.py " + (work / "tensors.raw").string() + " " +
@@ -142,15 +142,12 @@ int main(int argc, char** argv) {
     std::string out;
     while (std::fgets(line, sizeof line, p)) out += line;
     ::pclose(p);
-    const auto a = out.find('['), b = out.find(']');
-    if (a != std::string::npos && b != std::string::npos) {
-      std::string list = out.substr(a + 1, b - a - 1);
-      for (size_t pos = 0; pos < list.size();) {
-        const size_t c = list.find(',', pos);
-        torch_s.push_back(std::stod(list.substr(pos, c - pos)));
-        pos = c == std::string::npos ? list.size() : c + 1;
-      }
-    }
+    // The script's last line is {"seconds":[...],"bytes":N}; there is none when torch is absent.
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    const auto reply = nlohmann::json::parse(out.substr(out.find_last_of('\n') + 1), nullptr, false);
+    if (reply.is_object() && reply.contains("seconds") && reply["seconds"].is_array())
+      for (const auto& v : reply["seconds"])
+        if (v.is_number()) torch_s.push_back(v.get<double>());
   }
   fs::remove(work / "tensors.raw");
 
