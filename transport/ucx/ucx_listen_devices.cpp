@@ -4,6 +4,7 @@
 // their own listener was bound to 127.0.0.1). UCX_NET_DEVICES limits that to loopback and
 // the interface holding listen_host.
 #include "ucx/ucx_node_impl.hpp"
+#include "ucx/ucx_sockaddr.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -15,14 +16,6 @@
 namespace msomni::transport {
 
 namespace {
-
-in_addr ipv4_of(const std::string& host) {
-  in_addr a{};
-  if (::inet_pton(AF_INET, host.c_str(), &a) != 1) throw std::invalid_argument("not an IPv4 address: \"" + host + "\"");
-  return a;
-}
-
-bool is_loopback(const in_addr& a) { return (ntohl(a.s_addr) >> 24) == 127; }
 
 // The names of the interfaces that hold `a`, and of the loopback interfaces.
 std::pair<std::string, std::string> interfaces_of(const in_addr& a) {

@@ -3,7 +3,8 @@
 // learns peer names from a HELLO exchange, and carries frames (frame.hpp) as UCX active
 // messages: small frames eager and ordered per peer, bulk frames by rendezvous straight into
 // a buffer the receiver chooses. A peer whose endpoint fails (UCX error callback) or that is
-// silent for keepalive_interval x keepalive_misses is reported down, exactly once.
+// silent for keepalive_interval x keepalive_misses is reported down, exactly once (the rule:
+// peer_liveness.hpp).
 //
 // Peer states:  connecting --HELLO--> up --error/timeout/goodbye--> down (final)
 //                connecting --no HELLO, or no proof of the secret--> refused (final)
@@ -47,7 +48,7 @@ struct ucx_node_options {
   size_t max_queued_commands = 1 << 16;     // bound of the send queue
   uint64_t eager_bulk_max = 256 << 10;      // bulk frames up to this size go eager (copied)
   // Same-host peers over UCX shared memory (sysv/posix + CMA) instead of TCP loopback; see
-  // ep_params() in ucx_node.cpp for what that means for failure detection.
+  // ep_params() in ucx_node_connect.cpp for what that means for failure detection.
   bool shared_memory = true;
   uint64_t eager_bulk_max_shared_memory = 64 << 10;  // the same bound for same-host peers
   // The job's secret: peers connecting here must prove it, and connect() proves it to

@@ -157,9 +157,8 @@ void ucx_node::impl::expire_pending_hellos() {
   const auto now = steady::now();
   std::vector<ucp_ep_h> late;
   for (const auto& [ep, st] : by_ep)
-    if (st.incoming && st.stage != hello_stage::done && now - st.created > opt.hello_timeout) late.push_back(ep);
-  for (auto ep : late)
-    refuse(ep, "no hello within " + std::to_string(opt.hello_timeout.count()) + " ms");
+    if (st.incoming && st.stage != hello_stage::done && hello_overdue(liveness, st.liveness, now)) late.push_back(ep);
+  for (auto ep : late) refuse(ep, liveness.hello_overdue_reason());
 }
 
 }  // namespace msomni::transport

@@ -1,9 +1,14 @@
-// The inside of ucx_node, shared by its source files: ucx_node.cpp (context, progress
-// thread, sending, receiving), ucx_node_hello.cpp (the HELLO exchange, authenticated or
-// not, and refusals) and ucx_listen_devices.cpp (which network devices UCX may use).
+// The inside of ucx_node, shared by its source files: ucx_node.cpp (the public interface
+// and its command queue), ucx_node_setup.cpp (context, worker, listener, progress thread,
+// teardown), ucx_node_connect.cpp (endpoints out and in), ucx_node_progress.cpp (the
+// progress loop and sending), ucx_node_receive.cpp (frames in), ucx_node_liveness.cpp
+// (keep-alives, silent and departed peers; the rule is peer_liveness.hpp),
+// ucx_node_hello.cpp (the HELLO exchange, authenticated or not, and refusals) and
+// ucx_listen_devices.cpp (which network devices UCX may use).
 #pragma once
 
 #include "ucx/peer_auth.hpp"
+#include "ucx/peer_liveness.hpp"
 #include "ucx/ucx_node.hpp"
 
 #include "core/log.hpp"
@@ -22,6 +27,9 @@ namespace msomni::transport {
 namespace detail {
 
 using steady = std::chrono::steady_clock;
+
+// The UCX active-message id every frame travels under.
+inline constexpr unsigned am_id = 17;
 
 struct send_ctx {
   std::array<std::byte, frame_header_size> header{};
@@ -66,9 +74,7 @@ struct peer_state {
   std::string secret;          // what this endpoint's peer must prove (empty: nothing)
   std::string claimed_name;    // the name in a challenge, until its proof arrives
   auth_nonce nonce_c{}, nonce_s{};
-  steady::time_point created{};
-  steady::time_point last_heard{};
-  steady::time_point last_sent{};
+  peer_liveness liveness;      // created, last heard from, last sent to
 };
 
 }  // namespace detail
@@ -78,6 +84,7 @@ struct ucx_node::impl {
   ucx_node_options opt;
   ucx_node_handlers h;
   ucx_node_counters counters;
+  liveness_rule liveness;  // from opt: keep-alives, silence, hello timeout
   ucp_context_h context = nullptr;
   ucp_worker_h worker = nullptr;
   ucp_listener_h listener = nullptr;
