@@ -8,6 +8,8 @@
 #include "sample_repair.hpp"
 #include "tensorizer.hpp"
 
+#include "messages/catalog.hpp"  // the inspect overloads of the data messages these actors send
+
 #include <caf/all.hpp>
 
 #include <algorithm>

@@ -9,7 +9,7 @@
 //   after any resize: nothing for cooldown_s, and the windows start over
 #pragma once
 
-#include "core/clock.hpp"
+#include "core/time_point.hpp"
 
 #include <cstdint>
 #include <deque>

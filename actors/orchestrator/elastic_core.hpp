@@ -16,7 +16,7 @@
 //   stop --> plan(nobody, checkpoint_first) --> all leave --> finished
 #pragma once
 
-#include "core/clock.hpp"
+#include "core/time_point.hpp"
 #include "failure_history.hpp"
 #include "messages/control_messages.hpp"
 

@@ -9,6 +9,8 @@
 #include "autoscale_core.hpp"
 #include "training_health.hpp"
 
+#include "core/clock.hpp"
+
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 

@@ -4,7 +4,7 @@
 // printed or written here.
 #pragma once
 
-#include "core/clock.hpp"
+#include "core/time_point.hpp"
 #include "messages/training_messages.hpp"
 
 #include <algorithm>

@@ -2,6 +2,8 @@
 // never from the system. real_clock runs live; simulated_clock runs tests and the simulator.
 #pragma once
 
+#include "core/time_point.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -9,10 +11,6 @@
 #include <utility>
 
 namespace msomni {
-
-using nanos = std::chrono::nanoseconds;
-// Time since an arbitrary epoch (the clock's start for real_clock, 0 for simulated_clock).
-using time_point = std::chrono::time_point<struct msomni_clock_tag, nanos>;
 
 class clock {
  public:

@@ -1,15 +1,18 @@
 // The message catalog: every message type that crosses an actor boundary, declared once and
 // given a CAF type ID here. register_catalog() adds all of them to an actor system; the
 // round-trip test walks the same ID block, so a type is registered iff it is listed here.
-// Adding a message: declare it (struct + inspect) in a *_messages.hpp, add CAF_ADD_TYPE_ID
-// below, add a sample to tests/runtime/catalog_samples.hpp.
+// Adding a message: declare its struct in a *_messages.hpp (plain C++, no CAF: pure cores
+// include those), its inspect overload in the *_messages_inspect.hpp beside it, add
+// CAF_ADD_TYPE_ID below, add a sample to tests/runtime/catalog_samples.hpp. A translation
+// unit that sends or receives catalog messages includes this header, so it sees every
+// inspect overload.
 #pragma once
 
-#include "messages/cluster_job_messages.hpp"
-#include "messages/control_messages.hpp"
-#include "messages/data_messages.hpp"
-#include "messages/scheduling_messages.hpp"
-#include "messages/training_messages.hpp"
+#include "messages/cluster_job_messages_inspect.hpp"
+#include "messages/control_messages_inspect.hpp"
+#include "messages/data_messages_inspect.hpp"
+#include "messages/scheduling_messages_inspect.hpp"
+#include "messages/training_messages_inspect.hpp"
 
 #include <caf/type_id.hpp>
 

@@ -2,9 +2,9 @@
 // submit, step reports for the step-time predictor, completion, and the scheduler's
 // commands. The preemption notice and its answer (preempt_notice, job_released) live in
 // scheduling_messages.hpp.
+// Plain structs, no CAF: pure cores include this header; what CAF needs to carry them
+// (their inspect overloads) is in cluster_job_messages_inspect.hpp, which the catalog includes.
 #pragma once
-
-#include <caf/meta/type_name.hpp>
 
 #include <cstdint>
 #include <string>
@@ -26,11 +26,6 @@ struct job_submit {
   double submitted_ago_s = 0;
   bool operator==(const job_submit&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, job_submit& x) {
-  return f(caf::meta::type_name("job_submit"), x.job, x.job_class, x.gpus, x.gpus_per_replica,
-           x.min_replicas, x.submitted_ago_s);
-}
 
 // job -> a restarted scheduler: the job was running under the previous instance on `held`
 // GPUs (`replicas` replicas, at the job's own epoch `epoch`) and still is. The new instance
@@ -43,10 +38,6 @@ struct job_rejoin {
   uint64_t epoch = 0;
   bool operator==(const job_rejoin&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, job_rejoin& x) {
-  return f(caf::meta::type_name("job_rejoin"), x.request, x.held, x.replicas, x.epoch);
-}
 
 // running (critical) job -> scheduler: one optimizer step, for the idle-window predictor.
 struct job_step_report {
@@ -57,21 +48,12 @@ struct job_step_report {
   double bubble_share = 0;
   bool operator==(const job_step_report&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, job_step_report& x) {
-  return f(caf::meta::type_name("job_step_report"), x.job, x.step_s, x.data_wait_s,
-           x.checkpoint_s, x.bubble_share);
-}
 
 // job -> scheduler: done, its GPUs are free. Idempotent.
 struct job_finished {
   std::string job;
   bool operator==(const job_finished&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, job_finished& x) {
-  return f(caf::meta::type_name("job_finished"), x.job);
-}
 
 // scheduler -> job (and to the decision observer): one scheduler decision with its reason.
 // `kind` is sched::command_kind (start, resize, preempt, force_release, colocate, set_share,
@@ -93,11 +75,6 @@ struct job_command {
   std::string reason;
   bool operator==(const job_command&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, job_command& x) {
-  return f(caf::meta::type_name("job_command"), x.kind, x.job, x.epoch, x.gpus, x.replicas,
-           x.keep_replicas, x.drain_s, x.host, x.share, x.resume_step, x.at_s, x.reason);
-}
 
 // anyone holding the service's token -> scheduler: how are things? Answered with
 // scheduler_status (msomni sched-status).
@@ -105,10 +82,6 @@ struct scheduler_status_request {
   std::string who;  // for the log only
   bool operator==(const scheduler_status_request&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, scheduler_status_request& x) {
-  return f(caf::meta::type_name("scheduler_status_request"), x.who);
-}
 
 // One job in scheduler_status: where it is and since when (seconds on the scheduler's clock).
 struct scheduler_job_row {
@@ -122,11 +95,6 @@ struct scheduler_job_row {
   double since_s = 0;      // start of the current run, or submission while pending
   bool operator==(const scheduler_job_row&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, scheduler_job_row& x) {
-  return f(caf::meta::type_name("scheduler_job_row"), x.job, x.job_class, x.phase, x.gpus, x.replicas, x.borrowed,
-           x.host, x.since_s);
-}
 
 // scheduler -> the requester: its queue (bounded by queue_capacity) and its jobs, by phase.
 struct scheduler_status {
@@ -148,12 +116,5 @@ struct scheduler_status {
   static constexpr size_t max_status_rows = 256;
   bool operator==(const scheduler_status&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, scheduler_status& x) {
-  return f(caf::meta::type_name("scheduler_status"), x.policy, x.gpus_total, x.gpus_free, x.pending_critical,
-           x.pending_regular, x.pending_best_effort, x.queue_capacity, x.running, x.borrowed, x.draining, x.guests,
-           x.decisions, x.reserve_deferrals, x.rejected, x.budget_holds, x.recovering, x.held_back, x.jobs,
-           x.jobs_listed_of, x.now_s);
-}
 
 }  // namespace msomni::msg

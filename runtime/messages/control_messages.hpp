@@ -1,9 +1,9 @@
 // Control-plane messages between the orchestrator, node agents and rank workers.
 // Every command carries the membership `epoch` it was issued in, so a stale or repeated
 // one is recognised and ignored by its receiver.
+// Plain structs, no CAF: pure cores include this header; what CAF needs to carry them
+// (their inspect overloads) is in control_messages_inspect.hpp, which the catalog includes.
 #pragma once
-
-#include <caf/meta/type_name.hpp>
 
 #include <cstdint>
 #include <string>
@@ -20,10 +20,6 @@ struct heartbeat {
   int64_t sent_at_ns = 0;
   bool operator==(const heartbeat&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, heartbeat& x) {
-  return f(caf::meta::type_name("heartbeat"), x.node, x.rank, x.epoch, x.seq, x.sent_at_ns);
-}
 
 // rank -> orchestrator (sent as its "worker" actor): the process is up on `node`, reachable
 // at `address`, and has loaded and verified the newest checkpoint (`has_checkpoint`,
@@ -37,11 +33,6 @@ struct rank_ready {
   uint64_t checkpoint_step = 0;
   bool operator==(const rank_ready&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, rank_ready& x) {
-  return f(caf::meta::type_name("rank_ready"), x.name, x.node, x.address, x.pid, x.has_checkpoint,
-           x.checkpoint_step);
-}
 
 // How the members of a new membership get their training state.
 enum class state_source : uint8_t {
@@ -64,11 +55,6 @@ struct join_world {
   std::string reason;
   bool operator==(const join_world&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, join_world& x) {
-  return f(caf::meta::type_name("join_world"), x.epoch, x.members, x.addresses, x.grad_accum, x.source,
-           x.checkpoint_first, x.reason);
-}
 
 // rank -> orchestrator: its communicator of `epoch` failed at `step` (a peer died or went
 // silent); it holds still and waits for a newer join_world.
@@ -79,10 +65,6 @@ struct rank_stalled {
   std::string reason;
   bool operator==(const rank_stalled&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, rank_stalled& x) {
-  return f(caf::meta::type_name("rank_stalled"), x.name, x.epoch, x.step, x.reason);
-}
 
 // rank -> orchestrator (acknowledged with true, then the process exits 1): it cannot go on, and
 // `reason` is its own error text, e.g. a data source that yields only bad samples. The
@@ -95,10 +77,6 @@ struct rank_failed {
   std::string reason;
   bool operator==(const rank_failed&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, rank_failed& x) {
-  return f(caf::meta::type_name("rank_failed"), x.name, x.epoch, x.step, x.reason);
-}
 
 // rank -> orchestrator: leaving cleanly after `final_step` ("decommissioned", "finished",
 // "stopped"), with the parameter checksum for comparisons.
@@ -110,10 +88,6 @@ struct rank_left {
   uint64_t checksum = 0;
   bool operator==(const rank_left&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, rank_left& x) {
-  return f(caf::meta::type_name("rank_left"), x.name, x.epoch, x.final_step, x.reason, x.checksum);
-}
 
 // control CLI -> orchestrator: scale to `target_replicas`. Idempotent per request_id.
 struct scale_request {
@@ -123,11 +97,6 @@ struct scale_request {
   std::string requested_by;
   bool operator==(const scale_request&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, scale_request& x) {
-  return f(caf::meta::type_name("scale_request"), x.request_id, x.target_replicas,
-           x.grace_period_s, x.requested_by);
-}
 
 struct scale_reply {
   uint64_t request_id = 0;
@@ -135,10 +104,6 @@ struct scale_reply {
   std::string reason;
   bool operator==(const scale_reply&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, scale_reply& x) {
-  return f(caf::meta::type_name("scale_reply"), x.request_id, x.accepted, x.reason);
-}
 
 // node agent -> orchestrator (sent as its "agent" actor): a node offering `slots` rank
 // processes, with its place in the network for topology-aware placement.
@@ -150,10 +115,6 @@ struct agent_hello {
   int64_t pid = 0;
   bool operator==(const agent_hello&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, agent_hello& x) {
-  return f(caf::meta::type_name("agent_hello"), x.node, x.rack, x.switch_name, x.slots, x.pid);
-}
 
 // orchestrator -> agent: start rank process `name` (msomni-rank with `args`).
 struct spawn_rank {
@@ -161,10 +122,6 @@ struct spawn_rank {
   std::vector<std::string> args;
   bool operator==(const spawn_rank&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, spawn_rank& x) {
-  return f(caf::meta::type_name("spawn_rank"), x.name, x.args);
-}
 
 // orchestrator -> agent: kill rank process `name` (it died, went silent or overran its grace period).
 struct stop_rank {
@@ -172,10 +129,6 @@ struct stop_rank {
   std::string reason;
   bool operator==(const stop_rank&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, stop_rank& x) {
-  return f(caf::meta::type_name("stop_rank"), x.name, x.reason);
-}
 
 // agent -> orchestrator: rank process `name` ended (exit code, or -signal).
 struct rank_exited {
@@ -185,10 +138,6 @@ struct rank_exited {
   std::string log_tail;
   bool operator==(const rank_exited&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, rank_exited& x) {
-  return f(caf::meta::type_name("rank_exited"), x.name, x.node, x.status, x.log_tail);
-}
 
 // msomni control CLI -> orchestrator. `verb`: status | scale-down | scale-up | stop. Refused
 // unless `token` is the run's token (control.json, mode 0600).
@@ -200,11 +149,6 @@ struct control_request {
   std::string requested_by;
   bool operator==(const control_request&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, control_request& x) {
-  return f(caf::meta::type_name("control_request"), x.token, x.verb, x.replicas, x.grace_period_s,
-           x.requested_by);
-}
 
 // orchestrator -> CLI: accepted or refused with why; `text` for people, `json` for scripts.
 struct control_reply {
@@ -213,9 +157,5 @@ struct control_reply {
   std::string json;
   bool operator==(const control_reply&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, control_reply& x) {
-  return f(caf::meta::type_name("control_reply"), x.ok, x.text, x.json);
-}
 
 }  // namespace msomni::msg

@@ -1,9 +1,9 @@
 // Data-pipeline flow control: credits upstream, downgrades, resumable cursors.
+// Plain structs, no CAF: pure cores include this header; what CAF needs to carry them
+// (their inspect overloads) is in data_messages_inspect.hpp, which the catalog includes.
 #pragma once
 
 #include "core/modality.hpp"
-
-#include <caf/meta/type_name.hpp>
 
 #include <cstdint>
 #include <string>
@@ -20,10 +20,6 @@ struct credit_grant {
   uint32_t source = 0;
   bool operator==(const credit_grant&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, credit_grant& x) {
-  return f(caf::meta::type_name("credit_grant"), x.epoch, x.kind, x.credits, x.source);
-}
 
 // tensor stage -> decoder pool: how far behind the tensor stage is. `saturated` is the
 // tensor core's hysteresis decision; while it holds, video is decoded keyframe-only.
@@ -36,11 +32,6 @@ struct stage_pressure {
   bool saturated = false;
   bool operator==(const stage_pressure&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, stage_pressure& x) {
-  return f(caf::meta::type_name("stage_pressure"), x.epoch, x.backlog, x.capacity, x.ready_batches,
-           x.saturated);
-}
 
 // reader -> checkpoint: where a source stands, enough to resume exactly.
 struct source_cursor {
@@ -51,10 +42,5 @@ struct source_cursor {
   uint64_t samples_read = 0;
   bool operator==(const source_cursor&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, source_cursor& x) {
-  return f(caf::meta::type_name("source_cursor"), x.source, x.epoch, x.shard, x.offset,
-           x.samples_read);
-}
 
 }  // namespace msomni::msg

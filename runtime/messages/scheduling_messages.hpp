@@ -1,7 +1,7 @@
 // Scheduler and VRAM-predictor messages: preemption and memory advice.
+// Plain structs, no CAF: pure cores include this header; what CAF needs to carry them
+// (their inspect overloads) is in scheduling_messages_inspect.hpp, which the catalog includes.
 #pragma once
-
-#include <caf/meta/type_name.hpp>
 
 #include <cstdint>
 #include <string>
@@ -16,10 +16,6 @@ struct preempt_notice {
   std::string reason;
   bool operator==(const preempt_notice&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, preempt_notice& x) {
-  return f(caf::meta::type_name("preempt_notice"), x.job, x.epoch, x.drain_s, x.reason);
-}
 
 // victim job -> scheduler: resources released, resumable from `checkpoint_step`. Idempotent.
 struct job_released {
@@ -28,10 +24,6 @@ struct job_released {
   uint64_t checkpoint_step = 0;
   bool operator==(const job_released&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, job_released& x) {
-  return f(caf::meta::type_name("job_released"), x.job, x.epoch, x.checkpoint_step);
-}
 
 // memory probe -> VRAM predictor, every step or sample interval.
 struct memory_sample {
@@ -42,11 +34,6 @@ struct memory_sample {
   uint64_t reserved_bytes = 0;
   bool operator==(const memory_sample&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, memory_sample& x) {
-  return f(caf::meta::type_name("memory_sample"), x.rank, x.step, x.at_ns, x.used_bytes,
-           x.reserved_bytes);
-}
 
 enum class advice_kind : uint8_t { none = 0, reserve = 1, evict = 2 };
 
@@ -59,9 +46,5 @@ struct memory_advice {
   std::string reason;
   bool operator==(const memory_advice&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, memory_advice& x) {
-  return f(caf::meta::type_name("memory_advice"), x.kind, x.gb, x.rank, x.task, x.reason);
-}
 
 }  // namespace msomni::msg

@@ -1,7 +1,7 @@
 // Messages of the training loop: per-step records and checkpoint commands.
+// Plain structs, no CAF: pure cores include this header; what CAF needs to carry them
+// (their inspect overloads) is in training_messages_inspect.hpp, which the catalog includes.
 #pragma once
-
-#include <caf/meta/type_name.hpp>
 
 #include <cstdint>
 #include <string>
@@ -16,10 +16,6 @@ struct bad_sample_count {
   uint64_t count = 0;
   bool operator==(const bad_sample_count&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, bad_sample_count& x) {
-  return f(caf::meta::type_name("bad_sample_count"), x.reason, x.count);
-}
 
 // NaN and the infinities do not survive the wire (CAF packs doubles as finite numbers), so a
 // non-finite value travels as a kind beside the number.
@@ -58,12 +54,6 @@ struct step_record {
   uint64_t epoch = 0;              // the membership epoch the step was taken in
   bool operator==(const step_record&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, step_record& x) {
-  return f(caf::meta::type_name("step_record"), x.step, x.world_size, x.loss, x.step_time_ns,
-           x.tokens_per_s, x.data_wait_ns, x.downgraded_samples, x.checkpoint_ns, x.bad_samples,
-           x.grad_norm, x.optimizer_skipped, x.loss_kind, x.grad_norm_kind, x.epoch);
-}
 
 // checkpoint writer -> orchestrator: one shard written (or failed, with why).
 struct checkpoint_done {
@@ -75,10 +65,5 @@ struct checkpoint_done {
   std::string error;
   bool operator==(const checkpoint_done&) const = default;
 };
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, checkpoint_done& x) {
-  return f(caf::meta::type_name("checkpoint_done"), x.step, x.rank, x.ok, x.bytes, x.checksum,
-           x.error);
-}
 
 }  // namespace msomni::msg
