@@ -8,6 +8,7 @@
 #include "checkpoint_store.hpp"
 #include "core/child_process.hpp"
 #include "support/job_probe.hpp"
+#include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
 
 #include <signal.h>
@@ -24,6 +25,9 @@
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using msomni::testing::has_event;
+using msomni::testing::has_reason_containing;
+using msomni::testing::read_json_lines;
 
 namespace {
 
@@ -42,11 +46,10 @@ std::string job_text(int64_t steps, int64_t interval, const std::string& checkpo
 
 // The last step msomni-run recorded in metrics.jsonl (0 before the first).
 uint64_t last_step(const fs::path& run_dir) {
-  const auto text = msomni::testing::read_text(run_dir / "metrics.jsonl");
-  static const std::regex step_field("\"step\":(\\d+)");
+  if (!fs::exists(run_dir / "metrics.jsonl")) return 0;
   uint64_t step = 0;
-  for (std::sregex_iterator it(text.begin(), text.end(), step_field), end; it != end; ++it)
-    step = std::max<uint64_t>(step, std::stoull((*it)[1]));
+  for (const auto& r : read_json_lines(run_dir / "metrics.jsonl"))
+    step = std::max(step, r.at("step").get<uint64_t>());
   return step;
 }
 
@@ -76,12 +79,6 @@ bool none_left(const std::string& marker, std::chrono::seconds limit) {
 
 uint64_t ckpt_latest_of(const fs::path& root) { return msomni::ckpt::latest_step(root).value_or(0); }
 uint64_t ckpt_latest(const fs::path& run_dir) { return ckpt_latest_of(run_dir / "checkpoints"); }
-
-size_t count_of(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 bool staging_left(const fs::path& root) {
   std::error_code ec;
@@ -134,8 +131,8 @@ TEST_CASE("a SIGKILL of msomni-run past an interval loses only the steps since i
   REQUIRE(reached >= 110);
   CHECK(latest >= interval_passed);
   CHECK(latest <= reached);
-  const auto events = msomni::testing::read_text(run_dir / "events.jsonl");
-  CHECK(events.find("step " + std::to_string(interval_passed) + " committed") != std::string::npos);
+  CHECK(has_reason_containing(read_json_lines(run_dir / "events.jsonl"),
+                              "step " + std::to_string(interval_passed) + " committed"));
 
   const auto rerun = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " " + cfg + " --run-dir " +
                                                   run_dir.string());
@@ -163,16 +160,23 @@ TEST_CASE("saves that fail on a full tmpfs leave no staging behind and succeed a
   const auto cfg = dir.write("job.toml", job_text(600, 10, "dir = \"" + root.string() +
                                                       "\"\nkeep = 1\nmax_consecutive_failures = 1000\n"));
   msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
-  const auto events = [&] { return msomni::testing::read_text(run_dir / "events.jsonl"); };
-  REQUIRE(msomni::testing::wait_for([&] { return events().find("\"checkpoint_failed\"") != std::string::npos; }, 120s));
+  const auto events = [&] { return read_json_lines(run_dir / "events.jsonl"); };
+  REQUIRE(msomni::testing::wait_for([&] { return has_event(events(), "checkpoint_failed"); }, 120s));
   // Rank 0 reports a failure only after removing that save's staging directory.
   CHECK_FALSE(staging_left(root));
-  CHECK(events().find("No space left on device") != std::string::npos);
+  CHECK(has_reason_containing(events(), "No space left on device"));
   fs::remove(disk.path() / "ballast");
   CHECK(job.wait(120s) == 0);
-  const auto text = events();
-  CAPTURE(text);
-  CHECK(text.find("\"event\":\"checkpoint\"") > text.find("\"checkpoint_failed\""));
+  CAPTURE(msomni::testing::read_text(run_dir / "events.jsonl"));
+  // A checkpoint is committed after the failures, once there is room again.
+  const auto all = events();
+  const auto first_of = [&](const std::string& name) {
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i].value("event", "") == name) return i;
+    return all.size();
+  };
+  CHECK(first_of("checkpoint_failed") < all.size());
+  CHECK(first_of("checkpoint") > first_of("checkpoint_failed"));
   CHECK(ckpt_latest_of(root) == 600);
   CHECK_FALSE(staging_left(root));
   CHECK(none_left(run_dir.string(), 10s));
@@ -196,10 +200,10 @@ TEST_CASE("max_consecutive_failures failed saves in a row end the job with exit 
   CAPTURE(*out);
   CHECK(out->find("3 checkpoint saves failed in a row") != std::string::npos);
   CHECK(out->find("No space left on device") != std::string::npos);
-  const auto text = msomni::testing::read_text(run_dir / "events.jsonl");
-  CAPTURE(text);
-  CHECK(count_of(text, "\"checkpoint_failed\"") == 3);
-  CHECK(text.find("\"job_failed\"") != std::string::npos);
+  CAPTURE(msomni::testing::read_text(run_dir / "events.jsonl"));
+  const auto events = read_json_lines(run_dir / "events.jsonl");
+  CHECK(msomni::testing::events_named(events, "checkpoint_failed").size() == 3);
+  CHECK(has_event(events, "job_failed"));
   CHECK(last_step(run_dir) < 60);
   CHECK_FALSE(staging_left(root));
   CHECK(none_left(run_dir.string(), 10s));

@@ -7,6 +7,7 @@
 #include "support/process_runner.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <string>
@@ -18,7 +19,7 @@ using msomni::testing::temp_dir;
 namespace {
 
 std::string step_line(int step, double ms) {
-  return "{\"step\":" + std::to_string(step) + ",\"step_time_ms\":" + std::to_string(ms) + ",\"data_wait_ms\":1.0}\n";
+  return nlohmann::json{{"step", step}, {"step_time_ms", ms}, {"data_wait_ms", 1.0}}.dump() + "\n";
 }
 
 void append(const temp_dir& dir, const std::string& text) {
@@ -50,19 +51,34 @@ TEST_CASE("msomni job: a metrics line without a positive step time is no step re
   CHECK_FALSE(step_report_from("j", R"({"step":3,"step_time_ms":0.0})"));
   CHECK_FALSE(step_report_from("j", R"({"step":3,"step_time_ms":"fast"})"));
   CHECK_FALSE(step_report_from("j", "not json at all"));
+  CHECK_FALSE(step_report_from("j", R"({"step":3,"step_time_ms":null,"step_time_ms_nonfinite":true})"));
+  CHECK_FALSE(step_report_from("j", R"([{"step_time_ms":500.0}])"));
+}
+
+TEST_CASE("msomni job: non-finite numbers in a metrics line are read as null plus <name>_nonfinite") {
+  // A NaN loss does not matter to the predictor; a non-finite wait or checkpoint counts as none.
+  const auto r = step_report_from(
+      "j", R"({"step":7,"loss":null,"loss_nonfinite":true,"step_time_ms":500.0,"data_wait_ms":null,)"
+           R"("data_wait_ms_nonfinite":true,"checkpoint_ms":null,"checkpoint_ms_nonfinite":true})");
+  REQUIRE(r);
+  CHECK(r->step_s == doctest::Approx(0.5));
+  CHECK(r->data_wait_s == 0);
+  CHECK(r->checkpoint_s == 0);
 }
 
 TEST_CASE("the metrics follower reports each complete line once and a partial line when it is complete") {
   temp_dir dir;
   metrics_follower f(dir.path().string(), "j");
   CHECK(f.poll().empty());  // no file yet
-  append(dir, step_line(1, 1000) + step_line(2, 2000) + "{\"step\":3,\"step_ti");
+  const std::string third = step_line(3, 3000);
+  const size_t cut = third.find("step_ti") + 7;  // the line is being appended: half of it is there
+  append(dir, step_line(1, 1000) + step_line(2, 2000) + third.substr(0, cut));
   auto got = f.poll();
   REQUIRE(got.size() == 2);
   CHECK(got[0].step_s == doctest::Approx(1.0));
   CHECK(got[1].step_s == doctest::Approx(2.0));
   CHECK(f.poll().empty());
-  append(dir, "me_ms\":3000.0}\n");
+  append(dir, third.substr(cut));
   got = f.poll();
   REQUIRE(got.size() == 1);
   CHECK(got[0].step_s == doctest::Approx(3.0));

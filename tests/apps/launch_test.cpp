@@ -5,6 +5,7 @@
 // elasticity.min_replicas ends the job with the reason.
 #include "core/child_process.hpp"
 #include "support/job_probe.hpp"
+#include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
 
 #include <signal.h>
@@ -16,21 +17,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <thread>
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using msomni::testing::has_event;
+using msomni::testing::has_reason_containing;
+using msomni::testing::read_json_lines;
 
 namespace {
 
 std::string read_file(const fs::path& p) { return msomni::testing::read_text(p); }
-
-size_t count_lines(const fs::path& p) {
-  const auto text = read_file(p);
-  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-}
 
 pid_t rank_pid(const fs::path& run_dir, const std::string& name) {
   return msomni::testing::rank_pid(MSOMNI_CLI_BINARY, run_dir, name);
@@ -53,7 +51,7 @@ std::string shard_job(const msomni::testing::temp_dir& dir, int64_t steps, int64
 }
 
 size_t metric_lines(const fs::path& run_dir) {
-  return fs::exists(run_dir / "metrics.jsonl") ? count_lines(run_dir / "metrics.jsonl") : 0;
+  return fs::exists(run_dir / "metrics.jsonl") ? read_json_lines(run_dir / "metrics.jsonl").size() : 0;
 }
 
 // A 400-step synthetic job of 2 replicas (min 1) in its own directory, running.
@@ -79,15 +77,18 @@ TEST_CASE("msomni-run trains the quickstart with real rank processes") {
   CHECK(r.output.find("the quickstart dataset is not in the cache yet; generating it") != std::string::npos);
   CHECK(fs::exists(cache / "datasets" / "quickstart" / ".generated"));
   CHECK(r.output.find("step 12/12") != std::string::npos);
-  CHECK(count_lines(run_dir / "metrics.jsonl") == 12);
-  const auto events = read_file(run_dir / "events.jsonl");
-  CHECK(events.find("\"event\":\"ranks_started\"") != std::string::npos);
-  CHECK(events.find("\"event\":\"job_finished\"") != std::string::npos);
-  CHECK(events.find("rank_down") == std::string::npos);
+  CHECK(read_json_lines(run_dir / "metrics.jsonl").size() == 12);
+  const auto events = read_json_lines(run_dir / "events.jsonl");
+  CHECK(has_event(events, "ranks_started"));
+  CHECK(has_event(events, "job_finished"));
+  CHECK_FALSE(has_event(events, "rank_down"));
   struct stat st {};
   REQUIRE(::stat((run_dir / "control.json").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
-  CHECK(read_file(run_dir / "control.json").find("\"token\":\"") != std::string::npos);
+  const auto control = msomni::testing::parse_json(read_file(run_dir / "control.json"));
+  CHECK(control.at("token").is_string());
+  CHECK(control.at("address").is_string());
+  CHECK(control.at("pid").is_number_integer());
 }
 
 TEST_CASE("a rank killed with SIGKILL is detected and the job recovers and completes") {
@@ -100,17 +101,22 @@ TEST_CASE("a rank killed with SIGKILL is detected and the job recovers and compl
   REQUIRE(victim > 0);
   ::kill(victim, SIGKILL);
   const int code = job.wait(180s);
-  const auto events = read_file(run_dir / "events.jsonl");
-  CAPTURE(events);
+  CAPTURE(read_file(run_dir / "events.jsonl"));
+  const auto events = read_json_lines(run_dir / "events.jsonl");
   CHECK(code == 0);
   // Detection, rollback, recovery and the replacement, each with its time.
-  for (const char* e : {"\"event\":\"rank_down\"", "\"event\":\"recovery\"", "\"event\":\"recovered\"",
-                        "\"event\":\"replacement\"", "\"event\":\"scale_up_done\"", "\"event\":\"job_finished\""})
-    CHECK(events.find(e) != std::string::npos);
-  CHECK(std::regex_search(events, std::regex("\\{\"time_ms\":\\d+,\"event\":\"rank_down\",\"reason\":\"rank-1")));
-  const auto metrics = read_file(run_dir / "metrics.jsonl");
-  CHECK(metrics.find("\"step\":400,") != std::string::npos);
-  CHECK(metrics.find("\"world_size\":1") != std::string::npos);
+  for (const char* e : {"rank_down", "recovery", "recovered", "replacement", "scale_up_done", "job_finished"}) {
+    CHECK_MESSAGE(has_event(events, e), e);
+    for (const auto& record : msomni::testing::events_named(events, e)) CHECK(record.at("time_ms").is_number_unsigned());
+  }
+  CHECK(has_event(events, "rank_down", "rank-1"));
+  bool step_400 = false, world_1 = false;
+  for (const auto& m : read_json_lines(run_dir / "metrics.jsonl")) {
+    step_400 = step_400 || m.at("step") == 400;
+    world_1 = world_1 || m.at("world_size") == 1;
+  }
+  CHECK(step_400);
+  CHECK(world_1);
 }
 
 TEST_CASE("a silent rank (SIGSTOP) is declared down by missed keep-alives and the job recovers") {
@@ -124,12 +130,12 @@ TEST_CASE("a silent rank (SIGSTOP) is declared down by missed keep-alives and th
   ::kill(victim, SIGSTOP);  // no socket closes: only the missing keep-alives can tell
   const int code = job.wait(180s);
   ::kill(victim, SIGKILL);  // stopped by the agent normally; harmless otherwise
-  const auto events = read_file(run_dir / "events.jsonl");
-  CAPTURE(events);
+  CAPTURE(read_file(run_dir / "events.jsonl"));
+  const auto events = read_json_lines(run_dir / "events.jsonl");
   CHECK(code == 0);
-  CHECK(events.find("\"event\":\"rank_down\",\"reason\":\"rank-0") != std::string::npos);
-  CHECK(events.find("\"event\":\"recovery\"") != std::string::npos);
-  CHECK(events.find("\"event\":\"job_finished\"") != std::string::npos);
+  CHECK(has_event(events, "rank_down", "rank-0"));
+  CHECK(has_event(events, "recovery"));
+  CHECK(has_event(events, "job_finished"));
 }
 
 TEST_CASE("a lost node with no slot to spare below min_replicas ends the job with the reason") {
@@ -140,13 +146,11 @@ TEST_CASE("a lost node with no slot to spare below min_replicas ends the job wit
   const auto run_dir = dir.path() / "run";
   msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
   for (int i = 0; i < 600 && !fs::exists(run_dir / "control.json"); ++i) std::this_thread::sleep_for(50ms);
-  std::smatch g;
-  const auto control = read_file(run_dir / "control.json");
-  REQUIRE(std::regex_search(control, g, std::regex("\"address\":\"([^\"]+)\"")));
+  const auto address = msomni::testing::parse_json(read_file(run_dir / "control.json")).at("address").get<std::string>();
   std::vector<std::unique_ptr<msomni::child_process>> agents;
   for (const char* node : {"node-a", "node-b"})
     agents.push_back(std::make_unique<msomni::child_process>(
-        MSOMNI_AGENT_BINARY, std::vector<std::string>{"--join", g[1].str(), "--token-file", (run_dir / "control.json").string(),
+        MSOMNI_AGENT_BINARY, std::vector<std::string>{"--join", address, "--token-file", (run_dir / "control.json").string(),
                                                       "--node", node, "--heartbeat-s", "0.2",
                                                       "--log-dir", (dir.path() / node).string()}));
   for (int i = 0; i < 600 && metric_lines(run_dir) < 3; ++i) std::this_thread::sleep_for(50ms);
@@ -154,9 +158,9 @@ TEST_CASE("a lost node with no slot to spare below min_replicas ends the job wit
   ::kill(agents[1]->pid(), SIGKILL);  // the node and its rank (it dies with its agent) are gone
   CHECK(job.wait(60s) == 1);
   CHECK(agents[0]->wait(30s) == 0);
-  const auto events = read_file(run_dir / "events.jsonl");
-  CAPTURE(events);
-  CHECK(events.find("\"event\":\"agent_down\"") != std::string::npos);
-  CHECK(events.find("min_replicas 2") != std::string::npos);
-  CHECK(events.find("\"event\":\"job_failed\"") != std::string::npos);
+  CAPTURE(read_file(run_dir / "events.jsonl"));
+  const auto events = read_json_lines(run_dir / "events.jsonl");
+  CHECK(has_event(events, "agent_down"));
+  CHECK(has_reason_containing(events, "min_replicas 2"));
+  CHECK(has_event(events, "job_failed"));
 }

@@ -6,6 +6,7 @@
 // the run's files are private to the user.
 #include "core/child_process.hpp"
 #include "support/job_probe.hpp"
+#include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
 
 #include <signal.h>
@@ -16,11 +17,11 @@
 #include <fstream>
 #include <map>
 #include <regex>
-#include <sstream>
 #include <thread>
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using msomni::testing::read_json_lines;
 
 namespace {
 
@@ -37,23 +38,13 @@ std::string job_text(int64_t steps) {
 
 std::string run_cli(const std::string& args) { return std::string(MSOMNI_RUN_BINARY) + " " + args; }
 
-size_t metric_lines(const fs::path& run_dir) {
-  const auto t = msomni::testing::read_text(run_dir / "metrics.jsonl");
-  return static_cast<size_t>(std::count(t.begin(), t.end(), '\n'));
-}
+size_t metric_lines(const fs::path& run_dir) { return read_json_lines(run_dir / "metrics.jsonl").size(); }
 
 // Every (step, attempt) of metrics.jsonl in file order.
 std::vector<std::pair<uint64_t, uint64_t>> steps_and_attempts(const fs::path& run_dir) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
-  std::istringstream in(msomni::testing::read_text(run_dir / "metrics.jsonl"));
-  std::string line;
-  const std::regex step_re("\"step\":(\\d+)"), attempt_re("\"attempt\":(\\d+)\\}$");
-  while (std::getline(in, line)) {
-    std::smatch s, a;
-    REQUIRE(std::regex_search(line, s, step_re));
-    REQUIRE(std::regex_search(line, a, attempt_re));
-    out.emplace_back(std::stoull(s[1]), std::stoull(a[1]));
-  }
+  for (const auto& r : read_json_lines(run_dir / "metrics.jsonl"))
+    out.emplace_back(r.at("step").get<uint64_t>(), r.at("attempt").get<uint64_t>());
   return out;
 }
 
@@ -150,13 +141,22 @@ TEST_CASE("after a SIGKILL of msomni-run the next start takes over its lock, and
   const auto r = msomni::testing::run_command(run_cli(cfg + " --run-dir " + run_dir.string()));
   CAPTURE(r.output);
   REQUIRE(r.exit_code == 0);
-  const auto events = msomni::testing::read_text(run_dir / "events.jsonl");
-  CAPTURE(events);
-  CHECK(events.find("took over the lock of " + run_dir.string()) != std::string::npos);
-  CHECK(std::regex_search(events, std::regex("\"event\":\"attempt_started\",\"reason\":\"attempt 2 starts: msomni-run "
-                                             "started on an existing checkpoint; the ranks resume from the newest one "
-                                             "that verifies \\(latest names step [1-9]\\d*\\)[^\"]*\",\"attempt\":2\\}")));
-  CHECK(std::regex_search(events, std::regex("\"event\":\"rank_ready\",\"reason\":\"rank-0 [^\"]*checkpoint step [1-9]")));
+  CAPTURE(msomni::testing::read_text(run_dir / "events.jsonl"));
+  const auto events = read_json_lines(run_dir / "events.jsonl");
+  CHECK(msomni::testing::has_reason_containing(events, "took over the lock of " + run_dir.string()));
+  // The reasons are text for people; the regexes below read that text, not JSON.
+  const std::regex second_attempt("attempt 2 starts: msomni-run started on an existing checkpoint; the ranks resume "
+                                  "from the newest one that verifies \\(latest names step [1-9]\\d*\\).*");
+  bool second_attempt_seen = false;
+  for (const auto& e : msomni::testing::events_named(events, "attempt_started"))
+    second_attempt_seen = second_attempt_seen ||
+                          (std::regex_match(msomni::testing::reason_of(e), second_attempt) && e.value("attempt", 0) == 2);
+  CHECK(second_attempt_seen);
+  bool ready_from_checkpoint = false;
+  for (const auto& e : msomni::testing::events_named(events, "rank_ready"))
+    ready_from_checkpoint = ready_from_checkpoint ||
+                            std::regex_search(msomni::testing::reason_of(e), std::regex("^rank-0 .*checkpoint step [1-9]"));
+  CHECK(ready_from_checkpoint);
   const auto lines = steps_and_attempts(run_dir);
   bool repeated = false;
   std::map<uint64_t, int> seen;

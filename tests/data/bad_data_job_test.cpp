@@ -7,6 +7,7 @@
 #include "media_encode.hpp"
 #include "scene.hpp"
 #include "support/job_probe.hpp"
+#include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
 #include "tar_format.hpp"
 
@@ -19,6 +20,10 @@
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using msomni::testing::events_named;
+using msomni::testing::json;
+using msomni::testing::read_json_lines;
+using msomni::testing::reason_of;
 using msomni::testing::run_command;
 using msomni::testing::read_text;
 
@@ -84,10 +89,10 @@ std::string source(const std::string& name, const fs::path& uri, const char* kin
   return "[[data.sources]]\nname = \"" + name + "\"\nuri = \"" + uri.string() + "\"\nmodality = \"" + kind + "\"\n";
 }
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
+// The count a bad_samples object (of a metrics line or the status) holds for `reason`.
+uint64_t bad_count(const json& record, const std::string& reason) {
+  const auto& bad = record.at("bad_samples");
+  return bad.value(reason, uint64_t{0});
 }
 
 }  // namespace
@@ -160,22 +165,27 @@ TEST_CASE("a data failure that a replacement rank repeats ends the job at once w
   const auto run_dir = dir.path() / "run";
   const auto r = run_command("timeout 240 " + std::string(MSOMNI_RUN_BINARY) + " " + cfg.string() + " --run-dir " +
                              run_dir.string());
-  const auto events = read_text(run_dir / "events.jsonl");
   CAPTURE(r.output);
-  CAPTURE(events);
+  CAPTURE(read_text(run_dir / "events.jsonl"));
+  const auto events = read_json_lines(run_dir / "events.jsonl");
   CHECK(r.exit_code == 1);
-  std::smatch failed;
-  REQUIRE(std::regex_search(events, failed, std::regex("\"event\":\"job_failed\",\"reason\":\"([^\"]*)\"")));
-  const std::string reason = failed[1];
+  const auto failed = events_named(events, "job_failed");
+  REQUIRE(failed.size() == 1);
+  const std::string reason = reason_of(failed[0]);
   // The rank's own words, said to be a repeat, and no recovery budget spent on more of them.
   CHECK(reason.find("bad samples in a row") != std::string::npos);
   CHECK(reason.find("again") != std::string::npos);
   CHECK(reason.find("gave up after") == std::string::npos);
   // The first two, and at most one replacement per first rank: each of them may fail once on
   // its own (its first bad sample, and so its words, can differ) before a replacement repeats one.
-  CHECK(count(events, "\"event\":\"rank_spawn\"") <= 4);
+  CHECK(events_named(events, "rank_spawn").size() <= 4);
   // Every recovery event says what it recovers from.
-  CHECK_FALSE(std::regex_search(events, std::regex("\"event\":\"(recovery|recovery_waiting|rank_down)\",\"reason\":\"(;|\")")));
+  for (const char* name : {"recovery", "recovery_waiting", "rank_down"})
+    for (const auto& e : events_named(events, name)) {
+      CAPTURE(e.dump());
+      CHECK_FALSE(reason_of(e).empty());
+      CHECK(reason_of(e).front() != ';');
+    }
   CHECK(r.output.find("job failed: ") != std::string::npos);
 }
 
@@ -187,17 +197,19 @@ TEST_CASE("bad samples are counted per step in metrics, events, status and the e
   std::ofstream(cfg) << job_text(source("images", dir.path() / "images", "image"), 100000);
   const auto run_dir = dir.path() / "run";
   msomni::child_process job(MSOMNI_RUN_BINARY, {cfg.string(), "--run-dir", run_dir.string()});
-  const std::regex counted("\"bad_samples\":\\{\"(corrupt_image|missing_member)\":[1-9]");
-  const bool seen = msomni::testing::wait_for(
-      [&] { return std::regex_search(read_text(run_dir / "metrics.jsonl"), counted); }, 90s);
-  const auto metrics = read_text(run_dir / "metrics.jsonl");
-  CAPTURE(metrics.substr(0, 2000));
+  const auto counted = [&] {
+    for (const auto& m : read_json_lines(run_dir / "metrics.jsonl"))
+      if (bad_count(m, "corrupt_image") + bad_count(m, "missing_member") > 0) return true;
+    return false;
+  };
+  const bool seen = msomni::testing::wait_for(counted, 90s);
+  CAPTURE(read_text(run_dir / "metrics.jsonl").substr(0, 2000));
   REQUIRE(seen);
   // Steps without bad samples say so too: every line has the field.
-  CHECK(count(metrics, "\"bad_samples\":{") == count(metrics, "\n"));
+  for (const auto& m : read_json_lines(run_dir / "metrics.jsonl")) CHECK(m.at("bad_samples").is_object());
   const auto status_json = run_command(std::string(MSOMNI_CLI_BINARY) + " status --json --run-dir " + run_dir.string());
   CAPTURE(status_json.output);
-  CHECK(std::regex_search(status_json.output, std::regex("\"bad_samples\":\\{\"corrupt_image\":[1-9]")));
+  CHECK(bad_count(msomni::testing::parse_json(status_json.output), "corrupt_image") > 0);
   const auto status = run_command(std::string(MSOMNI_CLI_BINARY) + " status --run-dir " + run_dir.string());
   CAPTURE(status.output);
   CHECK(std::regex_search(status.output, std::regex("bad samples [1-9]\\d*: .*corrupt_image=[1-9]")));
@@ -207,10 +219,16 @@ TEST_CASE("bad samples are counted per step in metrics, events, status and the e
   CHECK(job.wait(60s) == 0);
   CAPTURE(job.log);
   CHECK(std::regex_search(job.log, std::regex("bad samples [1-9]\\d*: .*corrupt_image=[1-9]")));
-  const auto events = read_text(run_dir / "events.jsonl");
-  CAPTURE(events);
-  CHECK(std::regex_search(events, std::regex("\"event\":\"bad_samples\",\"reason\":\"step \\d+: [1-9]")));
-  CHECK(std::regex_search(events, std::regex("\"event\":\"bad_samples_total\",\"reason\":\"[^\"]*corrupt_image=[1-9]")));
+  CAPTURE(read_text(run_dir / "events.jsonl"));
+  const auto events = read_json_lines(run_dir / "events.jsonl");
+  // The reasons are text for people; the regexes read that text, not JSON.
+  bool per_step = false, total = false;
+  for (const auto& e : events_named(events, "bad_samples"))
+    per_step = per_step || std::regex_search(reason_of(e), std::regex("^step \\d+: [1-9]"));
+  for (const auto& e : events_named(events, "bad_samples_total"))
+    total = total || std::regex_search(reason_of(e), std::regex("corrupt_image=[1-9]"));
+  CHECK(per_step);
+  CHECK(total);
 }
 
 TEST_CASE("io.max_sample_bytes is in the --dry-run plan and range-checked") {

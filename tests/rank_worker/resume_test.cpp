@@ -1,5 +1,6 @@
 // Bit-exact resume across processes: 24 steps straight equal 12 steps + checkpoint + new
 // processes + verified load + 12 steps: identical per-step losses and parameter checksums.
+#include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
 #include "support/wired_processes.hpp"
 
@@ -65,9 +66,8 @@ run_output run(const std::string& config, const std::string& ckpt, int64_t steps
     auto line = ranks[0]->read_until("", 120s);
     REQUIRE_MESSAGE(line, ranks[0]->log);
     if (line->rfind("RESUMED ", 0) == 0) out.resumed = true;
-    if (line->rfind("STEP ", 0) == 0) {
-      const uint64_t step = std::stoull(line->substr(line->find("\"step\":") + 7));
-      out.losses[step] = std::stod(line->substr(line->find("\"loss\":") + 7));
+    if (const auto step = msomni::testing::step_line_record(*line); step.is_object()) {
+      out.losses[step.at("step").get<uint64_t>()] = step.at("loss").get<double>();
     } else if (line->rfind("RESULT ", 0) == 0) {
       REQUIRE_MESSAGE(line->rfind("RESULT ok", 0) == 0, *line);
       out.checksum = line->substr(line->find("checksum=") + 9);

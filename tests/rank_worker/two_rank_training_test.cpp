@@ -1,6 +1,7 @@
 // fuyu-tiny trained by 2 rank processes over UCX on generated batches: the loss falls by at
 // least half within a bounded number of steps, and the same run twice gives identical
 // per-step losses and parameter checksums (bit for bit).
+#include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
 #include "support/wired_processes.hpp"
 
@@ -60,9 +61,8 @@ run_output train_two_ranks(const std::string& config) {
   for (;;) {
     auto line = ranks[0]->read_until("", 120s);
     REQUIRE_MESSAGE(line, ranks[0]->log);
-    if (line->rfind("STEP ", 0) == 0) {
-      const auto at = line->find("\"loss\":") + 7;
-      out.losses.push_back(std::stod(line->substr(at)));
+    if (const auto step = msomni::testing::step_line_record(*line); step.is_object()) {
+      out.losses.push_back(step.at("loss").get<double>());
     } else if (line->rfind("RESULT ", 0) == 0) {
       REQUIRE_MESSAGE(line->rfind("RESULT ok", 0) == 0, *line);
       out.checksum = line->substr(line->find("checksum=") + 9);

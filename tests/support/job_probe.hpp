@@ -6,10 +6,11 @@
 
 #include <sys/types.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <filesystem>
 #include <functional>
-#include <regex>
 #include <string>
 #include <thread>
 
@@ -31,10 +32,11 @@ inline bool wait_for_checkpoint(const std::filesystem::path& run_dir, std::chron
 // The pid of rank `name` as `cli status --json` reports it; 0 when it is not listed.
 inline pid_t rank_pid(const std::string& cli, const std::filesystem::path& run_dir, const std::string& name) {
   const auto r = run_command(cli + " status --json --run-dir " + run_dir.string());
-  std::smatch g;
-  if (!std::regex_search(r.output, g, std::regex("\"name\":\"" + name + "\",\"node\":\"[^\"]*\",\"pid\":(\\d+)")))
-    return 0;
-  return static_cast<pid_t>(std::stol(g[1]));
+  const auto status = nlohmann::json::parse(r.output, nullptr, /*allow_exceptions=*/false);
+  if (!status.is_object() || !status.contains("ranks")) return 0;
+  for (const auto& rank : status["ranks"])
+    if (rank.value("name", "") == name) return static_cast<pid_t>(rank.value("pid", int64_t{0}));
+  return 0;
 }
 
 }  // namespace msomni::testing

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -60,8 +61,13 @@ TEST_CASE("the job's token comes from a private file (plain or control.json) or 
     return p;
   };
   CHECK(read_secret_file(write_private("plain", "  abc123\n")) == "abc123");
-  CHECK(read_secret_file(write_private("control.json", "{\"address\":\"127.0.0.1:5\",\"token\":\"f00d\",\"pid\":1}\n")) ==
-        "f00d");
+  const nlohmann::json control{{"address", "127.0.0.1:5"}, {"token", "f00d"}, {"pid", 1}};
+  CHECK(read_secret_file(write_private("control.json", control.dump() + "\n")) == "f00d");
+  CHECK(read_secret_file(write_private("pretty.json", control.dump(2))) == "f00d");
+  CHECK_THROWS_WITH(read_secret_file(write_private("no-token.json", R"({"address":"127.0.0.1:5"})")),
+                    doctest::Contains("holds no token"));
+  CHECK_THROWS_WITH(read_secret_file(write_private("torn.json", R"({"address":"127.0.0.1:5","token":"f0)")),
+                    doctest::Contains("holds no token"));
   CHECK_THROWS_WITH(read_secret_file(write_private("empty", "\n")), doctest::Contains("holds no token"));
   CHECK_THROWS_WITH(read_secret_file(dir.write("open", "abc\n")), doctest::Contains("can be read by others"));
   CHECK_THROWS_WITH(read_secret_file((dir.path() / "missing").string()), doctest::Contains("cannot read"));
