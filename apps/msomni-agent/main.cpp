@@ -1,5 +1,4 @@
-// msomni-agent --join HOST:PORT --node NAME [--token-file FILE] [--rack R] [--switch S]
-//              [--slots N] [--heartbeat-s 10] [--log-dir DIR]
+// msomni-agent --join HOST:PORT --node NAME [options]: see --help.
 // A node agent for multi-node runs: joins the job's control process over UCX, offers its
 // slots, starts and stops msomni-rank processes on this node when the orchestrator says so,
 // and heartbeats. It proves the job's token (from --token-file, or $MSOMNI_JOB_TOKEN) to the
@@ -8,6 +7,7 @@
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
 #include "messages/catalog.hpp"
+#include "core/command_line.hpp"
 #include "core/secret_file.hpp"
 #include "core/stop_signal.hpp"
 #include "node_agent.hpp"
@@ -26,22 +26,6 @@
 using namespace msomni;
 using namespace std::chrono_literals;
 
-namespace {
-int usage(std::ostream& os, int code) {
-  os << "usage: msomni-agent --join HOST:PORT --node NAME [--token-file FILE] [--rack R] [--switch S]\n"
-        "                    [--slots N] [--heartbeat-s SECONDS] [--log-dir DIR]\n"
-        "  --join       the control address msomni-run prints (also in RUN_DIR/control.json)\n"
-        "  --node       this node's name (unique in the job)\n"
-        "  --token-file the job's token: RUN_DIR/control.json or a file with the token alone (mode 0600);\n"
-        "               without it, $MSOMNI_JOB_TOKEN\n"
-        "  --rack, --switch  where the node sits, for topology-aware placement (default rack0/switch0)\n"
-        "  --slots      rank processes this node may run (default 1)\n"
-        "  --heartbeat-s  seconds between heartbeats (default 10)\n"
-        "  --log-dir    where rank logs go (default /tmp/msomni-agent-NODE)\n";
-  return code;
-}
-}  // namespace
-
 int main(int argc, char** argv) {
   // Rank logs, and the checkpoints of the ranks it starts (they inherit the mask), are the
   // user's alone: 0700 directories, 0600 files.
@@ -50,36 +34,35 @@ int main(int argc, char** argv) {
   s.slots = 1;
   std::string join, token_file;
   double heartbeat_s = 10;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") return usage(std::cout, 0);
-    if (i + 1 >= argc) {
-      std::cerr << "msomni-agent: " << a << " needs a value\n";
-      return usage(std::cerr, 2);
-    }
-    const std::string v = argv[++i];
-    try {
-      if (a == "--join") join = v;
-      else if (a == "--token-file") token_file = v;
-      else if (a == "--node") s.node = v;
-      else if (a == "--rack") s.rack = v;
-      else if (a == "--switch") s.switch_name = v;
-      else if (a == "--slots") s.slots = std::stoll(v);
-      else if (a == "--heartbeat-s") heartbeat_s = std::stod(v);
-      else if (a == "--log-dir") s.log_dir = v;
-      else {
-        std::cerr << "msomni-agent: unknown option " << a << "\n";
-        return usage(std::cerr, 2);
-      }
-    } catch (const std::exception&) {
-      std::cerr << "msomni-agent: " << a << " " << v << " is not a number\n";
-      return 2;
-    }
-  }
-  if (join.empty() || s.node.empty() || s.node == "local" || s.slots < 1 || heartbeat_s <= 0) {
-    std::cerr << "msomni-agent: --join, a --node name other than \"local\", --slots >= 1 and a positive --heartbeat-s are required\n";
-    return usage(std::cerr, 2);
-  }
+  namespace limits = config::limits;
+  CLI::App app{"A node agent for multi-node runs: joins the job's control process, offers its slots, starts and "
+               "stops msomni-rank processes on this node when the orchestrator says so, and heartbeats.",
+               "msomni-agent"};
+  command_line::set_conventions(app);
+  app.footer("Exit codes: 0 the job ended, 1 the control process never answered, 2 usage.");
+  app.add_option("--join", join, "the control address msomni-run prints (also in RUN_DIR/control.json)")
+      ->type_name("HOST:PORT")
+      ->required();
+  app.add_option("--node", s.node, "this node's name (unique in the job; not \"local\")")
+      ->type_name("NAME")
+      ->required()
+      ->check([](const std::string& v) -> std::string {
+        if (v.empty()) return "must not be empty";
+        return v == "local" ? "\"local\" names the control node" : "";
+      });
+  app.add_option("--token-file", token_file,
+                 "the job's token: RUN_DIR/control.json or a file with the token alone (mode 0600); without it, "
+                 "$" + std::string(job_token_env))
+      ->type_name("FILE");
+  app.add_option("--rack", s.rack, "where the node sits, for topology-aware placement")->capture_default_str();
+  app.add_option("--switch", s.switch_name, "the node's switch, for topology-aware placement")
+      ->capture_default_str();
+  command_line::add_number(app, "--slots", s.slots, limits::cluster::node_slots,
+                           "rank processes this node may run (as cluster.nodes[].slots)");
+  command_line::add_number(app, "--heartbeat-s", heartbeat_s, limits::elasticity::heartbeat_interval_s,
+                           "seconds between heartbeats (as elasticity.heartbeat_interval_s)");
+  app.add_option("--log-dir", s.log_dir, "where rank logs go (default /tmp/msomni-agent-NODE)")->type_name("DIR");
+  if (const auto rc = command_line::parse(app, argc, argv)) return *rc;
   std::string listen_host;
   try {
     s.job_token = token_file.empty() ? take_secret_env(job_token_env) : read_secret_file(token_file);
@@ -89,11 +72,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   ::unsetenv(job_token_env);  // the ranks get it from us, explicitly
-  if (s.job_token.empty()) {
-    std::cerr << "msomni-agent: the job's token is needed: --token-file RUN_DIR/control.json, or " << job_token_env
-              << "\n";
-    return usage(std::cerr, 2);
-  }
+  if (s.job_token.empty())
+    return command_line::refuse(app, "the job's token is needed: --token-file RUN_DIR/control.json, or " +
+                                         std::string(job_token_env));
   if (s.log_dir.empty()) s.log_dir = "/tmp/msomni-agent-" + s.node;
   s.heartbeat_interval = std::chrono::milliseconds(static_cast<int64_t>(heartbeat_s * 1000));
   s.on_orchestrator_lost = [] { stop_signal::flag() = true; };

@@ -14,6 +14,7 @@
 #include "gateway/gateway.hpp"
 #include "messages/catalog.hpp"
 #include "config/config_loader.hpp"
+#include "core/command_line.hpp"
 #include "core/log.hpp"
 #include "core/secret_file.hpp"
 #include "hub/transport_hub.hpp"
@@ -33,7 +34,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -46,37 +46,30 @@ int main(int argc, char** argv) {
   std::string config_path, name, control, ckpt_dir, node = "local";
   bool resume = false;
   std::vector<std::string> sets;
-  int64_t steps = -1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::cerr << "msomni-rank: " << a << " needs a value\n";
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--name") name = value();
-    else if (a == "--control") control = value();
-    else if (a == "--node") node = value();
-    else if (a == "--ckpt-dir") ckpt_dir = value();
-    else if (a == "--resume") resume = true;
-    else if (a == "--set") sets.push_back(value());
-    else if (a == "--steps") steps = std::stoll(value());
-    else if (a == "-h" || a == "--help") {
-      std::cout << "usage: msomni-rank CONFIG.toml --name NAME [--ckpt-dir DIR [--resume]] [--set k=v]... [--steps N]\n"
-                   "       msomni-rank CONFIG.toml --name NAME --control HOST:PORT --ckpt-dir DIR [--node NODE] [--set k=v]...\n";
-      return 0;
-    } else if (config_path.empty()) config_path = a;
-    else {
-      std::cerr << "msomni-rank: unexpected argument " << a << "\n";
-      return 2;
-    }
-  }
-  if (config_path.empty() || name.empty()) {
-    std::cerr << "msomni-rank: usage: msomni-rank CONFIG.toml --name NAME [--set k=v]... [--steps N]\n";
-    return 2;
-  }
+  int64_t steps = -1;  // -1: training.steps
+  CLI::App app{"One data-parallel rank in its own process: standalone (ADDR/PEER/GO on stdin and stdout, STEP "
+               "lines), or managed by the job's control process with --control.",
+               "msomni-rank"};
+  command_line::set_conventions(app);
+  app.footer("Exit codes: 0 ok, 2 bad config or usage, 1 runtime failure.");
+  app.add_option("CONFIG.toml", config_path, "the job's configuration")->required();
+  app.add_option("--name", name, "this rank's name (its ring position is its place in the sorted names)")
+      ->type_name("NAME")
+      ->required();
+  app.add_option("--control", control,
+                 "the job's control process: the rank is managed (needs --ckpt-dir and the job's token in $" +
+                     std::string(job_token_env) + ")")
+      ->type_name("HOST:PORT");
+  app.add_option("--node", node, "the node the rank runs on (managed ranks)")->capture_default_str();
+  app.add_option("--ckpt-dir", ckpt_dir, "the checkpoint root")->type_name("DIR");
+  app.add_flag("--resume", resume, "standalone: resume from the newest checkpoint in --ckpt-dir");
+  app.add_option("--set", sets, "override one config key, as msomni-run --set (repeatable)")
+      ->type_name("KEY.PATH=VALUE")
+      ->allow_extra_args(false);
+  app.add_option("--steps", steps, "standalone: optimizer steps to train (default: training.steps)")
+      ->type_name("N")
+      ->transform(command_line::within<int64_t>(0, config::limits::training::steps.max));
+  if (const auto rc = command_line::parse(app, argc, argv)) return *rc;
   config::job_config cfg;
   try {
     cfg = config::load_file(config_path, sets);

@@ -39,27 +39,15 @@ int main(int argc, char** argv) {
   // Run directories, checkpoints, logs and journals are the user's alone (0700/0600); the
   // rank processes inherit this mask.
   ::umask(077);
-  std::string usage_error;
-  const auto opts = msomni::apps::parse_run_options(argc, argv, usage_error);
-  if (!opts) {
-    std::cerr << "msomni-run: " << usage_error << "\n\n" << msomni::apps::run_usage();
-    return exit_config;
-  }
-  if (opts->help) {
-    std::cout << msomni::apps::run_usage();
-    return exit_ok;
-  }
-  if (opts->version) {
-    std::cout << "msomni-run 0.1.0\n";
-    return exit_ok;
-  }
+  msomni::apps::run_options opts;
+  if (const auto rc = msomni::apps::parse_run_options(argc, argv, opts, std::cout, std::cerr)) return *rc;
   msomni::log::level lvl;
-  msomni::log::parse_level(opts->log_level, lvl);
+  msomni::log::parse_level(opts.log_level, lvl);
   msomni::log::set_level(lvl);
 
   msomni::config::job_config cfg;
   try {
-    cfg = msomni::config::load_file(opts->config_path, opts->overrides);
+    cfg = msomni::config::load_file(opts.config_path, opts.overrides);
   } catch (const msomni::config::config_errors& e) {
     std::cerr << "msomni-run: the configuration is invalid; nothing was started.\n" << e.what();
     return exit_config;
@@ -78,13 +66,13 @@ int main(int argc, char** argv) {
     for (const auto& e : env) std::cerr << e.to_string() << "\n";
     return exit_config;
   }
-  const auto paths = msomni::apps::resolve_run_paths(cfg, opts->run_dir);
+  const auto paths = msomni::apps::resolve_run_paths(cfg, opts.run_dir);
   if (auto problems = msomni::apps::check_run_paths(paths, cfg); !problems.empty()) {
     std::cerr << "msomni-run: the run directory or checkpoint root cannot be used; nothing was started.\n";
     for (const auto& p : problems) std::cerr << p << "\n";
     return exit_config;
   }
-  if (opts->dry_run) {
+  if (opts.dry_run) {
     std::cout << msomni::config::render_plan(cfg, gpus);
     std::cout << "  run directory: " << paths.run_dir.string() << "\n  checkpoint root: " << paths.checkpoint_dir.string()
               << "\n";
@@ -96,7 +84,7 @@ int main(int argc, char** argv) {
     return exit_ok;
   }
   try {
-    return msomni::apps::launch_job(cfg, paths, *opts);
+    return msomni::apps::launch_job(cfg, paths, opts);
   } catch (const msomni::apps::run_paths_refused& e) {
     std::cerr << "msomni-run: " << e.what() << "; nothing was started.\n";
     return exit_config;

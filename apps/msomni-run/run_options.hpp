@@ -1,6 +1,7 @@
 // Command line of msomni-run: what it accepts and how it is parsed.
 #pragma once
 
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,13 +15,11 @@ struct run_options {
   std::string log_level = "info";
   bool dry_run = false;
   bool fresh = false;
-  bool help = false;
-  bool version = false;
 };
 
-// Parses argv; on a usage error returns nullopt and fills `error`.
-std::optional<run_options> parse_run_options(int argc, const char* const* argv, std::string& error);
-
-std::string run_usage();
+// Parses argv into `o`. nullopt: run with it; otherwise exit with that status (0 after
+// --help or --version, 2 for a bad command line), its text already written to out or err.
+std::optional<int> parse_run_options(int argc, const char* const* argv, run_options& o, std::ostream& out,
+                                     std::ostream& err);
 
 }  // namespace msomni::apps

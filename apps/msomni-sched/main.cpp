@@ -1,14 +1,13 @@
-// msomni-sched [--config FILE] [--gpus N] [--gpus-per-node N] [--nodes-per-switch N] [--policy omni|exclusive|greedy]
-//              [--idle-threshold X] [--drain-s S] [--min-run-window-s S] [--reservation-window-s S]
-//              [--queue-capacity N] [--listen HOST:PORT] [--info-file FILE]
+// msomni-sched [--config FILE] [options]: see --help.
 // The co-location scheduler as a service: the scheduler actor shell around the same
 // scheduler_core that msomni-sim replays, on a UCX node named "sched". Jobs reach it with
 // `msomni job --scheduler-info FILE ...`. It publishes the actor under a name that carries a
 // random token and writes "ADDRESS TOKEN" to the info file (mode 0600): without the token a
 // job cannot address it. Every decision is printed with its reason. Ends on
-// SIGINT/SIGTERM. Exit codes: 0 stopped, 1 could not start, 2 usage.
+// SIGINT/SIGTERM. Exit codes: 0 stopped, 1 could not start, 2 usage or a bad --config file.
 #include "config/config_loader.hpp"
 #include "core/clock.hpp"
+#include "core/command_line.hpp"
 #include "core/secret_file.hpp"
 #include "core/stop_signal.hpp"
 #include "gateway/gateway.hpp"
@@ -24,38 +23,62 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <functional>
+#include <sstream>
+#include <vector>
 #include <thread>
 
 using namespace msomni;
 using namespace std::chrono_literals;
 
 namespace {
-int usage(std::ostream& os, int code) {
-  os << "usage: msomni-sched [options]\n"
-        "  --config FILE            a TOML file with a [scheduler] table (configs/scheduler/); the keys\n"
-        "                           are step_window, idle_threshold, safety_factor, drain_period_s,\n"
-        "                           min_run_window_s, reservation_window_s, queue_capacity, policy,\n"
-        "                           min_confidence, critical_peak_memory_s, critical_reserve_factor,\n"
-        "                           critical_slowdown_budget;\n"
-        "                           flags below override it. A bad file is refused with FILE:LINE:COL\n"
-        "  --gpus N                 GPUs in the cluster (default 8)\n"
-        "  --gpus-per-node N        (default 8)      --nodes-per-switch N (default 4)\n"
-        "  --policy P               omni | exclusive | greedy (default omni)\n"
-        "  --idle-threshold X       (0.35)  --drain-s S (600)  --min-run-window-s S (7200)\n"
-        "  --reservation-window-s S (1800)  --queue-capacity N (1024)\n"
-        "  --critical-slowdown-budget X (0.01)  share of a critical job's run time its guests may\n"
-        "                           cost it (measured from its step reports, steps with guests\n"
-        "                           against steps alone); past it the job lends nothing until its\n"
-        "                           run has grown back under it\n"
-        "  --listen HOST:PORT       where the UCX node listens (default 127.0.0.1, any port)\n"
-        "  --info-file FILE         where \"ADDRESS TOKEN\" goes (default ./msomni-sched.info, mode 0600)\n"
-        "  --recover-s S            when the info file is already there (a previous instance wrote it:\n"
-        "                           this is a restart), place nothing for S seconds (default 10) so\n"
-        "                           that the jobs still running on its GPUs can rejoin (msomni job\n"
-        "                           reconnects on its own); submissions meanwhile wait. 0: no wait\n";
-  return code;
+
+namespace limits = config::limits;
+
+// How long a restarted service waits for the previous instance's jobs (its own flag).
+constexpr limits::range<double> recover_s_limit{0.0, 86400.0};
+
+// Flags that set a [scheduler] key: checked against that key's limit when parsed, applied
+// after the --config file so that they override it.
+class setting_flags {
+ public:
+  explicit setting_flags(CLI::App& app) : app_(app) {}
+
+  template <class T, class Limit>
+  void add(const std::string& flag, T& target, Limit limit, const std::string& what) {
+    std::ostringstream shown;
+    shown << target;
+    app_.add_option_function<T>(
+            flag, [this, &target](const T& v) { defer([&target, v] { target = v; }); }, what)
+        ->transform(command_line::within(limit))
+        ->default_str(shown.str());
+  }
+
+  void defer(std::function<void()> set) { apply_.push_back(std::move(set)); }
+
+  void apply() const {
+    for (const auto& a : apply_) a();
+  }
+
+ private:
+  CLI::App& app_;
+  std::vector<std::function<void()>> apply_;
+};
+
+void load_config_file(const std::string& path, sched::scheduler_settings& s) {
+  const auto c = config::load_scheduler_file(path);
+  sched::parse_policy(c.policy, s.params.policy);  // the schema admits only the three names
+  s.params.idle_threshold = c.idle_threshold;
+  s.params.min_confidence = c.min_confidence;
+  s.params.drain_period_s = c.drain_period_s;
+  s.params.min_run_window_s = c.min_run_window_s;
+  s.params.reservation_window_s = c.reservation_window_s;
+  s.params.queue_capacity = static_cast<size_t>(c.queue_capacity);
+  s.params.critical_peak_memory_s = c.critical_peak_memory_s;
+  s.params.critical_reserve_factor = c.critical_reserve_factor;
+  s.params.critical_slowdown_budget = c.critical_slowdown_budget;
+  s.predictor.window_steps = static_cast<size_t>(c.step_window);
+  s.predictor.safety_factor = c.safety_factor;
 }
 
 // Prints every decision with its reason (the scheduler's observer).
@@ -73,80 +96,73 @@ caf::behavior decision_printer(caf::event_based_actor*) {
 int main(int argc, char** argv) {
   sched::scheduler_settings s;
   uint32_t gpus = 8, per_node = 8, per_switch = 4;
-  std::string listen, info_file = "msomni-sched.info";
+  std::string config_file, listen, info_file = "msomni-sched.info";
   double recover_s = 10;
-  std::map<std::string, std::function<void(const std::string&)>> flags = {
-      {"--gpus", [&](const std::string& v) { gpus = static_cast<uint32_t>(std::stoul(v)); }},
-      {"--gpus-per-node", [&](const std::string& v) { per_node = static_cast<uint32_t>(std::stoul(v)); }},
-      {"--nodes-per-switch", [&](const std::string& v) { per_switch = static_cast<uint32_t>(std::stoul(v)); }},
-      {"--policy", [&](const std::string& v) {
-         if (!sched::parse_policy(v, s.params.policy)) throw std::invalid_argument(v);
-       }},
-      {"--idle-threshold", [&](const std::string& v) { s.params.idle_threshold = std::stod(v); }},
-      {"--drain-s", [&](const std::string& v) { s.params.drain_period_s = std::stod(v); }},
-      {"--min-run-window-s", [&](const std::string& v) { s.params.min_run_window_s = std::stod(v); }},
-      {"--reservation-window-s", [&](const std::string& v) { s.params.reservation_window_s = std::stod(v); }},
-      {"--queue-capacity", [&](const std::string& v) { s.params.queue_capacity = std::stoul(v); }},
-      {"--critical-slowdown-budget",
-       [&](const std::string& v) { s.params.critical_slowdown_budget = std::stod(v); }},
-      {"--listen", [&](const std::string& v) { listen = v; }},
-      {"--info-file", [&](const std::string& v) { info_file = v; }},
-      {"--recover-s", [&](const std::string& v) { recover_s = std::stod(v); }},
-  };
+
+  CLI::App app{"The co-location scheduler as a service: places jobs that `msomni job --scheduler-info FILE` "
+               "submits and prints every decision with its reason. Ends on SIGINT/SIGTERM.",
+               "msomni-sched"};
+  command_line::set_conventions(app);
+  app.footer("Exit codes: 0 stopped, 1 could not start, 2 usage or a bad --config file.");
+  using command_line::add_number;
+  using command_line::within;
+  app.add_option("--config", config_file,
+                 "a TOML file with a [scheduler] table (configs/scheduler/); its keys are step_window, "
+                 "idle_threshold, safety_factor, drain_period_s, min_run_window_s, reservation_window_s, "
+                 "queue_capacity, policy, min_confidence, critical_peak_memory_s, critical_reserve_factor, "
+                 "critical_slowdown_budget; the flags below override it. A bad file is refused with FILE:LINE:COL")
+      ->type_name("FILE");
+  add_number(app, "--gpus", gpus, limits::cluster::gpus, "GPUs in the cluster");
+  add_number(app, "--gpus-per-node", per_node, limits::cluster::gpus_per_node, "GPUs per node");
+  add_number(app, "--nodes-per-switch", per_switch, limits::cluster::nodes_per_switch, "nodes under one switch");
+  setting_flags settings(app);
+  app.add_option_function<std::string>(
+         "--policy",
+         [&](const std::string& v) { settings.defer([&s, v] { sched::parse_policy(v, s.params.policy); }); },
+         "omni (prediction-based co-location), exclusive (strict priority, no sharing) or greedy (fill idle "
+         "GPUs without prediction)")
+      ->check(CLI::IsMember({"omni", "exclusive", "greedy"}))
+      ->default_str("omni");
+  namespace sl = limits::scheduler;
+  auto& p = s.params;
+  settings.add("--idle-threshold", p.idle_threshold, sl::idle_threshold,
+               "co-locate only where the predicted idle share passes it (scheduler.idle_threshold)");
+  settings.add("--drain-s", p.drain_period_s, sl::drain_period_s,
+               "seconds from a regular job's preemption notice to its forced release (scheduler.drain_period_s)");
+  settings.add("--min-run-window-s", p.min_run_window_s, sl::min_run_window_s,
+               "seconds a regular job runs before it may be preempted (scheduler.min_run_window_s)");
+  settings.add("--reservation-window-s", p.reservation_window_s, sl::reservation_window_s,
+               "co-location is decided per window of this many seconds (scheduler.reservation_window_s)");
+  settings.add("--queue-capacity", p.queue_capacity, sl::queue_capacity,
+               "pending jobs; submissions past it are rejected (scheduler.queue_capacity)");
+  settings.add("--critical-slowdown-budget", p.critical_slowdown_budget, sl::critical_slowdown_budget,
+               "share of a critical job's run time its guests may cost it (measured from its step reports, steps "
+               "with guests against steps alone); past it the job lends nothing until its run has grown back under "
+               "it (scheduler.critical_slowdown_budget)");
+  app.add_option("--listen", listen, "where the UCX node listens (default 127.0.0.1, any port)")
+      ->type_name("HOST:PORT")
+      ->transform(command_line::host_port());
+  app.add_option("--info-file", info_file, "where \"ADDRESS TOKEN\" goes (mode 0600)")
+      ->type_name("FILE")
+      ->capture_default_str();
+  app.add_option("--recover-s", recover_s,
+                 "when the info file is already there (a previous instance wrote it: this is a restart), place "
+                 "nothing for this many seconds so that the jobs still running on its GPUs can rejoin (msomni job "
+                 "reconnects on its own); submissions meanwhile wait. 0: no wait")
+      ->transform(within(recover_s_limit))
+      ->capture_default_str();
+  if (const auto rc = command_line::parse(app, argc, argv)) return *rc;
+
   // The file first, so that flags override it.
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) != "--config") continue;
+  if (!config_file.empty()) {
     try {
-      const auto c = config::load_scheduler_file(argv[i + 1]);
-      sched::parse_policy(c.policy, s.params.policy);  // the schema admits only the three names
-      s.params.idle_threshold = c.idle_threshold;
-      s.params.min_confidence = c.min_confidence;
-      s.params.drain_period_s = c.drain_period_s;
-      s.params.min_run_window_s = c.min_run_window_s;
-      s.params.reservation_window_s = c.reservation_window_s;
-      s.params.queue_capacity = static_cast<size_t>(c.queue_capacity);
-      s.params.critical_peak_memory_s = c.critical_peak_memory_s;
-      s.params.critical_reserve_factor = c.critical_reserve_factor;
-      s.params.critical_slowdown_budget = c.critical_slowdown_budget;
-      s.predictor.window_steps = static_cast<size_t>(c.step_window);
-      s.predictor.safety_factor = c.safety_factor;
+      load_config_file(config_file, s);
     } catch (const config::config_errors& e) {
       std::cerr << "msomni-sched: the configuration is invalid; nothing was started.\n" << e.what();
       return 2;
     }
   }
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") return usage(std::cout, 0);
-    if (a == "--config") {
-      ++i;
-      continue;
-    }
-    auto f = flags.find(a);
-    if (f == flags.end()) {
-      std::cerr << "msomni-sched: unknown option " << a << "\n";
-      return usage(std::cerr, 2);
-    }
-    if (i + 1 >= argc) {
-      std::cerr << "msomni-sched: " << a << " needs a value\n";
-      return usage(std::cerr, 2);
-    }
-    try {
-      f->second(argv[++i]);
-    } catch (const std::exception&) {
-      std::cerr << "msomni-sched: " << a << " " << argv[i] << ": not a valid value\n";
-      return 2;
-    }
-  }
-  if (gpus == 0 || per_node == 0 || per_switch == 0 || s.params.reservation_window_s <= 0 ||
-      s.params.idle_threshold < 0 || s.params.idle_threshold > 1 || s.params.drain_period_s < 0 ||
-      s.params.queue_capacity == 0 || !(recover_s >= 0) || !(s.params.critical_slowdown_budget >= 0) ||
-      s.params.critical_slowdown_budget > 1) {
-    std::cerr << "msomni-sched: --gpus, --gpus-per-node, --nodes-per-switch, --queue-capacity and "
-                 "--reservation-window-s must be positive, --idle-threshold and --critical-slowdown-budget "
-                 "in [0, 1], --drain-s and --recover-s >= 0\n";
-    return 2;
-  }
+  settings.apply();
   // An info file left by a previous instance means its jobs may still run and will rejoin.
   std::error_code exists_error;
   if (std::filesystem::exists(info_file, exists_error)) s.recover_s = recover_s;
@@ -156,12 +172,8 @@ int main(int argc, char** argv) {
   caf::actor_system sys{configure_process(cfg, 2)};
   transport::ucx_node_options opt;
   opt.name = "sched";
-  if (!listen.empty()) {
+  if (!listen.empty()) {  // HOST:PORT, checked by the parser
     const auto colon = listen.rfind(':');
-    if (colon == std::string::npos) {
-      std::cerr << "msomni-sched: --listen wants HOST:PORT\n";
-      return 2;
-    }
     opt.listen_host = listen.substr(0, colon);
     opt.listen_port = static_cast<uint16_t>(std::stoul(listen.substr(colon + 1)));
   }

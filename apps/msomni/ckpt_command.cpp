@@ -4,6 +4,8 @@
 #include "commands.hpp"
 #include "safetensors.hpp"
 
+#include "core/command_line.hpp"
+
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -14,16 +16,6 @@ namespace {
 
 using namespace msomni::ckpt;
 
-void ckpt_usage(std::ostream& os) {
-  os << "usage: msomni ckpt ls DIR\n"
-        "       msomni ckpt verify DIR [--step N]\n"
-        "       msomni ckpt export DIR --out FILE [--step N] [--rank R] [--prefix param/]\n"
-        "ls lists checkpoints and temporaries; verify loads every shard and checks every\n"
-        "checksum (all checkpoints, or one with --step; exit 1 on any failure); export\n"
-        "writes the tensors named PREFIX* of one rank (default 0) of the newest loadable\n"
-        "checkpoint (or --step N) as a safetensors file, names without the prefix.\n";
-}
-
 struct options {
   std::string dir;
   std::optional<uint64_t> step;
@@ -32,29 +24,22 @@ struct options {
   std::string prefix = "param/";
 };
 
-bool parse(const std::vector<std::string>& a, options& o, std::ostream& err) {
-  if (a.size() < 2) return false;
-  o.dir = a[1];
-  for (size_t i = 2; i < a.size(); i += 2) {
-    if (i + 1 >= a.size()) {
-      err << "msomni ckpt: " << a[i] << " needs a value\n";
-      return false;
-    }
-    try {
-      if (a[i] == "--step") o.step = std::stoull(a[i + 1]);
-      else if (a[i] == "--rank") o.rank = static_cast<uint32_t>(std::stoul(a[i + 1]));
-      else if (a[i] == "--out") o.out = a[i + 1];
-      else if (a[i] == "--prefix") o.prefix = a[i + 1];
-      else {
-        err << "msomni ckpt: unknown option " << a[i] << "\n";
-        return false;
-      }
-    } catch (const std::exception&) {
-      err << "msomni ckpt: bad number for " << a[i] << ": '" << a[i + 1] << "'\n";
-      return false;
-    }
-  }
-  return true;
+namespace limits = config::limits;
+
+// A checkpoint's step and a rank of it, within what a job can have.
+constexpr limits::range<int64_t> step_limit{0, limits::training::steps.max};
+constexpr limits::range<int64_t> rank_limit{0, limits::elasticity::replicas.max - 1};
+
+CLI::App* add_command(CLI::App& app, const std::string& name, const std::string& what, options& o) {
+  auto* sub = app.add_subcommand(name, what);
+  sub->add_option("DIR", o.dir, "the checkpoint root")->required();
+  return sub;
+}
+
+void add_step(CLI::App& sub, options& o, const std::string& what) {
+  sub.add_option_function<uint64_t>("--step", [&o](const uint64_t& s) { o.step = s; }, what)
+      ->type_name("N")
+      ->transform(command_line::within(step_limit));
 }
 
 int cmd_ls(const checkpoint_store& store, std::ostream& out) {
@@ -116,10 +101,6 @@ int cmd_verify(const checkpoint_store& store, const options& o, std::ostream& ou
 
 int cmd_export(const checkpoint_store& store, const options& o, std::ostream& out,
                std::ostream& err) {
-  if (o.out.empty()) {
-    err << "msomni ckpt export: --out FILE is required\n";
-    return exit_usage;
-  }
   verified_checkpoint v;
   if (o.step) {
     v = store.load(*o.step, {o.rank});
@@ -149,24 +130,33 @@ int cmd_export(const checkpoint_store& store, const options& o, std::ostream& ou
 
 int run_ckpt(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   options o;
-  if (args.empty() || args[0] == "--help" || !parse(args, o, err)) {
-    ckpt_usage(args.empty() || args[0] != "--help" ? err : out);
-    return args.size() == 1 && args[0] == "--help" ? exit_ok : exit_usage;
-  }
+  CLI::App app{"List, verify and export checkpoints.", "msomni ckpt"};
+  command_line::set_conventions(app);
+  app.require_subcommand(1);
+  auto* ls = add_command(app, "ls", "list the checkpoints and temporaries in DIR", o);
+  auto* verify = add_command(app, "verify", "load every shard and check every checksum; exit 1 on any failure", o);
+  add_step(*verify, o, "only this checkpoint (default: all)");
+  auto* exp = add_command(app, "export",
+                          "write the tensors named PREFIX* of one rank of a checkpoint as a safetensors file, "
+                          "names without the prefix",
+                          o);
+  exp->add_option("--out", o.out, "the safetensors file")->type_name("FILE")->required();
+  add_step(*exp, o, "this checkpoint (default: the newest loadable one)");
+  command_line::add_number(*exp, "--rank", o.rank, rank_limit, "the rank whose tensors are written");
+  exp->add_option("--prefix", o.prefix, "which tensors: those whose names start with it")->capture_default_str();
+  if (const auto rc = command_line::parse(app, args, out, err)) return *rc;
+  const std::string verb = ls->parsed() ? "ls" : verify->parsed() ? "verify" : "export";
   try {
     if (!std::filesystem::is_directory(o.dir)) {
       err << "msomni ckpt: " << o.dir << " is not a directory\n";
       return exit_failed;
     }
     const checkpoint_store store(o.dir);
-    if (args[0] == "ls") return cmd_ls(store, out);
-    if (args[0] == "verify") return cmd_verify(store, o, out);
-    if (args[0] == "export") return cmd_export(store, o, out, err);
-    err << "msomni ckpt: unknown subcommand '" << args[0] << "'\n";
-    ckpt_usage(err);
-    return exit_usage;
+    if (ls->parsed()) return cmd_ls(store, out);
+    if (verify->parsed()) return cmd_verify(store, o, out);
+    return cmd_export(store, o, out, err);
   } catch (const std::exception& e) {
-    err << "msomni ckpt " << args[0] << ": " << e.what() << "\n";
+    err << "msomni ckpt " << verb << ": " << e.what() << "\n";
     return exit_failed;
   }
 }

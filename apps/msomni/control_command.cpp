@@ -4,6 +4,8 @@
 #include "commands.hpp"
 #include "control_file.hpp"
 
+#include "core/command_line.hpp"
+
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
 #include "messages/catalog.hpp"
@@ -101,59 +103,51 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
   }
 }
 
+// A duration flag: "120s", "2m", "1h" or "90" (seconds), within `limit`; rewritten to seconds.
+CLI::Validator duration_within(config::limits::range<double> limit) {
+  const auto in = command_line::within(limit);
+  return CLI::Validator(
+      [in](std::string& v) -> std::string {
+        const auto d = parse_duration(v);
+        if (!d) return "\"" + v + "\" is not a duration (e.g. 120s, 2m)";
+        std::ostringstream seconds;
+        seconds.precision(17);
+        seconds << *d;
+        std::string text = seconds.str();
+        if (auto why = in(text); !why.empty()) return v + " is " + text + " s, not in " + in.get_description() + " s";
+        v = text;
+        return {};
+      },
+      "");
+}
+
 int run_verb(const std::string& verb, const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  namespace limits = config::limits;
   control_args a;
   const bool needs_replicas = verb == "scale-down" || verb == "scale-up";
-  for (size_t i = 0; i < args.size(); ++i) {
-    const auto& k = args[i];
-    auto value = [&]() -> std::optional<std::string> {
-      if (i + 1 >= args.size()) return std::nullopt;
-      return args[++i];
-    };
-    std::optional<std::string> v;
-    if (k == "--json") {
-      a.json = true;
-      continue;
-    }
-    if (k == "-h" || k == "--help") {
-      out << "usage: msomni " << verb << " --run-dir DIR" << (needs_replicas ? " --replicas N" : "")
-          << (verb == "scale-down" ? " [--grace-period 120s]" : "") << (verb == "status" ? " [--json]" : "")
-          << " [--token T]\n";
-      return exit_ok;
-    }
-    if (!(v = value())) {
-      err << "msomni " << verb << ": " << k << " needs a value\n";
-      return exit_usage;
-    }
-    if (k == "--run-dir") a.run_dir = *v;
-    else if (k == "--token") a.token = *v;
-    else if (k == "--replicas" && needs_replicas) {
-      try {
-        a.replicas = std::stoll(*v);
-      } catch (...) {
-        err << "msomni " << verb << ": --replicas " << *v << " is not a number\n";
-        return exit_usage;
-      }
-    } else if (k == "--grace-period" && verb == "scale-down") {
-      const auto d = parse_duration(*v);
-      if (!d) {
-        err << "msomni " << verb << ": --grace-period " << *v << " is not a duration (e.g. 120s, 2m)\n";
-        return exit_usage;
-      }
-      a.grace_s = *d;
-    } else {
-      err << "msomni " << verb << ": unknown option " << k << "\n";
-      return exit_usage;
-    }
-  }
-  if (a.run_dir.empty()) {
-    err << "msomni " << verb << ": --run-dir DIR is required\n";
-    return exit_usage;
-  }
-  if (needs_replicas && a.replicas < 1) {
-    err << "msomni " << verb << ": --replicas N (N >= 1) is required\n";
-    return exit_usage;
-  }
+  CLI::App app{"Sends one control request to a running job, found through its run directory's control.json.",
+               "msomni " + verb};
+  command_line::set_conventions(app);
+  app.add_option("--run-dir", a.run_dir, "the job's run directory (msomni-run's --run-dir)")
+      ->type_name("DIR")
+      ->required();
+  app.add_option_function<std::string>(
+         "--token", [&a](const std::string& t) { a.token = t; },
+         "the job's token instead of the one in control.json (an empty one is sent as is)")
+      ->type_name("T");
+  app.add_flag("--json", a.json, "print the reply's JSON where it has one (status)");
+  if (needs_replicas)
+    app.add_option("--replicas", a.replicas, "the job's new number of replicas (as elasticity.replicas)")
+        ->type_name("N")
+        ->required()
+        ->transform(command_line::within(limits::elasticity::replicas));
+  if (verb == "scale-down")
+    app.add_option("--grace-period", a.grace_s,
+                   "how long the leaving replicas get to reach the barrier: 120s, 2m, 1h or seconds (as "
+                   "elasticity.grace_period_s; default: the job's)")
+        ->type_name("DURATION")
+        ->transform(duration_within(limits::elasticity::grace_period_s));
+  if (const auto rc = command_line::parse(app, args, out, err)) return *rc;
   return send(verb, a, out, err);
 }
 

@@ -1,6 +1,4 @@
-// `msomni job --scheduler-info FILE --id NAME --class critical|regular|best-effort --gpus N
-//  [--gpus-per-replica R] [--min-replicas M] [--run-dir DIR] [--scratch-dir DIR] [--reconnect-s S]
-//  -- COMMAND [ARGS...]`:
+// `msomni job --scheduler-info FILE --id NAME [options] -- COMMAND [ARGS...]` (see --help):
 // joins msomni-sched over UCX (address and token from its info file) and runs COMMAND under
 // the scheduler's decisions (see job_runner.hpp). Exit: the command's exit code when it
 // ran to its end, 1 when the scheduler is unreachable or went away for good, 2 usage,
@@ -10,6 +8,7 @@
 
 #include "scheduler_client.hpp"
 #include "config/config_schema.hpp"
+#include "core/command_line.hpp"
 #include "core/stop_signal.hpp"
 
 #include <caf/send.hpp>
@@ -25,28 +24,66 @@ namespace {
 
 using namespace std::chrono_literals;
 
-int job_usage(std::ostream& os, int code) {
-  os << "usage: msomni job --scheduler-info FILE --id NAME --class critical|regular|best-effort --gpus N\n"
-        "                  [--gpus-per-replica R] [--min-replicas M] [--run-dir DIR] [--scratch-dir DIR]\n"
-        "                  [--reconnect-s S] [--resize-in-place yes|no]\n"
-        "                  -- COMMAND [ARGS...]\n"
-        "  --scheduler-info  the file msomni-sched wrote (\"ADDRESS TOKEN\")\n"
-        "  --run-dir         the command's run directory (msomni-run's --run-dir): checkpoints/latest\n"
-        "                    gives the step a preempted job reports, metrics.jsonl the step times\n"
-        "                    and data waits that feed the scheduler's idle-window predictor\n"
-        "  --scratch-dir     the command gets MSOMNI_SCRATCH_DIR=DIR/NAME, created at each start and\n"
-        "                    removed whenever the command ends (a preempted job leaves no scratch)\n"
-        "  --reconnect-s S   when msomni-sched goes away, the command keeps running and the job\n"
-        "                    rejoins a restarted one (found through the info file) for up to S\n"
-        "                    seconds (default 300); then, or with 0 at once, the command is\n"
-        "                    stopped (SIGTERM) and the job ends with 1\n"
-        "  --resize-in-place yes|no  COMMAND is msomni-run with --run-dir DIR (give msomni job the\n"
-        "                    same --run-dir): it starts with the scheduler's replicas (--set\n"
-        "                    elasticity.replicas=N is added), and shrink/grow notices become\n"
-        "                    scale-down/scale-up requests to its control endpoint, applied at its\n"
-        "                    next barrier, instead of a restart (default no; a failed request\n"
-        "                    falls back to the restart)\n";
-  return code;
+namespace limits = config::limits;
+
+// How long a job waits for a restarted msomni-sched, at most.
+constexpr limits::range<double> reconnect_s_limit{0.0, 7 * 86400.0};
+
+void add_flags(CLI::App& app, job_spec& spec, std::string& info) {
+  using command_line::add_number;
+  using command_line::within;
+  app.add_option("--scheduler-info", info, "the file msomni-sched wrote (\"ADDRESS TOKEN\")")
+      ->type_name("FILE")
+      ->required();
+  app.add_option("--id", spec.id, "the job's name (one plain path component: it names its scratch directory)")
+      ->type_name("NAME")
+      ->required()
+      ->check([](const std::string& id) {
+        const auto problem = config::plain_name_problem(id);
+        return problem.empty() ? problem : "the job id " + problem;
+      });
+  app.add_option_function<std::string>(
+         "--class",
+         [&spec](const std::string& v) { spec.job_class = v == "critical" ? 0 : v == "regular" ? 1 : 2; },
+         "critical | regular | best-effort")
+      ->check(CLI::IsMember({"critical", "regular", "best-effort", "best_effort"}))
+      ->default_str("regular");
+  add_number(app, "--gpus", spec.gpus, limits::cluster::gpus, "GPUs the job asks for");
+  app.add_option("--gpus-per-replica", spec.gpus_per_replica,
+                 "GPUs of one replica, so that the scheduler may shrink and grow the job by whole replicas "
+                 "(0: the whole job is one)")
+      ->type_name("R")
+      ->transform(within<int64_t>(0, limits::cluster::gpus.max))
+      ->capture_default_str();
+  app.add_option("--min-replicas", spec.min_replicas, "the fewest replicas the job runs with")
+      ->type_name("M")
+      ->transform(within(limits::elasticity::replicas))
+      ->capture_default_str();
+  app.add_option("--run-dir", spec.run_dir,
+                 "the command's run directory (msomni-run's --run-dir): checkpoints/latest gives the step a "
+                 "preempted job reports, metrics.jsonl the step times and data waits that feed the scheduler's "
+                 "idle-window predictor")
+      ->type_name("DIR");
+  app.add_option("--scratch-dir", spec.scratch_dir,
+                 "the command gets MSOMNI_SCRATCH_DIR=DIR/NAME, created at each start and removed whenever the "
+                 "command ends (a preempted job leaves no scratch)")
+      ->type_name("DIR");
+  app.add_option("--reconnect-s", spec.reconnect_s,
+                 "when msomni-sched goes away, the command keeps running and the job rejoins a restarted one "
+                 "(found through the info file) for up to S seconds; then, or with 0 at once, the command is "
+                 "stopped (SIGTERM) and the job ends with 1")
+      ->type_name("S")
+      ->transform(within(reconnect_s_limit))
+      ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--resize-in-place", [&spec](const std::string& v) { spec.resize_in_place = v == "yes"; },
+         "COMMAND is msomni-run with --run-dir DIR (give msomni job the same --run-dir): it starts with the "
+         "scheduler's replicas (--set elasticity.replicas=N is added), and shrink/grow notices become "
+         "scale-down/scale-up requests to its control endpoint, applied at its next barrier, instead of a "
+         "restart (a failed request falls back to the restart)")
+      ->check(CLI::IsMember({"yes", "no"}))
+      ->default_str("no");
+  app.add_option("COMMAND", spec.command, "the command and its arguments, after --");
 }
 
 }  // namespace
@@ -54,58 +91,14 @@ int job_usage(std::ostream& os, int code) {
 int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   job_spec spec;
   std::string info;
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "-h" || a == "--help") return job_usage(out, exit_ok);
-    if (i + 1 >= args.size()) {
-      err << "msomni job: " << a << " needs a value\n";
-      return job_usage(err, exit_usage);
-    }
-    const std::string& v = args[++i];
-    try {
-      if (a == "--scheduler-info") info = v;
-      else if (a == "--id") spec.id = v;
-      else if (a == "--class") {
-        if (v == "critical") spec.job_class = 0;
-        else if (v == "regular") spec.job_class = 1;
-        else if (v == "best-effort" || v == "best_effort") spec.job_class = 2;
-        else throw std::invalid_argument(v);
-      } else if (a == "--gpus") spec.gpus = static_cast<uint32_t>(std::stoul(v));
-      else if (a == "--gpus-per-replica") spec.gpus_per_replica = static_cast<uint32_t>(std::stoul(v));
-      else if (a == "--min-replicas") spec.min_replicas = static_cast<uint32_t>(std::stoul(v));
-      else if (a == "--run-dir") spec.run_dir = v;
-      else if (a == "--scratch-dir") spec.scratch_dir = v;
-      else if (a == "--resize-in-place") {
-        if (v != "yes" && v != "no") throw std::invalid_argument(v);
-        spec.resize_in_place = v == "yes";
-      } else if (a == "--reconnect-s") {
-        spec.reconnect_s = std::stod(v);
-        if (!(spec.reconnect_s >= 0)) throw std::invalid_argument(v);
-      }
-      else {
-        err << "msomni job: unknown option " << a << "\n";
-        return job_usage(err, exit_usage);
-      }
-    } catch (const std::exception&) {
-      err << "msomni job: " << a << " " << v << ": not a valid value\n";
-      return exit_usage;
-    }
-  }
-  spec.command.assign(args.begin() + static_cast<std::ptrdiff_t>(std::min(i, args.size())), args.end());
-  if (info.empty() || spec.id.empty() || spec.gpus == 0 || spec.command.empty()) {
-    err << "msomni job: --scheduler-info, --id, a positive --gpus and a command after -- are required\n";
-    return job_usage(err, exit_usage);
-  }
-  // The id names the job's scratch directory (SCRATCH/ID), which msomni job removes.
-  if (const auto problem = config::plain_name_problem(spec.id); !problem.empty()) {
-    err << "msomni job: --id: the job id " << problem << "\n";
-    return exit_usage;
-  }
+  CLI::App app{"Runs COMMAND as a job of msomni-sched, under the scheduler's decisions.", "msomni job"};
+  command_line::set_conventions(app);
+  app.footer(
+      "Exit codes: the command's when it ran to its end; 1 the scheduler is unreachable or went away for good; "
+      "2 usage; 3 rejected.");
+  add_flags(app, spec, info);
+  if (const auto rc = command_line::parse(app, args, out, err)) return *rc;
+  if (spec.command.empty()) return command_line::refuse(app, "a command after -- is required", err);
   const auto ep = read_scheduler_info(info);
   if (!ep) {
     err << "msomni job: " << info << ": expected \"ADDRESS TOKEN\" (written by msomni-sched)\n";

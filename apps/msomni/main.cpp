@@ -1,8 +1,13 @@
-// msomni: the control CLI for a running job (status, scale-down, scale-up, stop) and for
-// checkpoints. Dispatches the first argument to a subcommand listed in `commands`.
+// msomni: the control CLI for a running job (status, scale-down, scale-up, stop), for
+// checkpoints and for jobs of msomni-sched. Dispatches the first argument to a subcommand
+// listed in `commands`; each subcommand parses the rest itself (see --help of each).
 #include "commands.hpp"
 
+#include "core/command_line.hpp"
+
 #include <iostream>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -22,22 +27,26 @@ const msomni::cli::command commands[] = {
      msomni::cli::run_sched_status},
 };
 
-void usage(std::ostream& os) {
-  os << "usage: msomni COMMAND [ARGS...]\n\ncommands:\n";
-  for (const auto& c : commands) os << "  " << c.name << "  " << c.summary << "\n";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    usage(argc < 2 ? std::cerr : std::cout);
-    return argc < 2 ? msomni::cli::exit_usage : msomni::cli::exit_ok;
+  CLI::App app{"The control CLI: a running job, its checkpoints, and jobs of msomni-sched.", "msomni"};
+  msomni::command_line::set_conventions(app);
+  app.footer("Run 'msomni COMMAND --help' for a command's options.");
+  app.get_formatter()->column_width(16);
+  app.allow_extras();  // a first argument that names no command is refused below, by name
+  std::vector<std::pair<CLI::App*, const msomni::cli::command*>> subcommands;
+  for (const auto& c : commands) {
+    // The subcommand takes everything after its name, --help included, and parses it itself.
+    auto* sub = app.add_subcommand(c.name, c.summary)->prefix_command();
+    sub->set_help_flag();
+    subcommands.emplace_back(sub, &c);
   }
-  const std::string name = argv[1];
-  for (const auto& c : commands)
-    if (name == c.name) return c.run({argv + 2, argv + argc}, std::cout, std::cerr);
-  std::cerr << "msomni: unknown command '" << name << "'\n\n";
-  usage(std::cerr);
+  if (const auto rc = msomni::command_line::parse(app, argc, argv)) return *rc;
+  for (const auto& [sub, c] : subcommands)
+    if (sub->parsed()) return c->run(sub->remaining(), std::cout, std::cerr);
+  if (const auto extra = app.remaining(); !extra.empty())
+    return msomni::command_line::refuse(app, "unknown command '" + extra.front() + "'");
+  std::cerr << app.help();
   return msomni::cli::exit_usage;
 }

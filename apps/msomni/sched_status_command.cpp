@@ -7,6 +7,7 @@
 
 #include "scheduler_client.hpp"
 
+#include "core/command_line.hpp"
 #include "core/json_text.hpp"
 
 #include "messages/catalog.hpp"
@@ -81,14 +82,13 @@ nlohmann::ordered_json status_json(const msg::scheduler_status& s) {
 int run_sched_status(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string info;
   bool json = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--json") json = true;
-    else if (args[i] == "--scheduler-info" && i + 1 < args.size()) info = args[++i];
-    else {
-      err << "usage: msomni sched-status --scheduler-info FILE [--json]\n";
-      return exit_usage;
-    }
-  }
+  CLI::App app{"msomni-sched's queue by class and bound, and its jobs by phase.", "msomni sched-status"};
+  command_line::set_conventions(app);
+  app.add_option("--scheduler-info", info, "the file msomni-sched wrote (\"ADDRESS TOKEN\")")
+      ->type_name("FILE")
+      ->required();
+  app.add_flag("--json", json, "the status as one JSON object");
+  if (const auto rc = command_line::parse(app, args, out, err)) return *rc;
   const auto ep = read_scheduler_info(info);
   if (!ep) {
     err << "msomni sched-status: --scheduler-info FILE with \"ADDRESS TOKEN\" (written by msomni-sched) is required\n";

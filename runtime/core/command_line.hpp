@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <charconv>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -57,7 +58,15 @@ CLI::Validator within(config::limits::range<T> limit) {
   return within(limit.min, limit.max);
 }
 
-// HOST:PORT with PORT a port number (0: any free one); attach it with Option::transform.
+// A numeric flag within `limit`, with its default shown in --help.
+template <class T, class L>
+CLI::Option* add_number(CLI::App& app, const std::string& flag, T& value, config::limits::range<L> limit,
+                        const std::string& what) {
+  return app.add_option(flag, value, what)->transform(within(limit))->capture_default_str();
+}
+
+// HOST:PORT with PORT a port number (0: any free one); attach it with Option::transform
+// (and name the value with type_name("HOST:PORT")).
 inline CLI::Validator host_port() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
@@ -68,11 +77,56 @@ inline CLI::Validator host_port() {
         text = text.substr(0, colon + 1) + port;
         return {};
       },
-      "HOST:PORT");
+      "");
 }
 
-// "PROGRAM: what went wrong" and where to look, for every parse error of `app`.
-inline void use_program_errors(CLI::App& app) {
+// `text` with its lines broken at spaces to at most `width` characters where a word allows.
+inline std::string wrap_lines(const std::string& text, size_t width) {
+  std::string out, line, word;
+  std::istringstream lines(text);
+  for (std::string paragraph; std::getline(lines, paragraph);) {
+    if (!out.empty()) out += '\n';
+    std::istringstream words(paragraph);
+    line.clear();
+    while (words >> word) {
+      if (!line.empty() && line.size() + 1 + word.size() > width) {
+        out += line + '\n';
+        line.clear();
+      }
+      line += (line.empty() ? "" : " ") + word;
+    }
+    out += line;
+  }
+  if (!text.empty() && text.back() == '\n') out += '\n';
+  return out;
+}
+
+// CLI11's help layout with the description and the option descriptions wrapped to fit beside the option column.
+class wrapping_formatter : public CLI::Formatter {
+ public:
+  std::string make_description(const CLI::App* app) const override {
+    return wrap_lines(CLI::Formatter::make_description(app), line_width);
+  }
+
+  std::string make_footer(const CLI::App* app) const override {
+    std::string footer = CLI::Formatter::make_footer(app);
+    if (!footer.empty() && footer.back() != '\n') footer += '\n';
+    return footer;
+  }
+
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    const size_t width = get_column_width() < line_width - 20 ? line_width - get_column_width() : 20;
+    return wrap_lines(CLI::Formatter::make_option_desc(opt), width);
+  }
+
+ private:
+  static constexpr size_t line_width = 100;
+};
+
+// The common conventions for `app`: every parse error as "PROGRAM: what went wrong" and
+// where to look; help descriptions wrapped.
+inline void set_conventions(CLI::App& app) {
+  app.formatter(std::make_shared<wrapping_formatter>());
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {
     return a->get_name() + ": " + e.what() + "\nRun '" + a->get_name() + " --help' for the options.\n";
   });

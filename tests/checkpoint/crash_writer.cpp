@@ -5,6 +5,7 @@
 // merge, so crashes land in full saves, incremental saves, merges and retention alike.
 // Prints "committed step-N" per save and "ops N" at the end; exit 3 with the error on failure.
 #include "checkpoint_store.hpp"
+#include "core/command_line.hpp"
 #include "test_states.hpp"
 
 #include <signal.h>
@@ -12,35 +13,33 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <string>
 
 using namespace msomni::ckpt;
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::cerr << "usage: ckpt_crash_writer DIR [--seed S] [--steps N] [--floats F] [--world W]"
-                 " [--kill-op K] [--fsize-limit BYTES]\n";
-    return 2;
-  }
-  const std::string dir = argv[1];
+  std::string dir;
   uint64_t seed = 1, steps = 3, floats = 2048, world = 2;
-  int64_t kill_op = -1, fsize_limit = -1;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    const std::string k = argv[i];
-    const uint64_t v = std::strtoull(argv[i + 1], nullptr, 10);
-    if (k == "--seed") seed = v;
-    else if (k == "--steps") steps = v;
-    else if (k == "--floats") floats = v;
-    else if (k == "--world") world = v;
-    else if (k == "--kill-op") kill_op = static_cast<int64_t>(v);
-    else if (k == "--fsize-limit") fsize_limit = static_cast<int64_t>(v);
-    else {
-      std::cerr << "unknown option " << k << "\n";
-      return 2;
-    }
-  }
+  int64_t kill_op = -1, fsize_limit = -1;  // -1: never, no limit
+  namespace limits = msomni::config::limits;
+  using msomni::command_line::add_number;
+  using msomni::command_line::within;
+  CLI::App app{"Test helper: saves checkpoints into DIR, continuing after the newest one there.",
+               "ckpt_crash_writer"};
+  msomni::command_line::set_conventions(app);
+  app.add_option("DIR", dir, "the checkpoint root")->required();
+  add_number(app, "--seed", seed, limits::range<uint64_t>{0, UINT64_MAX}, "seeds the states");
+  add_number(app, "--steps", steps, limits::range<uint64_t>{0, 1 << 20}, "checkpoints to save");
+  add_number(app, "--floats", floats, limits::range<uint64_t>{1, 1 << 28}, "floats per tensor");
+  add_number(app, "--world", world, limits::elasticity::replicas, "ranks per checkpoint");
+  app.add_option("--kill-op", kill_op, "SIGKILL at the K-th mutating file operation")
+      ->type_name("K")
+      ->transform(within<int64_t>(0, INT64_MAX));
+  app.add_option("--fsize-limit", fsize_limit, "file-size limit in bytes (EFBIG like a full disk)")
+      ->type_name("BYTES")
+      ->transform(within<int64_t>(0, INT64_MAX));
+  if (const auto rc = msomni::command_line::parse(app, argc, argv)) return *rc;
   if (fsize_limit >= 0) {
     ::signal(SIGXFSZ, SIG_IGN);  // so write(2) returns EFBIG instead of killing us
     rlimit rl{static_cast<rlim_t>(fsize_limit), static_cast<rlim_t>(fsize_limit)};

@@ -5,6 +5,7 @@
 //   -> "RESULT ok <details>" | "RESULT fail <reason>"
 //   <- EOF on stdin: tear down and exit (0 = ok)
 #include "collectives/ring_communicator.hpp"
+#include "core/command_line.hpp"
 #include "core/rng.hpp"
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
@@ -117,11 +118,16 @@ std::string run_allreduce(transport_hub& hub, const std::vector<std::string>& me
 int main(int argc, char** argv) {
   std::string name, scenario;
   bool shared_memory = true;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--name")) name = argv[i + 1];
-    if (!std::strcmp(argv[i], "--scenario")) scenario = argv[i + 1];
-    if (!std::strcmp(argv[i], "--shared-memory")) shared_memory = std::strcmp(argv[i + 1], "0") != 0;
-  }
+  CLI::App app{"One process of a transport integration test (driven over stdin/stdout).", "transport_test_node"};
+  command_line::set_conventions(app);
+  app.add_option("--name", name, "this node's name")->required();
+  app.add_option("--scenario", scenario, "request | ordering | bulk | allreduce | kill | kill_busy");
+  app.add_option_function<std::string>(
+         "--shared-memory", [&](const std::string& v) { shared_memory = v == "1"; },
+         "0: same-host peers over TCP with UCX peer error mode")
+      ->check(CLI::IsMember({"0", "1"}))
+      ->default_str("1");
+  if (const auto rc = command_line::parse(app, argc, argv)) return *rc;
   caf::actor_system_config cfg;
   register_catalog(cfg);
   cfg.set("scheduler.max-threads", 2);

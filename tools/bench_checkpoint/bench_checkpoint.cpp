@@ -2,9 +2,10 @@
 // write + fsync of the same bytes to the same disk (the limit) and (b) torch.save of the same
 // tensors in /usr/bin/python3 with the same thread count; and the training time lost per
 // asynchronous save as a fraction of a step. Prints a markdown table for BENCHMARKS.md.
-//   bench_checkpoint [--mb 256] [--threads 2] [--reps 3] [--dir /tmp] [--level 1]
+//   bench_checkpoint [--mb 256] [--threads 2] [--reps 3] [--dir /tmp] [--level 1] (see --help)
 #include "checkpoint_store.hpp"
 #include "checkpoint_writer.hpp"
+#include "core/command_line.hpp"
 #include "core/json_text.hpp"
 
 #include <fcntl.h>
@@ -82,14 +83,19 @@ int main(int argc, char** argv) {
   size_t mb = 256;
   int threads = 2, reps = 3, level = 1;
   std::string dir = "/tmp";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i];
-    if (k == "--mb") mb = std::stoul(argv[i + 1]);
-    else if (k == "--threads") threads = std::stoi(argv[i + 1]);
-    else if (k == "--reps") reps = std::stoi(argv[i + 1]);
-    else if (k == "--dir") dir = argv[i + 1];
-    else if (k == "--level") level = std::stoi(argv[i + 1]);
-  }
+  namespace limits = msomni::config::limits;
+  using msomni::command_line::add_number;
+  CLI::App app{"Checkpoint save throughput against a plain write + fsync and torch.save; prints a markdown "
+               "table for BENCHMARKS.md.",
+               "bench_checkpoint"};
+  msomni::command_line::set_conventions(app);
+  add_number(app, "--mb", mb, limits::range<int64_t>{1, 1 << 20}, "size of the rank state, MB");
+  add_number(app, "--threads", threads, limits::checkpoint::zstd_threads,
+             "compression threads (as checkpoint.zstd_threads)");
+  add_number(app, "--reps", reps, limits::range<int64_t>{1, 1000}, "repetitions (the median is reported)");
+  app.add_option("--dir", dir, "where the files go")->type_name("DIR")->capture_default_str();
+  add_number(app, "--level", level, limits::checkpoint::zstd_level, "zstd level (as checkpoint.zstd_level)");
+  if (const auto rc = msomni::command_line::parse(app, argc, argv)) return *rc;
   const fs::path work = fs::path(dir) / ("msomni-bench-ckpt-" + std::to_string(::getpid()));
   fs::create_directories(work);
   const rank_state state = make_model_state(mb);

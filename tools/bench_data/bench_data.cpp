@@ -14,6 +14,7 @@
 #include "media_decoder.hpp"
 #include "messages/catalog.hpp"
 #include "config/job_config.hpp"
+#include "core/command_line.hpp"
 #include "storage.hpp"
 
 #include <caf/actor_system.hpp>
@@ -226,42 +227,54 @@ int run_pipeline(const bench_options& o) {
 
 int main(int argc, char** argv) {
   bench_options o;
+  namespace limits = config::limits;
+  using command_line::add_number;
+  using command_line::within;
+  CLI::App app{"Samples/s of one rank's data path on generated shards (modes: see the top of bench_data.cpp). "
+               "Prints one line: mode=... workers=N samples=S seconds=T samples_per_s=R.",
+               "msomni-bench-data"};
+  command_line::set_conventions(app);
+  app.add_option("--mode", o.mode, "limit | inline | actors | pixels")
+      ->required()
+      ->check(CLI::IsMember({"limit", "inline", "actors", "pixels"}));
+  app.add_option("--data", o.data_dir, "a msomni-gen-dataset output directory")->type_name("DIR")->required();
+  add_number(app, "--workers", o.workers, limits::io::decode_workers, "decode threads (as io.decode_workers)");
+  app.add_option("--samples", o.samples, "pipeline modes: samples to pull (rounded up to whole batches)")
+      ->transform(within<uint64_t>(1, uint64_t{1} << 40));
+  app.add_option("--image-size", o.image_size, "as model.image_size")
+      ->type_name("PX")
+      ->transform(within(limits::model::image_size))
+      ->capture_default_str();
+  app.add_option("--patch-size", o.patch_size, "as model.patch_size")
+      ->type_name("PX")
+      ->transform(within(limits::model::patch_size))
+      ->capture_default_str();
+  add_number(app, "--video-frames", o.video_frames, limits::model::video_frames, "as model.video_frames");
+  add_number(app, "--max-seq-len", o.max_seq_len, limits::model::max_seq_len, "as model.max_seq_len");
+  add_number(app, "--batch", o.batch, limits::training::micro_batch,
+             "samples per batch (as training.micro_batch)");
+  app.add_option_function<std::string>(
+         "--videos", [&o](const std::string& v) { o.videos = v == "1"; }, "1: include DIR/videos")
+      ->check(CLI::IsMember({"0", "1"}))
+      ->default_str("0");
+  app.add_option("--sources", o.sources, "comma-separated subset of images,text,videos (overrides --videos)");
+  add_number(app, "--passes", o.passes, limits::range<int64_t>{1, 1000000},
+             "limit mode: decode every sample this many times");
+  app.add_option("--caf-policy", o.caf_policy, "actors mode: CAF scheduler policy")
+      ->check(CLI::IsMember({"sharing", "stealing"}))
+      ->capture_default_str();
+  app.add_option("--out", o.out, "pixels mode: output file")->type_name("FILE");
+  if (const auto rc = command_line::parse(app, argc, argv)) return *rc;
   try {
-    for (int i = 1; i + 1 < argc; i += 2) {
-      const std::string a = argv[i], v = argv[i + 1];
-      if (a == "--mode") o.mode = v;
-      else if (a == "--data") o.data_dir = v;
-      else if (a == "--workers") o.workers = std::stoi(v);
-      else if (a == "--image-size") o.image_size = std::stoll(v);
-      else if (a == "--patch-size") o.patch_size = std::stoll(v);
-      else if (a == "--video-frames") o.video_frames = std::stoll(v);
-      else if (a == "--max-seq-len") o.max_seq_len = std::stoll(v);
-      else if (a == "--batch") o.batch = std::stoll(v);
-      else if (a == "--samples") o.samples = std::stoull(v);
-      else if (a == "--videos") o.videos = v == "1";
-      else if (a == "--sources") o.sources = v;
-      else if (a == "--passes") o.passes = std::stoi(v);
-      else if (a == "--caf-policy") o.caf_policy = v;
-      else if (a == "--out") o.out = v;
-      else throw std::invalid_argument("unknown option " + a);
-    }
-    if (o.data_dir.empty() || o.workers < 1) throw std::invalid_argument("--data DIR and --workers >= 1 are required");
     if (o.mode == "limit") return run_limit(o);
     if (o.mode == "pixels") {
-      if (o.out.empty()) throw std::invalid_argument("--out FILE is required for pixels mode");
+      if (o.out.empty()) return command_line::refuse(app, "--out FILE is required for pixels mode");
       return run_pixels(o);
     }
-    if (o.mode == "inline" || o.mode == "actors") {
-      if (o.samples == 0) throw std::invalid_argument("--samples N is required for pipeline modes");
-      return run_pipeline(o);
-    }
-    throw std::invalid_argument("--mode must be limit, inline, actors or pixels");
+    if (o.samples == 0) return command_line::refuse(app, "--samples N is required for pipeline modes");
+    return run_pipeline(o);
   } catch (const std::exception& e) {
-    std::fprintf(stderr,
-                 "msomni-bench-data: %s\nusage: msomni-bench-data --mode limit|inline|actors|pixels --data DIR "
-                 "[--workers N] [--samples N] [--image-size PX] [--patch-size PX] [--video-frames N] "
-                 "[--max-seq-len N] [--batch N] [--videos 0|1] [--sources images,text,videos] [--passes N] [--caf-policy sharing|stealing] [--out FILE]\n",
-                 e.what());
+    std::fprintf(stderr, "msomni-bench-data: %s\n", e.what());
     return 2;
   }
 }

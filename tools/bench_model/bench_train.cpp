@@ -8,6 +8,7 @@
 // --dump DIR writes what the PyTorch twin (torch_fuyu_tiny.py) needs to train the very
 // same run: the sizes, the initial parameters by name, the batch pool and the losses.
 #include "config/config_loader.hpp"
+#include "core/command_line.hpp"
 #include "model/model_registry.hpp"
 #include "builtin_models.hpp"
 #include "rank_trainer.hpp"
@@ -36,44 +37,40 @@ struct bench_options {
   std::string dump;
 };
 
-void usage() {
-  std::cerr << "usage: msomni-bench-train [--config FILE] [--d-model N] [--layers N] [--heads N]\n"
-               "  [--ff N] [--image N] [--patch N] [--frames N] [--seq N] [--micro-batch N]\n"
-               "  [--grad-accum N] [--threads N] [--warmup N] [--steps N] [--pool N] [--dump DIR]\n";
+namespace limits = config::limits;
+
+// A size flag: 0 keeps the config's value, anything else must be within the key's limit.
+CLI::Validator config_or(limits::range<int64_t> limit) {
+  const auto in = command_line::within(limit);
+  return CLI::Validator([in](std::string& v) { return v == "0" ? std::string() : in(v); },
+                        "0 or " + in.get_description());
 }
 
-bench_options parse(int argc, char** argv) {
-  bench_options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      usage();
-      std::exit(0);
-    }
-    if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-    const std::string v = argv[++i];
-    auto num = [&] { return static_cast<int64_t>(std::stoll(v)); };
-    if (a == "--config") o.config = v;
-    else if (a == "--d-model") o.d_model = num();
-    else if (a == "--layers") o.layers = num();
-    else if (a == "--heads") o.heads = num();
-    else if (a == "--ff") o.ff = num();
-    else if (a == "--image") o.image = num();
-    else if (a == "--patch") o.patch = num();
-    else if (a == "--frames") o.frames = num();
-    else if (a == "--seq") o.seq = num();
-    else if (a == "--micro-batch") o.micro_batch = num();
-    else if (a == "--grad-accum") o.grad_accum = num();
-    else if (a == "--threads") o.threads = static_cast<int>(num());
-    else if (a == "--warmup") o.warmup = num();
-    else if (a == "--steps") o.steps = num();
-    else if (a == "--pool") o.pool = num();
-    else if (a == "--dump") o.dump = v;
-    else throw std::invalid_argument("unknown option " + a);
-  }
-  if (o.threads < 1 || o.steps < 1 || o.warmup < 0 || o.pool < 1)
-    throw std::invalid_argument("--threads, --steps and --pool must be >= 1, --warmup >= 0");
-  return o;
+void add_flags(CLI::App& app, bench_options& o) {
+  using command_line::add_number;
+  using command_line::within;
+  app.add_option("--config", o.config, "the job config (its data sources become synthetic ones)")
+      ->type_name("FILE")
+      ->capture_default_str();
+  const std::pair<const char*, std::pair<int64_t*, limits::range<int64_t>>> sizes[] = {
+      {"--d-model", {&o.d_model, limits::model::d_model}},       {"--layers", {&o.layers, limits::model::n_layers}},
+      {"--heads", {&o.heads, limits::model::n_heads}},           {"--ff", {&o.ff, limits::model::d_ff}},
+      {"--image", {&o.image, limits::model::image_size}},        {"--patch", {&o.patch, limits::model::patch_size}},
+      {"--frames", {&o.frames, limits::model::video_frames}},    {"--seq", {&o.seq, limits::model::max_seq_len}},
+      {"--micro-batch", {&o.micro_batch, limits::training::micro_batch}},
+      {"--grad-accum", {&o.grad_accum, limits::training::grad_accum}},
+  };
+  for (const auto& [flag, target] : sizes)
+    app.add_option(flag, *target.first, "replaces the config's value (0: keep it)")
+        ->transform(config_or(target.second));
+  add_number(app, "--threads", o.threads, limits::range<int64_t>{1, limits::training::threads.max},
+             "compute threads (as training.threads)");
+  add_number(app, "--warmup", o.warmup, limits::range<int64_t>{0, limits::training::steps.max},
+             "untimed steps first");
+  add_number(app, "--steps", o.steps, limits::training::steps, "timed optimizer steps");
+  add_number(app, "--pool", o.pool, limits::range<int64_t>{1, 1 << 16}, "pre-generated micro-batches");
+  app.add_option("--dump", o.dump, "write what the PyTorch twin (torch_fuyu_tiny.py) needs to train the same run")
+      ->type_name("DIR");
 }
 
 // The config with the requested sizes and synthetic sources in place of the data files.
@@ -202,8 +199,13 @@ int run(const bench_options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench_options o;
+  CLI::App app{"Training tokens/s of a model on the CPU backend, one rank, no transport.", "msomni-bench-train"};
+  command_line::set_conventions(app);
+  add_flags(app, o);
+  if (const auto rc = command_line::parse(app, argc, argv)) return *rc;
   try {
-    return run(parse(argc, argv));
+    return run(o);
   } catch (const std::exception& e) {
     std::cerr << "msomni-bench-train: " << e.what() << "\n";
     return 1;

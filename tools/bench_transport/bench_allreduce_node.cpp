@@ -1,11 +1,11 @@
 // One rank of the all-reduce benchmark (driven by bench_allreduce.py, same ADDR/PEER/GO
 // protocol as the transport tests). Rank 0 prints "BENCH <bytes> <seconds per op>".
 #include "collectives/ring_communicator.hpp"
+#include "core/command_line.hpp"
 #include "hub/transport_hub.hpp"
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -22,11 +22,22 @@ static ucx_node_options node_named(const std::string& name) {
 }
 
 int main(int argc, char** argv) {
-  std::string name = argc > 1 ? argv[1] : "bench0";
+  std::string name = "bench0";
   // Optional size range (bytes) and iteration override, for profiling one size.
-  const size_t min_bytes = argc > 2 ? std::stoull(argv[2]) : 4096;
-  const size_t max_bytes = argc > 3 ? std::stoull(argv[3]) : size_t{64} << 20;
-  const int iters_override = argc > 4 ? std::stoi(argv[4]) : 0;
+  size_t min_bytes = 4096, max_bytes = size_t{64} << 20;
+  int iters_override = 0;
+  using msomni::command_line::add_number;
+  CLI::App app{"One rank of the all-reduce benchmark (bench_allreduce.py drives it over stdin/stdout).",
+               "msomni-bench-allreduce-node"};
+  msomni::command_line::set_conventions(app);
+  app.add_option("NAME", name, "this node's name")->capture_default_str();
+  add_number(app, "MIN_BYTES", min_bytes, msomni::config::limits::range<uint64_t>{4, uint64_t{1} << 34},
+             "smallest message; sizes grow 4x");
+  add_number(app, "MAX_BYTES", max_bytes, msomni::config::limits::range<uint64_t>{4, uint64_t{1} << 34},
+             "largest message");
+  add_number(app, "ITERS", iters_override, msomni::config::limits::range<int64_t>{0, 1 << 20},
+             "timed operations per size (0: 50, 10 or 5 by size)");
+  if (const auto rc = msomni::command_line::parse(app, argc, argv)) return *rc;
   transport_hub hub(node_named(name));
   std::cout << "ADDR " << name << " " << hub.node().address() << std::endl;
   std::vector<std::string> members{name};

@@ -3,6 +3,7 @@
 //   LAT_FRAME  <us>   one-way latency of an 8-byte frame (ping-pong RTT / 2), raw ucx_node
 //   RATE_FRAME <m/s>  one-way rate of 8-byte frames, raw ucx_node
 //   LAT_ACTOR  <us>   one-way latency of a typed CAF request/response through the gateway
+#include "core/command_line.hpp"
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
 #include "messages/catalog.hpp"
@@ -31,7 +32,13 @@ static ucx_node_options node_named(const std::string& name) {
 }
 
 int main(int argc, char** argv) {
-  const std::string name = argc > 1 ? argv[1] : "lat0";
+  std::string name = "lat0";
+  CLI::App app{"One side of the small-message benchmark (bench_latency.py drives it over stdin/stdout).",
+               "msomni-bench-latency-node"};
+  command_line::set_conventions(app);
+  app.add_option("NAME", name, "this node's name; the first by name answers, the other measures")
+      ->capture_default_str();
+  if (const auto rc = command_line::parse(app, argc, argv)) return *rc;
   caf::actor_system_config cfg;
   register_catalog(cfg);
   cfg.set("scheduler.max-threads", 1);

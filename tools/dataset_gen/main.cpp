@@ -3,55 +3,69 @@
 #include "dataset_writer.hpp"
 #include "media_encode.hpp"
 
+#include "core/command_line.hpp"
+
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <stdexcept>
 #include <string>
 
 namespace {
 
-void usage() {
-  std::fprintf(stderr,
-               "usage: msomni-gen-dataset --out DIR [--seed N] [--images N] [--videos N] [--texts N]\n"
-               "         [--per-shard N] [--image-size PX] [--video-size PX] [--video-length FRAMES]\n"
-               "         [--gop FRAMES] [--fps N] [--png-fraction F]\n"
-               "Writes DIR/images, DIR/videos and DIR/text as .tar shards. Defaults make ~100 samples;\n"
-               "e.g. --images 200000 --videos 20000 --image-size 224 --video-size 224 gives a few GB.\n");
-}
+namespace limits = msomni::config::limits;
+using msomni::command_line::add_number;
+using msomni::command_line::within;
+
+// The generator's own limits; images and video frames are what the model may take.
+constexpr limits::range<uint64_t> sample_count{0, uint64_t{1} << 40};
+constexpr limits::range<uint64_t> per_shard_limit{1, uint64_t{1} << 30};
+constexpr limits::range<int64_t> video_frames_limit{1, 10000};
+constexpr limits::range<int64_t> fps_limit{1, 1000};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   msomni::gen::dataset_options o;
+  CLI::App app{"Writes a seeded, captioned WebDataset: DIR/images, DIR/videos and DIR/text as .tar shards. "
+               "Defaults make ~100 samples; e.g. --images 200000 --videos 20000 --image-size 224 --video-size 224 "
+               "gives a few GB.",
+               "msomni-gen-dataset"};
+  msomni::command_line::set_conventions(app);
+  app.footer("Exit codes: 0 written, 2 a bad command line or the dataset could not be written.");
+  app.add_option("--out", o.out_dir, "output directory")->type_name("DIR")->required();
+  add_number(app, "--seed", o.seed, limits::range<uint64_t>{0, UINT64_MAX}, "seeds every sample");
+  add_number(app, "--images", o.images, sample_count, "image samples");
+  add_number(app, "--videos", o.videos, sample_count, "video samples");
+  add_number(app, "--texts", o.texts, sample_count, "text samples");
+  add_number(app, "--per-shard", o.samples_per_shard, per_shard_limit, "samples per .tar shard");
+  app.add_option("--image-size", o.image_size, "image side in pixels (as model.image_size)")
+      ->type_name("PX")
+      ->transform(within(limits::model::image_size))
+      ->capture_default_str();
+  app.add_option("--video-size", o.video_size, "video frame side in pixels, even (as model.image_size)")
+      ->type_name("PX")
+      ->transform(within(limits::model::image_size))
+      ->check([](const std::string& v) {
+        return std::stoi(v) % 2 ? v + " is odd (H.264 frames need an even side)" : "";
+      })
+      ->capture_default_str();
+  app.add_option("--video-length", o.video_length, "frames per clip")
+      ->type_name("FRAMES")
+      ->transform(within(video_frames_limit))
+      ->capture_default_str();
+  app.add_option("--gop", o.video_gop, "keyframe interval")
+      ->type_name("FRAMES")
+      ->transform(within(video_frames_limit))
+      ->capture_default_str();
+  add_number(app, "--fps", o.video_fps, fps_limit, "frames per second");
+  app.add_option("--png-fraction", o.png_fraction, "share of images stored as PNG (the rest JPEG)")
+      ->type_name("F")
+      ->transform(within(0.0, 1.0))
+      ->capture_default_str();
+  if (const auto rc = msomni::command_line::parse(app, argc, argv)) return *rc;
   msomni::gen::quiet_ffmpeg_logs();
   try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      if (a == "-h" || a == "--help") {
-        usage();
-        return 0;
-      }
-      if (i + 1 >= argc) throw std::invalid_argument("missing value after " + a);
-      const std::string v = argv[++i];
-      if (a == "--out") o.out_dir = v;
-      else if (a == "--seed") o.seed = std::stoull(v);
-      else if (a == "--images") o.images = std::stoull(v);
-      else if (a == "--videos") o.videos = std::stoull(v);
-      else if (a == "--texts") o.texts = std::stoull(v);
-      else if (a == "--per-shard") o.samples_per_shard = std::stoull(v);
-      else if (a == "--image-size") o.image_size = std::stoi(v);
-      else if (a == "--video-size") o.video_size = std::stoi(v);
-      else if (a == "--video-length") o.video_length = std::stoi(v);
-      else if (a == "--gop") o.video_gop = std::stoi(v);
-      else if (a == "--fps") o.video_fps = std::stoi(v);
-      else if (a == "--png-fraction") o.png_fraction = std::stod(v);
-      else throw std::invalid_argument("unknown option " + a);
-    }
-    if (o.out_dir.empty()) throw std::invalid_argument("--out is required");
-    if (o.samples_per_shard == 0 || o.image_size < 8 || o.video_size < 8 || o.video_size % 2 || o.video_length < 1 || o.video_gop < 1)
-      throw std::invalid_argument("sizes: per-shard >= 1, image/video size >= 8 (video even), length and gop >= 1");
     const uint64_t total = o.images + o.videos + o.texts;
     const auto s = msomni::gen::write_dataset(o, [&](uint64_t done, uint64_t all) {
       if (done % 1000 == 0 || done == all) std::fprintf(stderr, "\r%llu/%llu samples", (unsigned long long)done, (unsigned long long)all);
@@ -62,7 +76,6 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "msomni-gen-dataset: %s\n", e.what());
-    usage();
     return 2;
   }
 }

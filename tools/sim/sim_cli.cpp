@@ -14,6 +14,7 @@ namespace {
 
 namespace limits = config::limits;
 namespace sl = limits::scheduler;
+using command_line::add_number;
 using command_line::within;
 
 // The simulator's own flags (no config key).
@@ -77,11 +78,6 @@ void add_pair(CLI::App& app, const std::string& flag, double& a, double& b, limi
             return {};
           },
           half.get_description());
-}
-
-template <class T, class Limit>
-CLI::Option* add_number(CLI::App& app, const std::string& flag, T& x, Limit limit, const std::string& what) {
-  return app.add_option(flag, x, what)->transform(within(limit))->capture_default_str();
 }
 
 void add_inputs(CLI::App& app, sim_options& o) {
@@ -196,7 +192,7 @@ void add_preemption(CLI::App& app, sim_options& o) {
 std::unique_ptr<CLI::App> make_app(sim_options& o) {
   auto app = std::make_unique<CLI::App>(
       "msomni-sim: replay a GPU-cluster job trace through msomni's scheduler core.", "msomni-sim");
-  command_line::use_program_errors(*app);
+  command_line::set_conventions(*app);
   app->set_help_flag("-h,--help", "this text");
   app->get_formatter()->column_width(36);
   app->footer(traces_help);
