@@ -3,17 +3,19 @@
 // nothing is downgraded, a stop and resume that continues loss for loss, videos downgraded
 // live (counted per step in metrics.jsonl, spans in events.jsonl) when decoding them costs
 // more than a training step, and none when the pipeline keeps up.
+#include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
 
 #include <doctest/doctest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <regex>
 #include <string>
 
 namespace fs = std::filesystem;
+using msomni::testing::has_event;
+using msomni::testing::json;
+using msomni::testing::read_json_lines;
 using msomni::testing::read_text;
 using msomni::testing::run_command;
 
@@ -23,22 +25,19 @@ std::string config_path(const std::string& rel) { return std::string(MSOMNI_SOUR
 
 // step -> the loss exactly as metrics.jsonl wrote it, and the downgrades per step.
 struct job_metrics {
-  std::map<uint64_t, std::string> loss;
+  std::map<uint64_t, json> loss;
   std::map<uint64_t, uint64_t> downgraded;
   uint64_t downgraded_total = 0;
 };
 
 job_metrics read_job_metrics(const fs::path& run_dir) {
   job_metrics m;
-  std::ifstream in(run_dir / "metrics.jsonl");
-  const std::regex step_re(R"("step":(\d+),"loss":([-0-9.eE+]+))"), dg_re(R"("downgraded_samples":(\d+))");
-  for (std::string line; std::getline(in, line);) {
-    std::smatch s, d;
-    if (!std::regex_search(line, s, step_re) || !std::regex_search(line, d, dg_re)) continue;
-    const auto step = std::stoull(s[1]);
-    m.loss[step] = s[2];
-    m.downgraded[step] = std::stoull(d[1]);
-    m.downgraded_total += std::stoull(d[1]);
+  for (const auto& r : read_json_lines(run_dir / "metrics.jsonl")) {
+    const auto step = r.at("step").get<uint64_t>();
+    const auto downgraded = r.at("downgraded_samples").get<uint64_t>();
+    m.loss[step] = r.at("loss");
+    m.downgraded[step] = downgraded;
+    m.downgraded_total += downgraded;
   }
   return m;
 }
@@ -94,11 +93,10 @@ TEST_CASE("videos that cost more to decode than a step are downgraded live and c
   REQUIRE(m.loss.size() == 40);
   MESSAGE("video-heavy job: " << m.downgraded_total << " samples downgraded in 40 steps");
   CHECK(m.downgraded_total > 0);
-  const auto events = read_text(dir.path() / "slow" / "events.jsonl");
-  CAPTURE(events);
-  CHECK(events.find("\"event\":\"video_downgrade\",\"reason\":\"from step ") != std::string::npos);
-  CHECK(events.find("\"event\":\"data_summary\",\"reason\":\"video downgrades " + std::to_string(m.downgraded_total)) !=
-        std::string::npos);
+  CAPTURE(read_text(dir.path() / "slow" / "events.jsonl"));
+  const auto events = read_json_lines(dir.path() / "slow" / "events.jsonl");
+  CHECK(has_event(events, "video_downgrade", "from step "));
+  CHECK(has_event(events, "data_summary", "video downgrades " + std::to_string(m.downgraded_total)));
   CHECK(slow.output.find("video downgrades " + std::to_string(m.downgraded_total)) != std::string::npos);
 
   // The same job with io.downgrade_video = false decodes every video in full.
@@ -107,7 +105,7 @@ TEST_CASE("videos that cost more to decode than a step are downgraded live and c
                             "--set io.downgrade_video=false");
   REQUIRE(full.exit_code == 0);
   CHECK(read_job_metrics(dir.path() / "full").downgraded_total == 0);
-  CHECK(read_text(dir.path() / "full" / "events.jsonl").find("video_downgrade") == std::string::npos);
+  CHECK_FALSE(has_event(read_json_lines(dir.path() / "full" / "events.jsonl"), "video_downgrade"));
 
   // The quickstart's small videos decode far faster than its model steps (one replica: the
   // decision follows live timing, and four busy ranks on two cores would stretch it).
@@ -116,5 +114,5 @@ TEST_CASE("videos that cost more to decode than a step are downgraded live and c
                              "--set elasticity.max_replicas=1 --set training.grad_accum=4");
   REQUIRE(quick.exit_code == 0);
   CHECK(read_job_metrics(dir.path() / "quick").downgraded_total == 0);
-  CHECK(read_text(dir.path() / "quick" / "events.jsonl").find("video_downgrade") == std::string::npos);
+  CHECK_FALSE(has_event(read_json_lines(dir.path() / "quick" / "events.jsonl"), "video_downgrade"));
 }

@@ -3,6 +3,7 @@
 // the cooldown holds each at one resize; every decision is in events.jsonl with its reason.
 #include "core/child_process.hpp"
 #include "support/job_probe.hpp"
+#include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
 
 #include <signal.h>
@@ -14,6 +15,11 @@
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using msomni::testing::events_named;
+using msomni::testing::has_event;
+using msomni::testing::has_reason_containing;
+using msomni::testing::json;
+using msomni::testing::read_json_lines;
 
 namespace {
 
@@ -43,31 +49,26 @@ std::string data_starved_job(const msomni::testing::temp_dir& dir, const std::st
   return job;
 }
 
-size_t count_of(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-// Runs the job until `event_text` is journaled and a metrics line shows `world`, then stops it.
-std::string run_until(const std::string& toml, const std::string& event_text, uint32_t world,
+// Runs the job until an event's reason holds `event_text` and a metrics line shows `world`,
+// then stops it; its events.
+std::vector<json> run_until(const std::string& toml, const std::string& event_text, uint32_t world,
                       const msomni::testing::temp_dir& dir = msomni::testing::temp_dir()) {
   const auto run_dir = dir.path() / "run";
   msomni::child_process job(MSOMNI_RUN_BINARY, {dir.write("job.toml", toml), "--run-dir", run_dir.string()});
   const auto seen = [&] {
-    return msomni::testing::read_text(run_dir / "events.jsonl").find(event_text) != std::string::npos &&
-           msomni::testing::read_text(run_dir / "metrics.jsonl").find("\"world_size\":" + std::to_string(world) + ",") !=
-               std::string::npos;
+    if (!has_reason_containing(read_json_lines(run_dir / "events.jsonl"), event_text)) return false;
+    for (const auto& m : read_json_lines(run_dir / "metrics.jsonl"))
+      if (m.at("world_size") == world) return true;
+    return false;
   };
   const bool reached = msomni::testing::wait_for(seen, 120s);
   // A few more seconds: the cooldown must hold it at one resize.
   std::this_thread::sleep_for(3s);
   ::kill(job.pid(), SIGTERM);
   CHECK(job.wait(120s) == 0);
-  const auto events = msomni::testing::read_text(run_dir / "events.jsonl");
-  CAPTURE(events);
+  CAPTURE(msomni::testing::read_text(run_dir / "events.jsonl"));
   CHECK(reached);
-  return events;
+  return read_json_lines(run_dir / "events.jsonl");
 }
 
 }  // namespace
@@ -76,9 +77,9 @@ TEST_CASE("a busy replica grows the job into a free slot, once within the cooldo
   const auto events = run_until(autoscaled_job(1, "scale_up_utilization = 0.5\nscale_up_sustain_s = 1\n"
                                                   "scale_down_utilization = 0.01\nscale_down_sustain_s = 3600\n"),
                                 "one more replica, 2 in all", 2);
-  CHECK(count_of(events, "\"event\":\"autoscale\"") == 1);
-  CHECK(events.find("\"event\":\"autoscale\",\"reason\":\"busy ") != std::string::npos);
-  CHECK(events.find("\"event\":\"scale_up_done\"") != std::string::npos);
+  CHECK(events_named(events, "autoscale").size() == 1);
+  CHECK(has_event(events, "autoscale", "busy "));
+  CHECK(has_event(events, "scale_up_done"));
 }
 
 TEST_CASE("a job judged idle shrinks by one replica, once within the cooldown") {
@@ -87,8 +88,8 @@ TEST_CASE("a job judged idle shrinks by one replica, once within the cooldown") 
   const auto events = run_until(autoscaled_job(2, "scale_up_utilization = 1.0\nscale_up_sustain_s = 3600\n"
                                                   "scale_down_utilization = 0.999\nscale_down_sustain_s = 1\n"),
                                 "one replica less, 1 in all", 1);
-  CHECK(count_of(events, "\"event\":\"autoscale\"") == 1);
-  CHECK(events.find("below 100%") != std::string::npos);
+  CHECK(events_named(events, "autoscale").size() == 1);
+  CHECK(has_reason_containing(events, "below 100%"));
 }
 
 TEST_CASE("a job kept idle by slow data shrinks by one replica, once within the cooldown") {
@@ -96,6 +97,6 @@ TEST_CASE("a job kept idle by slow data shrinks by one replica, once within the 
   const auto events = run_until(data_starved_job(dir, "scale_up_utilization = 1.0\nscale_up_sustain_s = 3600\n"
                                                       "scale_down_utilization = 0.9\nscale_down_sustain_s = 2\n"),
                                 "one replica less, 1 in all", 1, dir);
-  CHECK(count_of(events, "\"event\":\"autoscale\"") == 1);
-  CHECK(events.find("below 90%") != std::string::npos);
+  CHECK(events_named(events, "autoscale").size() == 1);
+  CHECK(has_reason_containing(events, "below 90%"));
 }

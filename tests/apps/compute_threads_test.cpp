@@ -1,13 +1,12 @@
 // training.threads reaches the ranks of a real job: by default each rank takes the node's
 // cores shared by the ranks its agent may run, --dry-run shows what each rank will use, and
 // a given thread count trains bit-identically run to run.
+#include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
 
 #include <doctest/doctest.h>
 
 #include <filesystem>
-#include <regex>
-#include <sstream>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -16,14 +15,10 @@ namespace {
 
 std::string quickstart() { return std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml"; }
 
-std::vector<std::string> losses(const fs::path& run_dir) {
-  std::vector<std::string> out;
-  std::istringstream in(msomni::testing::read_text(run_dir / "metrics.jsonl"));
-  const std::regex loss("\"loss\":([^,]*)");
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, loss)) out.push_back(m[1]);
-  }
+// The loss of each metrics line in file order, as written (a number, or null plus its flag).
+std::vector<msomni::testing::json> losses(const fs::path& run_dir) {
+  std::vector<msomni::testing::json> out;
+  for (const auto& r : msomni::testing::read_json_lines(run_dir / "metrics.jsonl")) out.push_back(r.at("loss"));
   return out;
 }
 
@@ -52,7 +47,7 @@ TEST_CASE("--dry-run shows each rank's threads: the node's cores over its slots 
 
 TEST_CASE("ranks compute with training.threads, bit-identically run to run") {
   msomni::testing::temp_dir dir;
-  std::vector<std::vector<std::string>> curves;
+  std::vector<std::vector<msomni::testing::json>> curves;
   for (const char* name : {"a", "b"}) {
     const auto run_dir = dir.path() / name;
     const auto r = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart() + " --run-dir " +

@@ -5,7 +5,9 @@
 // token and scales below min_replicas; `stop` ends with a final checkpoint that the next
 // msomni-run resumes from; two msomni-agent "nodes" on loopback run one job.
 #include "core/child_process.hpp"
+#include "core/json_number.hpp"
 #include "support/job_probe.hpp"
+#include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
 
 #include <signal.h>
@@ -24,6 +26,8 @@
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using msomni::testing::has_event;
+using msomni::testing::has_reason_containing;
 using msomni::testing::run_command;
 
 namespace {
@@ -58,13 +62,9 @@ struct metrics {
 };
 metrics read_metrics(const fs::path& p) {
   metrics m;
-  std::ifstream in(p);
-  const std::regex re(R"("step":(\d+),"loss":([-0-9.eE+]+),"world_size":(\d+))");
-  for (std::string line; std::getline(in, line);) {
-    std::smatch g;
-    if (!std::regex_search(line, g, re)) continue;
+  for (const auto& r : msomni::testing::read_json_lines(p)) {
     ++m.lines;
-    m.by_step[std::stoull(g[1])] = {std::stod(g[2]), std::stoi(g[3])};
+    m.by_step[r.at("step").get<uint64_t>()] = {msomni::get_number(r, "loss").value(), r.at("world_size").get<int>()};
   }
   return m;
 }
@@ -73,11 +73,8 @@ metrics read_metrics(const fs::path& p) {
 std::map<uint64_t, int> step_counts(const fs::path& log) {
   std::map<uint64_t, int> n;
   std::ifstream in(log);
-  const std::regex re(R"(^STEP \{"step":(\d+),)");
-  for (std::string line; std::getline(in, line);) {
-    std::smatch g;
-    if (std::regex_search(line, g, re)) ++n[std::stoull(g[1])];
-  }
+  for (std::string line; std::getline(in, line);)
+    if (const auto step = msomni::testing::step_line_record(line); step.is_object()) ++n[step.at("step").get<uint64_t>()];
   return n;
 }
 
@@ -122,9 +119,14 @@ TEST_CASE("scale-down to 2 and back up to 4 while training: each step once and t
   REQUIRE(wait_for([&] { return has_world(metrics_file, 2, before_down); }, 60s));
   r = run_command(cli("status --run-dir " + run_dir.string() + " --json"));
   CHECK(r.exit_code == 0);
-  CHECK(r.output.find("\"world\":2") != std::string::npos);
-  CHECK(r.output.find("\"state\":\"left\"") != std::string::npos);
-  CHECK(r.output.find("\"pid\":") != std::string::npos);
+  const auto status = msomni::testing::parse_json(r.output);
+  CHECK(status.at("world") == 2);
+  bool left = false;
+  for (const auto& rank : status.at("ranks")) {
+    CHECK(rank.contains("pid"));
+    left = left || rank.value("state", "") == "left";
+  }
+  CHECK(left);
 
   const auto before_up = read_metrics(metrics_file).by_step.rbegin()->first;
   r = run_command(cli("scale-up --run-dir " + run_dir.string() + " --replicas 4"));
@@ -133,12 +135,11 @@ TEST_CASE("scale-down to 2 and back up to 4 while training: each step once and t
   CHECK(job.wait(180s) == 0);
 
   const auto elastic = read_metrics(metrics_file);
-  const auto events = read_file(run_dir / "events.jsonl");
-  CAPTURE(events);
-  for (const char* e : {"\"scale_down\"", "\"scale_down_done\"", "\"scale_up\"", "\"scale_up_join\"", "\"scale_up_done\"",
-                        "\"job_finished\""})
-    CHECK(events.find(e) != std::string::npos);
-  CHECK(events.find("rank_down") == std::string::npos);
+  CAPTURE(read_file(run_dir / "events.jsonl"));
+  const auto events = msomni::testing::read_json_lines(run_dir / "events.jsonl");
+  for (const char* e : {"scale_down", "scale_down_done", "scale_up", "scale_up_join", "scale_up_done", "job_finished"})
+    CHECK_MESSAGE(has_event(events, e), e);
+  CHECK_FALSE(has_event(events, "rank_down"));
   CHECK(has_world(metrics_file, 4, before_up));
   // Every step exactly once: in metrics.jsonl and in rank 0's own log (rank-0 stays rank 0).
   CHECK(elastic.lines == static_cast<size_t>(steps));
@@ -178,8 +179,7 @@ TEST_CASE("stop saves a final checkpoint and the next msomni-run resumes from it
   CAPTURE(r.output);
   CHECK(r.exit_code == 0);
   CHECK(job.wait(60s) == 0);
-  const auto events = read_file(run_dir / "events.jsonl");
-  CHECK(events.find("stopped at step") != std::string::npos);
+  CHECK(has_reason_containing(msomni::testing::read_json_lines(run_dir / "events.jsonl"), "stopped at step"));
   const auto stopped_at = read_metrics(run_dir / "metrics.jsonl").by_step.rbegin()->first;
   const auto latest = read_file(run_dir / "checkpoints" / "latest");
   CHECK(latest.find(std::to_string(stopped_at)) != std::string::npos);
@@ -207,10 +207,7 @@ TEST_CASE("two msomni-agent nodes on loopback with different racks run one job")
   const auto run_dir = dir.path() / "run";
   msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
   REQUIRE(wait_for([&] { return fs::exists(run_dir / "control.json"); }, 30s));
-  const auto control = read_file(run_dir / "control.json");
-  std::smatch g;
-  REQUIRE(std::regex_search(control, g, std::regex(R"re("address":"([^"]+)")re")));
-  const std::string address = g[1];
+  const auto address = msomni::testing::parse_json(read_file(run_dir / "control.json")).at("address").get<std::string>();
   std::vector<std::unique_ptr<msomni::child_process>> agents;
   for (const auto& [node, rack] : {std::pair{"node-a", "rack-a"}, std::pair{"node-b", "rack-b"}})
     agents.push_back(std::make_unique<msomni::child_process>(
@@ -219,13 +216,13 @@ TEST_CASE("two msomni-agent nodes on loopback with different racks run one job")
                                                       "--heartbeat-s", "1", "--log-dir", (dir.path() / node).string()}));
   CHECK(job.wait(120s) == 0);
   for (auto& a : agents) CHECK(a->wait(30s) == 0);
-  const auto events = read_file(run_dir / "events.jsonl");
-  CAPTURE(events);
-  CHECK(events.find("node-a (rack rack-a") != std::string::npos);
-  CHECK(events.find("node-b (rack rack-b") != std::string::npos);
-  CHECK(events.find("on node node-a") != std::string::npos);
-  CHECK(events.find("on node node-b") != std::string::npos);
-  CHECK(events.find("\"job_finished\"") != std::string::npos);
+  CAPTURE(read_file(run_dir / "events.jsonl"));
+  const auto events = msomni::testing::read_json_lines(run_dir / "events.jsonl");
+  CHECK(has_reason_containing(events, "node-a (rack rack-a"));
+  CHECK(has_reason_containing(events, "node-b (rack rack-b"));
+  CHECK(has_reason_containing(events, "on node node-a"));
+  CHECK(has_reason_containing(events, "on node node-b"));
+  CHECK(has_event(events, "job_finished"));
   // Each node ran one of the two ranks, with its log on that node.
   CHECK(fs::exists(dir.path() / "node-a" / "rank-0.log") != fs::exists(dir.path() / "node-b" / "rank-0.log"));
   CHECK(read_metrics(run_dir / "metrics.jsonl").by_step.size() == 60);
@@ -246,12 +243,12 @@ TEST_CASE("a leaving rank that freezes during a scale-down: the others roll back
   CHECK(r.exit_code == 0);
   CHECK(job.wait(180s) == 0);
   ::kill(leaver, SIGKILL);
-  const auto events = read_file(run_dir / "events.jsonl");
-  CAPTURE(events);
-  CHECK(events.find("\"event\":\"rank_down\",\"reason\":\"rank-3") != std::string::npos);
-  CHECK(events.find("\"event\":\"recovery\"") != std::string::npos);
-  CHECK(events.find("\"event\":\"recovered\"") != std::string::npos);
-  CHECK(events.find("\"event\":\"job_finished\"") != std::string::npos);
+  CAPTURE(read_file(run_dir / "events.jsonl"));
+  const auto events = msomni::testing::read_json_lines(run_dir / "events.jsonl");
+  CHECK(has_event(events, "rank_down", "rank-3"));
+  CHECK(has_event(events, "recovery"));
+  CHECK(has_event(events, "recovered"));
+  CHECK(has_event(events, "job_finished"));
   const auto m = read_metrics(metrics_file);
   CHECK(m.by_step.rbegin()->first == 400);
   CHECK(m.by_step.rbegin()->second.second == 2);
