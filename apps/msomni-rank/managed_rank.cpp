@@ -1,4 +1,7 @@
-// run_managed_rank (see managed_rank.hpp).
+// run_managed_rank (see managed_rank.hpp): the shell of the rank's elastic protocol. The
+// decisions are rank_protocol's (actors/rank_worker/rank_protocol.hpp); this file carries out
+// its commands with the real ring, trainer, checkpointer and transport, and prints the rank's
+// log lines (JOINED, STEP, CHECKPOINT, STALLED, RESULT).
 #include "managed_rank.hpp"
 
 #include "builtin_models.hpp"
@@ -15,7 +18,9 @@
 #include "plan_inbox.hpp"
 #include "rank_checkpointer.hpp"
 #include "rank_compute.hpp"
+#include "rank_protocol.hpp"
 #include "rank_trainer.hpp"
+#include "core/log.hpp"
 #include "step_line.hpp"
 
 #include <caf/actor_system.hpp>
@@ -39,11 +44,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// How long a rank waits: for its first plan (the others may still be starting), for the plan
-// announced at a barrier (already on its way), and for a rollback plan after a stall.
-constexpr auto first_plan_wait = 600s;
-constexpr auto announced_plan_wait = 30s;
-constexpr auto stalled_plan_wait = 600s;
+// How often a wait for a plan looks whether the control process is still there.
+constexpr auto control_check_interval = 500ms;
 
 // The model, data and trainer of one rank; rebuilt from scratch when a rollback finds no
 // checkpoint (the job restarts from step 0, exactly as a fresh run).
@@ -57,7 +59,8 @@ class managed_rank {
  public:
   managed_rank(const config::job_config& cfg, const managed_rank_options& o, caf::actor_system& sys,
                transport::transport_hub& hub, transport::gateway& gw)
-      : cfg_(cfg), o_(o), sys_(sys), hub_(hub), gw_(gw) {
+      : cfg_(cfg), o_(o), sys_(sys), hub_(hub), gw_(gw),
+        protocol_(rank_worker::rank_protocol_settings{o.name, static_cast<uint64_t>(cfg.training.steps)}) {
     models::register_builtin_models(registry_);
   }
 
@@ -86,25 +89,16 @@ class managed_rank {
       if (latest.checkpoint) ready.has_checkpoint = true, ready.checkpoint_step = latest.checkpoint->m.meta.step;
     }
     caf::anon_send(orchestrator_, ready);
-    auto plan = wait_plan(1, first_plan_wait);
+    // The protocol decides; each command is carried out here and answered with what came of it.
+    auto command = protocol_.on_ready_sent(clock_.now());
     for (;;) {
-      const auto me = std::find(plan.members.begin(), plan.members.end(), o_.name);
-      if (me == plan.members.end()) return leave(plan.members.empty() ? "stopped" : "decommissioned");
-      std::optional<msg::join_world> next;
       try {
-        apply(plan, static_cast<uint32_t>(me - plan.members.begin()));
-        next = train();
-        if (!next) return leave("finished");
+        if (const auto code = carry_out(command)) return *code;
       } catch (const rank_worker::checkpoint_give_up& e) {
-        return fail(e.what());
+        command = protocol_.on_checkpoint_give_up(e.what());
       } catch (const transport::collective_error& e) {
-        const uint64_t step = tr_.trainer ? tr_.trainer->steps_done() : 0;
-        std::cout << "STALLED epoch " << epoch_ << " at step " << step << ": " << e.what() << std::endl;
-        caf::anon_send(orchestrator_, msg::rank_stalled{o_.name, epoch_, step, e.what()});
-        checkpoints_.reset();  // a save in flight is abandoned, never committed
-        next = wait_plan(epoch_ + 1, stalled_plan_wait);
+        command = protocol_.on_collective_error(steps_done(), e.what(), clock_.now());
       }
-      plan = std::move(*next);
     }
   }
 
@@ -156,19 +150,82 @@ class managed_rank {
     });
   }
 
-  msg::join_world wait_plan(uint64_t at_least, std::chrono::seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (auto p = inbox_.take(at_least, 500ms)) return std::move(*p);
-      if (control_lost_) throw std::runtime_error("the control process is gone");
+  uint64_t steps_done() const { return tr_.trainer ? tr_.trainer->steps_done() : 0; }
+
+  // Carries out one command of the protocol and puts the next one in `command`; the exit code
+  // once the rank is done. A collective error or a checkpoint give-up propagates to run().
+  std::optional<int> carry_out(rank_worker::rank_command& command) {
+    namespace rw = rank_worker;
+    if (auto* w = std::get_if<rw::await_plan>(&command)) {
+      if (auto p = inbox_.take(w->at_least_epoch, wait_slice(w->until)))
+        if (auto next = protocol_.on_plan(*p, clock_.now())) return command = std::move(*next), std::nullopt;
+      if (control_lost_) return command = protocol_.on_control_lost(), std::nullopt;
+      command = protocol_.on_deadline(clock_.now());  // the same wait again before its deadline
+    } else if (auto* a = std::get_if<rw::await_announced_plan>(&command)) {
+      if (auto p = inbox_.take_exactly(a->epoch, remaining(a->until)))
+        if (auto next = protocol_.on_plan(*p, clock_.now())) return command = std::move(*next), std::nullopt;
+      command = protocol_.on_deadline(clock_.now());
+    } else if (auto* j = std::get_if<rw::join_as>(&command)) {
+      apply(*j);
+      command = protocol_.on_joined(steps_done());
+    } else if (std::holds_alternative<rw::run_step>(command)) {
+      if (control_lost_) return command = protocol_.on_control_lost(), std::nullopt;
+      auto& t = *tr_.trainer;
+      record_ = t.step(protocol_.epoch_to_announce(inbox_.newest_epoch()));
+      std::cout << step_line(step_fields(record_)) << std::endl;
+      command = protocol_.on_step_done(t.steps_done(), t.last_announced(), clock_.now());
+    } else if (auto* s = std::get_if<rw::after_step>(&command)) {
+      // The record goes out after the checkpoint call, with the time the rank stood still in
+      // it: the scheduler's predictor counts that as an idle phase of the job's GPUs.
+      const auto checkpoint_from = clock_.now();
+      checkpoints_->after_step(*tr_.trainer, *ring_, s->last_step);
+      record_.checkpoint_ns = (clock_.now() - checkpoint_from).count();
+      if (s->send_record) caf::anon_send(orchestrator_, record_);
+      report_checkpoint();
+      command = protocol_.on_after_step_done();
+    } else if (auto* b = std::get_if<rw::barrier_save>(&command)) {
+      if (b->send_record) caf::anon_send(orchestrator_, record_);
+      if (b->verified_first) {
+        const auto step = checkpoints_->save_verified(*tr_.trainer, *ring_);
+        std::cout << "CHECKPOINT verified step " << step << " before epoch " << b->plan.epoch << std::endl;
+      } else {
+        checkpoints_->after_step(*tr_.trainer, *ring_, b->last_step);
+        checkpoints_->finish(*ring_);
+        report_checkpoint();
+      }
+      command = protocol_.on_barrier_saved();
+    } else if (std::holds_alternative<rw::final_save>(command)) {
+      checkpoints_->finish(*ring_);
+      report_checkpoint();
+      command = protocol_.on_final_saved();
+    } else if (auto* st = std::get_if<rw::report_stall>(&command)) {
+      std::cout << "STALLED epoch " << st->stall.epoch << " at step " << st->stall.step << ": " << st->stall.reason
+                << std::endl;
+      caf::anon_send(orchestrator_, st->stall);
+      checkpoints_.reset();  // a save in flight is abandoned, never committed
+      command = rw::rank_command{st->then};
+    } else if (auto* l = std::get_if<rw::leave_job>(&command)) {
+      return leave(*l);
+    } else if (auto* f = std::get_if<rw::fail_job>(&command)) {
+      if (f->as_left) return fail(*f);
+      throw std::runtime_error(f->why);  // reported as rank_failed on the way out
     }
-    throw std::runtime_error("no membership plan of epoch >= " + std::to_string(at_least) + " within " +
-                             std::to_string(timeout.count()) + " s");
+    return std::nullopt;
   }
 
-  void apply(const msg::join_world& plan, uint32_t rank) {
-    epoch_ = plan.epoch;  // a stall from here on is reported against this plan
-    const auto world = static_cast<uint32_t>(plan.members.size());
+  // How long to block on the inbox: until `until`, but never past the next look at the
+  // control process.
+  std::chrono::milliseconds wait_slice(time_point until) const {
+    return std::min<std::chrono::milliseconds>(remaining(until), control_check_interval);
+  }
+  std::chrono::milliseconds remaining(time_point until) const {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - clock_.now());
+    return std::max(left, std::chrono::milliseconds(0));
+  }
+
+  void apply(const rank_worker::join_as& join) {
+    const auto& plan = join.plan;
+    const uint32_t rank = join.rank, world = join.world;
     for (size_t i = 0; i < plan.members.size(); ++i) {
       const auto& peer = plan.members[i];
       if (peer != o_.name && peer < o_.name && !hub_.node().is_up(peer)) hub_.node().connect(plan.addresses[i]);
@@ -190,7 +247,7 @@ class managed_rank {
     tr_.trainer->rebind_gradients(gradients_.nccl.get());
     tr_.trainer->set_grad_accum(plan.grad_accum);
     std::string how;
-    if (plan.source == static_cast<uint8_t>(msg::state_source::checkpoint)) {
+    if (join.source == rank_worker::state_from::checkpoint) {
       std::string log;
       auto state = rank_worker::rank_checkpointer::load_latest(o_.ckpt_dir, rank, world, rank_worker::all_synthetic(cfg_), log);
       std::cout << log;
@@ -216,49 +273,8 @@ class managed_rank {
                                             [orch = orchestrator_](const msg::checkpoint_done& d) { caf::anon_send(orch, d); },
                                             static_cast<uint64_t>(cfg_.checkpoint.max_consecutive_failures)},
         rank);
-    epoch_ = plan.epoch;
-    std::cout << "JOINED epoch " << epoch_ << " as rank " << rank << " of " << world << " (grad_accum "
+    std::cout << "JOINED epoch " << plan.epoch << " as rank " << rank << " of " << world << " (grad_accum "
               << plan.grad_accum << ") at step " << tr_.trainer->steps_done() << " from " << how << std::endl;
-  }
-
-  // Trains until the end (nullopt) or until a barrier announces a newer plan (returned).
-  std::optional<msg::join_world> train() {
-    const auto total = static_cast<uint64_t>(cfg_.training.steps);
-    auto& t = *tr_.trainer;
-    while (t.steps_done() < total) {
-      if (control_lost_) throw std::runtime_error("the control process is gone");
-      const uint64_t newest = ring_->rank() == 0 ? inbox_.newest_epoch() : 0;
-      const uint64_t announce = newest > epoch_ ? newest : 0;
-      auto r = t.step(announce);
-      std::cout << step_line(step_fields(r)) << std::endl;
-      const bool last = t.steps_done() == total;
-      if (t.last_announced() > epoch_) {
-        auto plan = inbox_.take_exactly(t.last_announced(), announced_plan_wait);
-        if (!plan) throw std::runtime_error("epoch " + std::to_string(t.last_announced()) + " was announced but never arrived");
-        // Sent even when the plan rolls back: its epoch tells the orchestrator the step is discarded.
-        if (ring_->rank() == 0) caf::anon_send(orchestrator_, r);
-        if (plan->checkpoint_first) {
-          const auto step = checkpoints_->save_verified(t, *ring_);
-          std::cout << "CHECKPOINT verified step " << step << " before epoch " << plan->epoch << std::endl;
-        } else {
-          checkpoints_->after_step(t, *ring_, last);
-          checkpoints_->finish(*ring_);
-          report_checkpoint();
-        }
-        return plan;
-      }
-      // The record goes out after the checkpoint call, with the time the rank stood still in
-      // it: the scheduler's predictor counts that as an idle phase of the job's GPUs.
-      const auto checkpoint_from = std::chrono::steady_clock::now();
-      checkpoints_->after_step(t, *ring_, last);
-      r.checkpoint_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
-                                                                              checkpoint_from).count();
-      if (ring_->rank() == 0) caf::anon_send(orchestrator_, r);
-      report_checkpoint();
-    }
-    checkpoints_->finish(*ring_);
-    report_checkpoint();
-    return std::nullopt;
   }
 
   // One line per decided save in the rank's log: when it was committed and how long after
@@ -278,13 +294,12 @@ class managed_rank {
 
   // Every rank reached the same verdict after the same step (its checkpoints keep failing):
   // the job cannot go on, so the rank leaves with the reason, which ends the job.
-  int fail(const std::string& why) {
-    const uint64_t step = tr_.trainer ? tr_.trainer->steps_done() : 0;
+  int fail(const rank_worker::fail_job& f) {
     checkpoints_.reset();
     caf::scoped_actor self{sys_};
-    self->request(orchestrator_, 10s, msg::rank_left{o_.name, epoch_, step, "failed: " + why, 0})
-        .receive([](bool) {}, [&](caf::error&) { std::cerr << "msomni-rank: rank_left was not acknowledged\n"; });
-    std::cout << "RESULT fail " << why << std::endl;
+    self->request(orchestrator_, 10s, msg::rank_left{o_.name, f.epoch, steps_done(), "failed: " + f.why, 0})
+        .receive([](bool) {}, [&](caf::error&) { MSOMNI_LOG(warn, "msomni-rank") << "rank_left was not acknowledged"; });
+    std::cout << "RESULT fail " << f.why << std::endl;
     return 1;
   }
 
@@ -293,22 +308,22 @@ class managed_rank {
   // status alone would not say why). Acknowledged, briefly: the process ends either way.
   void report_failure(const std::string& why) {
     if (!orchestrator_ || control_lost_) return;  // nobody to tell
-    const uint64_t step = tr_.trainer ? tr_.trainer->steps_done() : 0;
     caf::scoped_actor self{sys_};
-    self->request(orchestrator_, 5s, msg::rank_failed{o_.name, epoch_, step, why})
-        .receive([](bool) {}, [&](caf::error&) { std::cerr << "msomni-rank: rank_failed was not acknowledged\n"; });
+    self->request(orchestrator_, 5s, msg::rank_failed{o_.name, protocol_.epoch(), steps_done(), why})
+        .receive([](bool) {}, [&](caf::error&) { MSOMNI_LOG(warn, "msomni-rank") << "rank_failed was not acknowledged"; });
   }
 
  private:
 
-  int leave(const std::string& reason) {
-    const uint64_t step = tr_.trainer ? tr_.trainer->steps_done() : 0;
+  int leave(const rank_worker::leave_job& l) {
+    const std::string& reason = l.reason;
+    const uint64_t step = steps_done();
     const uint64_t sum = tr_.trainer ? tr_.trainer->parameter_checksum() : 0;
     checkpoints_.reset();
     // Acknowledged, so the orchestrator knows before the process (and its UCX endpoint) goes.
     caf::scoped_actor self{sys_};
-    self->request(orchestrator_, 10s, msg::rank_left{o_.name, epoch_, step, reason, sum})
-        .receive([](bool) {}, [&](caf::error&) { std::cerr << "msomni-rank: rank_left was not acknowledged\n"; });
+    self->request(orchestrator_, 10s, msg::rank_left{o_.name, l.epoch, step, reason, sum})
+        .receive([](bool) {}, [&](caf::error&) { MSOMNI_LOG(warn, "msomni-rank") << "rank_left was not acknowledged"; });
     char hex[32];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(sum));
     std::cout << "RESULT ok " << reason << " step=" << step << " checksum=" << hex << std::endl;
@@ -331,7 +346,8 @@ class managed_rank {
   std::shared_ptr<std::pmr::memory_resource> batch_memory_;  // before tr_: outlives its batches
   training tr_;
   std::unique_ptr<rank_worker::rank_checkpointer> checkpoints_;
-  uint64_t epoch_ = 0;
+  rank_worker::rank_protocol protocol_;
+  msg::step_record record_;  // the last step's, sent by rank 0 after the checkpoint call
 };
 
 }  // namespace
@@ -358,7 +374,7 @@ int run_managed_rank(const config::job_config& cfg, const managed_rank_options& 
     }
   } catch (const std::exception& e) {
     std::cout << "RESULT fail " << e.what() << std::endl;
-    std::cerr << "msomni-rank " << opts.name << ": " << e.what() << "\n";
+    MSOMNI_LOG(error, "msomni-rank") << opts.name << ": " << e.what();
     return 1;
   }
 }

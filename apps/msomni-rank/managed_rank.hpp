@@ -9,6 +9,9 @@
 //          running checkpoint (a verified one first when the plan asks), then apply or leave
 //   training --a collective fails (peer died/silent)--> stalled: report, wait for a plan
 //   last step --> final checkpoint, rank_left "finished"
+// The protocol's decisions (which plan to take, when to leave, stall or fail, and the waits'
+// deadlines) are rank_worker::rank_protocol's (actors/rank_worker/rank_protocol.hpp); this
+// shell carries them out.
 #pragma once
 
 #include "config/job_config.hpp"
