@@ -1,10 +1,9 @@
-// job_runner (see job_runner.hpp): the runner actor and the scheduler's commands. Its state
-// and the other pieces are in job_runner_state.hpp.
+// job_runner (see job_runner.hpp): the runner actor. Every message and timer becomes a call
+// of job_runner_core; its actions are carried out here (job_runner_state.hpp has the pieces).
 #include "job_runner_state.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
-#include <signal.h>
 
 namespace msomni::cli {
 
@@ -14,67 +13,57 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// New step reports from RUN_DIR/metrics.jsonl go to a scheduler that knows this job.
-void report_steps(runner_state& st, caf::event_based_actor* self) {
-  if (!st.registered) return;
-  for (auto& r : st.metrics.poll()) self->send(st.scheduler, std::move(r));
+// How often the runner looks at the command and the metrics file.
+constexpr auto poll_interval = 100ms;
+// After this long without a decision the runner says it is still waiting.
+constexpr auto quiet_after = 10s;
+
+template <class Atom>
+void send_after(runner_actor* self, nanos after, Atom atom) {
+  if (after <= nanos{0}) self->send(self, atom);
+  else self->delayed_send(self, after, atom);
 }
 
-// The command ended: what that means depends on why it was asked to stop.
-void child_ended(runner_actor* self, process::exit_status status) {
-  auto& st = self->state;
-  st.child = {};
-  st.resize_to = 0;
-  remove_scratch(st);
-  const int code = status.shell_code();
-  switch (st.why) {
-    case stopping::drain:
-    case stopping::shrink: {
-      const uint64_t step = checkpoint_step(st.spec.run_dir);
-      if (!st.registered) {  // the scheduler that asked is gone: queue again at the next one
-        say(st, "command ended (" + std::to_string(code) + ", checkpoint step " + std::to_string(step) +
-                    ") while the scheduler is away");
-        break;
-      }
-      self->send(st.scheduler, msg::job_released{st.spec.id, st.epoch, step});
-      say(st, "released its GPUs (command ended with " + std::to_string(code) + ", checkpoint step " +
-                  std::to_string(step) + ")");
-      if (st.why == stopping::shrink) {
-        keep_replicas_only(st, st.keep_replicas);
-        say(st, "runs on " + std::to_string(st.replicas) + " replicas (gpus " + join(st.gpus) + ")");
-        launch(st, step, "", 0);
-      }
-      break;
-    }
-    case stopping::evicted:
-    case stopping::killed:
-      say(st, "command stopped (" + std::to_string(code) + "); waiting to be started again");
-      break;
-    case stopping::no:
-      if (st.registered) self->send(st.scheduler, msg::job_finished{st.spec.id});
-      finish(self, code, code == 0 ? "finished" : "command failed with " + std::to_string(code));
-      break;
+// Looks for a restarted scheduler through the info file (find_scheduler).
+void find_scheduler(runner_actor* self) {
+  auto& s = self->state;
+  caf::actor found;
+  std::optional<std::string> error;
+  try {
+    if (s.find_scheduler) found = s.find_scheduler();
+  } catch (const std::exception& e) {  // e.g. an info file with an unusable address
+    error = e.what();
   }
-  if (!st.registered && st.scheduler && !st.over) register_again(self);
-  if (!st.child.running() && !st.over && st.deferred_start) {
-    const msg::job_command next = *st.deferred_start;
-    st.deferred_start.reset();
-    start_run(st, next);
-  }
+  if (!found) return carry_out(self, s.core.on_scheduler_not_found(error));
+  s.scheduler = found;
+  self->monitor(found);
+  carry_out(self, s.core.on_scheduler_found(s.clock.now()));
+}
+
+// The command ended: its scratch files go, whatever the reason; the core decides the rest.
+void command_ended(runner_actor* self, int shell_code) {
+  auto& s = self->state;
+  s.child = {};
+  remove_scratch(s);
+  carry_out(self, s.core.on_command_ended(shell_code, checkpoint_step(s.core.spec().run_dir), s.clock.now()));
 }
 
 caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
                      std::function<void(int, const std::string&)> done) {
   auto& st = self->state;
-  st.spec = std::move(spec);
-  st.metrics = metrics_follower(st.spec.run_dir, st.spec.id);
+  st.metrics = metrics_follower(spec.run_dir, spec.id);
+  st.core = job_runner::job_runner_core(std::move(spec));
   st.scheduler = env.scheduler;
   st.find_scheduler = std::move(env.find_scheduler);
   st.find_control = std::move(env.find_control);
-  const caf::actor scheduler = st.scheduler;
   st.done = std::move(done);
-  self->monitor(scheduler);
-  self->set_down_handler([self](const caf::down_msg& d) { scheduler_lost(self, d); });
+  self->monitor(st.scheduler);
+  self->set_down_handler([self](const caf::down_msg& d) {
+    auto& s = self->state;
+    if (!s.scheduler || d.source != s.scheduler.address()) return;  // an earlier instance
+    s.scheduler = caf::actor{};
+    carry_out(self, s.core.on_scheduler_lost(s.clock.now()));
+  });
   self->set_exit_handler([self](const caf::exit_msg& m) {
     auto& s = self->state;
     if (s.child.running()) {
@@ -83,94 +72,54 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
     }
     self->quit(m.reason);
   });
-  st.submitted_at = std::chrono::steady_clock::now();
-  self->send(scheduler, submission(st));
+  carry_out(self, st.core.start(st.clock.now()));
   self->send(self, poll_atom::value);
-  self->delayed_send(self, 10s, quiet_atom::value);
-  say(st, "submitted (" + std::to_string(st.spec.gpus) + " GPUs)");
+  self->delayed_send(self, quiet_after, quiet_atom::value);
   return {
-      [self](const msg::job_command& c) {
-        auto& s = self->state;
-        s.heard = true;
-        if (c.epoch < s.epoch) return;  // stale
-        s.epoch = c.epoch;
-        switch (static_cast<command_kind>(c.kind)) {
-          case command_kind::start:
-          case command_kind::colocate:
-            if (s.child.running()) {  // the previous run is still ending (an eviction needs no answer)
-              s.deferred_start = c;
-              say(s, "starts again once the previous run has ended");
-              return;
-            }
-            start_run(s, c);
-            break;
-          case command_kind::preempt:  // a shrink notice: in place, or the command restarts smaller
-            s.keep_replicas = c.keep_replicas;
-            say(s, "shrink to " + std::to_string(c.keep_replicas) + " replicas within " + seconds(c.drain_s) + " (" + c.reason + ")");
-            resize(self, c.keep_replicas, true, c.drain_s, c.epoch);
-            break;
-          case command_kind::force_release:
-            say(s, "force release (" + c.reason + ")");
-            signal_child(s, SIGKILL, stopping::killed);
-            break;
-          case command_kind::evict_guest:
-            say(s, "evicted as a guest (" + c.reason + ")");
-            signal_child(s, SIGTERM, stopping::evicted);
-            break;
-          case command_kind::resize: {  // a grow: the scheduler gave the GPUs, the job's from now on
-            const uint32_t from = s.replicas;
-            s.gpus = c.gpus;
-            s.replicas = c.replicas;
-            say(s, "grow from " + std::to_string(from) + " to " + std::to_string(c.replicas) + " replicas (" + c.reason + ")");
-            if (c.replicas > from) resize(self, c.replicas, false, 0, c.epoch);
-            break;
-          }
-          case command_kind::set_share:
-            break;
-          case command_kind::reject:
-            finish(self, 3, "rejected: " + c.reason);
-            break;
-          case command_kind::adopted:
-            say(s, "keeps gpus " + join(c.gpus) + " (" + c.reason + ")");
-            break;
-          case command_kind::requeue:
-            say(s, "stops and waits in the queue (" + c.reason + ")");
-            signal_child(s, SIGTERM, stopping::evicted);
-            break;
-        }
-      },
+      [self](const msg::job_command& c) { carry_out(self, self->state.core.on_command(c, self->state.clock.now())); },
       [self](const msg::preempt_notice& n) {
         auto& s = self->state;
-        s.heard = true;
-        if (n.epoch < s.epoch) return;
-        s.epoch = n.epoch;
-        say(s, "preempted: checkpoint and release within " + seconds(n.drain_s) + " (" + n.reason + ")");
-        if (s.child.running()) signal_child(s, SIGTERM, stopping::drain);
-        else self->send(s.scheduler, msg::job_released{s.spec.id, n.epoch, checkpoint_step(s.spec.run_dir)});
+        carry_out(self, s.core.on_preempt_notice(n, checkpoint_step(s.core.spec().run_dir)));
       },
-      [self](reconnect_atom) { look_for_scheduler(self); },
-      [self](resize_poll_atom, caf::actor orchestrator, std::string token) {
-        poll_resize(self, std::move(orchestrator), std::move(token));
-      },
-      [self](quiet_atom) {
-        if (!self->state.heard)
-          say(self->state, "no decision yet: waiting in the scheduler's queue (or the token in the info file is stale)");
-      },
+      [self](reconnect_atom) { carry_out(self, self->state.core.on_reconnect_due(self->state.clock.now())); },
+      [self](resize_poll_atom) { carry_out(self, self->state.core.on_resize_poll_due(self->state.clock.now())); },
+      [self](quiet_atom) { carry_out(self, self->state.core.on_quiet_check()); },
       [self](poll_atom) {
         auto& s = self->state;
-        report_steps(s, self);
+        // New step reports from RUN_DIR/metrics.jsonl go to a scheduler that knows this job.
+        if (s.core.registered())
+          for (auto& r : s.metrics.poll()) self->send(s.scheduler, std::move(r));
         if (s.child.running()) {
-          if (const auto status = s.child.poll()) child_ended(self, *status);
+          if (const auto status = s.child.poll()) command_ended(self, status->shell_code());
         } else if (s.start_failed) {
           s.start_failed = false;
-          child_ended(self, process::exit_status{127, 0});
+          command_ended(self, 127);
         }
-        if (!s.over) self->delayed_send(self, 100ms, poll_atom::value);
+        if (!s.core.over()) self->delayed_send(self, poll_interval, poll_atom::value);
       },
   };
 }
 
 }  // namespace
+
+void carry_out(runner_actor* self, job_runner::actions acts) {
+  namespace jr = job_runner;
+  auto& s = self->state;
+  for (auto& a : acts) {
+    if (const auto* x = std::get_if<jr::say>(&a)) say(s, x->text);
+    else if (auto* t = std::get_if<jr::tell_scheduler>(&a))
+      std::visit([&](auto& m) { self->send(s.scheduler, std::move(m)); }, t->message);
+    else if (const auto* l = std::get_if<jr::launch>(&a)) launch(s, *l);
+    else if (const auto* g = std::get_if<jr::signal_command>(&a)) signal_child(s, g->sig);
+    else if (const auto* r = std::get_if<jr::ask_resize>(&a)) ask_resize(self, *r);
+    else if (const auto* p = std::get_if<jr::poll_resize_status>(&a)) send_after(self, p->after, resize_poll_atom::value);
+    else if (std::holds_alternative<jr::ask_status>(a)) ask_status(self);
+    else if (const auto* c = std::get_if<jr::reconnect_later>(&a)) send_after(self, c->after, reconnect_atom::value);
+    else if (std::holds_alternative<jr::find_scheduler>(a)) find_scheduler(self);
+    else if (const auto* w = std::get_if<jr::rewind_metrics>(&a)) s.metrics.rewind(w->lines);
+    else if (const auto* f = std::get_if<jr::finish_job>(&a)) finish(self, *f);
+  }
+}
 
 }  // namespace runner_detail
 

@@ -25,9 +25,12 @@
 // stopped and, like a job whose run was ending or that had not started, submits again.
 // Past reconnect_s (or with reconnect_s 0) the command is stopped with SIGTERM and the job
 // ends with exit code 1.
+// The decisions are job_runner_core's (actors/job_runner); apps/msomni/job_*.cpp carry them
+// out with the actor, the child process, the metrics file and msomni-run's control endpoint.
 #pragma once
 
 #include "control_file.hpp"
+#include "job_spec.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
@@ -40,23 +43,8 @@
 
 namespace msomni::cli {
 
-struct job_spec {
-  std::string id;
-  uint8_t job_class = 1;  // 0 critical, 1 regular, 2 best-effort
-  uint32_t gpus = 1, gpus_per_replica = 0, min_replicas = 1;  // 0 per replica = the whole job
-  std::vector<std::string> command;  // argv; command[0] is looked up in PATH
-  std::string run_dir;  // optional: checkpoints/latest gives the checkpoint step, metrics.jsonl the steps
-  // Optional: MSOMNI_SCRATCH_DIR=scratch_dir/ID for the command, created before each start
-  // and removed whenever the command ends (a preempted job leaves no scratch files
-  // on shared storage; what it needs to resume is in its checkpoint).
-  std::string scratch_dir;
-  double reconnect_s = 300;  // how long to wait for a restarted scheduler (0: end at once)
-  // The command is msomni-run with run_dir as its --run-dir: it starts with the scheduler's
-  // replicas (--set elasticity.replicas=N is added), and shrink and grow notices become
-  // scale-down / scale-up requests to its control endpoint, applied at its next barrier,
-  // instead of a restart. A request that fails falls back to the restart.
-  bool resize_in_place = false;
-};
+// What the job runs and how: the core's (actors/job_runner/job_spec.hpp).
+using job_spec = job_runner::job_spec;
 
 // What the runner reaches: the scheduler, a way to find a restarted one, and the command's
 // control endpoint. The two functions are called on the runner's thread and may block

@@ -1,0 +1,175 @@
+// job_runner_core (see job_runner_core.hpp): the scheduler's commands and the command's end.
+// A lost scheduler is in job_runner_rejoin.cpp, in-place resizing in job_runner_resize.cpp.
+#include "job_runner_core.hpp"
+
+#include "scheduler_types.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <utility>
+
+namespace msomni::job_runner {
+
+using sched::command_kind;
+
+std::string join(const std::vector<uint32_t>& v) {
+  std::string s;
+  for (uint32_t g : v) s += (s.empty() ? "" : ",") + std::to_string(g);
+  return s;
+}
+
+std::string seconds_text(double s) {
+  std::ostringstream o;
+  o << s << " s";
+  return o.str();
+}
+
+job_runner_core::job_runner_core(job_spec spec) : spec_(std::move(spec)) {}
+
+actions job_runner_core::start(time_point now) {
+  submitted_at_ = now;
+  return {tell_scheduler{submission(now)}, say{"submitted (" + std::to_string(spec_.gpus) + " GPUs)"}};
+}
+
+actions job_runner_core::on_quiet_check() const {
+  if (heard_) return {};
+  return {say{"no decision yet: waiting in the scheduler's queue (or the token in the info file is stale)"}};
+}
+
+void job_runner_core::launch_run(uint64_t resume_step, const std::string& host, double share, actions& out) {
+  running_ = true;
+  why_ = stopping::no;
+  out.push_back(launch{gpus_, replicas_, resume_step, host, share});
+}
+
+void job_runner_core::start_run(const msg::job_command& c, actions& out) {
+  guest_ = c.kind == static_cast<uint8_t>(command_kind::colocate);
+  gpus_ = c.gpus;
+  replicas_ = c.replicas;
+  out.push_back(say{std::string(guest_ ? "started as a guest of " + c.host : "started") + " on gpus " + join(gpus_) +
+                    " (" + c.reason + ")"});
+  launch_run(c.resume_step, guest_ ? c.host : "", c.share, out);
+}
+
+void job_runner_core::stop(stop_signal sig, stopping why, actions& out) {
+  why_ = why;
+  out.emplace_back(std::in_place_type<signal_command>, signal_command{sig});
+}
+
+void job_runner_core::finish(int code, std::string why, actions& out) {
+  if (over_) return;
+  over_ = true;
+  out.push_back(finish_job{code, std::move(why), running_ && why_ != stopping::no});
+}
+
+void job_runner_core::keep_replicas_only(uint32_t replicas) {
+  gpus_.resize(std::min<size_t>(gpus_.size(), size_t{replicas} * per_replica(spec_)));
+  replicas_ = replicas;
+}
+
+actions job_runner_core::on_command(const msg::job_command& c, time_point now) {
+  actions out;
+  heard_ = true;
+  if (c.epoch < epoch_) return out;  // stale
+  epoch_ = c.epoch;
+  switch (static_cast<command_kind>(c.kind)) {
+    case command_kind::start:
+    case command_kind::colocate:
+      if (running_) {  // the previous run is still ending (an eviction needs no answer)
+        deferred_start_ = c;
+        out.push_back(say{"starts again once the previous run has ended"});
+        break;
+      }
+      start_run(c, out);
+      break;
+    case command_kind::preempt:  // a shrink notice: in place, or the command restarts smaller
+      keep_replicas_ = c.keep_replicas;
+      out.push_back(say{"shrink to " + std::to_string(c.keep_replicas) + " replicas within " + seconds_text(c.drain_s) +
+                        " (" + c.reason + ")"});
+      resize(c.keep_replicas, true, c.drain_s, c.epoch, now, out);
+      break;
+    case command_kind::force_release:
+      out.push_back(say{"force release (" + c.reason + ")"});
+      stop(stop_signal::kill, stopping::killed, out);
+      break;
+    case command_kind::evict_guest:
+      out.push_back(say{"evicted as a guest (" + c.reason + ")"});
+      stop(stop_signal::terminate, stopping::evicted, out);
+      break;
+    case command_kind::resize: {  // a grow: the scheduler gave the GPUs, the job's from now on
+      const uint32_t from = replicas_;
+      gpus_ = c.gpus;
+      replicas_ = c.replicas;
+      out.push_back(say{"grow from " + std::to_string(from) + " to " + std::to_string(c.replicas) + " replicas (" +
+                        c.reason + ")"});
+      if (c.replicas > from) resize(c.replicas, false, 0, c.epoch, now, out);
+      break;
+    }
+    case command_kind::set_share:
+      break;
+    case command_kind::reject:
+      finish(3, "rejected: " + c.reason, out);
+      break;
+    case command_kind::adopted:
+      out.push_back(say{"keeps gpus " + join(c.gpus) + " (" + c.reason + ")"});
+      break;
+    case command_kind::requeue:
+      out.push_back(say{"stops and waits in the queue (" + c.reason + ")"});
+      stop(stop_signal::terminate, stopping::evicted, out);
+      break;
+  }
+  return out;
+}
+
+actions job_runner_core::on_preempt_notice(const msg::preempt_notice& n, uint64_t checkpoint_step) {
+  actions out;
+  heard_ = true;
+  if (n.epoch < epoch_) return out;
+  epoch_ = n.epoch;
+  out.push_back(say{"preempted: checkpoint and release within " + seconds_text(n.drain_s) + " (" + n.reason + ")"});
+  if (running_) stop(stop_signal::terminate, stopping::drain, out);
+  else out.push_back(tell_scheduler{msg::job_released{spec_.id, n.epoch, checkpoint_step}});
+  return out;
+}
+
+// The command ended: what that means depends on why it was asked to stop.
+actions job_runner_core::on_command_ended(int code, uint64_t step, time_point now) {
+  actions out;
+  running_ = false;
+  resize_to_ = 0;
+  switch (why_) {
+    case stopping::drain:
+    case stopping::shrink:
+      if (!registered_) {  // the scheduler that asked is gone: queue again at the next one
+        out.push_back(say{"command ended (" + std::to_string(code) + ", checkpoint step " + std::to_string(step) +
+                          ") while the scheduler is away"});
+        break;
+      }
+      out.push_back(tell_scheduler{msg::job_released{spec_.id, epoch_, step}});
+      out.push_back(say{"released its GPUs (command ended with " + std::to_string(code) + ", checkpoint step " +
+                        std::to_string(step) + ")"});
+      if (why_ == stopping::shrink) {
+        keep_replicas_only(keep_replicas_);
+        out.push_back(say{"runs on " + std::to_string(replicas_) + " replicas (gpus " + join(gpus_) + ")"});
+        launch_run(step, "", 0, out);
+      }
+      break;
+    case stopping::evicted:
+    case stopping::killed:
+      out.push_back(say{"command stopped (" + std::to_string(code) + "); waiting to be started again"});
+      break;
+    case stopping::no:
+      if (registered_) out.push_back(tell_scheduler{msg::job_finished{spec_.id}});
+      finish(code, code == 0 ? "finished" : "command failed with " + std::to_string(code), out);
+      break;
+  }
+  if (!registered_ && scheduler_known_ && !over_) register_again(now, out);
+  if (!running_ && !over_ && deferred_start_) {
+    const msg::job_command next = *deferred_start_;
+    deferred_start_.reset();
+    start_run(next, out);
+  }
+  return out;
+}
+
+}  // namespace msomni::job_runner
