@@ -13,6 +13,8 @@
 //   a member dies / goes silent / stalls --> rollback: plan(survivors, checkpoint) at the
 //        largest allowed world; then a replacement is started (same switch, then rack, first)
 //        and joins like a scale-up, up to the target replica count
+//   an agent is lost, or silent past agent_silence_limit (found on a tick) --> its ranks are
+//        down together: one rollback for all of them
 //   stop --> plan(nobody, checkpoint_first) --> all leave --> finished
 #pragma once
 
