@@ -3,6 +3,7 @@
 // and rollbacks.
 #include "run_journal.hpp"
 
+#include "core/process.hpp"
 #include "support/process_runner.hpp"
 
 #include <signal.h>
@@ -79,19 +80,18 @@ TEST_CASE("a write cut short by the file size limit leaves no torn line") {
     run_journal j(tmp.path());
     REQUIRE(j.metric({{"step", 1}}));  // 23 bytes
   }
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
+  // In a child of its own: the file size limit would cut this process's writes too.
+  auto child = msomni::process::fork_running([&] {
     ::signal(SIGXFSZ, SIG_IGN);
     rlimit lim{40, 40};  // room for 17 more bytes: the next line is cut short by the kernel
     ::setrlimit(RLIMIT_FSIZE, &lim);
     run_journal j(tmp.path());
     const bool wrote = j.metric({{"step", 2}, {"loss", 1.2345678}});
-    ::_exit(!wrote && j.failed() && j.failure().find("metrics.jsonl") != std::string::npos ? 0 : 1);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+    return !wrote && j.failed() && j.failure().find("metrics.jsonl") != std::string::npos ? 0 : 1;
+  });
+  const auto status = child.wait();
+  REQUIRE(status);
+  CHECK(status->signal == 0);
+  CHECK(status->code == 0);
   CHECK(msomni::testing::read_text(tmp.path() / "metrics.jsonl") == "{\"step\":1,\"attempt\":1}\n");
 }

@@ -7,6 +7,7 @@
 #include "checkpoint_writer.hpp"
 #include "core/command_line.hpp"
 #include "core/json_text.hpp"
+#include "core/process.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -138,22 +139,24 @@ int main(int argc, char** argv) {
     }
     shapes << msomni::json_text(list);
   }
-  const std::string cmd = "/usr/bin/python3 " + std::string(MSOMNI_BENCH_DIR) +
-                          "/bench_torch_save.py " + (work / "tensors.raw").string() + " " +
-                          (work / "shapes.json").string() + " " + (work / "torch.pt").string() +
-                          " " + std::to_string(threads) + " " + std::to_string(reps);
   std::vector<double> torch_s;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    char line[4096];
-    std::string out;
-    while (std::fgets(line, sizeof line, p)) out += line;
-    ::pclose(p);
+  try {
+    msomni::process::spawn_options o;
+    o.out = msomni::process::stream::pipe();
+    auto py = msomni::process::spawn({"/usr/bin/python3", std::string(MSOMNI_BENCH_DIR) + "/bench_torch_save.py",
+                                      (work / "tensors.raw").string(), (work / "shapes.json").string(),
+                                      (work / "torch.pt").string(), std::to_string(threads), std::to_string(reps)},
+                                     o);
+    std::string out = msomni::process::read_to_end(py.stdout_fd());
+    py.wait();
     // The script's last line is {"seconds":[...],"bytes":N}; there is none when torch is absent.
     while (!out.empty() && out.back() == '\n') out.pop_back();
     const auto reply = nlohmann::json::parse(out.substr(out.find_last_of('\n') + 1), nullptr, false);
     if (reply.is_object() && reply.contains("seconds") && reply["seconds"].is_array())
       for (const auto& v : reply["seconds"])
         if (v.is_number()) torch_s.push_back(v.get<double>());
+  } catch (const msomni::process::spawn_error& e) {
+    std::cerr << "bench_checkpoint: torch.save peer not run: " << e.what() << "\n";
   }
   fs::remove(work / "tensors.raw");
 
