@@ -5,6 +5,7 @@
 // control process and hands it to its ranks in their environment. It ends (stopping its ranks) when the control process goes away or on
 // SIGINT/SIGTERM. Exit codes: 0 the job ended, 1 the control process never answered, 2 usage.
 #include "gateway/gateway.hpp"
+#include "core/log.hpp"
 #include "hub/transport_hub.hpp"
 #include "messages/catalog.hpp"
 #include "core/command_line.hpp"
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
     std::atomic<bool> refused{false};  // outlives the hub that sets it
     transport::transport_hub hub(opt);
     hub.add_refusal_listener([&](const std::string& address, const std::string& reason) {
-      std::cerr << "msomni-agent: " << address << " refused: " << reason << "\n";
+      MSOMNI_LOG(warn, "agent") << address << " refused: " << reason;
       refused = true;
     });
     transport::gateway gw(sys, hub);
