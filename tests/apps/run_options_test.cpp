@@ -70,7 +70,7 @@ TEST_CASE("usage errors exit with 2 and name what is wrong") {
   }
 }
 
-TEST_CASE("--help and --version exit with 0 without a config; the help documents every flag") {
+TEST_CASE("--help and --version exit with 0 without a config, and the help documents every flag") {
   const auto help = parse({"--help"});
   CHECK(help.exit_code == 0);
   CHECK(help.err.empty());

@@ -36,7 +36,7 @@ elastic_core two_nodes() {
 
 }  // namespace
 
-TEST_CASE("an agent silent past the limit is down with its ranks; heartbeats keep it up") {
+TEST_CASE("an agent silent past the limit is down with its ranks, and heartbeats keep it up") {
   auto c = two_nodes();
   c.on_heartbeat("remote", time_point{2s});
   c.on_heartbeat("remote", time_point{4s});
@@ -52,7 +52,7 @@ TEST_CASE("an agent silent past the limit is down with its ranks; heartbeats kee
   CHECK(c.world() == 1);
 }
 
-TEST_CASE("a heartbeat after the agent was declared down does not revive it; joining again does") {
+TEST_CASE("a heartbeat after the agent was declared down does not revive it, but joining again does") {
   auto c = two_nodes();
   REQUIRE(events_of(c.on_tick(time_point{10s}), "agent_down").size() == 1);
   c.on_heartbeat("remote", time_point{11s});
