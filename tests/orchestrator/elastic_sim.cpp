@@ -1,6 +1,7 @@
 // The elastic job simulation (see elastic_sim.hpp).
 #include "elastic_sim.hpp"
 
+#include "rank_protocol.hpp"
 #include "record_lineage.hpp"
 
 #include <algorithm>
@@ -15,17 +16,30 @@ namespace {
 using ms = std::chrono::milliseconds;
 constexpr int64_t tick_ms = 200;  // the shell's tick
 
+constexpr uint64_t no_state = std::numeric_limits<uint64_t>::max();  // a joiner's, until its epoch forms
+
+// A rank process. Its elastic protocol is the real one (rank_worker::rank_protocol); the
+// harness plays the rank's shell: the plan inbox, the ring, the steps and the checkpoints.
 struct rank_proc {
+  rank_proc(std::string n, std::string on, rank_worker::rank_protocol_settings s)
+      : name(std::move(n)), node(std::move(on)), protocol(std::move(s)) {}
   std::string name, node;
+  rank_worker::rank_protocol protocol;
   bool alive = true;
   bool ready = false;
-  bool left = false;     // sent rank_left; the process exits
-  uint64_t epoch = 0;    // the plan it applied (0: none yet)
-  std::vector<std::string> members;
-  uint64_t step = 0;
-  bool stalled = false;  // its collective failed; waits for a newer plan
-  std::optional<uint64_t> awaiting;  // announced at a barrier, not yet received
-  std::map<uint64_t, msg::join_world> inbox;  // carry-on plans received while training
+  bool left = false;     // sent rank_left or rank_failed; the process exits
+  bool failed = false;   // it sent rank_failed: its exit is a death its agent reports
+  uint64_t joined = 0;   // the epoch whose ring it joined (0: none yet)
+  std::vector<std::string> members;  // of that epoch
+  uint64_t step = 0;     // no_state: a joiner whose state comes from members[0]
+  bool wants_step = false;  // carried out run_step: steps once every member of its epoch does
+  std::optional<rank_worker::rank_command> wait;  // the wait it is in (for a plan), if any
+  uint64_t waits = 0;    // counts waits and takes: a deadline of an earlier wait is stale
+  // Plans received and not taken, as the rank's plan_inbox keeps them: one per epoch, and
+  // none at or below the newest epoch taken.
+  std::map<uint64_t, msg::join_world> inbox;
+  uint64_t taken = 0;
+  uint64_t superseded = 0;  // the newest rollback received: collectives of older epochs fail
 };
 
 class world {
@@ -181,21 +195,28 @@ class world {
     ++r_.deaths;
     note("dies: " + name + " (" + why + ")");
     after(jitter(5, 150), [this, name, why] { apply(core_.on_rank_down(name, why, now())); });
-    if (p.left) return;
+    if (p.left && !p.failed) return;
     // Every rank whose epoch counts on it: its collective fails once the peer is seen down.
     after(jitter(5, 150), [this, name] { stall_peers_of(name); });
   }
 
+  // Every rank whose running collective counts on `dead` sees it fail.
   void stall_peers_of(const std::string& dead) {
     for (auto& [n, q] : procs_)
-      if (q.alive && !q.left && q.epoch != 0 && !q.stalled && !q.awaiting &&
-          std::find(q.members.begin(), q.members.end(), dead) != q.members.end()) {
-        const uint64_t e = q.epoch;
-        q.stalled = true;
-        note(n + " stalls in epoch " + std::to_string(e));
-        const msg::rank_stalled s{n, e, q.step == std::numeric_limits<uint64_t>::max() ? 0 : q.step, "a peer is down"};
-        send(n, "control", [this, s] { apply(core_.on_rank_stalled(s, now())); });
-      }
+      if (in_collective(q) && std::find(q.members.begin(), q.members.end(), dead) != q.members.end())
+        collective_fails(q, "a peer is down");
+  }
+
+  // Joining an epoch's ring or training in it (a wait for a plan runs no collective).
+  static bool in_collective(const rank_proc& q) {
+    const auto phase = q.protocol.phase();
+    return q.alive && !q.left && q.joined != 0 &&
+           (phase == rank_worker::rank_phase::joining || phase == rank_worker::rank_phase::training);
+  }
+
+  void collective_fails(rank_proc& q, const std::string& why) {
+    note(q.name + " stalls in epoch " + std::to_string(q.protocol.epoch()));
+    carry_out(q, q.protocol.on_collective_error(q.step == no_state ? 0 : q.step, why, now()));
   }
 
   // -- the shell: the core's actions -------------------------------------------------------
@@ -303,10 +324,7 @@ class world {
   // -- node agents and rank processes --------------------------------------------------------
   void spawn(const std::string& node, const std::string& name) {
     if (!agents_alive_[node] || silent_since_.count(node)) return;  // the message reached a dead or hung agent
-    rank_proc p;
-    p.name = name;
-    p.node = node;
-    procs_[name] = p;
+    procs_.insert_or_assign(name, rank_proc{name, node, {name, o_.job.total_steps, o_.first_plan_wait, o_.announced_plan_wait, o_.stalled_plan_wait}});
     after(jitter(20, 300), [this, name] {
       auto& q = procs_.at(name);
       if (!q.alive) return;
@@ -314,15 +332,111 @@ class world {
       q.ready = true;
       const msg::rank_ready rr{name, q.node, "ucx://" + name, 1000, checkpoint_ > 0, checkpoint_};
       send(name, "control", [this, rr] { apply(core_.on_rank_ready(rr, now())); });
+      carry_out(q, q.protocol.on_ready_sent(now()));
     });
   }
 
-  void leave(rank_proc& p, const std::string& reason) {
+  // -- the rank's protocol, carried out ---------------------------------------------------------
+  // Runs the rank's commands until one waits: for a plan, for the other members of its
+  // epoch, or for a step.
+  void carry_out(rank_proc& p, rank_worker::rank_command c) {
+    namespace rw = rank_worker;
+    for (;;) {
+      if (!p.alive || p.left) return;
+      p.wants_step = false;
+      p.wait.reset();
+      std::optional<msg::join_world> plan;
+      if (const auto* w = std::get_if<rw::await_plan>(&c)) {
+        if (!(plan = take_newest(p, w->at_least_epoch))) return wait_until(p, c, w->until);
+      } else if (const auto* a = std::get_if<rw::await_announced_plan>(&c)) {
+        if (!(plan = take_exactly(p, a->epoch))) return wait_until(p, c, a->until);
+      } else if (const auto* j = std::get_if<rw::join_as>(&c)) {
+        return join(p, *j);
+      } else if (std::holds_alternative<rw::run_step>(c)) {
+        p.wants_step = true;
+        return try_step(p.joined);
+      } else if (const auto* s = std::get_if<rw::after_step>(&c)) {
+        if (s->send_record) send_record(p);
+        c = p.protocol.on_after_step_done();
+        continue;
+      } else if (const auto* b = std::get_if<rw::barrier_save>(&c)) {
+        if (b->send_record) send_record(p);
+        // A plan that asks for a checkpoint first: the old epoch's members save at this barrier.
+        if (b->verified_first && p.step != no_state) checkpoint_ = std::max(checkpoint_, p.step);
+        c = p.protocol.on_barrier_saved();
+        continue;
+      } else if (std::holds_alternative<rw::final_save>(c)) {
+        c = p.protocol.on_final_saved();
+        continue;
+      } else if (const auto* st = std::get_if<rw::report_stall>(&c)) {
+        const auto stall = st->stall;
+        send(p.name, "control", [this, stall] { apply(core_.on_rank_stalled(stall, now())); });
+        c = rw::rank_command{st->then};
+        continue;
+      } else if (const auto* l = std::get_if<rw::leave_job>(&c)) {
+        return leave(p, l->reason, l->epoch);
+      } else if (const auto* f = std::get_if<rw::fail_job>(&c)) {
+        return fail(p, *f);
+      }
+      auto next = p.protocol.on_plan(*plan, now());
+      if (!next) return violation(p.name + " took plan " + std::to_string(plan->epoch) + ", which its protocol refused");
+      c = std::move(*next);
+    }
+  }
+
+  // The newest plan of epoch >= `at_least` (older ones are dropped), as plan_inbox::take.
+  static std::optional<msg::join_world> take_newest(rank_proc& p, uint64_t at_least) {
+    if (p.inbox.empty() || p.inbox.rbegin()->first < at_least) return std::nullopt;
+    auto plan = std::move(p.inbox.rbegin()->second);
+    p.taken = plan.epoch;
+    p.inbox.clear();
+    ++p.waits;
+    return plan;
+  }
+
+  // Exactly epoch `epoch`, as plan_inbox::take_exactly.
+  static std::optional<msg::join_world> take_exactly(rank_proc& p, uint64_t epoch) {
+    const auto it = p.inbox.find(epoch);
+    if (it == p.inbox.end()) return std::nullopt;
+    auto plan = std::move(it->second);
+    p.taken = epoch;
+    p.inbox.erase(p.inbox.begin(), p.inbox.upper_bound(epoch));
+    ++p.waits;
+    return plan;
+  }
+
+  // The rank waits for a plan; at `until` its protocol hears of the deadline. A deadline past
+  // the horizon never comes: a job that waits that long is reported as a hang.
+  void wait_until(rank_proc& p, const rank_worker::rank_command& c, time_point until) {
+    p.wait = c;
+    const int64_t at_ms = std::chrono::duration_cast<ms>(until - time_point{}).count();
+    const uint64_t seq = ++p.waits;
+    if (at_ms > o_.horizon_ms) return;
+    at(std::max(at_ms, now_ms_), [this, name = p.name, seq] {
+      auto& q = procs_.at(name);
+      if (!q.alive || q.left || q.waits != seq) return;
+      note(name + " gives up waiting for a plan");
+      carry_out(q, q.protocol.on_deadline(now()));
+    });
+  }
+
+  // The last step's record, sent by rank 0 of the epoch it ran in.
+  void send_record(const rank_proc& p) {
+    const uint64_t e = p.joined, step = p.step;
+    const auto w = static_cast<uint32_t>(p.members.size());
+    ++records_in_flight_;
+    send(p.name, "control", [this, e, step, w] {
+      --records_in_flight_;
+      on_record(e, step, w);
+    });
+  }
+
+  void leave(rank_proc& p, const std::string& reason, uint64_t epoch) {
     note(p.name + " leaves: " + reason);
-    left_at_[p.name] = p.epoch;
+    left_at_[p.name] = epoch;
     if (reason == "finished") finished_ranks_.insert(p.name);
     p.left = true;
-    const msg::rank_left l{p.name, p.epoch, p.step, reason, 0};
+    const msg::rank_left l{p.name, epoch, p.step, reason, 0};
     send(p.name, "control", [this, l] {
       journal_released(lineage_.on_rank_left(l));  // as the shell does
       apply(core_.on_rank_left(l, now()));
@@ -334,87 +448,100 @@ class world {
     });
   }
 
+  // The rank cannot go on: it says why (acknowledged) and exits with status 1, which its
+  // agent reports; a rank that gave up on checkpoints leaves as failed instead.
+  void fail(rank_proc& p, const rank_worker::fail_job& f) {
+    ++r_.rank_failures;
+    if (f.as_left) return leave(p, "failed: " + f.why, f.epoch);
+    note(p.name + " fails: " + f.why);
+    p.left = true;
+    p.failed = true;
+    const msg::rank_failed m{p.name, f.epoch, p.step == no_state ? 0 : p.step, f.why};
+    send(p.name, "control", [this, m] {
+      apply(core_.on_rank_failed(m, now()));
+      after(jitter(1, 20), [this, name = m.name] { kill(name, "exited with status 1"); });
+    });
+  }
+
   void deliver_plan(const std::string& to, const msg::join_world& jw) {
     auto it = procs_.find(to);
     if (it == procs_.end()) return;
     auto& p = it->second;
-    if (!p.alive || p.left || jw.epoch <= p.epoch) return;
-    const bool rollback = jw.source == static_cast<uint8_t>(msg::state_source::checkpoint);
-    if (rollback || p.epoch == 0 || p.stalled) {
-      // A rollback supersedes the running epoch at once; a rank without a running epoch
-      // (first plan, joiner, stalled) takes any newer plan when it comes.
-      if (p.epoch != 0 && !p.stalled) {  // its collective of the old epoch fails
-        const msg::rank_stalled s{to, p.epoch, p.step, "superseded by epoch " + std::to_string(jw.epoch)};
-        send(to, "control", [this, s] { apply(core_.on_rank_stalled(s, now())); });
-      }
-      return join(p, jw, rollback);
-    }
+    if (!p.alive || p.left || jw.epoch <= p.taken) return;  // lost, or stale
     p.inbox[jw.epoch] = jw;
-    if (p.awaiting == jw.epoch) {
-      p.awaiting.reset();
-      join(p, jw, false, true);
+    if (jw.source == static_cast<uint8_t>(msg::state_source::checkpoint)) {
+      // A rollback supersedes the running epoch at once: its collectives fail.
+      p.superseded = std::max(p.superseded, jw.epoch);
+      if (in_collective(p) && p.joined < jw.epoch) return collective_fails(p, "superseded by epoch " + std::to_string(jw.epoch));
     }
+    if (p.wait) carry_out(p, *p.wait);  // a waiting rank looks at its inbox again
   }
 
-  // `at_barrier`: the plan rank 0 announced, taken after the step (where a checkpoint_first
-  // plan saves first); otherwise a rollback, a first plan, or a rank that had stalled.
-  void join(rank_proc& p, const msg::join_world& jw, bool from_checkpoint, bool at_barrier = false) {
+  // join_as: the rank connects to the epoch's members and takes its state; the ring forms
+  // once every member has joined.
+  void join(rank_proc& p, const rank_worker::join_as& j) {
+    const auto& jw = j.plan;
     note(p.name + " applies epoch " + std::to_string(jw.epoch));
-    p.inbox.erase(p.inbox.begin(), p.inbox.upper_bound(jw.epoch));
-    p.awaiting.reset();
-    p.stalled = false;
-    const bool member = std::find(jw.members.begin(), jw.members.end(), p.name) != jw.members.end();
-    constexpr uint64_t no_state = std::numeric_limits<uint64_t>::max();
-    // A plan that asks for a checkpoint first: the old epoch's members save at this barrier.
-    if (at_barrier && jw.checkpoint_first && p.step != no_state) checkpoint_ = std::max(checkpoint_, p.step);
-    if (!member) return leave(p, jw.members.empty() ? "stopped" : "decommissioned");
-    const bool had_state = p.epoch != 0 && p.step != no_state;
-    p.epoch = jw.epoch;
+    const bool had_state = p.joined != 0 && p.step != no_state;
+    p.joined = jw.epoch;
     p.members = jw.members;
-    // A member whose process is already gone never comes up: the ring of this epoch fails.
-    for (const auto& m : jw.members)
-      if (const auto it = procs_.find(m); it != procs_.end() && !it->second.alive) {
-        const auto name = p.name, gone = m;
-        after(jitter(5, 150), [this, name, gone] {
-          auto& q = procs_.at(name);
-          if (q.alive && !q.left && !q.stalled && std::find(q.members.begin(), q.members.end(), gone) != q.members.end())
-            stall_peers_of(gone);
-        });
-        break;
-      }
-    if (from_checkpoint) {
+    if (j.source == rank_worker::state_from::checkpoint) {
       p.step = checkpoint_;
       auto [it, fresh] = loaded_at_.emplace(jw.epoch, checkpoint_);
       if (!fresh && it->second != checkpoint_) violation("the members of epoch " + std::to_string(jw.epoch) + " loaded different checkpoints");
     } else if (!had_state) {
       p.step = no_state;  // a joiner: the state comes from members[0] when the epoch forms
     }
-    try_step(jw.epoch);
+    // A rollback newer than this epoch was received already: the epoch's collectives fail.
+    if (p.superseded > jw.epoch) return collective_fails(p, "superseded by epoch " + std::to_string(p.superseded));
+    // A member whose process is already gone never comes up: the ring of this epoch fails.
+    for (const auto& m : jw.members)
+      if (const auto it = procs_.find(m); it != procs_.end() && !it->second.alive) {
+        after(jitter(5, 150), [this, gone = m] { stall_peers_of(gone); });
+        break;
+      }
+    try_form(jw.epoch);
   }
 
-  // Starts the epoch's next step once every member applied it.
-  void try_step(uint64_t e) {
-    std::vector<rank_proc*> group;
-    std::vector<std::string> names;
-    for (auto& [n, p] : procs_)
-      if (p.epoch == e && p.alive && !p.left && !p.stalled) names = p.members;
-    if (names.empty() || stepping_.count(e)) return;
-    for (const auto& n : names) {
-      auto it = procs_.find(n);
-      if (it == procs_.end() || it->second.epoch != e || !it->second.alive || it->second.left || it->second.stalled) return;
-      group.push_back(&it->second);
-    }
-    // The state of a carry-on epoch is members[0]'s (by broadcast to the others).
+  // The ring of epoch `e` forms once every member joined it; the state of a carry-on epoch is
+  // members[0]'s (by broadcast to the others).
+  void try_form(uint64_t e) {
+    const auto group = members_of(e, rank_worker::rank_phase::joining);
+    if (group.empty()) return;
     uint64_t step = group.front()->step;
-    if (step == std::numeric_limits<uint64_t>::max()) {
+    if (step == no_state) {
       for (auto* g : group) step = std::min(step, g->step);
-      if (step == std::numeric_limits<uint64_t>::max()) return violation("epoch " + std::to_string(e) + " has no member with a state");
+      if (step == no_state) return violation("epoch " + std::to_string(e) + " has no member with a state");
     }
     for (auto* g : group) g->step = step;
-    if (step >= o_.job.total_steps) {
-      for (auto* g : group) leave(*g, "finished");
-      return;
+    for (auto* g : group) carry_out(*g, g->protocol.on_joined(step));
+  }
+
+  // Every member of epoch `e`, when each is alive in `phase` of that epoch; else none.
+  std::vector<rank_proc*> members_of(uint64_t e, rank_worker::rank_phase phase) {
+    std::vector<std::string> names;
+    for (auto& [n, p] : procs_)
+      if (p.joined == e && p.alive && !p.left && p.protocol.phase() == phase) names = p.members;
+    std::vector<rank_proc*> group;
+    for (const auto& n : names) {
+      auto it = procs_.find(n);
+      if (it == procs_.end() || it->second.joined != e || !it->second.alive || it->second.left ||
+          it->second.protocol.phase() != phase)
+        return {};
+      group.push_back(&it->second);
     }
+    return group;
+  }
+
+  // Starts the epoch's next step once every member asked for it (run_step).
+  void try_step(uint64_t e) {
+    if (stepping_.count(e)) return;
+    const auto group = members_of(e, rank_worker::rank_phase::training);
+    if (group.empty()) return;
+    for (const auto* g : group)
+      if (!g->wants_step) return;
+    std::vector<std::string> names;
+    for (auto* g : group) g->wants_step = false, names.push_back(g->name);
     stepping_.insert(e);
     after(o_.step_ms + jitter(0, o_.step_ms / 4), [this, e, names] { step_done(e, names); });
   }
@@ -424,7 +551,7 @@ class world {
     std::vector<rank_proc*> group;
     for (const auto& n : names) {
       auto& p = procs_.at(n);
-      if (p.epoch != e || !p.alive || p.left || p.stalled) return;  // the collective never completed
+      if (p.joined != e || !p.alive || p.left || p.protocol.phase() != rank_worker::rank_phase::training) return;  // the collective never completed
       group.push_back(&p);
     }
     for (auto* g : group) {
@@ -433,30 +560,12 @@ class world {
     }
     const uint64_t step = group.front()->step;
     if (step % o_.checkpoint_interval == 0) checkpoint_ = std::max(checkpoint_, step);
-    // Rank 0 announces the newest plan it holds; every member switches after this step.
-    auto& r0 = *group.front();
-    const uint64_t announce = r0.inbox.empty() ? 0 : r0.inbox.rbegin()->first;
-    const auto w = static_cast<uint32_t>(group.size());
-    ++records_in_flight_;
-    send(r0.name, "control", [this, e, step, w] {
-      --records_in_flight_;
-      on_record(e, step, w);
-    });
-    if (announce == 0) {
-      if (step >= o_.job.total_steps) {
-        for (auto* g : group) leave(*g, "finished");
-        return;
-      }
-      return try_step(e);
-    }
+    // Rank 0 announces the newest plan it holds in the step's statistics; every member learns it.
+    const auto& r0 = *group.front();
+    const uint64_t announce = r0.protocol.epoch_to_announce(r0.inbox.empty() ? 0 : r0.inbox.rbegin()->first);
     for (auto* g : group) {
-      auto it = g->inbox.find(announce);
-      if (it != g->inbox.end()) {
-        const auto jw = it->second;
-        join(*g, jw, false, true);
-      } else {
-        g->awaiting = announce;  // on its way
-      }
+      const bool hears = !o_.sabotage_announce_to_rank0_only || g == group.front();
+      carry_out(*g, g->protocol.on_step_done(step, hears ? announce : 0, now()));
     }
   }
 
@@ -524,6 +633,11 @@ options seeded(uint64_t seed) {
   o.job.agent_silence_limit = std::chrono::seconds(1);  // 5 heartbeats
   o.nodes = 2 + static_cast<int>(r.below(2));
   o.slots = 2 + static_cast<int>(r.below(2));
+  if (r.below(5) == 0) {
+    o.first_plan_wait = std::chrono::milliseconds(200 + static_cast<int64_t>(r.below(1801)));
+    o.stalled_plan_wait = std::chrono::milliseconds(200 + static_cast<int64_t>(r.below(1801)));
+    o.announced_plan_wait = std::chrono::milliseconds(10 + static_cast<int64_t>(r.below(191)));
+  }
   return o;
 }
 

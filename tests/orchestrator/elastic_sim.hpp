@@ -1,7 +1,9 @@
 // A deterministic simulation of one elastic job around the real elastic_core: simulated node
-// agents and rank processes that follow the ranks' protocol (ready, plans, the barrier at the
-// step after rank 0 sees a newer plan, rollback plans applied at once with the newest
-// checkpoint, stalls when a peer of the epoch dies, leaving with a reason), on a simulated
+// agents and rank processes whose elastic protocol is the ranks' own core
+// (rank_worker::rank_protocol: ready, plans, the barrier at the step after rank 0 sees a newer
+// plan, rollback plans that supersede the running epoch, stalls when a peer of the epoch dies,
+// waits with deadlines, leaving or failing with a reason; the harness plays the rank's shell:
+// its plan inbox, ring, steps and checkpoints), on a simulated
 // clock with a delay on every message (per sender-receiver order kept, as UCX and CAF keep
 // it; messages to or from a dead process are lost). Seeded faults: rank deaths at any moment
 // (mid-step, mid-barrier, mid-scale, while starting), agent deaths, agents that go silent
@@ -40,6 +42,10 @@ struct options {
   double agent_kill_chance = 0.15;
   double agent_silence_chance = 0.15;  // an agent goes silent (see above)
   int64_t heartbeat_ms = 200;          // every live agent's heartbeat interval
+  // How long a rank waits for its first plan, an announced plan and a plan after a stall
+  // (rank_protocol_settings; past the horizon a wait never ends).
+  nanos first_plan_wait = std::chrono::seconds(600), announced_plan_wait = std::chrono::seconds(30),
+        stalled_plan_wait = std::chrono::seconds(600);
   double start_failure_chance = 0.05;
   double scale_requests = 3;     // expected
   double stop_chance = 0.1;
@@ -49,6 +55,9 @@ struct options {
   // Breaks the shell on purpose the other way: heartbeats are not handed to the core, so it
   // declares agents down that are alive.
   bool sabotage_drop_heartbeats = false;
+  // Breaks the ranks' side on purpose: the epoch rank 0 announces in a step's statistics
+  // reaches rank 0 alone, so the others never switch at the barrier (the job hangs).
+  bool sabotage_announce_to_rank0_only = false;
   bool trace = false;  // keep a line per journal event, plan, death and step record in result::trace
 };
 
@@ -60,13 +69,15 @@ struct result {
   uint64_t events = 0, plans = 0, rollbacks = 0, deaths = 0, scale_requests = 0, silences = 0;
   uint64_t last_step = 0;
   uint64_t records_late_at_finish = 0;  // see run(): the last record in flight when the job ended
+  uint64_t rank_failures = 0;  // ranks whose protocol gave up (a wait ran out) and said why
   std::vector<std::string> trace;
 };
 
 result run(const options& o);
 
 // Options for seed `seed`: 2-4 replicas of a batch that divides by 1..4, faults as above,
-// agents declared down after 1 s without a heartbeat.
+// agents declared down after 1 s without a heartbeat; in one seed in five the ranks wait only
+// 0.2-2 s for a plan (10-200 ms for an announced one), so that their protocol gives up too.
 options seeded(uint64_t seed);
 
 }  // namespace msomni::orchestrator::sim

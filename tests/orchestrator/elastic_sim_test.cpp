@@ -24,7 +24,8 @@ uint64_t seed_count() {
 
 TEST_CASE("the elastic core keeps every invariant under seeded faults, and every run ends") {
   const uint64_t seeds = seed_count();
-  uint64_t finished = 0, failed = 0, rollbacks = 0, deaths = 0, scale_requests = 0, broken = 0, late = 0, silences = 0;
+  uint64_t finished = 0, failed = 0, rollbacks = 0, deaths = 0, scale_requests = 0, broken = 0, late = 0, silences = 0,
+           rank_failures = 0;
   std::string first_broken;
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
     CAPTURE(seed);
@@ -35,6 +36,7 @@ TEST_CASE("the elastic core keeps every invariant under seeded faults, and every
     scale_requests += r.scale_requests;
     silences += r.silences;
     late += r.records_late_at_finish;
+    rank_failures += r.rank_failures;
     if (!r.violations.empty()) {
       if (broken++ == 0) first_broken = "seed " + std::to_string(seed) + ": " + r.violations.front() +
                                         (r.finished ? " (job ended: " + r.reason + ")" : " (job did not end)");
@@ -42,7 +44,8 @@ TEST_CASE("the elastic core keeps every invariant under seeded faults, and every
   }
   MESSAGE(seeds << " seeds: " << finished << " finished, " << failed << " failed with a reason; " << deaths
                 << " rank deaths, " << silences << " silent agents, " << rollbacks << " recoveries, " << scale_requests << " scale requests; " << late
-                << " jobs whose last metrics record was still in flight when they ended");
+                << " jobs whose last metrics record was still in flight when they ended; " << rank_failures
+                << " ranks whose protocol gave up waiting");
   INFO(first_broken);
   CHECK(broken == 0);
   CHECK(finished > seeds / 2);  // faults are not so dense that most jobs fail
@@ -60,20 +63,33 @@ TEST_CASE("the same seed replays exactly") {
   }
 }
 
-TEST_CASE("a deliberately broken shell is caught: a plan naming a member twice") {
-  auto o = sim::seeded(3);
-  o.sabotage_duplicate_member = true;
+namespace {
+
+// The first violation of seed `seed` run with `sabotage` applied to its options ("" if none).
+template <class F>
+std::string first_violation(uint64_t seed, F sabotage) {
+  auto o = sim::seeded(seed);
+  sabotage(o);
   const auto r = sim::run(o);
-  REQUIRE_FALSE(r.violations.empty());
-  CHECK(r.violations.front().find("names a member twice") != std::string::npos);
+  return r.violations.empty() ? std::string() : r.violations.front();
+}
+
+}  // namespace
+
+TEST_CASE("a deliberately broken shell is caught: a plan naming a member twice") {
+  const auto v = first_violation(3, [](sim::options& o) { o.sabotage_duplicate_member = true; });
+  CHECK(v.find("names a member twice") != std::string::npos);
 }
 
 TEST_CASE("a deliberately broken shell is caught: heartbeats not handed to the core") {
-  auto o = sim::seeded(3);
-  o.sabotage_drop_heartbeats = true;
-  const auto r = sim::run(o);
-  REQUIRE_FALSE(r.violations.empty());
-  CHECK(r.violations.front().find("declared down for silence, though it heartbeats") != std::string::npos);
+  const auto v = first_violation(3, [](sim::options& o) { o.sabotage_drop_heartbeats = true; });
+  CHECK(v.find("declared down for silence, though it heartbeats") != std::string::npos);
+}
+
+TEST_CASE("a deliberately broken rank side is caught: the announced epoch reaches rank 0 alone") {
+  const auto v = first_violation(1, [](sim::options& o) { o.sabotage_announce_to_rank0_only = true; });
+  CHECK(v.find("hang") != std::string::npos);
+  CHECK(first_violation(1, [](sim::options&) {}).empty());  // the same seed unbroken is fine
 }
 
 TEST_CASE("without faults every seed finishes all its steps") {
