@@ -1,5 +1,9 @@
 // Levelled logging to stderr: `MSOMNI_LOG(warn, "gateway") << "dropped frame " << n;`
 // One line per record: time, level, component, message. Thread-safe; cheap when filtered.
+// Diagnostics go through it. What is not a diagnostic is printed as it is: a
+// program's result and the refusal it exits with (its command-line output), the progress
+// line on a terminal, and the rank's protocol lines (COMPUTE, DATA, JOINED, STEP, CHECKPOINT,
+// STALLED, RESULT) that people and the tests read from its log.
 #pragma once
 
 #include <sstream>
