@@ -67,6 +67,15 @@ void job_runner_core::keep_replicas_only(uint32_t replicas) {
   replicas_ = replicas;
 }
 
+// The scheduler shrinks or takes back the run it started while the last one was still
+// ending (that run has not launched): `keep` replicas of it (0: none) still start.
+void job_runner_core::keep_of_deferred(uint32_t keep) {
+  if (keep == 0) return deferred_start_.reset();
+  auto& g = deferred_start_->gpus;
+  g.resize(std::min<size_t>(g.size(), size_t{keep} * per_replica(spec_)));
+  deferred_start_->replicas = keep;
+}
+
 actions job_runner_core::on_command(const msg::job_command& c, time_point now) {
   actions out;
   heard_ = true;
@@ -86,17 +95,36 @@ actions job_runner_core::on_command(const msg::job_command& c, time_point now) {
       keep_replicas_ = c.keep_replicas;
       out.push_back(say{"shrink to " + std::to_string(c.keep_replicas) + " replicas within " + seconds_text(c.drain_s) +
                         " (" + c.reason + ")"});
+      if (deferred_start_) {  // it starts smaller; released once the last run has ended
+        keep_of_deferred(c.keep_replicas);
+        why_ = stopping::drain;
+        break;
+      }
       resize(c.keep_replicas, true, c.drain_s, c.epoch, now, out);
       break;
     case command_kind::force_release:
       out.push_back(say{"force release (" + c.reason + ")"});
+      if (deferred_start_) {
+        keep_of_deferred(c.keep_replicas);
+      } else if (c.keep_replicas > 0) {  // a shrink's: the scheduler keeps the run on them, so it restarts there
+        keep_replicas_ = c.keep_replicas;
+        stop(stop_signal::kill, stopping::shrink, out);
+        break;
+      }
       stop(stop_signal::kill, stopping::killed, out);
       break;
     case command_kind::evict_guest:
+      deferred_start_.reset();
       out.push_back(say{"evicted as a guest (" + c.reason + ")"});
       stop(stop_signal::terminate, stopping::evicted, out);
       break;
     case command_kind::resize: {  // a grow: the scheduler gave the GPUs, the job's from now on
+      if (deferred_start_) {  // of the run that has not started yet: it starts on them
+        deferred_start_->gpus = c.gpus;
+        deferred_start_->replicas = c.replicas;
+        out.push_back(say{"grown to " + std::to_string(c.replicas) + " replicas: applies at the next start"});
+        break;
+      }
       const uint32_t from = replicas_;
       gpus_ = c.gpus;
       replicas_ = c.replicas;
@@ -114,6 +142,7 @@ actions job_runner_core::on_command(const msg::job_command& c, time_point now) {
       out.push_back(say{"keeps gpus " + join(c.gpus) + " (" + c.reason + ")"});
       break;
     case command_kind::requeue:
+      deferred_start_.reset();
       out.push_back(say{"stops and waits in the queue (" + c.reason + ")"});
       stop(stop_signal::terminate, stopping::evicted, out);
       break;
@@ -127,6 +156,7 @@ actions job_runner_core::on_preempt_notice(const msg::preempt_notice& n, uint64_
   if (n.epoch < epoch_) return out;
   epoch_ = n.epoch;
   out.push_back(say{"preempted: checkpoint and release within " + seconds_text(n.drain_s) + " (" + n.reason + ")"});
+  deferred_start_.reset();  // a run started while the last one ended is taken back with it
   if (running_) stop(stop_signal::terminate, stopping::drain, out);
   else out.push_back(tell_scheduler{msg::job_released{spec_.id, n.epoch, checkpoint_step}});
   return out;

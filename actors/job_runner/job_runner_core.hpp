@@ -9,7 +9,9 @@
 //                                 else SIGTERM, stopping(shrink) --ends--> job_released, start smaller
 //   running --resize (grow)--> in place: scale-up; else at the next start
 //   running --force_release--> SIGKILL; --evict_guest | requeue--> SIGTERM; both wait to start again
-//   a start while the last run is ending: kept, and taken once it has ended
+//                              (a shrink's force_release: the run restarts on the replicas it keeps)
+//   a start while the last run is ending: kept, and taken once it has ended; a drain, shrink,
+//                              grow, eviction or force release until then applies to it
 //   the scheduler goes away --> look for it every second up to reconnect_s (0: SIGTERM, end 1)
 //     found --> a run that goes on rejoins; a guest's run is stopped; no run: submit again
 #pragma once
@@ -146,6 +148,7 @@ class job_runner_core {
   void stop(stop_signal sig, stopping why, actions& out);
   void finish(int code, std::string why, actions& out);
   void keep_replicas_only(uint32_t replicas);
+  void keep_of_deferred(uint32_t keep);
   void register_again(time_point now, actions& out);
   void resize(uint32_t replicas, bool shrink, double within_s, uint64_t epoch, time_point now, actions& out);
   void resize_the_old_way(bool shrink, const std::string& why, actions& out);

@@ -29,6 +29,7 @@ void job_runner_core::resize_the_old_way(bool shrink, const std::string& why, ac
   if (shrink) {
     if (!why.empty())
       out.push_back(say{"cannot shrink in place (" + why + "): restarts on " + std::to_string(keep_replicas_) + " replicas"});
+    resize_to_ = 0;  // the command restarts: a resize in place still in progress no longer applies
     stop(stop_signal::terminate, stopping::shrink, out);
   } else {
     out.push_back(say{"grown to " + std::to_string(replicas_) + " replicas: applies at the next start" +
@@ -51,9 +52,11 @@ void job_runner_core::resize(uint32_t replicas, bool shrink, double within_s, ui
   out.push_back(ask_resize{shrink, replicas, within_s});
 }
 
-// The in-place resize in progress failed: the old way after all.
+// The in-place resize in progress failed: the old way after all. A refusal that comes when
+// none is in progress (its command ended meanwhile, e.g. killed) changes nothing.
 actions job_runner_core::on_resize_refused(const std::string& why) {
   actions out;
+  if (resize_to_ == 0) return out;
   const bool shrink = resize_is_shrink_;
   resize_to_ = 0;
   resize_the_old_way(shrink, why, out);

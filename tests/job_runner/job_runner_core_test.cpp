@@ -304,3 +304,75 @@ TEST_CASE("msomni-run's status says it runs on N replicas only when running at t
   CHECK_FALSE(runs_on("not json", 3));
   CHECK_FALSE(runs_on(R"({"world":"3","phase":"running"})", 3));
 }
+
+TEST_CASE("a shrink's force release kills the command and restarts it on the replicas it keeps") {
+  auto c = running();
+  auto shrink = command(command_kind::preempt, 2);
+  shrink.keep_replicas = 2;
+  shrink.drain_s = 5;
+  c.on_command(shrink, t0);
+  auto force = command(command_kind::force_release, 2);
+  force.keep_replicas = 2;  // the scheduler keeps the job running on 2 replicas
+  CHECK(one<signal_command>(c.on_command(force, t0)).sig == stop_signal::kill);
+  CHECK(one<launch>(c.on_command_ended(137, 8, t0)) == launch{{0, 1}, 2, 8, "", 0});
+  CHECK(c.command_running());
+
+  auto d = running();  // a drain's force release: it waits to be started again
+  one<signal_command>(d.on_command(command(command_kind::force_release, 2), t0));
+  CHECK(all<launch>(d.on_command_ended(137, 8, t0)).empty());
+}
+
+TEST_CASE("a drain, shrink, grow or eviction before a deferred start launched applies to that start") {
+  const auto deferred = [](std::vector<uint32_t> gpus) {
+    auto c = running();
+    c.on_command(command(command_kind::evict_guest, 2), t0);
+    CHECK(all<launch>(c.on_command(command(command_kind::start, 3, gpus, uint32_t(gpus.size())), t0)).empty());
+    return c;
+  };
+  auto drained = deferred({4, 5});  // the scheduler takes that run back: released, nothing starts
+  drained.on_preempt_notice({"j1", 4, 30, "x"}, 0);
+  auto e = drained.on_command_ended(143, 6, t0);
+  CHECK(told<msg::job_released>(e) == msg::job_released{"j1", 4, 6});
+  CHECK(all<launch>(e).empty());
+
+  auto shrunk = deferred({4, 5, 6});  // it starts on the replicas kept, released once the last run ended
+  auto shrink = command(command_kind::preempt, 4);
+  shrink.keep_replicas = 1;
+  CHECK(all<signal_command>(shrunk.on_command(shrink, t0)).empty());
+  e = shrunk.on_command_ended(143, 6, t0);
+  CHECK(told<msg::job_released>(e).epoch == 4);
+  CHECK(one<launch>(e).gpus == std::vector<uint32_t>{4});
+
+  auto grown = deferred({4});
+  grown.on_command(command(command_kind::resize, 4, {4, 7}, 2), t0);
+  CHECK(one<launch>(grown.on_command_ended(143, 6, t0)) == launch{{4, 7}, 2, 0, "", 0});
+
+  auto evicted = deferred({4});
+  evicted.on_command(command(command_kind::requeue, 4), t0);
+  CHECK(all<launch>(evicted.on_command_ended(143, 6, t0)).empty());
+}
+
+TEST_CASE("in place: a refusal that comes after the command ended changes nothing") {
+  auto c = running(true);
+  auto shrink = command(command_kind::preempt, 2);
+  shrink.keep_replicas = 2;
+  one<ask_resize>(c.on_command(shrink, t0));
+  auto force = command(command_kind::force_release, 2);
+  force.keep_replicas = 2;
+  c.on_command(force, t0);
+  one<launch>(c.on_command_ended(137, 8, t0));  // restarted on 2 replicas
+  CHECK(c.on_resize_refused("msomni-run's status: down").empty());  // the killed run's status request
+  CHECK(c.why() == stopping::no);
+}
+
+TEST_CASE("in place: a shrink the old way drops a resize in place still in progress") {
+  auto c = running(true);
+  auto first = command(command_kind::preempt, 2);
+  first.keep_replicas = 2;
+  one<ask_resize>(c.on_command(first, t0));
+  auto second = command(command_kind::preempt, 3);
+  second.keep_replicas = 3;
+  CHECK(one<signal_command>(c.on_command(second, t0)).sig == stop_signal::terminate);  // another resize is in progress
+  CHECK(c.on_resize_status(true, R"({"world":2,"phase":"running"})", 5).empty());  // the first no longer applies
+  CHECK(one<launch>(c.on_command_ended(143, 6, t0)) == launch{{0, 1, 2}, 3, 6, "", 0});
+}
