@@ -125,7 +125,11 @@ actions job_runner_core::on_command(const msg::job_command& c, time_point now) {
         out.push_back(say{"grown to " + std::to_string(c.replicas) + " replicas: applies at the next start"});
         break;
       }
-      const uint32_t from = replicas_;
+      // A shrink in place under way (of a scheduler the job rejoined since) gives way to it.
+      const bool shrinking = resize_to_ != 0 && resize_is_shrink_;
+      const uint32_t from = shrinking ? resize_to_ : replicas_;
+      if (shrinking) resize_to_ = 0;
+      if (why_ == stopping::shrink) keep_replicas_ = c.replicas;  // the restart coming runs on them all
       gpus_ = c.gpus;
       replicas_ = c.replicas;
       out.push_back(say{"grow from " + std::to_string(from) + " to " + std::to_string(c.replicas) + " replicas (" +

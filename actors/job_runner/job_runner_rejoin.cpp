@@ -3,6 +3,8 @@
 // rejoins it or submits again.
 #include "job_runner_core.hpp"
 
+#include <algorithm>
+
 namespace msomni::job_runner {
 
 using namespace std::chrono_literals;
@@ -21,10 +23,18 @@ msg::job_submit job_runner_core::submission(time_point now) const {
 // that is ending waits for its end (on_command_ended calls this again); no run: submit anew.
 void job_runner_core::register_again(time_point now, actions& out) {
   if (running_ && why_ == stopping::no && !guest_) {
-    out.push_back(tell_scheduler{msg::job_rejoin{submission(now), gpus_, replicas_, epoch_}});
+    // A shrink in place under way: the run holds only what it keeps (whether it gets there
+    // in place or by a restart).
+    std::vector<uint32_t> held = gpus_;
+    uint32_t replicas = replicas_;
+    if (resize_to_ != 0 && resize_is_shrink_) {
+      held.resize(std::min<size_t>(held.size(), size_t{resize_to_} * per_replica(spec_)));
+      replicas = resize_to_;
+    }
+    out.push_back(tell_scheduler{msg::job_rejoin{submission(now), held, replicas, epoch_}});
     registered_ = true;
     out.push_back(rewind_metrics{predictor_history_lines});
-    out.push_back(say{"rejoins the scheduler on gpus " + join(gpus_)});
+    out.push_back(say{"rejoins the scheduler on gpus " + join(held)});
     return;
   }
   if (running_) {

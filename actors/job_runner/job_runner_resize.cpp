@@ -27,6 +27,10 @@ bool runs_on(const std::string& status_json, uint32_t replicas) {
 // `why` (empty when in-place resizing was not asked for) is said.
 void job_runner_core::resize_the_old_way(bool shrink, const std::string& why, actions& out) {
   if (shrink) {
+    if (why_ != stopping::no) {  // the command is being stopped already: that stop stands
+      resize_to_ = 0;
+      return;
+    }
     if (!why.empty())
       out.push_back(say{"cannot shrink in place (" + why + "): restarts on " + std::to_string(keep_replicas_) + " replicas"});
     resize_to_ = 0;  // the command restarts: a resize in place still in progress no longer applies

@@ -376,3 +376,41 @@ TEST_CASE("in place: a shrink the old way drops a resize in place still in progr
   CHECK(c.on_resize_status(true, R"({"world":2,"phase":"running"})", 5).empty());  // the first no longer applies
   CHECK(one<launch>(c.on_command_ended(143, 6, t0)) == launch{{0, 1, 2}, 3, 6, "", 0});
 }
+
+TEST_CASE("in place: a shrink that fails while the command is being stopped leaves that stop as it is") {
+  auto c = running(true);
+  auto shrink = command(command_kind::preempt, 2);
+  shrink.keep_replicas = 2;
+  one<ask_resize>(c.on_command(shrink, t0));
+  c.on_command(command(command_kind::requeue, 3), t0);
+  CHECK(c.on_resize_refused("msomni-run's status: down").empty());
+  CHECK(c.why() == stopping::evicted);
+  c.on_command(command(command_kind::start, 4, {5, 6}, 2), t0);
+  CHECK(one<launch>(c.on_command_ended(143, 6, t0)).gpus == std::vector<uint32_t>{5, 6});
+}
+
+TEST_CASE("in place: a job that rejoins while it shrinks holds only the replicas it keeps") {
+  auto c = running(true);
+  auto shrink = command(command_kind::preempt, 2);
+  shrink.keep_replicas = 2;
+  one<ask_resize>(c.on_command(shrink, t0));
+  c.on_scheduler_lost(t0);
+  const auto r = told<msg::job_rejoin>(c.on_scheduler_found(t0 + seconds(5)));
+  CHECK(r.held == std::vector<uint32_t>{0, 1});
+  CHECK(r.replicas == 2);
+}
+
+TEST_CASE("a grow while a shrink is under way replaces it") {
+  auto c = running(true);
+  auto shrink = command(command_kind::preempt, 2);
+  shrink.keep_replicas = 2;
+  one<ask_resize>(c.on_command(shrink, t0));
+  CHECK(one<ask_resize>(c.on_command(command(command_kind::resize, 3, {0, 1, 2}, 3), t0)) == ask_resize{false, 3, 0});
+  CHECK(c.resizing_to() == 3);
+
+  auto r = running();  // a restart on fewer replicas not yet done starts on the grown set
+  shrink.keep_replicas = 2;
+  one<signal_command>(r.on_command(shrink, t0));
+  r.on_command(command(command_kind::resize, 3, {0, 1, 2, 3, 4}, 5), t0);
+  CHECK(one<launch>(r.on_command_ended(143, 6, t0)) == launch{{0, 1, 2, 3, 4}, 5, 6, "", 0});
+}

@@ -55,6 +55,7 @@ struct notice {
   bool shrink = false;
   uint32_t keep = 0;
   int64_t at_ms = -1;
+  uint64_t registration = 0;  // the job's registration (submit or rejoin) it came under
 };
 
 const char* kind_name(uint8_t k) { return sched::to_string(static_cast<command_kind>(k)); }
@@ -170,12 +171,17 @@ class world {
       violation(std::string(what) + " sent to a scheduler that does not know the job (not registered)");
     if (registers) {
       told_ = shell_sched_;
+      ++registration_;
       if (std::holds_alternative<msg::job_submit>(m)) {
         alloc_.reset();  // a new registration: nothing is the job's until a start,
         notices_.clear();  // and its epochs count from the start again
         if (seen_submit_) ++r_.resubmits;
         seen_submit_ = true;
-      } else {
+      } else {  // the restarted scheduler knows the job on the GPUs it says it holds
+        const auto& j = std::get<msg::job_rejoin>(m);
+        alloc_ = j.held;
+        alloc_replicas_ = j.replicas;
+        alloc_host_.clear();
         ++r_.rejoins;
       }
     }
@@ -199,7 +205,8 @@ class world {
     if (running && proc_.since_ms <= n.at_ms && !in_place)
       violation("job_released while the command it releases still runs (launched at " + std::to_string(proc_.since_ms) +
                 " ms, notice at " + std::to_string(n.at_ms) + " ms)");
-    if (!alloc_ || it->first != notices_.rbegin()->first) return;  // an older epoch's: stale to the scheduler
+    // An older epoch's, or a previous scheduler instance's: stale to the scheduler.
+    if (!alloc_ || it->first != notices_.rbegin()->first || n.registration != registration_) return;
     if (n.shrink) keep_only(n.keep);
     else alloc_.reset();
   }
@@ -562,7 +569,7 @@ class world {
     const uint64_t epoch = ++sv_.epoch;
     to_job([this, epoch, drain_s] {
       note("preempt_notice epoch " + std::to_string(epoch) + " arrives");
-      if (epoch >= core_.epoch()) notices_[epoch] = {false, 0, now_ms_};
+      if (epoch >= core_.epoch()) notices_[epoch] = {false, 0, now_ms_, registration_};
       deliver([&] { return core_.on_preempt_notice({job_id, epoch, drain_s, "simulated"}, checkpoint()); });
     });
     ++r_.commands;
@@ -601,7 +608,7 @@ class world {
             alloc_host_ = c.kind == static_cast<uint8_t>(command_kind::colocate) ? c.host : "";
           break;
         case command_kind::preempt:
-          notices_[c.epoch] = {true, c.keep_replicas, now_ms_};
+          notices_[c.epoch] = {true, c.keep_replicas, now_ms_, registration_};
           break;
         case command_kind::force_release:
           if (c.keep_replicas > 0) keep_only(c.keep_replicas);
@@ -644,6 +651,7 @@ class world {
   uint32_t alloc_replicas_ = 0;
   std::string alloc_host_;
   std::map<uint64_t, notice> notices_;  // by epoch
+  uint64_t registration_ = 0;
 };
 
 }  // namespace
