@@ -84,7 +84,8 @@ class world {
       check_bounds();
     }
     if (!ended_)
-      violation("hang: the job did not end by the horizon (" + state_text() + ")");
+      violation(std::string("hang: the job has not ended ") +
+                (queue_.empty() ? "and nothing more happens" : "by the horizon") + " (" + state_text() + ")");
     else if (proc_.alive)
       violation("the command still runs after the job ended");
     return r_;

@@ -37,7 +37,10 @@ std::string first_violation(uint64_t seed, F sabotage) {
 template <class F>
 uint64_t first_seed_caught(const std::string& what, F sabotage) {
   for (uint64_t seed = 1; seed <= 500; ++seed)
-    if (first_violation(seed, sabotage).find(what) != std::string::npos) return seed;
+    if (const auto v = first_violation(seed, sabotage); v.find(what) != std::string::npos) {
+      MESSAGE("caught: " << v);
+      return seed;
+    }
   return 0;
 }
 
