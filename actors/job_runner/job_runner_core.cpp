@@ -39,6 +39,7 @@ actions job_runner_core::on_quiet_check() const {
 void job_runner_core::launch_run(uint64_t resume_step, const std::string& host, double share, actions& out) {
   running_ = true;
   why_ = stopping::no;
+  ++run_;
   out.push_back(launch{gpus_, replicas_, resume_step, host, share});
 }
 
@@ -54,6 +55,23 @@ void job_runner_core::start_run(const msg::job_command& c, actions& out) {
 void job_runner_core::stop(stop_signal sig, stopping why, actions& out) {
   why_ = why;
   out.emplace_back(std::in_place_type<signal_command>, signal_command{sig});
+  // An eviction has no drain deadline of the scheduler's behind it (a drain and a shrink end
+  // in a force release; the job's end in finish_job's grace): a command that ignores SIGTERM
+  // would keep the GPUs it was asked to give back.
+  if (sig == stop_signal::terminate && why == stopping::evicted)
+    out.push_back(kill_if_still_running{command_stop_grace, run_});
+}
+
+actions job_runner_core::on_stop_overdue(uint64_t run) {
+  actions out;
+  // It ended, or this is another run. A stop asked for since (a drain of the start waiting
+  // behind it) does not lift the eviction: the run was asked to give its GPUs back.
+  if (over_ || !running_ || run != run_) return out;
+  out.push_back(say{"the command did not stop within " +
+                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(command_stop_grace).count()) +
+                    " s of SIGTERM; killing it"});
+  out.emplace_back(std::in_place_type<signal_command>, signal_command{stop_signal::kill});
+  return out;
 }
 
 void job_runner_core::finish(int code, std::string why, actions& out) {

@@ -76,6 +76,15 @@ struct poll_resize_status {
 struct ask_status {
   bool operator==(const ask_status&) const = default;
 };
+// A command asked with SIGTERM to give its GPUs back (evicted, requeued) gets this long to
+// stop; then it is killed. The job's end gives a stopping command the same grace.
+inline constexpr nanos command_stop_grace = std::chrono::seconds(10);
+// on_stop_overdue(run) after `after` (the run that was sent SIGTERM).
+struct kill_if_still_running {
+  nanos after{0};
+  uint64_t run = 0;
+  bool operator==(const kill_if_still_running&) const = default;
+};
 // Look for a restarted scheduler after `after`: on_reconnect_due.
 struct reconnect_later {
   nanos after{0};
@@ -100,7 +109,7 @@ struct finish_job {
 };
 
 using action = std::variant<say, tell_scheduler, launch, signal_command, ask_resize, poll_resize_status, ask_status,
-                            reconnect_later, find_scheduler, rewind_metrics, finish_job>;
+                            reconnect_later, find_scheduler, rewind_metrics, finish_job, kill_if_still_running>;
 using actions = std::vector<action>;
 
 class job_runner_core {
@@ -130,6 +139,8 @@ class job_runner_core {
   // `ok`: msomni-run accepted the status request; `status_json` its reply.
   actions on_resize_status(bool ok, const std::string& status_json, uint64_t checkpoint_step);
   actions on_resize_poll_due(time_point now);
+  // kill_if_still_running is due: SIGKILL when that run still runs.
+  actions on_stop_overdue(uint64_t run);
 
   bool over() const noexcept { return over_; }
   bool registered() const noexcept { return registered_; }
@@ -164,6 +175,7 @@ class job_runner_core {
   time_point reconnect_until_;
   std::vector<uint32_t> gpus_;
   uint64_t epoch_ = 0;
+  uint64_t run_ = 0;  // launches so far: names the run a kill_if_still_running is for
   uint32_t replicas_ = 0, keep_replicas_ = 0;
   stopping why_ = stopping::no;
   bool over_ = false, heard_ = false;

@@ -84,6 +84,7 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
       [self](reconnect_atom) { carry_out(self, self->state.core.on_reconnect_due(self->state.clock.now())); },
       [self](resize_poll_atom) { carry_out(self, self->state.core.on_resize_poll_due(self->state.clock.now())); },
       [self](quiet_atom) { carry_out(self, self->state.core.on_quiet_check()); },
+      [self](stop_overdue_atom, uint64_t run) { carry_out(self, self->state.core.on_stop_overdue(run)); },
       [self](poll_atom) {
         auto& s = self->state;
         // New step reports from RUN_DIR/metrics.jsonl go to a scheduler that knows this job.
@@ -118,6 +119,8 @@ void carry_out(runner_actor* self, job_runner::actions acts) {
     else if (std::holds_alternative<jr::find_scheduler>(a)) find_scheduler(self);
     else if (const auto* w = std::get_if<jr::rewind_metrics>(&a)) s.metrics.rewind(w->lines);
     else if (const auto* f = std::get_if<jr::finish_job>(&a)) finish(self, *f);
+    else if (const auto* k = std::get_if<jr::kill_if_still_running>(&a))
+      self->delayed_send(self, k->after, stop_overdue_atom::value, k->run);
   }
 }
 

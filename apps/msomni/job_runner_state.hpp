@@ -28,6 +28,7 @@ using poll_atom = caf::atom_constant<caf::atom("jrpoll")>;
 using quiet_atom = caf::atom_constant<caf::atom("jrquiet")>;
 using reconnect_atom = caf::atom_constant<caf::atom("jrrejoin")>;
 using resize_poll_atom = caf::atom_constant<caf::atom("jrresize")>;
+using stop_overdue_atom = caf::atom_constant<caf::atom("jrkill")>;
 
 struct runner_state {
   job_runner::job_runner_core core{job_spec{}};
@@ -56,7 +57,7 @@ void launch(runner_state& st, const job_runner::launch& l);
 void remove_scratch(runner_state& st);
 void signal_child(runner_state& st, job_runner::stop_signal sig);
 // How long the end of the job waits for a command it sent SIGTERM before killing it.
-inline constexpr std::chrono::milliseconds command_stop_grace{10000};
+inline constexpr auto command_stop_grace = std::chrono::duration_cast<std::chrono::milliseconds>(job_runner::command_stop_grace);
 // Ends the job (a command asked to stop first gets command_stop_grace when `f.grace`).
 void finish(runner_actor* self, const job_runner::finish_job& f);
 

@@ -414,3 +414,28 @@ TEST_CASE("a grow while a shrink is under way replaces it") {
   r.on_command(command(command_kind::resize, 3, {0, 1, 2, 3, 4}, 5), t0);
   CHECK(one<launch>(r.on_command_ended(143, 6, t0)) == launch{{0, 1, 2, 3, 4}, 5, 6, "", 0});
 }
+
+TEST_CASE("an evicted or requeued command that ignores SIGTERM is killed after the grace, not a later run") {
+  for (const auto kind : {command_kind::evict_guest, command_kind::requeue}) {
+    CAPTURE(int(kind));
+    auto c = running();
+    const auto a = c.on_command(command(kind, 2), t0);
+    CHECK(one<signal_command>(a).sig == stop_signal::terminate);
+    const auto k = one<kill_if_still_running>(a);
+    CHECK(k.after == command_stop_grace);
+    // Still running when the grace is over: SIGKILL, said.
+    const auto overdue = c.on_stop_overdue(k.run);
+    CHECK(one<signal_command>(overdue).sig == stop_signal::kill);
+    CHECK(one<say>(overdue).text == "the command did not stop within 10 s of SIGTERM; killing it");
+  }
+  // Ended in time: nothing to kill, and a later run is not the one the timer was for.
+  auto c = running();
+  const auto k = one<kill_if_still_running>(c.on_command(command(command_kind::evict_guest, 2), t0));
+  c.on_command_ended(143, 0, t0);
+  CHECK(c.on_stop_overdue(k.run).empty());
+  one<launch>(c.on_command(command(command_kind::start, 3, {0, 1}, 2), t0));
+  CHECK(c.on_stop_overdue(k.run).empty());
+  // A drain has the scheduler's force release behind it: no timer of the runner's.
+  auto d = running();
+  CHECK(all<kill_if_still_running>(d.on_preempt_notice(msg::preempt_notice{"j1", 2, 30, "critical job"}, 0)).empty());
+}

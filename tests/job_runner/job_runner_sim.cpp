@@ -21,7 +21,8 @@ using ms = std::chrono::milliseconds;
 using sched::command_kind;
 
 constexpr int64_t poll_ms = 100;          // the shell's poll of the command
-constexpr int64_t stop_grace_ms = 10'000;  // the job's end waits this long for a command asked to stop
+// The job's end, and an eviction, wait this long for a command asked to stop.
+constexpr int64_t stop_grace_ms = std::chrono::duration_cast<std::chrono::milliseconds>(command_stop_grace).count();
 constexpr uint32_t cluster_gpus = 16;
 const std::string job_id = "j1";
 
@@ -37,6 +38,7 @@ struct process {
   int64_t since_ms = 0;
   bool ignores_term = false;
   std::optional<int64_t> termed_at_ms;  // it ignored a SIGTERM sent then
+  std::optional<int64_t> evicted_at_ms;  // asked to give its GPUs back (a kill is promised)
 };
 
 // What the current scheduler instance believes about the job.
@@ -149,6 +151,12 @@ class world {
       else if (std::holds_alternative<find_scheduler>(a)) find();
       else if (std::holds_alternative<rewind_metrics>(a)) note("rewind metrics");
       else if (const auto* f = std::get_if<finish_job>(&a)) finish(*f);
+      else if (const auto* k = std::get_if<kill_if_still_running>(&a)) {
+        const uint64_t run = k->run;
+        if (proc_.alive && !proc_.evicted_at_ms) proc_.evicted_at_ms = now_ms_;
+        if (o_.sabotage_drop_stop_timer) continue;
+        after(std::chrono::duration_cast<ms>(k->after).count(), [this, run] { deliver([this, run] { return core_.on_stop_overdue(run); }); });
+      }
     }
   }
   // An event for the core, unless the shell has quit (the job ended).
@@ -264,6 +272,11 @@ class world {
     if (saves) checkpoint_ = std::max(checkpoint_, step_now());
     proc_.alive = false;
     if (proc_.termed_at_ms && !ended_) r_.ignored_term_ms += uint64_t(now_ms_ - *proc_.termed_at_ms);
+    // An evicted command ends within the grace, the kill and a poll: its GPUs are not held on.
+    // (Once the job has ended, its end's own grace applies.)
+    if (proc_.evicted_at_ms && !ended_ && now_ms_ - *proc_.evicted_at_ms > stop_grace_ms + 100)
+      violation("an evicted command ran " + std::to_string(now_ms_ - *proc_.evicted_at_ms) +
+                " ms after its SIGTERM (grace " + std::to_string(stop_grace_ms) + " ms)");
     note("the command ends with " + std::to_string(code));
     if (o_.sabotage_drop_killed_end && code == 137) return;
     after(jitter(1, poll_ms), [this, id, code] { reported_end(id, code); });

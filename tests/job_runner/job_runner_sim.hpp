@@ -47,6 +47,8 @@ struct options {
   bool sabotage_end_at_sigterm = false;
   // Breaks the shell the other way: the end of a SIGKILLed command is never reported.
   bool sabotage_drop_killed_end = false;
+  // A broken shell: the timer that kills an evicted command past its grace never fires.
+  bool sabotage_drop_stop_timer = false;
   bool trace = false;  // a line per event in result::trace
 };
 

@@ -125,6 +125,12 @@ TEST_CASE("a deliberately broken shell is caught: a killed command's end never r
   CHECK(first_violation(seed, [](sim::options&) {}).empty());
 }
 
+TEST_CASE("a deliberately broken shell is caught: an evicted command's kill timer never fires") {
+  const uint64_t seed = first_seed_caught("an evicted command ran", [](sim::options& o) { o.sabotage_drop_stop_timer = true; });
+  CHECK(seed > 0);
+  CHECK(first_violation(seed, [](sim::options&) {}).empty());
+}
+
 TEST_CASE("without faults every seed finishes its command") {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     auto o = sim::seeded(seed);
