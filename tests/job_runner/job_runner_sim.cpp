@@ -6,6 +6,8 @@
 
 #include "core/rng.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -353,9 +355,11 @@ class world {
       if (ended_) return;
       if (proc_.id != id || !proc_.alive) return carry(core_.on_resize_refused("msomni-run's status: down"));
       const bool ok = !chance(0.05);
-      std::string json = "{\"world\":" + std::to_string(proc_.world) + ",\"phase\":\"" +
-                         (proc_.resizing ? "resizing" : "running") + "\",\"step\":" + std::to_string(step_now()) + "}";
-      if (chance(0.03)) json = "{\"world\":\"" + std::to_string(proc_.world) + "\"}";
+      // msomni-run's status reply, now and then with a field of the wrong type.
+      nlohmann::ordered_json reply{{"world", proc_.world}, {"phase", proc_.resizing ? "resizing" : "running"},
+                                   {"step", step_now()}};
+      if (chance(0.03)) reply = nlohmann::ordered_json{{"world", std::to_string(proc_.world)}};
+      const std::string json = reply.dump();
       carry(core_.on_resize_status(ok, ok ? json : "", checkpoint()));
     });
   }
