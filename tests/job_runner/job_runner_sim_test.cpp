@@ -4,13 +4,13 @@
 // and msomni-run's control endpoint. Every run must end, with no invariant broken; a failing
 // seed is printed and replays exactly.
 #include "job_runner_sim.hpp"
+#include "support/sim_seeds.hpp"
 #include "support/test_skip.hpp"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -18,11 +18,7 @@ using namespace msomni::job_runner;
 
 namespace {
 
-// MSOMNI_SIM_SEEDS overrides the count (a longer soak by hand); CI runs the default.
-uint64_t seed_count() {
-  if (const char* s = std::getenv("MSOMNI_SIM_SEEDS"); s && *s) return std::strtoull(s, nullptr, 10);
-  return 5000;
-}
+using msomni::testing::sim_seed_count;
 
 // The first violation of seed `seed` run with `sabotage` applied to its options ("" if none).
 template <class F>
@@ -47,7 +43,7 @@ uint64_t first_seed_caught(const std::string& what, F sabotage) {
 }  // namespace
 
 TEST_CASE("the runner core keeps every invariant under a seeded scheduler, command and control endpoint") {
-  const uint64_t seeds = seed_count();
+  const uint64_t seeds = sim_seed_count();
   const auto began = std::chrono::steady_clock::now();
   std::map<std::string, uint64_t> outcomes;
   uint64_t broken = 0, launches = 0, crashes = 0, rejoins = 0, resubmits = 0, force_releases = 0, chaos = 0,
@@ -150,9 +146,9 @@ TEST_CASE("without faults every seed finishes its command") {
 
 // MSOMNI_SIM_TRACE=SEED prints that seed's run (a debugging aid; reported as skipped otherwise).
 TEST_CASE("trace of one runner seed, when asked for") {
-  const char* s = std::getenv("MSOMNI_SIM_TRACE");
-  if (!s || !*s) MSOMNI_SKIP_TEST("a debugging aid: set MSOMNI_SIM_TRACE=SEED to print that seed's run");
-  auto o = sim::seeded(std::strtoull(s, nullptr, 10));
+  const auto seed = msomni::testing::sim_trace_seed();
+  if (!seed) MSOMNI_SKIP_TEST("a debugging aid: set MSOMNI_SIM_TRACE=SEED to print that seed's run");
+  auto o = sim::seeded(*seed);
   o.trace = true;
   const auto r = sim::run(o);
   for (const auto& line : r.trace) MESSAGE(line);

@@ -3,27 +3,23 @@
 // random moments, and delayed messages. Every run must end (finished or failed with a
 // reason) with no invariant broken; a failing seed is printed and replays exactly.
 #include "elastic_sim.hpp"
+#include "support/sim_seeds.hpp"
 #include "support/test_skip.hpp"
 
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <string>
 
 using namespace msomni::orchestrator;
 
 namespace {
 
-// MSOMNI_SIM_SEEDS overrides the count (a longer soak by hand); CI runs the default.
-uint64_t seed_count() {
-  if (const char* s = std::getenv("MSOMNI_SIM_SEEDS"); s && *s) return std::strtoull(s, nullptr, 10);
-  return 5000;
-}
+using msomni::testing::sim_seed_count;
 
 }  // namespace
 
 TEST_CASE("the elastic core keeps every invariant under seeded faults, and every run ends") {
-  const uint64_t seeds = seed_count();
+  const uint64_t seeds = sim_seed_count();
   uint64_t finished = 0, failed = 0, rollbacks = 0, deaths = 0, scale_requests = 0, broken = 0, late = 0, silences = 0,
            rank_failures = 0;
   std::string first_broken;
@@ -111,9 +107,9 @@ TEST_CASE("without faults every seed finishes all its steps") {
 
 // MSOMNI_SIM_TRACE=SEED prints that seed's run (a debugging aid; reported as skipped otherwise).
 TEST_CASE("trace of one seed, when asked for") {
-  const char* s = std::getenv("MSOMNI_SIM_TRACE");
-  if (!s || !*s) MSOMNI_SKIP_TEST("a debugging aid: set MSOMNI_SIM_TRACE=SEED to print that seed's run");
-  auto o = sim::seeded(std::strtoull(s, nullptr, 10));
+  const auto seed = msomni::testing::sim_trace_seed();
+  if (!seed) MSOMNI_SKIP_TEST("a debugging aid: set MSOMNI_SIM_TRACE=SEED to print that seed's run");
+  auto o = sim::seeded(*seed);
   o.trace = true;
   const auto r = sim::run(o);
   for (const auto& line : r.trace) MESSAGE(line);
