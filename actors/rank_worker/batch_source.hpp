@@ -14,10 +14,18 @@
 #include "model/micro_batch.hpp"
 
 #include <cstdint>
+#include <memory>
+#include <memory_resource>
 #include <span>
 #include <vector>
 
 namespace msomni::rank_worker {
+
+// The memory a source packs the model's batches into: the rank's batch memory when it has
+// one (kernels' make_batch_memory), else ordinary memory.
+inline std::pmr::memory_resource* batch_memory_or_default(const std::shared_ptr<std::pmr::memory_resource>& m) {
+  return m ? m.get() : std::pmr::get_default_resource();
+}
 
 struct data_slot {
   uint32_t rank = 0;

@@ -59,7 +59,7 @@ std::vector<msg::bad_sample_count> pipeline_source::bad_sample_totals() const {
 model::micro_batch pipeline_source::next() {
   const auto b = pipe_->next_batch();
   downgraded_ += downgraded_in(b);
-  return data::to_model_batch(b, batch_memory_ ? batch_memory_.get() : std::pmr::get_default_resource());
+  return data::to_model_batch(b, batch_memory_or_default(batch_memory_));
 }
 
 }  // namespace msomni::rank_worker
