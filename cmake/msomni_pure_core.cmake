@@ -1,8 +1,8 @@
 # msomni_pure_core(TARGET FILES f... INCLUDE_DIRS d...): building TARGET first runs the purity
-# check (actors/orchestrator/check_pure_core.cmake) over FILES and every project header they
+# check (cmake/check_pure_core.cmake) over FILES and every project header they
 # include (found beside them or in INCLUDE_DIRS): CAF, UCX, a clock, a thread, a lock or a
 # file fails the build. A pure core takes its environment as arguments.
-set(MSOMNI_PURE_CORE_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/../actors/orchestrator/check_pure_core.cmake)
+set(MSOMNI_PURE_CORE_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/check_pure_core.cmake)
 function(msomni_pure_core target)
   cmake_parse_arguments(P "" "" "FILES;INCLUDE_DIRS" ${ARGN})
   file(GLOB plain_runtime_headers ${PROJECT_SOURCE_DIR}/runtime/messages/*.hpp ${PROJECT_SOURCE_DIR}/runtime/core/*.hpp)
