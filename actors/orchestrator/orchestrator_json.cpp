@@ -6,8 +6,6 @@
 #include "core/json_number.hpp"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <utility>
 
 namespace msomni::orchestrator {
@@ -21,20 +19,13 @@ double decimals(double v, int digits) {
   return std::round(v * scale) / scale;
 }
 
-// `v` to 9 significant digits (a float's precision: the losses come from float32 training).
-double significant9(double v) {
-  if (!std::isfinite(v)) return v;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return std::strtod(buf, nullptr);
-}
 
 }  // namespace
 
 ordered_json metrics_json(const metrics_record& r) {
   ordered_json j = ordered_json::object();
   j["step"] = r.step;
-  put_number(j, "loss", significant9(r.loss));
+  put_number(j, "loss", significant_digits(r.loss, 9));
   j["world_size"] = r.world_size;
   put_number(j, "step_time_ms", decimals(r.step_time_ms, 3));
   put_number(j, "tokens_per_s", decimals(r.tokens_per_s, 1));
@@ -44,7 +35,7 @@ ordered_json metrics_json(const metrics_record& r) {
   j["time_ms"] = r.time_ms;
   auto& bad = j["bad_samples"] = ordered_json::object();
   for (const auto& b : r.bad_samples) bad[b.reason] = bad.value(b.reason, uint64_t{0}) + b.count;
-  put_number(j, "grad_norm", significant9(r.grad_norm));
+  put_number(j, "grad_norm", significant_digits(r.grad_norm, 9));
   // Which non-finite value each was ("nan", "inf", "-inf"): the flag alone does not say.
   ordered_json nonfinite = ordered_json::object();
   for (const auto& [name, v] : {std::pair{"loss", r.loss}, std::pair{"grad_norm", r.grad_norm}})

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
@@ -27,6 +29,16 @@ void put_number(Json& obj, const std::string& key, double value) {
   }
   obj[key] = nullptr;
   obj[nonfinite_key(key)] = true;
+}
+
+// `value` to `digits` significant digits (the double nearest that decimal, so it prints as
+// one: a report's precision, or a float's for values that come from float32); non-finite
+// values unchanged.
+inline double significant_digits(double value, int digits) {
+  if (!std::isfinite(value)) return value;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, value);
+  return std::strtod(buf, nullptr);
 }
 
 // What put_number wrote under `key`: the number, quiet NaN for a value flagged non-finite

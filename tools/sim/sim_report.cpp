@@ -7,8 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 namespace msomni::sim {
 
@@ -18,14 +16,7 @@ using json = nlohmann::ordered_json;
 
 // A measured number to 6 significant digits (the report's precision); a non-finite one as
 // core/json_number.hpp writes it.
-void put(json& o, const std::string& key, double v) {
-  if (std::isfinite(v)) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    v = std::strtod(buf, nullptr);
-  }
-  put_number(o, key, v);
-}
+void put(json& o, const std::string& key, double v) { put_number(o, key, significant_digits(v, 6)); }
 
 }  // namespace
 
