@@ -8,7 +8,7 @@
 #include "messages/catalog.hpp"
 
 #include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
+#include "metrics/accounted_actor.hpp"
 
 #include <unistd.h>
 
@@ -37,7 +37,8 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-caf::behavior node_agent(caf::event_based_actor* self, std::shared_ptr<agent_state> st) {
+caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_state> st) {
+  self->account_as("node_agent", st->s.metrics);
   std::filesystem::create_directories(st->s.log_dir);
   self->monitor(st->orchestrator);
   self->set_down_handler([self, st](caf::down_msg&) {

@@ -10,6 +10,8 @@
 //   every heartbeat_interval --> heartbeat; the orchestrator gone --> stop every rank, quit
 #pragma once
 
+#include "metrics/metrics_registry.hpp"
+
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
@@ -29,6 +31,7 @@ struct agent_settings {
   std::string job_token;    // handed to each rank in its environment (job_token_env)
   std::chrono::milliseconds heartbeat_interval{10000};
   std::function<void()> on_orchestrator_lost;  // e.g. end the msomni-agent process
+  std::shared_ptr<metrics::metrics_registry> metrics;  // the agent actor's accounting; null: metrics off
 };
 
 caf::actor spawn_node_agent(caf::actor_system& sys, agent_settings s, caf::actor orchestrator);

@@ -1,16 +1,22 @@
 // orchestrator_actor (see orchestrator_actor.hpp).
 #include "orchestrator_actor.hpp"
 
+#include "control_metrics.hpp"
 #include "data_watch.hpp"
+#include "core/json_number.hpp"
+#include "core/json_text.hpp"
+#include "core/log.hpp"
 #include "messages/catalog.hpp"
+#include "metrics/accounted_actor.hpp"
+#include "metrics/metrics_json.hpp"
 #include "orchestrator_json.hpp"
 #include "progress_core.hpp"
 #include "record_lineage.hpp"
 
 #include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -25,7 +31,9 @@ constexpr auto tick_interval = std::chrono::milliseconds(200);
 struct shell_state {
   shell_state(elastic_settings s, orchestrator_env e)
       : core(s), progress(s.total_steps), data(e.max_data_wait_ms), health(e.health), autoscale(e.autoscale),
-        env(std::move(e)) {}
+        env(std::move(e)) {
+    if (env.metrics) control = std::make_unique<control_metrics>(*env.metrics->own(), env.job_name);
+  }
   elastic_core core;
   progress_core progress;
   data_watch data;
@@ -40,24 +48,40 @@ struct shell_state {
   bool done = false;
   bool stop_sent = false;
   record_lineage lineage;  // which step records around a rollback are the state's own
+  std::unique_ptr<control_metrics> control;  // null: metrics off
+  // The newest journaled events, for `msomni inspect`'s elastic timeline (bounded).
+  std::deque<ordered_json> timeline;
+  std::map<std::string, uint64_t> refused_reports;  // per source, for logging the first of each
 };
 
-void execute(caf::event_based_actor* self, shell_state& st, std::vector<action> acts);
+constexpr size_t timeline_capacity = 200;
+
+void execute(metrics::accounted_actor* self, shell_state& st, std::vector<action> acts);
 std::string health_summary(const shell_state& st);
 
 void journal(shell_state& st, const std::string& kind, const std::string& detail) {
   if (st.env.journal) st.env.journal->event(kind, detail);
+  if (st.control) st.control->on_event(kind, detail);
+  ordered_json e = ordered_json::object();
+  e["time_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch()).count();
+  e["kind"] = kind;
+  e["epoch"] = st.core.epoch();
+  e["step"] = st.progress.last_step();
+  e["detail"] = detail;
+  st.timeline.push_back(std::move(e));
+  if (st.timeline.size() > timeline_capacity) st.timeline.pop_front();
   std::cerr << (st.env.progress_on_tty ? "\n" : "") << "msomni-run: " << kind << ": " << detail << "\n";
 }
 
 // A journal that cannot be written ends the job: going on would leave no record of it.
-void stop_if_journal_failed(caf::event_based_actor* self, shell_state& st) {
+void stop_if_journal_failed(metrics::accounted_actor* self, shell_state& st) {
   if (!st.env.journal || !st.env.journal->failed() || st.done) return;
   execute(self, st, {finish_job{false, "the run journal cannot be written (" + st.env.journal->failure() +
                                            "); stopping rather than training without a record"}});
 }
 
-void execute_one(caf::event_based_actor* self, shell_state& st, action& a) {
+void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
   if (auto* p = std::get_if<send_plan>(&a)) {
     if (p->plan.source == static_cast<uint8_t>(msg::state_source::checkpoint) && st.env.latest_checkpoint_step) {
       st.lineage.on_rollback_plan(p->plan.epoch);
@@ -98,13 +122,13 @@ void execute_one(caf::event_based_actor* self, shell_state& st, action& a) {
   }
 }
 
-void execute(caf::event_based_actor* self, shell_state& st, std::vector<action> acts) {
+void execute(metrics::accounted_actor* self, shell_state& st, std::vector<action> acts) {
   for (auto& a : acts) execute_one(self, st, a);
 }
 
 // Non-finite and spiking training, judged on each journaled step (every rank has the same
 // all-reduced loss and gradient norm, so rank 0's record speaks for all).
-void judge_health(caf::event_based_actor* self, shell_state& st, const msg::step_record& r, time_point now) {
+void judge_health(metrics::accounted_actor* self, shell_state& st, const msg::step_record& r, time_point now) {
   auto v = st.health.on_step(r.step, r.loss, r.grad_norm, r.optimizer_skipped);
   for (const auto& e : v.events) journal(st, e.kind, e.detail);
   if (v.action == health_verdict::act::roll_back) {
@@ -118,7 +142,7 @@ void judge_health(caf::event_based_actor* self, shell_state& st, const msg::step
 
 // Utilisation-driven scaling on each journaled step: one replica more or less through the
 // same scale_to a user's scale-up / scale-down takes; every decision and refusal journaled.
-void judge_utilisation(caf::event_based_actor* self, shell_state& st, const msg::step_record& r, time_point now) {
+void judge_utilisation(metrics::accounted_actor* self, shell_state& st, const msg::step_record& r, time_point now) {
   if (st.core.epoch() != st.autoscale_epoch) {
     // The first epoch is the start, not a resize: no cooldown for it.
     if (st.autoscale_epoch != 0) st.autoscale.on_resized(now);
@@ -149,7 +173,52 @@ std::string status_reply_json(const shell_state& st) {
   return json_text(orchestrator::status_json(st.core.status(), st.progress.bad_samples_by_reason()));
 }
 
-msg::control_reply handle_control(caf::event_based_actor* self, shell_state& st, const msg::control_request& r) {
+// What `msomni inspect` shows: the status (the same fields as `msomni status --json`), every
+// metric family of the job, the elastic timeline and the job's idle-window forecast.
+std::string inspect_reply_json(const shell_state& st) {
+  auto j = orchestrator::status_json(st.core.status(), st.progress.bad_samples_by_reason());
+  j["metrics"] = metrics::families_json(st.env.metrics->collect());
+  auto& events = j["timeline"] = ordered_json::array();
+  for (const auto& e : st.timeline) events.push_back(e);
+  const auto f = st.control->forecast();
+  auto& p = j["predictor"] = ordered_json::object();
+  put_number(p, "idle_ratio", f.idle_mean);
+  put_number(p, "confidence", f.confidence);
+  put_number(p, "horizon_s", f.horizon_s);
+  auto& windows = p["windows"] = ordered_json::array();
+  for (const auto& w : f.windows) {
+    ordered_json row = ordered_json::object();
+    put_number(row, "start_in_s", w.start_in_s);
+    put_number(row, "length_s", w.length_s);
+    windows.push_back(std::move(row));
+  }
+  return json_text(j);
+}
+
+// Reports pushed by ranks and agents; a refused one is logged the first time for its source
+// and then every 100th time (the count is in msomni_metrics_reports_total{result="refused"}).
+void take_report(shell_state& st, const msg::metrics_report& r) {
+  if (!st.env.metrics) return;
+  std::string why;
+  if (st.env.metrics->accept(r, why)) return;
+  if (st.refused_reports.size() > 1024) st.refused_reports.clear();  // bounded: a flood of names
+  if (st.refused_reports[r.source]++ % 100 == 0)
+    MSOMNI_LOG(warn, "orchestrator") << "dropped a metrics report from " << r.source << ": " << why;
+}
+
+// The series of processes that are gone end with them: only members still there and agents
+// still connected keep theirs.
+void forget_departed_sources(shell_state& st) {
+  if (!st.env.metrics) return;
+  for (const auto& source : st.env.metrics->sources()) {
+    const auto m = st.core.members().find(source);
+    const bool member = m != st.core.members().end() && m->second.state != member_state::left &&
+                        m->second.state != member_state::dead;
+    if (!member && !st.agents.count(source)) st.env.metrics->forget(source);
+  }
+}
+
+msg::control_reply handle_control(metrics::accounted_actor* self, shell_state& st, const msg::control_request& r) {
   if (!same_token(r.token, st.env.token)) {
     journal(st, "control_refused", "a " + r.verb + " request without the run's token (from " + r.requested_by + ")");
     return {false, "refused: missing or wrong token (read it from the run directory's control.json)", ""};
@@ -157,6 +226,11 @@ msg::control_reply handle_control(caf::event_based_actor* self, shell_state& st,
   const auto now = st.clock.now();
   if (r.verb == "status")
     return {true, status_text(st.core.status()) + "  " + st.progress.bad_samples_summary() + "\n", status_reply_json(st)};
+  if (r.verb == "inspect") {
+    if (!st.env.metrics)
+      return {false, "refused: metrics are off for this job (set cluster.metrics_port to a port or \"auto\")", ""};
+    return {true, "", inspect_reply_json(st)};
+  }
   control_outcome o;
   if (r.verb == "scale-down" || r.verb == "scale-up") {
     const auto grace = std::chrono::duration_cast<nanos>(std::chrono::duration<double>(r.grace_period_s));
@@ -164,7 +238,7 @@ msg::control_reply handle_control(caf::event_based_actor* self, shell_state& st,
   } else if (r.verb == "stop") {
     o = st.core.stop(now);
   } else {
-    return {false, "refused: unknown verb \"" + r.verb + "\" (status, scale-down, scale-up, stop)", ""};
+    return {false, "refused: unknown verb \"" + r.verb + "\" (status, inspect, scale-down, scale-up, stop)", ""};
   }
   const auto what = r.verb == "stop" ? r.verb : r.verb + " " + std::to_string(r.replicas);
   journal(st, o.ok ? "control" : "control_refused", what + " by " + r.requested_by + ": " + o.text);
@@ -174,11 +248,12 @@ msg::control_reply handle_control(caf::event_based_actor* self, shell_state& st,
 
 // A step record the job's state descends from: its metrics line, notes and progress, then
 // what the cores make of it.
-void journal_step(caf::event_based_actor* self, shell_state& st, const msg::step_record& r) {
+void journal_step(metrics::accounted_actor* self, shell_state& st, const msg::step_record& r) {
   const auto now = st.clock.now();
   const auto wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::system_clock::now().time_since_epoch()).count();
   const auto line = st.progress.on_step(r, now, wall_ms);
+  if (line && st.control) st.control->on_step(r);
   if (line) {
     if (st.env.journal && !st.env.journal->metric(metrics_json(*line))) stop_if_journal_failed(self, st);
     if (auto note = st.progress.take_bad_samples_note()) journal(st, "bad_samples", *note);
@@ -192,7 +267,8 @@ void journal_step(caf::event_based_actor* self, shell_state& st, const msg::step
   if (line && !st.done) judge_utilisation(self, st, r, now);
 }
 
-caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_state> st) {
+caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell_state> st) {
+  self->account_as("orchestrator", st->env.metrics ? st->env.metrics->own() : nullptr);
   self->set_down_handler([self, st](caf::down_msg& d) {
     auto it = st->watched.find(d.source);
     if (it == st->watched.end()) return;
@@ -259,6 +335,7 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
         return true;
       },
       [st](const msg::checkpoint_done& d) {
+        if (st->control) st->control->on_checkpoint(d);
         char mb[32];
         std::snprintf(mb, sizeof mb, "%.2f", static_cast<double>(d.bytes) / (1 << 20));
         if (d.ok) journal(*st, "checkpoint", "step " + std::to_string(d.step) + " committed (" + mb + " MiB over all shards)");
@@ -284,6 +361,7 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
                                                  st->clock.now()));
       },
       [self, st](const msg::control_request& r) { return handle_control(self, *st, r); },
+      [st](const msg::metrics_report& r) { take_report(*st, r); },
       [self, st](tick_atom) {
         stop_if_journal_failed(self, *st);
         if (st->done) return;
@@ -297,6 +375,8 @@ caf::behavior orchestrator(caf::event_based_actor* self, std::shared_ptr<shell_s
           }
         }
         execute(self, *st, st->core.on_tick(now));
+        if (st->control) st->control->on_status(st->core.status());
+        forget_departed_sources(*st);
         self->delayed_send(self, tick_interval, tick_atom::value);
       },
   };

@@ -10,6 +10,7 @@
 #include "training_health.hpp"
 
 #include "core/clock.hpp"
+#include "metrics/job_metrics_collector.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
@@ -37,6 +38,11 @@ struct orchestrator_env {
   health_settings health;  // non-finite steps and loss spikes
   autoscale_settings autoscale;  // utilisation-driven scaling (off unless enabled)
   double max_data_wait_ms = 200;  // a step waiting longer for data is journaled (slow_data)
+  // The job's metrics (cluster.metrics_port): the shell keeps the control series in its
+  // registry, takes the ranks' and agents' pushed reports, and answers "inspect" from it.
+  // Null: metrics are off, pushed reports are dropped and "inspect" is refused.
+  std::shared_ptr<metrics::job_metrics_collector> metrics;
+  std::string job_name;
 };
 
 caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env);

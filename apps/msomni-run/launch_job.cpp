@@ -15,7 +15,10 @@
 #include "core/stop_signal.hpp"
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
+#include "hub/transport_metrics.hpp"
 #include "messages/catalog.hpp"
+#include "metrics/job_metrics_collector.hpp"
+#include "metrics/metrics_endpoint.hpp"
 #include "node_agent.hpp"
 #include "orchestrator_actor.hpp"
 #include "run_journal.hpp"
@@ -40,11 +43,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
-void write_control_file(const fs::path& run_dir, const std::string& address, const std::string& token) {
+void write_control_file(const fs::path& run_dir, const std::string& address, const std::string& token,
+                        const std::string& metrics_address) {
   nlohmann::ordered_json control;
   control["address"] = address;
   control["token"] = token;
   control["pid"] = ::getpid();
+  if (!metrics_address.empty()) control["metrics_address"] = metrics_address;
   write_private_file((run_dir / "control.json").string(), json_text(control) + "\n");
 }
 
@@ -89,6 +94,20 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     journal.event("resume", "ranks load the newest checkpoint under " + ckpt_dir.string() +
                                 " that verifies (latest points at " + ckpt::latest_pointer_of(ckpt_dir).value_or("") + ")");
 
+  // cluster.metrics_port: the job's /metrics, served here for every process of the job (ranks
+  // and agents push theirs to the orchestrator).
+  std::shared_ptr<metrics::job_metrics_collector> job_metrics;
+  std::unique_ptr<metrics::metrics_endpoint> metrics_http;
+  if (cfg.cluster.metrics_port != 0) {
+    const auto sources = static_cast<size_t>(2 * cfg.elasticity.max_replicas) + cfg.cluster.nodes.size() + 8;
+    job_metrics = std::make_shared<metrics::job_metrics_collector>(
+        cfg.job.name, std::make_shared<metrics::metrics_registry>(), sources);
+    const auto port = cfg.cluster.metrics_port == config::metrics_port_auto ? 0 : cfg.cluster.metrics_port;
+    metrics_http = std::make_unique<metrics::metrics_endpoint>(cfg.cluster.control_host, static_cast<uint16_t>(port),
+                                                               [job_metrics] { return job_metrics->collect(); });
+    journal.event("metrics", "Prometheus metrics at http://" + metrics_http->address() + "/metrics");
+  }
+
   caf::actor_system_config caf_cfg;
   caf::actor_system sys{configure_process(caf_cfg, 2)};
   // The job's token: the msomni CLI sends it with its requests, and every peer of the
@@ -108,7 +127,9 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     journal.event("peer_refused", "a connection from " + address + ": " + reason);
   });
   transport::gateway gw(sys, hub);
-  write_control_file(run_dir, hub.node().address(), token);
+  metrics::metrics_registry::refresher_handle transport_series;
+  if (job_metrics) transport_series = transport::watch_transport(*job_metrics->own(), hub, gw);
+  write_control_file(run_dir, hub.node().address(), token, metrics_http ? metrics_http->address() : "");
 
   const auto config_path = fs::absolute(cfg.source_path).string();
   std::promise<std::pair<bool, std::string>> outcome;
@@ -131,6 +152,8 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   env.health.max_nonfinite_steps = static_cast<uint64_t>(cfg.training.max_nonfinite_steps);
   env.health.loss_spike_factor = cfg.training.loss_spike_factor;
   env.max_data_wait_ms = cfg.io.max_data_wait_ms;
+  env.metrics = job_metrics;
+  env.job_name = cfg.job.name;
   const auto secs = [](double s) { return std::chrono::duration_cast<nanos>(std::chrono::duration<double>(s)); };
   env.autoscale = {cfg.elasticity.autoscale,
                    cfg.elasticity.scale_up_utilization,
@@ -152,6 +175,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     a.log_dir = (run_dir / "logs").string();
     a.job_token = token;
     a.heartbeat_interval = heartbeat;
+    a.metrics = job_metrics ? job_metrics->own() : nullptr;  // in this process: its series are the control's
     local_agent = agent::spawn_node_agent(sys, a, orchestrator);
   } else {
     std::cerr << "msomni-run: waiting for node agents at " << hub.node().address() << ":\n";

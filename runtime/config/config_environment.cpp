@@ -110,7 +110,7 @@ std::vector<config_error> check_environment(const job_config& cfg, const source_
   }
   for (const auto& [key, port] : {std::pair{"cluster.control_port", cfg.cluster.control_port},
                                   std::pair{"cluster.metrics_port", cfg.cluster.metrics_port}}) {
-    if (port == 0) continue;
+    if (port <= 0) continue;  // 0: any free port (control) or off (metrics); metrics "auto" is -1
     if (auto p = port_problem(cfg.cluster.control_host, port); !p.empty())
       errors.push_back(located(cfg, key, p));
   }

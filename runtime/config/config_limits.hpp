@@ -99,7 +99,7 @@ inline constexpr range<double> critical_reserve_factor{0.0, 100.0};
 }  // namespace scheduler
 
 namespace cluster {
-inline constexpr range<int64_t> port{0, 65535};  // control_port, metrics_port; 0: any free one
+inline constexpr range<int64_t> port{0, 65535};  // control_port (0: any free one), metrics_port (0: off)
 inline constexpr range<int64_t> node_slots{1, 1024};
 // The scheduler's cluster shape, which msomni-sched and msomni-sim take as flags.
 inline constexpr range<int64_t> gpus{1, 1 << 20};

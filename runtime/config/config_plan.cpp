@@ -105,6 +105,12 @@ std::string render_plan(const job_config& c, const node_gpu_facts& local) {
      << " misses, grace period " << e.grace_period_s << " s\n";
   os << "  control:      " << c.cluster.control_host << ":"
      << (c.cluster.control_port ? std::to_string(c.cluster.control_port) : "auto") << "\n";
+  os << "  metrics:      "
+     << (c.cluster.metrics_port == 0 ? std::string("off")
+         : c.cluster.metrics_port == config::metrics_port_auto
+             ? "http://" + c.cluster.control_host + ":(any free port)/metrics, named in control.json"
+             : "http://" + c.cluster.control_host + ":" + std::to_string(c.cluster.metrics_port) + "/metrics")
+     << "\n";
   os << "  config hash:  " << std::hex << config_hash(c) << std::dec << "\n";
   os << "  defaults filled in (" << c.defaults_filled.size() << "):\n";
   for (const auto& d : c.defaults_filled) os << "                " << d << "\n";

@@ -110,6 +110,28 @@ void table_reader::read(std::string_view key, int64_t& out, int64_t min, int64_t
   out = x;
 }
 
+void table_reader::read_integer_or_word(std::string_view key, int64_t& out, int64_t min, int64_t max,
+                                        std::string_view word, int64_t word_value) {
+  const auto* n = node(key);
+  if (n && n->is_string()) {
+    seen_.emplace(key);
+    const auto path = key_path(key);
+    ctx_.note_read(path, n);
+    if (n->as_string()->get() == word) out = word_value;
+    else
+      ctx_.fail(path, n, "expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "] or \"" +
+                             std::string(word) + "\", got \"" + n->as_string()->get() + "\"");
+    return;
+  }
+  if (n && !n->is_integer()) {
+    seen_.emplace(key);
+    ctx_.note_read(key_path(key), n);
+    ctx_.fail(key_path(key), n, "expected an integer or \"" + std::string(word) + "\", got " + type_name_of(*n));
+    return;
+  }
+  read(key, out, min, max);
+}
+
 void table_reader::read(std::string_view key, double& out, double min, double max) {
   seen_.emplace(key);
   const auto* n = node(key);

@@ -55,6 +55,9 @@ class table_reader {
                const toml::node* anchor);
 
   void read(std::string_view key, int64_t& out, int64_t min, int64_t max);
+  // An integer within [min, max], or the string `word`, which sets `out` to `word_value`.
+  void read_integer_or_word(std::string_view key, int64_t& out, int64_t min, int64_t max, std::string_view word,
+                            int64_t word_value);
   void read(std::string_view key, double& out, double min, double max);
   void read(std::string_view key, bool& out);
   void read(std::string_view key, std::string& out,

@@ -247,8 +247,8 @@ void read_cluster(table_reader& r, cluster_section& s) {
   auto& ctx = r.context();
   r.read("control_host", s.control_host);
   read_within(r, "control_port", s.control_port, limits::cluster::port);
-  read_within(r, "metrics_port", s.metrics_port, limits::cluster::port);
-  refuse_unbuilt(r, "metrics_port", s.metrics_port, int64_t{0}, "the metrics endpoint, so no port would be served");
+  r.read_integer_or_word("metrics_port", s.metrics_port, limits::cluster::port.min, limits::cluster::port.max, "auto",
+                         metrics_port_auto);
   if (const auto* arr = r.array("nodes")) {
     std::set<std::string> names;
     for (size_t i = 0; i < arr->size(); ++i) {

@@ -137,10 +137,13 @@ struct cluster_node {
   int64_t slots = 2;           // rank processes (GPUs) this node can host
 };
 
+// cluster.metrics_port = "auto": the endpoint takes a free port and control.json names it.
+inline constexpr int64_t metrics_port_auto = -1;
+
 struct cluster_section {
   std::string control_host = "127.0.0.1";
   int64_t control_port = 0;    // 0 = pick a free port at start-up
-  int64_t metrics_port = 0;    // Prometheus endpoint; 0 = pick a free port
+  int64_t metrics_port = 0;    // the Prometheus endpoint (/metrics): 0 = off, metrics_port_auto = any free port
   std::vector<cluster_node> nodes;  // empty = one local node with enough slots
 };
 

@@ -11,6 +11,7 @@
 #include "messages/cluster_job_messages_inspect.hpp"
 #include "messages/control_messages_inspect.hpp"
 #include "messages/data_messages_inspect.hpp"
+#include "messages/metrics_messages_inspect.hpp"
 #include "messages/scheduling_messages_inspect.hpp"
 #include "messages/training_messages_inspect.hpp"
 
@@ -53,6 +54,9 @@ CAF_ADD_TYPE_ID(msomni, (msomni::msg::job_rejoin))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::scheduler_job_row))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::bad_sample_count))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::rank_failed))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::metric_series))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::metric_family_series))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::metrics_report))
 CAF_END_TYPE_ID_BLOCK(msomni)
 
 namespace msomni {

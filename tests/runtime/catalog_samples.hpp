@@ -45,6 +45,15 @@ inline msg::job_finished sample(tag<msg::job_finished>) { return {"crit-1"}; }
 inline msg::job_command sample(tag<msg::job_command>) {
   return {3, "be-17", 4, {0, 1, 2, 3}, 4, 0, 600, "", 0.25, 4400, 7200.5, "no job_released within the drain period"};
 }
+inline msg::metric_series sample(tag<msg::metric_series>) {
+  return {{"actor"}, {"orchestrator"}, 0, 1, 12, 0.5, {0.1, 1}, {4, 11}};
+}
+inline msg::metric_family_series sample(tag<msg::metric_family_series>) {
+  return {"msomni_actor_handling_seconds", 2, {sample(tag<msg::metric_series>{})}};
+}
+inline msg::metrics_report sample(tag<msg::metrics_report>) {
+  return {"rank-1", "rank-1", "node-a", 9, {sample(tag<msg::metric_family_series>{})}};
+}
 inline msg::scheduler_status_request sample(tag<msg::scheduler_status_request>) { return {"cli:root"}; }
 inline msg::scheduler_status sample(tag<msg::scheduler_status>) {
   return {"omni", 64, 8, 3, 12, 40, 1024, 9, 2, 1, 4, 5120, 77, 6, 3, true, 2,

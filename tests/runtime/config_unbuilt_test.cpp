@@ -24,7 +24,7 @@ std::vector<config_error> errors_with(const std::string& set) {
 TEST_CASE("a key of a feature not built yet is refused unless it is at its default") {
   for (const char* set :
        {"memory.sequence_length=100", "memory.horizon_steps=5", "memory.sample_interval_ms=50", "memory.safety_margin_gb=2",
-        "memory.pca_dims=8", "memory.device_memory_gb=40", "cluster.metrics_port=9100", "checkpoint.async=false", "checkpoint.incremental=true"}) {
+        "memory.pca_dims=8", "memory.device_memory_gb=40", "checkpoint.async=false", "checkpoint.incremental=true"}) {
     INFO(set);
     const auto errors = errors_with(set);
     REQUIRE(errors.size() == 1);
@@ -72,5 +72,20 @@ TEST_CASE("a job config holding a [scheduler] table is refused: msomni-sched rea
     REQUIRE(e.errors().size() == 1);
     CHECK(e.errors()[0].file == "job.toml");
     CHECK(e.errors()[0].key == "scheduler");
+  }
+}
+
+TEST_CASE("cluster.metrics_port takes a port, 0 for off, or auto, and nothing else") {
+  for (const char* set : {"cluster.metrics_port=0", "cluster.metrics_port=9187", "cluster.metrics_port=auto",
+                          "cluster.metrics_port=\"auto\""}) {
+    INFO(set);
+    CHECK(errors_with(set).empty());
+  }
+  for (const char* set : {"cluster.metrics_port=sometimes", "cluster.metrics_port=70000", "cluster.metrics_port=1.5"}) {
+    INFO(set);
+    const auto errors = errors_with(set);
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0].key == "cluster.metrics_port");
+    CHECK(errors[0].file == "--set[1]");
   }
 }

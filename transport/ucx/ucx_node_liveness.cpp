@@ -45,6 +45,7 @@ void ucx_node::impl::check_keepalives() {
       case liveness_due::nothing: break;
     }
   }
+  counters.peers_silent += silent.size();
   for (auto ep : silent) mark_down(ep, liveness.silent_reason());
   for (auto ep : due) {
     auto ctx = std::make_unique<send_ctx>();

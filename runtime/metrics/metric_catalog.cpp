@@ -1,0 +1,147 @@
+// The metric catalog (see metric_catalog.hpp).
+#include "metrics/metric_catalog.hpp"
+
+#include <algorithm>
+
+namespace msomni::metrics {
+
+namespace {
+
+using k = metric_kind;
+
+const std::vector<double> handling_buckets{1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1, 5};
+const std::vector<double> step_buckets{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120};
+const std::vector<double> checkpoint_buckets{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+const std::vector<double> wait_buckets{0.1, 1, 5, 10, 30, 60, 300, 900, 3600, 14400};
+
+std::vector<family_spec> build() {
+  return {
+      // Every process: the actor shells' own accounting.
+      {"msomni_actor_mailbox_depth", k::gauge, "Messages waiting in the actor's mailbox when it took its last one",
+       {"actor"}, "every process", {}},
+      {"msomni_actor_messages_total", k::counter, "Messages the actor handled, by message type", {"actor", "message"},
+       "every process", {}},
+      {"msomni_actor_message_seconds_total", k::counter, "Time the actor spent handling messages, by message type",
+       {"actor", "message"}, "every process", {}},
+      {"msomni_actor_handling_seconds", k::histogram, "Time the actor took to handle one message", {"actor"},
+       "every process", handling_buckets},
+
+      // Every process: its UCX node and gateway.
+      {"msomni_transport_frames_total", k::counter, "UCX frames, by direction (sent, received, dropped)",
+       {"direction"}, "every process", {}},
+      {"msomni_transport_bytes_total", k::counter, "UCX bytes, by direction (sent, received)", {"direction"},
+       "every process", {}},
+      {"msomni_transport_send_queue_depth", k::gauge, "Frames queued for sending now", {}, "every process", {}},
+      {"msomni_transport_send_queue_depth_max", k::gauge, "The most frames ever queued for sending", {},
+       "every process", {}},
+      {"msomni_transport_sends_rejected_total", k::counter, "Sends refused (queue full or peer not up)", {},
+       "every process", {}},
+      {"msomni_transport_peers_down_total", k::counter, "Peers that went down, by cause (silent, other)", {"cause"},
+       "every process", {}},
+      {"msomni_transport_peers_refused_total", k::counter,
+       "Connections refused for failing or never finishing the authenticated hello", {}, "every process", {}},
+      {"msomni_gateway_messages_total", k::counter,
+       "Actor messages through the gateway, by outcome (forwarded, delivered, dropped_malformed, dropped_unknown, "
+       "dropped_unsendable)",
+       {"outcome"}, "every process", {}},
+
+      // A rank's data stages.
+      {"msomni_data_stage_fill", k::gauge, "Items held by a data stage now", {"stage"}, "rank", {}},
+      {"msomni_data_stage_capacity", k::gauge, "The bound on a data stage's items", {"stage"}, "rank", {}},
+      {"msomni_data_stage_fill_ratio", k::gauge, "A data stage's fill over its capacity (0-1)", {"stage"}, "rank", {}},
+      {"msomni_data_credits_outstanding", k::gauge, "Credits a data stage holds from the next one", {"stage"}, "rank",
+       {}},
+      {"msomni_data_samples_total", k::counter, "Samples decoded, by modality", {"modality"}, "rank", {}},
+      {"msomni_data_decode_seconds_total", k::counter, "Time spent decoding samples, by modality", {"modality"},
+       "rank", {}},
+      {"msomni_data_downgrades_total", k::counter, "Samples decoded in a cheaper form to keep up (videos keyframe-only)",
+       {"modality"}, "rank", {}},
+      {"msomni_data_bad_samples_total", k::counter, "Samples skipped as bad, by reason", {"reason"}, "rank", {}},
+      {"msomni_data_wait_seconds_total", k::counter, "Time the training thread waited for a batch", {}, "rank", {}},
+
+      // A rank's training.
+      {"msomni_rank_step", k::gauge, "The last optimizer step the rank finished", {}, "rank", {}},
+      {"msomni_rank_steps_total", k::counter, "Optimizer steps the rank process finished", {}, "rank", {}},
+      {"msomni_rank_step_seconds", k::histogram, "Time of one optimizer step", {}, "rank", step_buckets},
+      {"msomni_rank_tokens_per_second", k::gauge, "Tokens per second over the last step, all ranks together", {},
+       "rank", {}},
+      {"msomni_rank_data_wait_ratio", k::gauge, "Share of the last step spent waiting for data (0-1)", {}, "rank", {}},
+      {"msomni_rank_allreduce_seconds_total", k::counter, "Time spent in gradient all-reduce", {}, "rank", {}},
+      {"msomni_rank_allreduce_bytes_total", k::counter, "Gradient bytes all-reduced", {}, "rank", {}},
+      {"msomni_rank_loss", k::gauge, "Loss of the last step", {}, "rank", {}},
+      {"msomni_rank_threads", k::gauge, "Compute threads of the rank", {"device"}, "rank", {}},
+      {"msomni_rank_memory_bytes", k::gauge, "Memory in use by the rank process (resident host memory)", {"kind"},
+       "rank", {}},
+
+      // The control process: membership, recovery, checkpoints.
+      {"msomni_job_world_size", k::gauge, "Members of the current membership epoch", {}, "control", {}},
+      {"msomni_job_target_world_size", k::gauge, "Replicas the job is heading for", {}, "control", {}},
+      {"msomni_job_epoch", k::gauge, "The current membership epoch", {}, "control", {}},
+      {"msomni_job_step", k::gauge, "The job's last step", {}, "control", {}},
+      {"msomni_job_phase", k::gauge, "1 for the job's current phase, 0 for the others", {"phase"}, "control", {}},
+      {"msomni_elastic_events_total", k::counter, "Elastic events journaled, by kind", {"kind"}, "control", {}},
+      {"msomni_heartbeat_misses_total", k::counter, "Node agents declared down after their heartbeats stopped (a silent rank is "
+       "msomni_transport_peers_down_total{cause=\"silent\"} of the control process)", {}, "control",
+       {}},
+      {"msomni_recoveries_total", k::counter, "Recoveries from a lost member (new membership or rollback)", {},
+       "control", {}},
+      {"msomni_checkpoint_save_seconds", k::histogram, "Time ranks stood still for a checkpoint after a step", {},
+       "control", checkpoint_buckets},
+      {"msomni_checkpoint_bytes_total", k::counter, "Bytes of committed checkpoints, all shards", {}, "control", {}},
+      {"msomni_checkpoints_total", k::counter, "Checkpoints by result (committed, failed)", {"result"}, "control", {}},
+      {"msomni_checkpoint_verify_failures_total", k::counter,
+       "Checkpoints a rank found torn or mismatched and did not load", {}, "rank", {}},
+      {"msomni_predictor_idle_window_seconds", k::gauge, "Predicted length of the job's next idle window (0: none)",
+       {}, "control", {}},
+      {"msomni_predictor_idle_window_start_seconds", k::gauge, "Time until the job's next predicted idle window", {},
+       "control", {}},
+      {"msomni_predictor_idle_ratio", k::gauge, "Predicted idle share of the job's GPU time (0-1)", {}, "control", {}},
+      {"msomni_predictor_confidence", k::gauge, "Confidence of the idle-window prediction (0-1)", {}, "control", {}},
+      {"msomni_metrics_sources", k::gauge, "Processes whose pushed samples the control process holds", {}, "control",
+       {}},
+      {"msomni_metrics_reports_total", k::counter, "Metric reports pushed to the control process, by result",
+       {"result"}, "control", {}},
+
+      // msomni-sched.
+      {"msomni_sched_jobs", k::gauge, "Jobs known to the scheduler, by class and phase", {"class", "phase"},
+       "scheduler", {}},
+      {"msomni_sched_gpus", k::gauge, "GPUs of the cluster, by state (free, used)", {"state"}, "scheduler", {}},
+      {"msomni_sched_queue_wait_seconds", k::histogram, "Time a job waited in the queue before it started", {"class"},
+       "scheduler", wait_buckets},
+      {"msomni_sched_guests", k::gauge, "Guest jobs co-located on critical jobs' GPUs now", {}, "scheduler", {}},
+      {"msomni_sched_preemptions_total", k::counter, "Preemptions, by the preempted job's class", {"class"},
+       "scheduler", {}},
+      {"msomni_sched_budget_holds_total", k::counter,
+       "Passes in which a critical job lent nothing because its slowdown budget was spent", {}, "scheduler", {}},
+      {"msomni_sched_idle_window_seconds", k::gauge, "Predicted idle window of a running job", {"job"},
+       "scheduler", {}},
+      {"msomni_sched_idle_confidence", k::gauge, "Confidence of a running job's idle-window prediction (0-1)",
+       {"job"}, "scheduler", {}},
+  };
+}
+
+}  // namespace
+
+const char* to_string(metric_kind kind) {
+  switch (kind) {
+    case metric_kind::counter: return "counter";
+    case metric_kind::gauge: return "gauge";
+    case metric_kind::histogram: return "histogram";
+  }
+  return "?";
+}
+
+const std::vector<family_spec>& metric_catalog() {
+  static const std::vector<family_spec> all = build();
+  return all;
+}
+
+const family_spec* find_family(std::string_view name) {
+  const auto& all = metric_catalog();
+  const auto it = std::find_if(all.begin(), all.end(), [&](const family_spec& f) { return f.name == name; });
+  return it == all.end() ? nullptr : &*it;
+}
+
+bool is_identity_label(std::string_view label) { return label == "job" || label == "rank" || label == "node"; }
+
+}  // namespace msomni::metrics

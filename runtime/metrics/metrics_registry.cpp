@@ -1,0 +1,98 @@
+// metrics_registry (see metrics_registry.hpp).
+#include "metrics/metrics_registry.hpp"
+
+#include <prometheus/family.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace msomni::metrics {
+
+metrics_registry::metrics_registry() : registry_(std::make_shared<prometheus::Registry>()) {}
+
+const family_spec& metrics_registry::checked(std::string_view family, metric_kind kind, const labels& l) const {
+  const auto* spec = find_family(family);
+  if (!spec) throw std::logic_error("metric family " + std::string(family) + " is not in the metric catalog");
+  if (spec->kind != kind)
+    throw std::logic_error("metric family " + std::string(family) + " is a " + to_string(spec->kind) + ", not a " +
+                           to_string(kind));
+  for (const auto& [name, value] : l)
+    if (std::find(spec->labels.begin(), spec->labels.end(), name) == spec->labels.end() && !is_identity_label(name))
+      throw std::logic_error("metric family " + std::string(family) + " has no label " + name);
+  return *spec;
+}
+
+prometheus::Counter& metrics_registry::counter(std::string_view family, const labels& l) {
+  const auto& spec = checked(family, metric_kind::counter, l);
+  std::lock_guard lock(mutex_);
+  auto it = counters_.find(family);
+  if (it == counters_.end())
+    it = counters_.emplace(std::string(family), &prometheus::BuildCounter()
+                                                     .Name(std::string(spec.name))
+                                                     .Help(std::string(spec.help))
+                                                     .Register(*registry_))
+             .first;
+  return it->second->Add(l);
+}
+
+prometheus::Gauge& metrics_registry::gauge(std::string_view family, const labels& l) {
+  const auto& spec = checked(family, metric_kind::gauge, l);
+  std::lock_guard lock(mutex_);
+  auto it = gauges_.find(family);
+  if (it == gauges_.end())
+    it = gauges_.emplace(std::string(family), &prometheus::BuildGauge()
+                                                   .Name(std::string(spec.name))
+                                                   .Help(std::string(spec.help))
+                                                   .Register(*registry_))
+             .first;
+  return it->second->Add(l);
+}
+
+prometheus::Histogram& metrics_registry::histogram(std::string_view family, const labels& l) {
+  const auto& spec = checked(family, metric_kind::histogram, l);
+  std::lock_guard lock(mutex_);
+  auto it = histograms_.find(family);
+  if (it == histograms_.end())
+    it = histograms_.emplace(std::string(family), &prometheus::BuildHistogram()
+                                                       .Name(std::string(spec.name))
+                                                       .Help(std::string(spec.help))
+                                                       .Register(*registry_))
+             .first;
+  return it->second->Add(l, prometheus::Histogram::BucketBoundaries(spec.buckets.begin(), spec.buckets.end()));
+}
+
+std::vector<prometheus::MetricFamily> metrics_registry::collect() {
+  {
+    // Held while they run, so that a refresher is never removed (and what it reads destroyed)
+    // in the middle of one.
+    std::lock_guard lock(refresh_mutex_);
+    for (const auto& [id, r] : refreshers_) r();
+  }
+  return registry_->Collect();
+}
+
+metrics_registry::refresher_handle metrics_registry::add_refresher(std::function<void()> refresh) {
+  std::lock_guard lock(refresh_mutex_);
+  const auto id = next_refresher_++;
+  refreshers_.emplace(id, std::move(refresh));
+  return refresher_handle(this, id);
+}
+
+metrics_registry::refresher_handle& metrics_registry::refresher_handle::operator=(refresher_handle&& o) noexcept {
+  if (this != &o) {
+    this->~refresher_handle();
+    owner_ = o.owner_;
+    id_ = o.id_;
+    o.owner_ = nullptr;
+  }
+  return *this;
+}
+
+metrics_registry::refresher_handle::~refresher_handle() {
+  if (!owner_) return;
+  std::lock_guard lock(owner_->refresh_mutex_);
+  owner_->refreshers_.erase(id_);
+  owner_ = nullptr;
+}
+
+}  // namespace msomni::metrics

@@ -1,0 +1,146 @@
+// The control process's job-wide view and its HTTP endpoint; the actor accounting base.
+#include "messages/catalog.hpp"
+#include "metrics/accounted_actor.hpp"
+#include "metrics/job_metrics_collector.hpp"
+#include "metrics/metrics_endpoint.hpp"
+#include "metrics/metrics_wire.hpp"
+#include "support/http_get.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <doctest/doctest.h>
+
+using namespace msomni;
+using namespace msomni::metrics;
+
+namespace {
+
+msg::metrics_report rank_report(const std::string& rank, uint64_t seq, double step) {
+  metrics_registry r;
+  r.gauge("msomni_rank_step").Set(step);
+  return to_report(r.collect(), rank, rank, "node-a", seq);
+}
+
+double value_of(const std::vector<prometheus::MetricFamily>& fams, const std::string& name, const labels& want) {
+  for (const auto& f : fams)
+    if (f.name == name)
+      for (const auto& m : f.metric) {
+        size_t hit = 0;
+        for (const auto& l : m.label)
+          if (auto it = want.find(l.name); it != want.end() && it->second == l.value) ++hit;
+        if (hit == want.size()) return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
+      }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("the collector holds the newest report per source, labelled with the job, rank and node") {
+  auto own = std::make_shared<metrics_registry>();
+  own->gauge("msomni_job_world_size").Set(2);
+  job_metrics_collector c("demo", own, 2);
+  std::string why;
+  CHECK(c.accept(rank_report("rank-0", 1, 10), why));
+  CHECK(c.accept(rank_report("rank-1", 1, 11), why));
+  CHECK(c.accept(rank_report("rank-0", 2, 12), why));
+  auto all = c.collect();
+  CHECK(value_of(all, "msomni_rank_step", {{"rank", "rank-0"}, {"job", "demo"}, {"node", "node-a"}}) == 12);
+  CHECK(value_of(all, "msomni_rank_step", {{"rank", "rank-1"}}) == 11);
+  CHECK(value_of(all, "msomni_job_world_size", {{"job", "demo"}, {"node", "control"}}) == 2);
+  CHECK(value_of(all, "msomni_metrics_sources", {}) == 2);
+
+  SUBCASE("an older report than the one held is refused") {
+    CHECK_FALSE(c.accept(rank_report("rank-0", 1, 99), why));
+    CHECK(why.find("older") != std::string::npos);
+    CHECK(value_of(c.collect(), "msomni_rank_step", {{"rank", "rank-0"}}) == 12);
+  }
+  SUBCASE("one source more than the bound is refused, and counted") {
+    CHECK_FALSE(c.accept(rank_report("rank-2", 1, 1), why));
+    CHECK(why.find("already holding") != std::string::npos);
+    CHECK(value_of(c.collect(), "msomni_metrics_reports_total", {{"result", "refused"}}) == 1);
+  }
+  SUBCASE("a forgotten source's series end") {
+    c.forget("rank-1");
+    CHECK(value_of(c.collect(), "msomni_rank_step", {{"rank", "rank-1"}}) == -1);
+    CHECK(c.accept(rank_report("rank-2", 1, 1), why));
+  }
+}
+
+TEST_CASE("the endpoint serves /metrics on loopback and nothing else") {
+  auto own = std::make_shared<metrics_registry>();
+  own->gauge("msomni_job_epoch").Set(3);
+  job_metrics_collector c("demo", own, 4);
+  metrics_endpoint ep("127.0.0.1", 0, [&c] { return c.collect(); });
+  REQUIRE(ep.port() != 0);
+  CHECK(ep.address() == "127.0.0.1:" + std::to_string(ep.port()));
+  const auto ok = testing::http_request("127.0.0.1", ep.port(), "/metrics");
+  CHECK(ok.status == 200);
+  CHECK(ok.body.find("# TYPE msomni_job_epoch gauge") != std::string::npos);
+  CHECK(ok.body.find("msomni_job_epoch{job=\"demo\",node=\"control\"} 3") != std::string::npos);
+  for (const char* path : {"/", "/metric", "/metrics/x", "/metricsx", "/../etc/passwd", "/index.html"}) {
+    INFO(path);
+    const auto r = testing::http_request("127.0.0.1", ep.port(), path);
+    CHECK(r.status == 404);
+    CHECK(r.body.find("msomni_") == std::string::npos);
+  }
+  for (const char* method : {"POST", "PUT", "DELETE", "HEAD"}) {
+    INFO(method);
+    CHECK(testing::http_request("127.0.0.1", ep.port(), "/metrics", method).status == 405);
+  }
+}
+
+TEST_CASE("an endpoint that cannot listen says where") {
+  metrics_registry r;
+  metrics_endpoint first("127.0.0.1", 0, [&r] { return r.collect(); });
+  try {
+    metrics_endpoint second("127.0.0.1", first.port(), [&r] { return r.collect(); });
+    FAIL("a second endpoint listened on a taken port");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()).find("127.0.0.1:" + std::to_string(first.port())) != std::string::npos);
+  }
+}
+
+namespace {
+
+caf::behavior counted(accounted_actor* self, std::shared_ptr<metrics_registry> r) {
+  self->account_as("counted", r);
+  return {
+      [](const msg::heartbeat& h) { return h.seq; },
+      [](const msg::rank_left&) {},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("an accounted actor counts and times what it handles, by message type") {
+  caf::actor_system_config cfg;
+  register_catalog(cfg);
+  caf::actor_system sys{cfg};
+  auto r = std::make_shared<metrics_registry>();
+  auto a = sys.spawn(counted, r);
+  caf::scoped_actor me{sys};
+  for (uint64_t i = 0; i < 3; ++i) me->request(a, caf::infinite, msg::heartbeat{"n", 0, 0, i, 0}).receive([](uint64_t) {}, [](caf::error&) {});
+  me->send(a, msg::rank_left{});
+  me->request(a, caf::infinite, msg::heartbeat{}).receive([](uint64_t) {}, [](caf::error&) {});
+  const auto all = r->collect();
+  CHECK(value_of(all, "msomni_actor_messages_total", {{"actor", "counted"}, {"message", "heartbeat"}}) == 4);
+  CHECK(value_of(all, "msomni_actor_messages_total", {{"actor", "counted"}, {"message", "rank_left"}}) == 1);
+  CHECK(value_of(all, "msomni_actor_message_seconds_total", {{"actor", "counted"}, {"message", "heartbeat"}}) >= 0);
+  uint64_t observed = 0;
+  for (const auto& f : all)
+    if (f.name == "msomni_actor_handling_seconds")
+      for (const auto& m : f.metric) observed += m.histogram.sample_count;
+  CHECK(observed == 5);
+  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("without a registry an accounted actor keeps no series") {
+  caf::actor_system_config cfg;
+  register_catalog(cfg);
+  caf::actor_system sys{cfg};
+  auto a = sys.spawn(counted, std::shared_ptr<metrics_registry>{});
+  caf::scoped_actor me{sys};
+  me->request(a, caf::infinite, msg::heartbeat{}).receive([](uint64_t v) { CHECK(v == 0); }, [](caf::error&) { FAIL("no reply"); });
+  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
