@@ -3,8 +3,10 @@
 
 #include "guest_cost_meter.hpp"
 #include "scheduler_core.hpp"
+#include "scheduler_metrics.hpp"
 
 #include "messages/catalog.hpp"
+#include "metrics/accounted_actor.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -42,6 +45,7 @@ struct shell_state {
   std::map<caf::actor_addr, std::string> job_of;
   std::map<std::string, uint64_t> resume_step;  // from the victim's job_released
   std::map<std::string, double> last_report_s;  // when each job's newest step report came
+  std::set<std::string> started;                // jobs that have started at least once (queue waits counted)
   double drain_armed_s = -1;                    // deadline a drain timer is pending for
   bool window_armed = false;
   // While recovering after a restart (for recover_s): submissions held back, in arrival
@@ -69,6 +73,8 @@ void forget(shell_state& st, const std::string& job) {
   }
   st.resume_step.erase(job);
   st.last_report_s.erase(job);
+  st.started.erase(job);
+  if (st.env.metrics) st.env.metrics->forget(job);
   st.predictor.forget(job);
   st.guest_cost.forget(job);
 }
@@ -88,9 +94,30 @@ void arm_timers(caf::event_based_actor* self, shell_state& st) {
   }
 }
 
+// The core's counts into the metric series (O(1): the core keeps them as they change).
+void publish_counts(const shell_state& st) {
+  if (!st.env.metrics) return;
+  const scheduler_core& core = st.core;
+  st.env.metrics->set_counts(core.jobs_by_class_phase(), core.gpus().total(), core.gpus().free_count(),
+                             core.budget_hold_windows());
+}
+
+// What a command means for the metrics: a full preemption notice, or a job's first start
+// (with its wait since submission; an adopted run started under a previous instance).
+void count_command(shell_state& st, const command& c, double now) {
+  if (!st.env.metrics) return;
+  const job_state* j = st.core.find(c.job);
+  if (!j) return;
+  if (c.kind == command_kind::preempt && c.keep_replicas == 0) st.env.metrics->preempted(j->req.klass);
+  if (c.kind != command_kind::start && c.kind != command_kind::colocate && c.kind != command_kind::adopted) return;
+  if (!st.jobs.count(c.job) || !st.started.insert(c.job).second) return;  // untracked, or not its first start
+  if (c.kind != command_kind::adopted) st.env.metrics->first_start(j->req.klass, now - j->submit_s);
+}
+
 void execute(caf::event_based_actor* self, shell_state& st, const std::vector<command>& cmds) {
   const double now = st.now_s();
   for (const command& c : cmds) {
+    count_command(st, c, now);
     auto it = st.resume_step.find(c.job);
     msg::job_command m = to_message(c, now, it == st.resume_step.end() ? 0 : it->second);
     if (st.env.observer) self->send(st.env.observer, m);
@@ -102,7 +129,25 @@ void execute(caf::event_based_actor* self, shell_state& st, const std::vector<co
       self->send(job->second, m);
     if (c.kind == command_kind::reject) forget(st, c.job);
   }
+  publish_counts(st);
   arm_timers(self, st);
+}
+
+// Each running job's forecast into the metric series; jobs that do not run (or that the
+// predictor does not know) have none.
+void publish_forecasts(shell_state& st, double horizon_s) {
+  if (!st.env.metrics) return;
+  for (const auto& [id, handle] : st.jobs) {
+    const job_state* j = st.core.find(id);
+    if (!j || j->phase != job_phase::running || !st.predictor.knows(id)) {
+      st.env.metrics->forget(id);
+      continue;
+    }
+    auto last = st.last_report_s.find(id);
+    const double since = last == st.last_report_s.end() ? 0.0 : std::max(0.0, st.now_s() - last->second);
+    const auto f = st.predictor.forecast(id, horizon_s, since);
+    st.env.metrics->set_forecast(id, f.windows.empty() ? 0.0 : f.windows.front().length_s, f.confidence);
+  }
 }
 
 // Forecasts and guest costs for every critical job holding GPUs, then the window's
@@ -120,6 +165,7 @@ void on_window(caf::event_based_actor* self, shell_state& st) {
     st.core.set_forecast(id, host_forecast_of(f));
   }
   execute(self, st, st.core.window(st.now_s()));
+  publish_forecasts(st, horizon_s);
 }
 
 void on_finished(caf::event_based_actor* self, shell_state& st, const std::string& job) {
@@ -151,14 +197,14 @@ msg::scheduler_status status_of(const shell_state& st) {
   s.held_back = st.held_back.size();
   size_t total = 0;
   for (const job_state* j : core.listing(msg::scheduler_status::max_status_rows, total)) {
-    static const char* const phases[] = {"pending", "running", "draining", "guest"};
     const bool pending = j->phase == job_phase::pending;
-    s.jobs.push_back({j->req.id, static_cast<uint8_t>(j->req.klass), phases[static_cast<size_t>(j->phase)],
+    s.jobs.push_back({j->req.id, static_cast<uint8_t>(j->req.klass), to_string(j->phase),
                       pending ? j->req.gpus : static_cast<uint32_t>(j->gpus.size()), j->replicas, j->borrowed, j->host,
                       pending ? j->submit_s : j->run_since_s});
   }
   s.jobs_listed_of = total;
   s.now_s = st.now_s();
+  s.metrics_address = st.env.metrics_address;
   return s;
 }
 
@@ -196,7 +242,8 @@ void take_submit(caf::event_based_actor* self, shell_state& st, const msg::job_s
   execute(self, st, st.core.submit(request_of(s), st.now_s()));
 }
 
-caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_state> st) {
+caf::behavior scheduler(metrics::accounted_actor* self, std::shared_ptr<shell_state> st) {
+  self->account_as("scheduler", st->env.metrics ? st->env.metrics->registry() : nullptr);
   if (st->recovering) self->delayed_send(self, span_of(st->recover_s), recovered_atom::value);
   self->set_down_handler([self, st](caf::down_msg& d) {
     auto it = st->job_of.find(d.source);
@@ -258,7 +305,9 @@ caf::behavior scheduler(caf::event_based_actor* self, std::shared_ptr<shell_stat
 
 caf::actor spawn_scheduler(caf::actor_system& sys, scheduler_settings s, scheduler_env env) {
   if (!env.clock) throw std::invalid_argument("spawn_scheduler: scheduler_env.clock is required");
-  return sys.spawn(scheduler, std::make_shared<shell_state>(std::move(s), std::move(env)));
+  auto st = std::make_shared<shell_state>(std::move(s), std::move(env));
+  publish_counts(*st);  // all GPUs free, no jobs: before the actor takes its first message
+  return sys.spawn(scheduler, std::move(st));
 }
 
 }  // namespace msomni::sched

@@ -17,8 +17,16 @@
 //                     (queue by class and its bound, jobs by phase, decisions, rejections)
 //   down of a job     as job_finished (a job that is gone holds no GPUs)
 //   own timers        drain deadline (core.expire), reservation window (forecasts, core.window)
+//                     (sent to itself)
 // Messages out: preempt_notice for a full preemption, job_command for every other command;
 // a copy of every decision goes to the observer as a job_command.
+//
+// Metrics (scheduler_env::metrics, optional): the shell is accounted as actor "scheduler";
+// after every event it copies the core's counts (jobs by class and phase, GPUs, guests,
+// budget-hold windows) into the series, counts each full preemption notice by the victim's
+// class and each job's first start with its queue wait, and at each reservation window sets
+// the idle-window forecast of every running job the predictor knows (and drops those of jobs
+// that no longer run or are gone).
 //
 // Preemption flow:
 //   core: preempt -> preempt_notice{epoch, drain_s} -> victim checkpoints
@@ -35,11 +43,18 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
+#include <memory>
+#include <string>
+
 namespace msomni::sched {
+
+class scheduler_metrics;  // scheduler_metrics.hpp
 
 struct scheduler_env {
   const msomni::clock* clock = nullptr;  // required: the core's `now`
   caf::actor observer;                   // optional: receives every decision as a job_command
+  std::shared_ptr<scheduler_metrics> metrics;  // optional: null = no metrics, nothing counted
+  std::string metrics_address;                 // HOST:PORT of the /metrics endpoint, for the status ("": none)
 };
 
 struct scheduler_settings {

@@ -127,6 +127,12 @@ void scheduler_core::place_guests(const job_state& host, double share, double no
 std::vector<command> scheduler_core::window(double now_s) {
   std::vector<command> out;
   if (params_.policy == policy_kind::exclusive) return out;
+  // Critical hosts that lend nothing in this window because their guests cost them their
+  // slowdown budget (report_guest_delay came first).
+  for (const auto& id : running_) {
+    const job_state& h = jobs_.at(id);
+    if (h.req.klass == job_class::critical && h.over_budget) ++budget_hold_windows_;
+  }
   // 1. Re-decide every guest: leave when the host's idle share is no longer lendable, or
   //    when the cluster has free room for it and nobody else waits.
   std::vector<std::string> hosts;

@@ -10,6 +10,16 @@
 
 namespace msomni::sched {
 
+const char* to_string(job_phase p) {
+  switch (p) {
+    case job_phase::pending: return "pending";
+    case job_phase::running: return "running";
+    case job_phase::draining: return "draining";
+    case job_phase::guest: return "guest";
+  }
+  return "?";
+}
+
 scheduler_core::scheduler_core(topology topo, scheduler_params params)
     : params_(params), place_(std::move(topo)) {}
 
@@ -49,7 +59,9 @@ job_state& scheduler_core::admit(const job_request& req, double now_s) {
   const double ago = req.submitted_ago_s > 0 ? std::min(req.submitted_ago_s, job_request::max_submitted_ago_s) : 0.0;
   j.submit_s = now_s - ago;
   j.order = next_order_++;
-  return jobs_.emplace(req.id, j).first->second;
+  job_state& admitted = jobs_.emplace(req.id, j).first->second;
+  ++count_of(admitted);
+  return admitted;
 }
 
 std::vector<command> scheduler_core::submit(const job_request& req, double now_s) {
@@ -103,11 +115,18 @@ uint32_t scheduler_core::draining_gpus() const {
 }
 
 void scheduler_core::set_phase(job_state& j, job_phase p) {
+  --count_of(j);
   running_.erase(j.req.id);
   draining_.erase(j.req.id);
   if (p == job_phase::running) running_.insert(j.req.id);
   if (p == job_phase::draining) draining_.insert(j.req.id);
   j.phase = p;
+  ++count_of(j);
+}
+
+void scheduler_core::erase_job(std::map<std::string, job_state>::iterator it) {
+  --count_of(it->second);
+  jobs_.erase(it);
 }
 
 void scheduler_core::to_pending(job_state& j) {
@@ -136,7 +155,7 @@ std::vector<command> scheduler_core::finished(const std::string& job, double now
   }
   forecasts_.erase(job);
   set_phase(j, job_phase::pending);  // leaves the phase sets
-  jobs_.erase(it);
+  erase_job(it);
   schedule(now_s, out);
   return out;
 }

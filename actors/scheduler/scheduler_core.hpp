@@ -16,6 +16,7 @@
 #include "scheduler_types.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -27,6 +28,8 @@
 namespace msomni::sched {
 
 enum class job_phase : uint8_t { pending, running, draining, guest };
+inline constexpr size_t job_phase_count = 4;
+const char* to_string(job_phase p);
 
 struct job_state {
   job_request req;
@@ -58,6 +61,9 @@ struct queue_counts {
   size_t running = 0, borrowed = 0, draining = 0, guests = 0;
   uint64_t rejected = 0;
 };
+
+// Jobs the core knows, by class then phase (job_class and job_phase as indices).
+using class_phase_counts = std::array<std::array<uint64_t, job_phase_count>, 3>;
 
 class scheduler_core {
  public:
@@ -112,6 +118,11 @@ class scheduler_core {
   uint64_t reserve_deferrals() const noexcept { return reserve_deferrals_; }
   // Times a critical host went past its slowdown budget and stopped lending.
   uint64_t budget_holds() const noexcept { return budget_holds_; }
+  // Reservation windows in which a critical host lent nothing because it was past its
+  // slowdown budget: one per such host and window (omni).
+  uint64_t budget_hold_windows() const noexcept { return budget_hold_windows_; }
+  // Jobs by class and phase, kept as they change (no scan of the queue).
+  const class_phase_counts& jobs_by_class_phase() const noexcept { return by_class_phase_; }
   queue_counts counts() const;
   // Jobs holding GPUs (running, draining, then guests), then the queue in its order; at most
   // `limit` of them. `total` gets how many jobs there are in all.
@@ -197,6 +208,11 @@ class scheduler_core {
   void complete_drain(job_state& v, double now_s);
   void to_pending(job_state& j);
   void set_phase(job_state& j, job_phase p);
+  // Takes `it` (a pending job) out of jobs_ and out of the counts by class and phase.
+  void erase_job(std::map<std::string, job_state>::iterator it);
+  uint64_t& count_of(const job_state& j) {
+    return by_class_phase_[std::min<size_t>(static_cast<size_t>(j.req.klass), 2)][static_cast<size_t>(j.phase)];
+  }
   void evict_guest(const std::string& guest, double now_s, std::string reason,
                    std::vector<command>& out);
   void evict_guests_of(const std::string& host, double now_s, const std::string& reason,
@@ -230,7 +246,9 @@ class scheduler_core {
   uint64_t multi_node_ = 0;
   uint64_t reserve_deferrals_ = 0;
   uint64_t budget_holds_ = 0;
+  uint64_t budget_hold_windows_ = 0;
   uint64_t rejected_ = 0;
+  class_phase_counts by_class_phase_{};
 };
 
 }  // namespace msomni::sched

@@ -39,7 +39,7 @@ std::vector<command> scheduler_core::adopt(const job_request& req, const std::ve
   j.epoch = epoch;  // the job's own count goes on: commands of a lower epoch are stale to it
   const std::string why = unadoptable(j, gpus, replicas);
   if (!why.empty() && pending_.size() >= params_.queue_capacity) {
-    jobs_.erase(req.id);
+    erase_job(jobs_.find(req.id));
     ++rejected_;
     c.reason = "rejoined after a scheduler restart, but " + why + ", and the queue is full (queue_capacity)";
     emit(now_s, c, out);

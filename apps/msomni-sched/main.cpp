@@ -3,8 +3,10 @@
 // scheduler_core that msomni-sim replays, on a UCX node named "sched". Jobs reach it with
 // `msomni job --scheduler-info FILE ...`. It publishes the actor under a name that carries a
 // random token and writes "ADDRESS TOKEN" to the info file (mode 0600): without the token a
-// job cannot address it. Every decision is printed with its reason. Ends on
-// SIGINT/SIGTERM. Exit codes: 0 stopped, 1 could not start, 2 usage or a bad --config file.
+// job cannot address it. Every decision is printed with its reason. With --metrics-port it
+// serves its own Prometheus metrics at http://HOST:PORT/metrics (the scheduler families, its
+// actors' accounting and its UCX node's counters). Ends on SIGINT/SIGTERM. Exit codes:
+// 0 stopped, 1 could not start, 2 usage or a bad --config file.
 #include "config/config_loader.hpp"
 #include "core/clock.hpp"
 #include "core/command_line.hpp"
@@ -12,12 +14,17 @@
 #include "core/stop_signal.hpp"
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
+#include "hub/transport_metrics.hpp"
 #include "messages/catalog.hpp"
+#include "metrics/accounted_actor.hpp"
+#include "metrics/metrics_endpoint.hpp"
 #include "scheduler_actor.hpp"
+#include "scheduler_metrics.hpp"
+
+#include <arpa/inet.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-#include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 
 #include <chrono>
@@ -81,8 +88,33 @@ void load_config_file(const std::string& path, sched::scheduler_settings& s) {
   s.predictor.safety_factor = c.safety_factor;
 }
 
+// --metrics-port: "auto" (a free port) or a port number, 0 meaning no endpoint.
+CLI::Validator metrics_port_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (text == "auto") return {};
+        if (auto why = command_line::within(limits::cluster::port)(text); !why.empty())
+          return why + " (a port, 0 for none, or \"auto\")";
+        return {};
+      },
+      "");
+}
+
+// --metrics-host: a dotted IPv4 address (the endpoint binds it; names and IPv6 are refused).
+CLI::Validator ipv4_address() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        in_addr a{};
+        if (::inet_pton(AF_INET, text.c_str(), &a) != 1)
+          return "\"" + text + "\" is not an IPv4 address (a.b.c.d); host names and IPv6 are not served";
+        return {};
+      },
+      "");
+}
+
 // Prints every decision with its reason (the scheduler's observer).
-caf::behavior decision_printer(caf::event_based_actor*) {
+caf::behavior decision_printer(metrics::accounted_actor* self, std::shared_ptr<metrics::metrics_registry> registry) {
+  self->account_as("decision_printer", std::move(registry));
   return {[](const msg::job_command& c) {
     std::cout << "decision t=" << c.at_s << "s " << sched::to_string(static_cast<sched::command_kind>(c.kind)) << " "
               << c.job;
@@ -97,6 +129,7 @@ int main(int argc, char** argv) {
   sched::scheduler_settings s;
   uint32_t gpus = 8, per_node = 8, per_switch = 4;
   std::string config_file, listen, info_file = "msomni-sched.info";
+  std::string metrics_port = "0", metrics_host = "127.0.0.1";
   double recover_s = 10;
 
   CLI::App app{"The co-location scheduler as a service: places jobs that `msomni job --scheduler-info FILE` "
@@ -151,6 +184,16 @@ int main(int argc, char** argv) {
                  "reconnects on its own); submissions meanwhile wait. 0: no wait")
       ->transform(within(recover_s_limit))
       ->capture_default_str();
+  app.add_option("--metrics-port", metrics_port,
+                 "serve Prometheus metrics at http://HOST:PORT/metrics on this port (\"auto\": a free one; "
+                 "0: none); the address is printed at start and shown by `msomni sched-status`")
+      ->type_name("PORT|auto")
+      ->transform(metrics_port_value())
+      ->capture_default_str();
+  app.add_option("--metrics-host", metrics_host, "the IPv4 address the metrics endpoint binds")
+      ->type_name("IPV4")
+      ->transform(ipv4_address())
+      ->capture_default_str();
   if (const auto rc = command_line::parse(app, argc, argv)) return *rc;
 
   // The file first, so that flags override it.
@@ -179,11 +222,22 @@ int main(int argc, char** argv) {
   }
   real_clock clock;
   try {
+    // The endpoint first, so that the scheduler's status can name it.
+    std::shared_ptr<sched::scheduler_metrics> metrics;
+    std::unique_ptr<metrics::metrics_endpoint> metrics_http;
+    if (metrics_port != "0") {
+      metrics = std::make_shared<sched::scheduler_metrics>(std::make_shared<metrics::metrics_registry>());
+      const auto port = metrics_port == "auto" ? uint16_t{0} : static_cast<uint16_t>(std::stoul(metrics_port));
+      metrics_http =
+          std::make_unique<metrics::metrics_endpoint>(metrics_host, port, [metrics] { return metrics->collect(); });
+    }
     transport::transport_hub hub(opt);
     transport::gateway gw(sys, hub);
+    metrics::metrics_registry::refresher_handle transport_series;  // destroyed before gw and hub
+    if (metrics) transport_series = transport::watch_transport(*metrics->registry(), hub, gw);
     const std::string token = random_token();
-    auto printer = sys.spawn(decision_printer);
-    auto scheduler = sched::spawn_scheduler(sys, s, {&clock, printer});
+    auto printer = sys.spawn(decision_printer, metrics ? metrics->registry() : nullptr);
+    auto scheduler = sched::spawn_scheduler(sys, s, {&clock, printer, metrics, metrics_http ? metrics_http->address() : ""});
     gw.publish("scheduler-" + token, scheduler);
     write_private_file(info_file, hub.node().address() + " " + token + "\n");
     stop_signal::install();
@@ -192,6 +246,7 @@ int main(int argc, char** argv) {
               << ", slowdown budget " << s.params.critical_slowdown_budget * 100 << "%), listening at "
               << hub.node().address()
               << ", address and token in " << info_file << std::endl;
+    if (metrics_http) std::cout << "msomni-sched: metrics http://" << metrics_http->address() << "/metrics" << std::endl;
     if (s.recover_s > 0)
       std::cout << "msomni-sched: restarted (" << info_file << " was there): placing nothing for " << s.recover_s
                 << " s while the previous instance's jobs rejoin" << std::endl;

@@ -2,7 +2,8 @@
 // from its info file) for its queue and jobs: pending by class against the queue's bound,
 // running (of which borrowed), draining, guests, free GPUs, decisions, rejections; then
 // each job (those holding GPUs first, then the queue in its order; at most 256) with its
-// class, phase, GPUs, replicas and how long it has been there.
+// class, phase, GPUs, replicas and how long it has been there. When msomni-sched serves
+// /metrics, its address too (metrics_address in --json, empty when it serves none).
 #include "commands.hpp"
 
 #include "scheduler_client.hpp"
@@ -60,6 +61,7 @@ nlohmann::ordered_json status_json(const msg::scheduler_status& s) {
   o["budget_holds"] = s.budget_holds;
   o["recovering"] = s.recovering;
   o["held_back"] = s.held_back;
+  o["metrics_address"] = s.metrics_address;
   auto& jobs = o["jobs"] = nlohmann::ordered_json::array();
   for (const auto& j : s.jobs) {
     nlohmann::ordered_json row;
@@ -118,6 +120,7 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
                 << ", guests " << s.guests << "\n"
                 << "counts  decisions " << s.decisions << ", rejected " << s.rejected << ", reserve deferrals "
                 << s.reserve_deferrals << ", slowdown-budget holds " << s.budget_holds << "\n";
+            if (!s.metrics_address.empty()) out << "metrics http://" << s.metrics_address << "/metrics\n";
             if (s.recovering)
               out << "restart recovering from a restart: " << s.held_back << " submissions held back until it ends\n";
             if (s.jobs.empty()) return;

@@ -113,6 +113,7 @@ struct scheduler_status {
   std::vector<scheduler_job_row> jobs;
   uint64_t jobs_listed_of = 0;
   double now_s = 0;  // the scheduler's clock when it answered: since_s is relative to it
+  std::string metrics_address;  // HOST:PORT of msomni-sched's /metrics; empty when it serves none
   static constexpr size_t max_status_rows = 256;
   bool operator==(const scheduler_status&) const = default;
 };

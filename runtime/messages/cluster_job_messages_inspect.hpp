@@ -53,7 +53,7 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_status& x) {
   return f(caf::meta::type_name("scheduler_status"), x.policy, x.gpus_total, x.gpus_free, x.pending_critical,
            x.pending_regular, x.pending_best_effort, x.queue_capacity, x.running, x.borrowed, x.draining, x.guests,
            x.decisions, x.reserve_deferrals, x.rejected, x.budget_holds, x.recovering, x.held_back, x.jobs,
-           x.jobs_listed_of, x.now_s);
+           x.jobs_listed_of, x.now_s, x.metrics_address);
 }
 
 }  // namespace msomni::msg

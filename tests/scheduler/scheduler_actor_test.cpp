@@ -2,8 +2,9 @@
 // preemption flow (notice -> drain checkpoint -> release -> the critical job starts -> the
 // victim resumes from its checkpoint), a victim that never answers (released at the drain
 // deadline, recorded with its reason; its late answer ignored), the run window, and
-// co-location fed by step reports through the predictor.
+// co-location fed by step reports through the predictor, and the shell's metric series.
 #include "scheduler_actor.hpp"
+#include "scheduler_metrics.hpp"
 
 #include "support/caf_test_fixture.hpp"
 
@@ -12,6 +13,7 @@
 #include <caf/send.hpp>
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -98,6 +100,7 @@ struct scheduler_fixture : msomni::testing::caf_test_fixture {
   caf::actor obs = sys.spawn(observer, decisions);
   caf::actor sched_actor;
   std::vector<caf::actor> spawned;
+  std::shared_ptr<scheduler_metrics> metrics;
 
   // One node of 8 GPUs; the issue's defaults (drain 10 min, run window 2 h, windows 30 min).
   // Without omni's critical reserve (tested in scheduler_core_test.cpp), which would hold a
@@ -107,9 +110,11 @@ struct scheduler_fixture : msomni::testing::caf_test_fixture {
     p.critical_peak_memory_s = 0;
     return p;
   }
-  explicit scheduler_fixture(scheduler_params p = no_reserve(), double recover_s = 0) {
+  explicit scheduler_fixture(scheduler_params p = no_reserve(), double recover_s = 0,
+                             std::shared_ptr<scheduler_metrics> m = nullptr)
+      : metrics(std::move(m)) {
     scheduler_settings s{topology::uniform(8, 8, 4), p, {}, recover_s};
-    sched_actor = spawn_scheduler(sys, s, {&clk, obs});
+    sched_actor = spawn_scheduler(sys, s, {&clk, obs, metrics, metrics ? "127.0.0.1:9464" : ""});
   }
   ~scheduler_fixture() {
     for (auto& a : spawned) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
@@ -141,6 +146,41 @@ struct scheduler_fixture : msomni::testing::caf_test_fixture {
 msg::job_submit submit(std::string id, job_class c, uint32_t gpus) {
   return {std::move(id), static_cast<uint8_t>(c), gpus, gpus, 1};
 }
+
+// A scheduler with metrics on.
+struct metered_scheduler : scheduler_fixture {
+  metered_scheduler()
+      : scheduler_fixture(no_reserve(), 0,
+                          std::make_shared<scheduler_metrics>(std::make_shared<metrics::metrics_registry>())) {}
+  // The value of the series of `family` with exactly `labels` (a histogram's count), or
+  // nullopt when there is none.
+  std::optional<double> value(const std::string& family, std::vector<prometheus::ClientMetric::Label> labels = {}) {
+    std::sort(labels.begin(), labels.end());
+    for (const auto& f : metrics->collect()) {
+      if (f.name != family) continue;
+      for (auto m : f.metric) {
+        std::sort(m.label.begin(), m.label.end());
+        if (m.label != labels) continue;
+        switch (f.type) {
+          case prometheus::MetricType::Counter: return m.counter.value;
+          case prometheus::MetricType::Histogram: return static_cast<double>(m.histogram.sample_count);
+          default: return m.gauge.value;
+        }
+      }
+    }
+    return std::nullopt;
+  }
+  double sum_of(const std::string& family, const std::string& klass) {
+    for (const auto& f : metrics->collect())
+      if (f.name == family)
+        for (const auto& m : f.metric)
+          if (m.label == std::vector<prometheus::ClientMetric::Label>{{"class", klass}}) return m.histogram.sample_sum;
+    return -1;
+  }
+  std::optional<double> jobs(const char* klass, const char* phase) {
+    return value("msomni_sched_jobs", {{"class", klass}, {"phase", phase}});
+  }
+};
 
 // A scheduler that restarted: it places nothing for its first 10 s.
 struct restarted_scheduler : scheduler_fixture {
@@ -352,4 +392,72 @@ TEST_CASE_FIXTURE(restarted_scheduler, "after a restart rejoining jobs keep thei
   for (uint32_t g : started->gpus) CHECK(g >= 4);
   REQUIRE(requeued->last(command_kind::start));  // the requeued rejoin starts too, elsewhere
   for (uint32_t g : requeued->last(command_kind::start)->gpus) CHECK(g >= 4);
+}
+
+TEST_CASE_FIXTURE(metered_scheduler, "metrics: jobs by class and phase, GPUs, preemptions and first-start waits follow the core") {
+  // Every class x phase series is there from the start, at 0; all GPUs free.
+  for (const char* c : {"critical", "regular", "best_effort"})
+    for (const char* p : {"pending", "running", "draining", "guest"}) CHECK(jobs(c, p) == 0.0);
+  CHECK(value("msomni_sched_gpus", {{"state", "free"}}) == 8.0);
+  CHECK(value("msomni_sched_gpus", {{"state", "used"}}) == 0.0);
+  CHECK(status().metrics_address == "127.0.0.1:9464");
+
+  auto reg = job({submit("reg", job_class::regular, 8)});
+  CHECK(jobs("regular", "running") == 1.0);
+  CHECK(value("msomni_sched_gpus", {{"state", "used"}}) == 8.0);
+  CHECK(value("msomni_sched_queue_wait_seconds", {{"class", "regular"}}) == 1.0);
+  CHECK(sum_of("msomni_sched_queue_wait_seconds", "regular") == doctest::Approx(0));
+  advance(2h);
+  auto crit = job({submit("crit", job_class::critical, 8)});
+  CHECK(jobs("regular", "draining") == 1.0);
+  CHECK(jobs("critical", "pending") == 1.0);
+  CHECK(value("msomni_sched_preemptions_total", {{"class", "regular"}}) == 1.0);
+  advance(2min);  // the victim's checkpoint: the critical job starts after 2 min in the queue
+  CHECK(jobs("critical", "running") == 1.0);
+  CHECK(jobs("regular", "pending") == 1.0);
+  CHECK(value("msomni_sched_queue_wait_seconds", {{"class", "critical"}}) == 1.0);
+  CHECK(sum_of("msomni_sched_queue_wait_seconds", "critical") == doctest::Approx(120));
+  finish(1);  // the regular job resumes: not its first start, so no second wait
+  CHECK(jobs("critical", "running") == 0.0);
+  CHECK(jobs("regular", "running") == 1.0);
+  CHECK(value("msomni_sched_queue_wait_seconds", {{"class", "regular"}}) == 1.0);
+  CHECK(value("msomni_sched_preemptions_total", {{"class", "regular"}}) == 1.0);
+  // The shell accounts for its messages as actor "scheduler".
+  const auto submits = value("msomni_actor_messages_total", {{"actor", "scheduler"}, {"message", "job_submit"}});
+  REQUIRE(submits);
+  CHECK(*submits == 2.0);
+}
+
+TEST_CASE_FIXTURE(metered_scheduler, "metrics: guests, budget-hold windows and each running job's forecast, gone when it ends") {
+  auto crit = job({submit("crit", job_class::critical, 8)});
+  auto be = job({submit("be", job_class::best_effort, 2)});
+  CHECK(metrics->forecast_jobs() == 0);
+  for (int i = 0; i < 200; ++i) caf::anon_send(sched_actor, msg::job_step_report{"crit", 30, 15, 0, 0});
+  run();
+  advance(1800s);
+  REQUIRE(be->last(command_kind::colocate));
+  CHECK(value("msomni_sched_guests") == 1.0);
+  CHECK(jobs("best_effort", "guest") == 1.0);
+  const auto confidence = value("msomni_sched_idle_confidence", {{"job", "crit"}});
+  REQUIRE(confidence);
+  CHECK(*confidence > 0.5);
+  CHECK(value("msomni_sched_idle_window_seconds", {{"job", "crit"}}) == 0.0);  // data waits, no phase
+  CHECK(value("msomni_sched_budget_holds_total") == 0.0);
+  // As in the slowdown-budget case above: 100 s lost by 5400 s, past 1% of the run.
+  for (int i = 0; i < 60; ++i) caf::anon_send(sched_actor, msg::job_step_report{"crit", 30, 15, 0, 0});
+  run();
+  advance(1800s);
+  for (int i = 0; i < 200; ++i) caf::anon_send(sched_actor, msg::job_step_report{"crit", 30.5, 15, 0, 0});
+  run();
+  advance(1800s);
+  REQUIRE(be->last(command_kind::evict_guest));
+  CHECK(value("msomni_sched_guests") == 0.0);
+  CHECK(value("msomni_sched_budget_holds_total") == 1.0);
+  advance(1800s);  // 100 s of 7200 s: still past 1%, held another window
+  CHECK(value("msomni_sched_budget_holds_total") == 2.0);
+  CHECK(status().budget_holds == 1);  // the one time it went past its budget
+  finish(0);
+  CHECK(metrics->forecast_jobs() == 0);
+  CHECK_FALSE(value("msomni_sched_idle_confidence", {{"job", "crit"}}));
+  CHECK(jobs("critical", "running") == 0.0);
 }

@@ -27,6 +27,19 @@ job_request req(std::string id, job_class c, uint32_t gpus, uint32_t per = 1, ui
   return {std::move(id), c, gpus, per, min};
 }
 
+// The core's counts by class and phase against a count over every job it lists.
+void check_counts(const scheduler_core& s) {
+  size_t total = 0;
+  class_phase_counts recount{};
+  for (const job_state* j : s.listing(~size_t{0}, total))
+    ++recount[static_cast<size_t>(j->req.klass)][static_cast<size_t>(j->phase)];
+  CHECK(recount == s.jobs_by_class_phase());
+  uint64_t all = 0;
+  for (const auto& by_phase : s.jobs_by_class_phase())
+    for (uint64_t n : by_phase) all += n;
+  CHECK(all == total);
+}
+
 const command* find_cmd(const std::vector<command>& cs, command_kind k, const std::string& job) {
   for (const auto& c : cs)
     if (c.kind == k && c.job == job) return &c;
@@ -226,8 +239,11 @@ TEST_CASE("a host past its slowdown budget lends nothing until its run has grown
   REQUIRE(e);
   CHECK(e->reason == "host lost 40 s of its run to guests, past its 1% slowdown budget");
   CHECK(s.budget_holds() == 1);
+  CHECK(s.budget_hold_windows() == 1);  // this window: it lent nothing for its budget
   s.report_guest_delay("crit", 40, 3900);  // still past 1% of 3900 s: held
   CHECK(s.window(3900).empty());
+  CHECK(s.budget_holds() == 1);         // still the one time it went past
+  CHECK(s.budget_hold_windows() == 2);  // a second window held
   // 40 s of 4000 s is back under 1%: it lends again, and a report for a guest, a pending
   // or an unknown job changes nothing.
   s.report_guest_delay("crit", 40, 4000);
@@ -238,6 +254,7 @@ TEST_CASE("a host past its slowdown budget lends nothing until its run has grown
   s.report_guest_delay("reg", 1e9, 7200);
   CHECK_FALSE(s.find("reg")->over_budget);
   CHECK(s.budget_holds() == 1);
+  CHECK(s.budget_hold_windows() == 2);
 }
 
 TEST_CASE("greedy has no slowdown budget") {
@@ -559,4 +576,56 @@ TEST_CASE("the job listing puts jobs holding GPUs before the queue in its order 
   auto first = s.listing(1, total);
   CHECK(first.size() == 1);
   CHECK(total == 3);
+}
+
+TEST_CASE("the counts by class and phase follow every start, notice, drain, guest, finish, reject and rejoin") {
+  using p = job_phase;
+  const auto at = [](const scheduler_core& s, job_class c, job_phase ph) {
+    return s.jobs_by_class_phase()[static_cast<size_t>(c)][static_cast<size_t>(ph)];
+  };
+  auto s = make(policy_kind::omni, 2);
+  check_counts(s);
+  s.submit(req("be", job_class::best_effort, 8), 0);
+  s.submit(req("reg", job_class::regular, 8, 2, 2), 0);
+  CHECK(at(s, job_class::best_effort, p::running) == 1);
+  CHECK(at(s, job_class::regular, p::running) == 1);
+  check_counts(s);
+  auto cs = s.submit(req("crit", job_class::critical, 12, 4), 10);
+  const command* reg = find_cmd(cs, command_kind::preempt, "reg");
+  REQUIRE(reg);
+  CHECK(at(s, job_class::regular, p::draining) == 1);
+  CHECK(at(s, job_class::critical, p::pending) == 1);
+  check_counts(s);
+  const auto drained = s.released("reg", reg->epoch, 30);
+  const command* be = find_cmd(drained, command_kind::preempt, "be");
+  REQUIRE(be);
+  check_counts(s);
+  s.released("be", be->epoch, 30);
+  CHECK(at(s, job_class::critical, p::running) == 1);
+  CHECK(at(s, job_class::best_effort, p::pending) == 1);
+  check_counts(s);
+  // Refused: larger than the cluster, then a full queue (capacity 2).
+  s.submit(req("huge", job_class::regular, 64), 40);
+  s.submit(req("q1", job_class::regular, 16), 40);
+  s.submit(req("q2", job_class::regular, 16), 40);
+  CHECK(s.counts().rejected == 2);
+  check_counts(s);
+  // The best-effort job becomes the critical job's guest, then everything ends.
+  s.set_forecast("crit", {0.45, 0.38, 0.5, 1.0});
+  s.finished("q1", 50);  // pending: a late report, nothing changes
+  check_counts(s);
+  s.window(60);
+  check_counts(s);
+  for (const char* id : {"crit", "reg", "be"}) {
+    s.finished(id, 100);
+    check_counts(s);
+  }
+  // A rejoin that keeps its GPUs, one that waits again, one that is refused (queue full).
+  auto r = make(policy_kind::omni, 1);
+  r.adopt(req("kept", job_class::regular, 4), {0, 1, 2, 3}, 4, 3, 0);
+  r.adopt(req("moved", job_class::regular, 4), {0, 1, 2, 3}, 4, 3, 0);
+  r.adopt(req("late", job_class::regular, 4), {0, 1, 2, 3}, 4, 3, 0);
+  CHECK(at(r, job_class::regular, p::running) == 1);
+  CHECK(at(r, job_class::regular, p::pending) == 1);
+  check_counts(r);
 }
