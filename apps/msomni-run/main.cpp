@@ -1,5 +1,6 @@
 // msomni-run: validate a job config and run it (or, with --dry-run, print the plan).
 #include "launch_job.hpp"
+#include "model_check.hpp"
 #include "run_options.hpp"
 
 #include "config/config_loader.hpp"
@@ -52,6 +53,13 @@ int main(int argc, char** argv) {
     std::cerr << "msomni-run: the configuration is invalid; nothing was started.\n" << e.what();
     return exit_config;
   }
+  // model.name must name a model this job can create: built in, or registered by model.plugin.
+  msomni::apps::model_summary model;
+  if (const auto problems = msomni::apps::check_model(cfg, opts.dry_run, model); !problems.empty()) {
+    std::cerr << "msomni-run: the configuration is invalid; nothing was started.\n";
+    for (const auto& e : problems) std::cerr << e.to_string() << "\n";
+    return exit_config;
+  }
   // Every local source must have a usable sample before a rank starts (headers only, cheap).
   const auto storage = msomni::data::make_local_storage();
   const auto usable = [&](const std::filesystem::path& p, msomni::modality kind, uint64_t max_bytes) {
@@ -74,6 +82,7 @@ int main(int argc, char** argv) {
   }
   if (opts.dry_run) {
     std::cout << msomni::config::render_plan(cfg, gpus);
+    std::cout << msomni::apps::render_model_summary(model, cfg);
     std::cout << "  run directory: " << paths.run_dir.string() << "\n  checkpoint root: " << paths.checkpoint_dir.string()
               << "\n";
     if (const auto holder = msomni::dir_lock::holder_of(paths.run_dir))

@@ -5,6 +5,7 @@
 #include "core/rng.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <sstream>
 #include <thread>
 
@@ -27,6 +28,16 @@ std::string threads_of(const job_config& cfg, int64_t slots, bool this_machine) 
   const auto decoders = decode_workers_beside_compute(cfg);
   return "that node's cores / " + std::to_string(slots) + " slots" +
          (decoders > 0 ? " less " + std::to_string(decoders) + " decode workers" : "") + " threads";
+}
+
+// A plugin key's value as TOML would write it.
+std::string plugin_value_text(const plugin_value& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (const auto* s = std::get_if<std::string>(&v)) return "\"" + *s + "\"";
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, std::get<double>(v)).ptr;  // shortest exact form
+  return std::string(text, end);
 }
 
 // What a rank of another node computes on: that node's rank decides when it starts.
@@ -69,6 +80,15 @@ std::string render_plan(const job_config& c, const node_gpu_facts& local) {
      << ", d_model " << c.model.d_model << ", " << c.model.n_layers << " layers, "
      << c.model.n_heads << " heads, image " << c.model.image_size << "px / patch "
      << c.model.patch_size << "\n";
+  if (!c.model.plugin_values.empty()) {
+    os << "  plugin keys:  ";
+    const char* separator = "";
+    for (const auto& [key, value] : c.model.plugin_values) {
+      os << separator << "model." << key << " = " << plugin_value_text(value);
+      separator = ", ";
+    }
+    os << "\n";
+  }
   os << "  ranks:        " << e.replicas << " data-parallel replicas (min " << e.min_replicas
      << ", max " << e.max_replicas << "), one process each\n";
   for (const auto& p : placement(c, local)) os << "                " << p << "\n";
@@ -131,6 +151,8 @@ uint64_t config_hash(const job_config& c) {
      << c.data.mix_strategy << '|' << c.data.shuffle;
   for (const auto& s : c.data.sources)
     os << '|' << s.name << ',' << s.uri << ',' << s.weight << ',' << to_string(s.kind);
+  // Only present with a plugin that declares keys, so every other config keeps its hash.
+  for (const auto& [key, value] : m.plugin_values) os << "|model." << key << '=' << plugin_value_text(value);
   return stable_hash(os.str());
 }
 

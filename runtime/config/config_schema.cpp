@@ -3,9 +3,11 @@
 #include "config/config_schema.hpp"
 
 #include "config/config_limits.hpp"
+#include "config/plugin_library.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <set>
 #include <sstream>
 
@@ -46,7 +48,61 @@ void read_job(table_reader& r, job_section& s) {
     r.context().fail(r.key_path("name"), r.node("name") ? r.node("name") : r.anchor(), "job name " + problem);
 }
 
+// The keys model.plugin declares (plugin_library.hpp), read like built-in ones. A plugin
+// that cannot be opened, or whose table is malformed or reuses a built-in name, is an
+// error at model.plugin; its keys then stay unknown, so they are reported too.
+void read_plugin_keys(table_reader& r, model_section& s, const std::set<std::string, std::less<>>& builtin) {
+  if (s.plugin.empty()) return;
+  auto& ctx = r.context();
+  const auto* at = r.node("plugin") ? r.node("plugin") : r.anchor();
+  std::vector<plugin_key_spec> keys;
+  try {
+    const auto base_dir = std::filesystem::path(ctx.file()).parent_path().string();
+    keys = declared_plugin_keys(open_model_plugin(resolve_plugin_path(s.plugin, base_dir)));
+  } catch (const std::exception& e) {
+    ctx.fail(r.key_path("plugin"), at, e.what());
+    return;
+  }
+  for (const auto& k : keys)
+    if (builtin.count(k.name)) {
+      ctx.fail(r.key_path("plugin"), at, "the plugin declares key \"" + k.name + "\", which is a built-in [model] key");
+      return;
+    }
+  using model::plugin_key_type;
+  for (const auto& k : keys) {
+    switch (k.type) {
+      case plugin_key_type::integer: {
+        int64_t v = k.int_default;
+        r.read(k.name, v, k.int_min, k.int_max);
+        s.plugin_values[k.name] = v;
+        break;
+      }
+      case plugin_key_type::floating: {
+        double v = k.float_default;
+        r.read(k.name, v, k.float_min, k.float_max);
+        s.plugin_values[k.name] = v;
+        break;
+      }
+      case plugin_key_type::boolean: {
+        bool v = k.bool_default;
+        r.read(k.name, v);
+        s.plugin_values[k.name] = v;
+        break;
+      }
+      case plugin_key_type::string: {
+        std::string v = k.string_default;
+        r.read(k.name, v);
+        s.plugin_values[k.name] = std::move(v);
+        break;
+      }
+    }
+  }
+}
+
 void read_model(table_reader& r, model_section& s) {
+  static const std::set<std::string, std::less<>> builtin = {
+      "name", "plugin", "d_model", "n_layers", "n_heads", "d_ff", "image_size", "patch_size",
+      "video_frames", "max_seq_len", "vocab_size"};
   r.read("name", s.name);
   r.read("plugin", s.plugin);
   read_within(r, "d_model", s.d_model, limits::model::d_model);
@@ -58,6 +114,7 @@ void read_model(table_reader& r, model_section& s) {
   read_within(r, "video_frames", s.video_frames, limits::model::video_frames);
   read_within(r, "max_seq_len", s.max_seq_len, limits::model::max_seq_len);
   read_within(r, "vocab_size", s.vocab_size, limits::model::vocab_size);
+  read_plugin_keys(r, s, builtin);
   r.finish();
   auto& ctx = r.context();
   if (s.d_model % s.n_heads != 0)

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace msomni::config {
@@ -21,6 +22,9 @@ struct job_section {
   job_class klass = job_class::regular;
 };
 
+// A value of a plugin-declared [model] key: integer, floating, boolean or string.
+using plugin_value = std::variant<int64_t, double, bool, std::string>;
+
 struct model_section {
   std::string name = "fuyu-tiny";
   std::string plugin;          // shared library that registers `name`; empty = built in
@@ -33,6 +37,9 @@ struct model_section {
   int64_t video_frames = 2;    // frames sampled per video sample
   int64_t max_seq_len = 256;   // patches + text tokens
   int64_t vocab_size = 260;    // 256 bytes + specials
+  // The keys model.plugin declares for itself (model/plugin_keys.hpp), each at its declared
+  // type: every declared key is present, at its default when the config leaves it out.
+  std::map<std::string, plugin_value> plugin_values;
 };
 
 struct data_source {

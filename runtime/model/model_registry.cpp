@@ -1,9 +1,10 @@
 // Model registry and the plugin loader (see model_registry.hpp).
 #include "model/model_registry.hpp"
 
+#include "config/plugin_library.hpp"
+
 #include <dlfcn.h>
 
-#include <filesystem>
 #include <stdexcept>
 
 namespace msomni::model {
@@ -61,44 +62,20 @@ class recording_host final : public model_host {
   model_registry& registry_;
 };
 
-std::string resolve(const std::string& plugin, const std::string& base_dir) {
-  if (plugin.find('/') == std::string::npos) return plugin;  // dynamic loader search path
-  std::filesystem::path p(plugin);
-  if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
-  return p.lexically_normal().string();
-}
-
 }  // namespace
 
 plugin_info load_model_plugin(const std::string& plugin, const std::string& base_dir,
                               model_registry& registry) {
-  const std::string path = resolve(plugin, base_dir);
   const std::string where = "model.plugin '" + plugin + "'";
   if (plugin.empty()) throw std::runtime_error("model.plugin: empty plugin name");
-  dlerror();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = dlerror();
-    throw std::runtime_error(where + ": cannot load " + path + ": " +
-                             (why ? why : "unknown dlopen error"));
+  const std::string path = config::resolve_plugin_path(plugin, base_dir);
+  void* handle = nullptr;
+  try {
+    handle = config::open_model_plugin(path);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(where + ": " + e.what());
   }
-  // From here on the handle is deliberately never closed: a failed plugin may already have
-  // handed out factories or static objects, and unloading code that might still run is
-  // worse than leaking one mapping.
-  auto version = reinterpret_cast<msomni_model_plugin_version_fn>(
-      dlsym(handle, "msomni_model_plugin_version"));
-  auto reg = reinterpret_cast<msomni_model_plugin_register_fn>(
-      dlsym(handle, "msomni_model_plugin_register"));
-  if (!version || !reg)
-    throw std::runtime_error(where + ": " + path +
-                             " does not export msomni_model_plugin_version and "
-                             "msomni_model_plugin_register (define it with "
-                             "MSOMNI_MODEL_PLUGIN from model/plugin_abi.hpp)");
-  const int v = version();
-  if (v != plugin_api_version)
-    throw std::runtime_error(where + ": built for model plugin API version " +
-                             std::to_string(v) + ", this runtime speaks version " +
-                             std::to_string(plugin_api_version) + "; rebuild the plugin");
+  auto reg = reinterpret_cast<msomni_model_plugin_register_fn>(dlsym(handle, "msomni_model_plugin_register"));
   recording_host host(registry);
   char error[512] = {0};
   if (reg(&host, error, sizeof error) != 0)

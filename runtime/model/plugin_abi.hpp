@@ -7,20 +7,27 @@
 //     host.add_model("my-model", "what it is",
 //                    [](const msomni::model::model_context& c) { return make_my_model(c); });
 //   }
+//
+// A plugin's own [model] keys are declared with MSOMNI_MODEL_PLUGIN_KEYS (plugin_keys.hpp)
+// and read in the factory with plugin_int / plugin_float / plugin_bool / plugin_string.
 #pragma once
 
 #include "model/model.hpp"
+#include "model/plugin_keys.hpp"
 
 #include <cstddef>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <variant>
 
 namespace msomni::model {
 
-// Bump when model.hpp, micro_batch.hpp, model_state.hpp or model_host change shape.
-inline constexpr int plugin_api_version = 1;
+// Bump when model.hpp, micro_batch.hpp, model_state.hpp, plugin_keys.hpp, model_host or
+// config::model_section (inside model_context) change shape.
+inline constexpr int plugin_api_version = 2;
 
 using model_factory = std::function<std::unique_ptr<trainable_model>(const model_context&)>;
 
@@ -32,6 +39,34 @@ class model_host {
   virtual void add_model(const std::string& name, const std::string& description,
                          model_factory factory) = 0;
 };
+
+namespace detail {
+template <class T>
+const T& plugin_value_of(const model_context& c, const std::string& name, const char* type) {
+  auto it = c.config.plugin_values.find(name);
+  const T* v = it == c.config.plugin_values.end() ? nullptr : std::get_if<T>(&it->second);
+  if (!v)
+    throw std::invalid_argument("model." + name + " is not a declared " + type +
+                                " key of this plugin (declare it with MSOMNI_MODEL_PLUGIN_KEYS)");
+  return *v;
+}
+}  // namespace detail
+
+// The value of a key the plugin declared, as the config resolved it (its default when the
+// config left it out). Throws std::invalid_argument when `name` was not declared with
+// that type.
+inline int64_t plugin_int(const model_context& c, const std::string& name) {
+  return detail::plugin_value_of<int64_t>(c, name, "integer");
+}
+inline double plugin_float(const model_context& c, const std::string& name) {
+  return detail::plugin_value_of<double>(c, name, "float");
+}
+inline bool plugin_bool(const model_context& c, const std::string& name) {
+  return detail::plugin_value_of<bool>(c, name, "boolean");
+}
+inline const std::string& plugin_string(const model_context& c, const std::string& name) {
+  return detail::plugin_value_of<std::string>(c, name, "string");
+}
 
 namespace detail {
 inline void copy_error(const char* text, char* out, size_t size) {

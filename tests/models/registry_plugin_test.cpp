@@ -32,6 +32,8 @@ TEST_CASE("a model plugin named by model.plugin registers and trains without run
   models::register_builtin_models(reg);
   model::model_context ctx{test::tiny_model_config(), 9, model::compute_device::cpu, 0, 1};
   ctx.config.name = "bigram-mlp";
+  // What the config loader resolves for the plugin's declared keys when a file leaves them out.
+  ctx.config.plugin_values = {{"bigram_hidden", int64_t{0}}, {"bigram_init_std", 0.1}};
   const std::filesystem::path plugin(MSOMNI_TEST_PLUGIN);
   // Relative to the config's folder, as a config file would name it.
   ctx.config.plugin = "./" + plugin.filename().string();

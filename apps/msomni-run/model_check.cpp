@@ -1,0 +1,90 @@
+// Checking the job's model before a start and describing it for --dry-run (model_check.hpp).
+#include "model_check.hpp"
+
+#include "builtin_models.hpp"
+#include "config/config_loader.hpp"
+#include "model/model_registry.hpp"
+
+#include <filesystem>
+#include <sstream>
+
+namespace msomni::apps {
+
+namespace {
+
+std::string mib(int64_t bytes) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(bytes < (int64_t{1} << 20) ? 3 : 1);
+  os << double(bytes) / double(1 << 20) << " MiB";
+  return os.str();
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+std::vector<config::config_error> check_model(const config::job_config& cfg, bool build, model_summary& out) {
+  out = model_summary{};
+  out.name = cfg.model.name;
+  model::model_registry registry;
+  models::register_builtin_models(registry);
+  const auto builtin = registry.names();
+  const auto& plugin = cfg.model.plugin;
+  // The rank loads the plugin only when the name is not built in; do the same here.
+  if (!plugin.empty() && !registry.contains(cfg.model.name)) {
+    try {
+      const auto base_dir = std::filesystem::path(cfg.source_path).parent_path().string();
+      const auto info = model::load_model_plugin(plugin, base_dir, registry);
+      out.plugin_path = info.path;
+      out.registered = info.added;
+    } catch (const std::exception& e) {
+      return {config::located(cfg, "model.plugin", e.what())};
+    }
+    if (!registry.contains(cfg.model.name))
+      return {config::located(cfg, "model.name",
+                              "\"" + cfg.model.name + "\" is neither built in (" + joined(builtin) +
+                                  ") nor registered by model.plugin " + out.plugin_path + " (it registers " +
+                                  joined(out.registered) + ")")};
+  } else if (!registry.contains(cfg.model.name)) {
+    return {config::located(cfg, "model.name",
+                            "unknown model \"" + cfg.model.name + "\" (built in: " + joined(builtin) +
+                                "; set model.plugin to load one from a shared library)")};
+  }
+  if (!build || out.plugin_path.empty()) return {};
+  try {
+    const model::model_context context{cfg.model, static_cast<uint64_t>(cfg.training.seed), model::compute_device::cpu,
+                                       0, 1};
+    auto m = registry.create(context);
+    out.parameters = m->parameter_count();
+    out.memory = m->estimate_memory(cfg.training.micro_batch, cfg.model.max_seq_len);
+    out.built = true;
+  } catch (const std::exception& e) {
+    return {config::located(cfg, "model.name", "plugin model \"" + cfg.model.name + "\" cannot be built: " + e.what())};
+  }
+  return {};
+}
+
+std::string render_model_summary(const model_summary& s, const config::job_config& cfg) {
+  std::ostringstream os;
+  if (s.plugin_path.empty()) {
+    os << "  model check:  " << s.name << " is built in\n";
+    return os.str();
+  }
+  os << "  model check:  " << s.name << " from plugin " << s.plugin_path << " (registers " << joined(s.registered)
+     << ")\n";
+  if (s.built) {
+    const auto& m = s.memory;
+    os << "                " << s.parameters << " parameters; memory per rank " << mib(m.total()) << " (parameters "
+       << mib(m.parameter_bytes) << ", gradients " << mib(m.gradient_bytes) << ", optimizer " << mib(m.optimizer_bytes)
+       << ", activations " << mib(m.activation_bytes) << " for micro-batch " << cfg.training.micro_batch << " x "
+       << cfg.model.max_seq_len << " positions)\n";
+  }
+  return os.str();
+}
+
+}  // namespace msomni::apps
