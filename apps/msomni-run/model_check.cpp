@@ -3,6 +3,7 @@
 
 #include "builtin_models.hpp"
 #include "config/config_loader.hpp"
+#include "config/plugin_library.hpp"
 #include "model/model_registry.hpp"
 
 #include <filesystem>
@@ -42,6 +43,9 @@ std::vector<config::config_error> check_model(const config::job_config& cfg, boo
       const auto info = model::load_model_plugin(plugin, base_dir, registry);
       out.plugin_path = info.path;
       out.registered = info.added;
+      for (const auto& k : config::declared_plugin_keys(config::open_model_plugin(info.path)))
+        out.declared_keys.push_back("model." + k.name + ": " + config::describe(k) +
+                                    (k.description.empty() ? "" : ": " + k.description));
     } catch (const std::exception& e) {
       return {config::located(cfg, "model.plugin", e.what())};
     }
@@ -77,6 +81,7 @@ std::string render_model_summary(const model_summary& s, const config::job_confi
   }
   os << "  model check:  " << s.name << " from plugin " << s.plugin_path << " (registers " << joined(s.registered)
      << ")\n";
+  for (const auto& k : s.declared_keys) os << "                declares " << k << "\n";
   if (s.built) {
     const auto& m = s.memory;
     os << "                " << s.parameters << " parameters; memory per rank " << mib(m.total()) << " (parameters "

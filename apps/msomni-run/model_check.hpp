@@ -17,6 +17,7 @@ struct model_summary {
   std::string name;
   std::string plugin_path;               // as opened; empty for a built-in model
   std::vector<std::string> registered;   // the names the plugin registered
+  std::vector<std::string> declared_keys;  // "model.KEY: TYPE in [MIN, MAX], default D: description"
   bool built = false;                    // parameters and memory below are known
   int64_t parameters = 0;
   model::memory_estimate memory;         // one rank, one micro-batch of model.max_seq_len positions

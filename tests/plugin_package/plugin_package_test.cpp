@@ -113,6 +113,8 @@ TEST_CASE("an installed msomni builds, checks and trains a model plugin made out
   CHECK(dry.output.find("plugin keys:  model.example_hidden = 12, model.example_init_std = 0.1") != std::string::npos);
   CHECK(dry.output.find("model check:  example-bigram from plugin " + plugin + " (registers example-bigram)") != std::string::npos);
   CHECK(dry.output.find("6500 parameters; memory per rank") != std::string::npos);
+  CHECK(dry.output.find("declares model.example_hidden: integer in [1, 256], default 16: embedding width\n") !=
+        std::string::npos);
   dry = run_logged(run + job + " --dry-run --run-dir " + run_dir + " --set model.plugin=" + plain_plugin +
                    " --set model.example_hidden=8");
   CAPTURE(dry.output);
