@@ -64,8 +64,8 @@ TEST_CASE("command line: msomni-sched refuses bad values naming the flag and doc
   check_usage_error(sched + " --config " + file, "86400");
   check_help(sched, {"--config", "--gpus", "--gpus-per-node", "--nodes-per-switch", "--policy", "--idle-threshold",
                      "--drain-s", "--min-run-window-s", "--reservation-window-s", "--queue-capacity",
-                     "--critical-slowdown-budget", "--listen", "--info-file", "--recover-s", "--help",
-                     "Exit codes"});
+                     "--critical-slowdown-budget", "--listen", "--info-file", "--recover-s", "--metrics-port",
+                     "--metrics-host", "--help", "Exit codes"});
 }
 
 TEST_CASE("command line: msomni-run refuses bad values naming the flag and documents every flag") {
