@@ -35,4 +35,9 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 // `msomni sched-status --scheduler-info FILE [--json]`: msomni-sched's queue and jobs.
 int run_sched_status(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+// `msomni inspect --run-dir DIR [--scheduler-info FILE] [--once [--json]]`: the live inspector
+// console (actors, ranks, data, elastic timeline, predictor, scheduler). Exit 1 when no job
+// answers or it refuses (metrics off, wrong token).
+int run_inspect(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
 }  // namespace msomni::cli

@@ -25,6 +25,8 @@ const msomni::cli::command commands[] = {
      msomni::cli::run_job},
     {"sched-status", "msomni-sched's queue by class and bound, jobs by phase: msomni sched-status --scheduler-info FILE [--json]",
      msomni::cli::run_sched_status},
+    {"inspect", "a live console of a job's actors, ranks, data stages and timeline: msomni inspect --run-dir DIR [--once [--json]]",
+     msomni::cli::run_inspect},
 };
 
 }  // namespace
