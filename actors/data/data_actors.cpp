@@ -9,12 +9,14 @@
 #include "tensorizer.hpp"
 
 #include "messages/catalog.hpp"  // the inspect overloads of the data messages these actors send
+#include "metrics/accounted_actor.hpp"
 
 #include <caf/all.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <numeric>
 #include <thread>
 #include <utility>
 
@@ -39,6 +41,8 @@ using batch_ptr = std::shared_ptr<micro_batch>;
 
 double ms_since(const msomni::clock& c, time_point t) { return std::chrono::duration<double, std::milli>(c.now() - t).count(); }
 
+constexpr auto relaxed = std::memory_order_relaxed;
+
 
 // reader: reads one of this rank's samples per credit, in the reader core's order, and sends
 // what one grant allowed as one message. Sender of credits: pool.
@@ -47,8 +51,10 @@ struct reader_state {
   std::unique_ptr<reader_core> core;
 };
 
-caf::behavior reader_actor(caf::stateful_actor<reader_state>* self, std::shared_ptr<own_reader> reader, size_t sources,
-                           caf::actor pool, caf::actor tensor) {
+caf::behavior reader_actor(metrics::accounted_stateful_actor<reader_state>* self, std::shared_ptr<own_reader> reader,
+                           size_t sources, caf::actor pool, caf::actor tensor,
+                           std::shared_ptr<metrics::metrics_registry> registry, std::shared_ptr<live_data_metrics> live) {
+  self->account_as("data_reader", std::move(registry));
   self->state.reader = std::make_unique<own_reader>(std::move(*reader));
   self->state.core = std::make_unique<reader_core>(sources);
   return {
@@ -66,14 +72,17 @@ caf::behavior reader_actor(caf::stateful_actor<reader_state>* self, std::shared_
         }
         if (!batch->empty()) self->send(pool, std::move(batch));
         if (!failure.empty()) self->send(tensor, fail_atom::value, failure);
+        if (live) live->reader.credits.store(st.core->credits_total(), relaxed);
       },
   };
 }
 
 // worker: decodes one sample at a time with its own decoder (and fetcher, for replacements of
 // bad samples) and reports to the pool.
-caf::behavior worker_actor(caf::event_based_actor* self, decode_options opts, std::shared_ptr<pixel_pool> pixels,
-                           std::shared_ptr<const source_list> sources, std::shared_ptr<const storage> st, caf::actor pool) {
+caf::behavior worker_actor(metrics::accounted_actor* self, decode_options opts, std::shared_ptr<pixel_pool> pixels,
+                           std::shared_ptr<const source_list> sources, std::shared_ptr<const storage> st, caf::actor pool,
+                           std::shared_ptr<metrics::metrics_registry> registry) {
+  self->account_as("decode_worker", std::move(registry));  // one series for all: bounded
   auto decoder = std::make_shared<media_decoder>(opts, std::move(pixels));
   auto fetcher = std::make_shared<sample_fetcher>(std::move(sources), std::move(st));
   auto clock = std::make_shared<real_clock>();
@@ -96,11 +105,13 @@ struct pool_state {
   std::vector<uint32_t> busy;  // samples held per worker (at most per_worker)
   std::unique_ptr<credit_batcher> reader_grants;  // half a depth per message to the reader
   caf::actor reader, tensor;
+  uint64_t downgrades_published = 0;  // of core->downgrades(), added to the live counts
 };
 
-caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup setup, std::shared_ptr<pixel_pool> pixels,
-                         std::shared_ptr<const source_list> sources, std::shared_ptr<const storage> storage,
-                         caf::actor tensor) {
+caf::behavior pool_actor(metrics::accounted_stateful_actor<pool_state>* self, pipeline_setup setup,
+                         std::shared_ptr<pixel_pool> pixels, std::shared_ptr<const source_list> sources,
+                         std::shared_ptr<const storage> storage, caf::actor tensor) {
+  self->account_as("decode_pool", setup.registry);
   auto& st = self->state;
   setup.pool.per_worker = 2;
   st.core = std::make_unique<decode_pool_core>(setup.pool);
@@ -110,16 +121,29 @@ caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup s
   st.inline_fetcher = std::make_unique<sample_fetcher>(sources, storage);
   st.tensor = tensor;
   for (uint32_t i = 0; i < setup.pool.workers; ++i)
-    st.workers.push_back(
-        self->spawn<caf::linked>(worker_actor, opts, pixels, sources, storage, caf::actor_cast<caf::actor>(self)));
+    st.workers.push_back(self->spawn<caf::linked>(worker_actor, opts, pixels, sources, storage,
+                                                  caf::actor_cast<caf::actor>(self), setup.registry));
   st.busy.assign(st.workers.size(), 0);
-  auto dispatch = [self] {
+  const uint32_t depth_total = std::accumulate(setup.depth.begin(), setup.depth.end(), 0u);
+  auto live = setup.live;
+  auto clock = std::make_shared<real_clock>();
+  auto publish = [self, live, depth_total] {
+    auto& st = self->state;
+    live->reader.fill.store(st.core->queued(), relaxed);
+    live->reader.capacity.store(depth_total, relaxed);
+    live->decoder.credits.store(st.core->tensor_credits_total(), relaxed);
+    live->count_downgrades(st.core->downgrades() - std::exchange(st.downgrades_published, st.core->downgrades()));
+  };
+  auto dispatch = [self, live, clock, publish] {
     auto& st = self->state;
     std::vector<msg::credit_grant> up;
     while (auto d = st.core->next_dispatch(up)) {
       if (!d->needs_worker) {
-        self->send(st.tensor, std::make_shared<decoded_sample>(decode_or_replace(
-                                  *st.inline_decoder, *st.inline_fetcher, d->sample, false, tensor_core::max_bad_run)));
+        const time_point t0 = live ? clock->now() : time_point{};
+        auto out = std::make_shared<decoded_sample>(
+            decode_or_replace(*st.inline_decoder, *st.inline_fetcher, d->sample, false, tensor_core::max_bad_run));
+        if (live) live->count_decoded(out->kind, ms_since(*clock, t0));
+        self->send(st.tensor, std::move(out));
         continue;
       }
       // The least loaded worker; the core never dispatches past workers x per_worker.
@@ -129,6 +153,7 @@ caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup s
     }
     st.reader_grants->add(up);
     for (const auto& g : st.reader_grants->take()) self->send(st.reader, g);
+    if (live) publish();
   };
   return {
       [=](wire_atom, caf::actor reader) {
@@ -148,6 +173,7 @@ caf::behavior pool_actor(caf::stateful_actor<pool_state>* self, pipeline_setup s
         auto& st = self->state;
         --st.busy.at(worker);
         st.core->on_done(out->kind, out->decode_ms);
+        if (live) live->count_decoded(out->kind, out->decode_ms);
         self->send(st.tensor, out);
         dispatch();
       },
@@ -178,9 +204,10 @@ struct tensor_state {
   std::shared_ptr<std::pmr::memory_resource> batch_memory;  // set: pack the model's batch too
 };
 
-caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_setup setup, order_slot slot,
+caf::behavior tensor_actor(metrics::accounted_stateful_actor<tensor_state>* self, pipeline_setup setup, order_slot slot,
                            pipeline_position start, std::shared_ptr<pixel_pool> pixels,
                            std::shared_ptr<const msomni::clock> clock, std::shared_ptr<batch_handoff> handoff) {
+  self->account_as("data_tensor", setup.registry);
   auto& st = self->state;
   st.clock = std::move(clock);
   st.handoff = std::move(handoff);
@@ -199,11 +226,21 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
   // the wall time spent decoding, 4 runs each): 0.884 against 0.874 packing whole batches.
   // A complete batch goes to the hand-off at once; the core's ready-batch bound (batch_queue)
   // holds packing back until the consumer takes one.
-  auto pack = [self, pixels] {
+  const uint32_t batch_queue = std::max<uint32_t>(1, setup.batch_queue);
+  auto publish = [self, live = setup.live, batch_queue](const live_data_metrics::bad_counts& bad_before) {
+    auto& st = self->state;
+    live->decoder.fill.store(st.core->backlog(), relaxed);
+    live->decoder.capacity.store(st.core->capacity(), relaxed);
+    const uint32_t ready = std::min(st.core->ready_batches(), batch_queue);
+    live->tensor.set(ready, batch_queue, batch_queue - ready);
+    live->count_bad(bad_before, st.bad.count);
+  };
+  auto pack = [self, pixels, live = setup.live, publish] {
     auto& st = self->state;
     if (!st.failure.empty()) return;  // the first failure stands; the cores stopped mid-batch
     bool packed_one = false;
     const uint64_t bad_before = st.bad.total();
+    const auto bad_counts_before = st.bad.count;
     try {
       while (true) {
         std::vector<msg::credit_grant> up;
@@ -248,6 +285,7 @@ caf::behavior tensor_actor(caf::stateful_actor<tensor_state>* self, pipeline_set
       st.failure = e.what();
     }
     if (st.bad.total() != bad_before) st.handoff->publish_bad(st.bad);  // before a failure is seen
+    if (live) publish(bad_counts_before);
     if (!st.failure.empty()) st.handoff->fail(st.failure);
     // Saturation follows batch timings, so it can change only when a batch was packed; the
     // pool acts on nothing else in the message (one per decoded sample before).
@@ -337,7 +375,7 @@ struct actor_pipeline::impl {
     last_taken.reset();
     tensor = sys.spawn(tensor_actor, setup, slot, start, pixels, clock, handoff);
     pool = sys.spawn(pool_actor, setup, pixels, sources, store, tensor);
-    reader = sys.spawn(reader_actor, reader_ptr, setup.sources.size(), pool, tensor);
+    reader = sys.spawn(reader_actor, reader_ptr, setup.sources.size(), pool, tensor, setup.registry, setup.live);
     caf::anon_send(pool, wire_atom::value, reader);
     caf::anon_send(tensor, wire_atom::value, pool);
   }

@@ -120,6 +120,7 @@ void data_pipeline::start_at(const pipeline_position& p, const order_slot& slot)
 
 bool data_pipeline::step() {
   bool moved = false;
+  const uint64_t downgrades_before = pool_.downgrades();
   while (auto s = reader_core_.next_read([this](uint32_t x) { return reader_->ready(x); })) {
     raw_sample raw = reader_->next(*s);
     ++metrics_.reader.items;
@@ -139,16 +140,19 @@ bool data_pipeline::step() {
       metrics_.decode_ms[m] += ms;
     }
     ++metrics_.decoder.items;
+    if (setup_.live) setup_.live->count_decoded(out.kind, ms);
     tensor_->on_decoded(std::move(out));
     moved = true;
   }
   for (const auto& g : upstream) reader_core_.on_credit(g);
   metrics_.downgrades = pool_.downgrades();
+  if (setup_.live) setup_.live->count_downgrades(pool_.downgrades() - downgrades_before);
   return moved;
 }
 
 micro_batch data_pipeline::next_batch() {
   const time_point t0 = clock_->now();
+  const auto bad_before = bad_.count;
   while (true) {
     std::vector<msg::credit_grant> upstream;
     auto samples = tensor_->next_batch(upstream, bad_);
@@ -168,12 +172,23 @@ micro_batch data_pipeline::next_batch() {
       for (auto* g : {&metrics_.reader, &metrics_.decoder, &metrics_.tensor}) g->items_per_s = double(g->items) / secs;
       metrics_.decoder.queue_fill = pool_.queued();
       metrics_.tensor.queue_fill = tensor_->backlog();
+      if (setup_.live) publish_live(bad_before);
       return b;
     }
     // Grants from the tensor stage may let the pool start decodes; a round that moves
     // nothing while a batch is still incomplete would be a credit bug, not slow data.
     if (!step() && upstream.empty()) throw std::logic_error("data pipeline stalled: no stage can make progress");
   }
+}
+
+// Once per batch, in the training thread that drives the stages: the batch went straight to
+// the caller, so the tensor stage holds none.
+void data_pipeline::publish_live(const live_data_metrics::bad_counts& bad_before) {
+  auto& live = *setup_.live;
+  live.reader.set(pool_.queued(), metrics_.reader.queue_capacity, reader_core_.credits_total());
+  live.decoder.set(tensor_->backlog(), tensor_->capacity(), pool_.tensor_credits_total());
+  live.tensor.set(0, std::max<uint32_t>(1, setup_.batch_queue), std::max<uint32_t>(1, setup_.batch_queue));
+  live.count_bad(bad_before, bad_.count);
 }
 
 std::vector<uint8_t> data_pipeline::save_state() const { return encode_position(tensor_->position_after_last_batch()); }

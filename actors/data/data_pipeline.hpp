@@ -21,6 +21,7 @@
 #include "core/clock.hpp"
 #include "data_metrics.hpp"
 #include "flow_cores.hpp"
+#include "live_data_metrics.hpp"
 #include "media_decoder.hpp"
 #include "micro_batch.hpp"
 #include "source_reader.hpp"
@@ -34,6 +35,10 @@
 
 namespace msomni::config {
 struct job_config;
+}
+
+namespace msomni::metrics {
+class metrics_registry;
 }
 
 namespace msomni::data {
@@ -54,6 +59,10 @@ struct pipeline_setup {
   // micro-batch in it (model_batch.hpp), off the training thread; actor_pipeline::
   // take_model_batch hands it over. Unset (tests, tools), only the data batch is packed.
   std::shared_ptr<std::pmr::memory_resource> batch_memory;
+  // The rank's metrics, when they are on (both null when off): the stage actors account their
+  // messages in `registry`, and both pipelines keep `live` up to date for its refresher.
+  std::shared_ptr<metrics::metrics_registry> registry;
+  std::shared_ptr<live_data_metrics> live;
   // TEST/DEBUG KNOB, never set from a job config: the actor pipeline's tensor stage sleeps this
   // many ms per converted frame after packing each batch, inside the timed packing, as if
   // packing were that slow. It drives the live downgrade path in tests
@@ -99,6 +108,7 @@ class data_pipeline {
  private:
   bool step();  // one round of reads and decodes; false when nothing could move
   void start_at(const pipeline_position& p, const order_slot& slot);
+  void publish_live(const live_data_metrics::bad_counts& bad_before);
 
   pipeline_setup setup_;
   order_slot slot_;

@@ -77,6 +77,10 @@ uint32_t decode_pool_core::queued() const {
   return n;
 }
 
+uint32_t decode_pool_core::tensor_credits_total() const { return std::accumulate(tensor_credits_.begin(), tensor_credits_.end(), 0u); }
+
+uint32_t reader_core::credits_total() const { return std::accumulate(credits_.begin(), credits_.end(), 0u); }
+
 // Quota of modality m: its share of the workers, by modality weight times the decode cost
 // of its samples (balanced: a slow modality gets more workers so its rate holds). Every
 // present modality keeps at least one worker, so none can starve.

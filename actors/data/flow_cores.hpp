@@ -71,6 +71,7 @@ class reader_core {
     return std::nullopt;
   }
   uint32_t credits(uint32_t source) const { return credits_.at(source); }
+  uint32_t credits_total() const;
 
  private:
   std::vector<uint32_t> credits_;
@@ -112,6 +113,7 @@ class decode_pool_core {
   uint32_t quota(modality m) const { return quota_[size_t(m)]; }
   uint32_t busy(modality m) const { return busy_[size_t(m)]; }
   uint32_t queued() const;
+  uint32_t tensor_credits_total() const;  // decodes the tensor stage still allows, all sources
   uint64_t downgrades() const noexcept { return downgrades_; }
   bool saturated() const noexcept { return saturated_; }
 

@@ -15,8 +15,8 @@ data::pipeline_setup with_batch_memory(data::pipeline_setup setup, std::shared_p
 }  // namespace
 
 actor_pipeline_source::actor_pipeline_source(caf::actor_system& sys, const config::job_config& cfg, data_slot slot,
-                                             std::shared_ptr<std::pmr::memory_resource> batch_memory)
-    : pipe_(std::make_unique<data::actor_pipeline>(sys, with_batch_memory(pipeline_setup_for(cfg), std::move(batch_memory)),
+                                             std::shared_ptr<std::pmr::memory_resource> batch_memory, data_watch watch)
+    : pipe_(std::make_unique<data::actor_pipeline>(sys, with_batch_memory(pipeline_setup_for(cfg, std::move(watch)), std::move(batch_memory)),
                                                    order_slot_of(slot))) {}
 
 model::micro_batch actor_pipeline_source::next() {

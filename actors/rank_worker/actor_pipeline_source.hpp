@@ -35,7 +35,7 @@ class actor_pipeline_source final : public batch_source {
   // The tensor stage packs the model's batches into `batch_memory` (null: ordinary memory),
   // so the training thread only takes them.
   actor_pipeline_source(caf::actor_system& sys, const config::job_config& cfg, data_slot slot,
-                        std::shared_ptr<std::pmr::memory_resource> batch_memory = nullptr);
+                        std::shared_ptr<std::pmr::memory_resource> batch_memory = nullptr, data_watch watch = {});
 
   model::micro_batch next() override;
   void reslot(const data_slot& slot) override;

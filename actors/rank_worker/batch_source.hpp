@@ -19,7 +19,21 @@
 #include <span>
 #include <vector>
 
+namespace msomni::metrics {
+class metrics_registry;
+}
+namespace msomni::data {
+struct live_data_metrics;
+}
+
 namespace msomni::rank_worker {
+
+// The rank's metrics as its data sources see them (data::pipeline_setup's registry and live):
+// both null when metrics are off. Generated batches have no stages to watch.
+struct data_watch {
+  std::shared_ptr<metrics::metrics_registry> registry;
+  std::shared_ptr<data::live_data_metrics> live;
+};
 
 // The memory a source packs the model's batches into: the rank's batch memory when it has
 // one (kernels' make_batch_memory), else ordinary memory.

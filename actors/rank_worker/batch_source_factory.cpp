@@ -14,10 +14,12 @@ bool uses_actor_pipeline(const config::job_config& cfg) { return !all_synthetic(
 
 std::unique_ptr<batch_source> make_batch_source(caf::actor_system& sys, const config::job_config& cfg,
                                                 const data_slot& slot,
-                                                std::shared_ptr<std::pmr::memory_resource> batch_memory) {
+                                                std::shared_ptr<std::pmr::memory_resource> batch_memory,
+                                                data_watch watch) {
   if (all_synthetic(cfg)) return std::make_unique<synthetic_source>(cfg, slot, std::move(batch_memory));
-  if (uses_actor_pipeline(cfg)) return std::make_unique<actor_pipeline_source>(sys, cfg, slot, std::move(batch_memory));
-  return std::make_unique<pipeline_source>(cfg, slot, std::move(batch_memory));
+  if (uses_actor_pipeline(cfg))
+    return std::make_unique<actor_pipeline_source>(sys, cfg, slot, std::move(batch_memory), std::move(watch));
+  return std::make_unique<pipeline_source>(cfg, slot, std::move(batch_memory), std::move(watch));
 }
 
 std::string describe_batch_source(const config::job_config& cfg) {

@@ -22,10 +22,12 @@ struct job_config;
 namespace msomni::rank_worker {
 
 // `batch_memory` (kernels' make_batch_memory for the rank's device) is where the sources pack
-// the model's batches (pinned host memory on a CUDA rank); null: ordinary memory.
+// the model's batches (pinned host memory on a CUDA rank); null: ordinary memory. `watch`: the
+// rank's metrics, which the pipelines' stages feed (metrics off by default).
 std::unique_ptr<batch_source> make_batch_source(caf::actor_system& sys, const config::job_config& cfg,
                                                 const data_slot& slot,
-                                                std::shared_ptr<std::pmr::memory_resource> batch_memory = nullptr);
+                                                std::shared_ptr<std::pmr::memory_resource> batch_memory = nullptr,
+                                                data_watch watch = {});
 
 // One line for the rank's log: which of the three make_batch_source builds, with its workers.
 std::string describe_batch_source(const config::job_config& cfg);

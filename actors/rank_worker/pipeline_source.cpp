@@ -17,8 +17,11 @@ config::job_config with_resolved_paths(config::job_config cfg) {
 
 }  // namespace
 
-data::pipeline_setup pipeline_setup_for(const config::job_config& cfg) {
-  return data::make_pipeline_setup(with_resolved_paths(cfg));
+data::pipeline_setup pipeline_setup_for(const config::job_config& cfg, data_watch watch) {
+  auto setup = data::make_pipeline_setup(with_resolved_paths(cfg));
+  setup.registry = std::move(watch.registry);
+  setup.live = std::move(watch.live);
+  return setup;
 }
 
 data::order_slot order_slot_of(const data_slot& s) { return {s.rank, s.world, s.grad_accum, s.micro_batch}; }
@@ -42,8 +45,8 @@ bool all_synthetic(const config::job_config& cfg) {
 }
 
 pipeline_source::pipeline_source(const config::job_config& cfg, data_slot slot,
-                                 std::shared_ptr<std::pmr::memory_resource> batch_memory)
-    : pipe_(std::make_unique<data::data_pipeline>(pipeline_setup_for(cfg), order_slot_of(slot))),
+                                 std::shared_ptr<std::pmr::memory_resource> batch_memory, data_watch watch)
+    : pipe_(std::make_unique<data::data_pipeline>(pipeline_setup_for(cfg, std::move(watch)), order_slot_of(slot))),
       slot_(slot),
       batch_memory_(std::move(batch_memory)) {}
 

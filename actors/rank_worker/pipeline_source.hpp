@@ -17,7 +17,7 @@ class pipeline_source final : public batch_source {
  public:
   // The model's batches are packed into `batch_memory` (null: ordinary memory).
   pipeline_source(const config::job_config& cfg, data_slot slot,
-                  std::shared_ptr<std::pmr::memory_resource> batch_memory = nullptr);
+                  std::shared_ptr<std::pmr::memory_resource> batch_memory = nullptr, data_watch watch = {});
 
   model::micro_batch next() override;
   // Only at an optimizer-step boundary (std::logic_error otherwise); drops read-ahead.
@@ -40,7 +40,7 @@ class pipeline_source final : public batch_source {
 // What both pipeline sources share: the setup of a job config (data paths resolved against
 // the config's directory), a slot in the data pipeline's terms, bad-sample counts in the
 // step record's terms, and the downgraded samples of a batch.
-data::pipeline_setup pipeline_setup_for(const config::job_config& cfg);
+data::pipeline_setup pipeline_setup_for(const config::job_config& cfg, data_watch watch = {});
 data::order_slot order_slot_of(const data_slot& s);
 std::vector<msg::bad_sample_count> bad_sample_totals_of(const data::bad_data_counts& bad);
 uint64_t downgraded_in(const data::micro_batch& b);

@@ -230,10 +230,11 @@ uint64_t rank_checkpointer::save_verified(rank_trainer& trainer, transport::comm
 
 std::optional<model::model_state> rank_checkpointer::load_latest(const std::string& dir, uint32_t rank,
                                                                  uint32_t world, bool synthetic_data,
-                                                                 std::string& log) {
+                                                                 std::string& log, uint64_t* skipped) {
   ckpt::checkpoint_store store(dir);
   auto r = store.load_latest({rank});
   for (const auto& s : r.skipped) log += "skipped " + s + "\n";
+  if (skipped) *skipped = r.skipped.size();
   if (!r.checkpoint) return std::nullopt;
   const auto meta = r.checkpoint->m.meta;
   if (meta.world_size == world) {

@@ -98,8 +98,10 @@ class rank_checkpointer {
   // none; `log` gets a line for every checkpoint passed over and why. A checkpoint of another
   // replica count is resharded: weights, moments and counters are replicated, and so is the
   // data position when every old rank saved the same one (the global sample order).
+  // `skipped` (when given) gets the number of checkpoints passed over as torn or mismatched.
   static std::optional<model::model_state> load_latest(const std::string& dir, uint32_t rank, uint32_t world,
-                                                       bool synthetic_data, std::string& log);
+                                                       bool synthetic_data, std::string& log,
+                                                       uint64_t* skipped = nullptr);
 
  private:
   // Commits what is in flight, then hands a snapshot of `step` to the writer.

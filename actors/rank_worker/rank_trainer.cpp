@@ -51,6 +51,7 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   }
   // Gradients: a sum over ranks, scaled by 1/W inside the optimizer.
   auto grads = model_.gradient_data();
+  const auto allreduce_from = clock_.now();
   if (model_.storage() == model::storage_kind::host) {
     comm_->all_reduce(grads, transport::reduce_op::sum);
   } else if (gradient_comm_) {
@@ -64,6 +65,7 @@ msg::step_record rank_trainer::step(uint64_t announce) {
     comm_->all_reduce(host_grads_, transport::reduce_op::sum);
     model_.copy_from_host(model::buffer_role::gradients, host_grads_);
   }
+  last_allreduce_ = {clock_.now() - allreduce_from, grads.size() * sizeof(float)};
   // Epochs are small integers, exact in a float (below 2^24); only rank 0 adds one.
   const auto downgraded = static_cast<float>(data_->downgraded_total() - downgraded_before);
   // Bad samples of this step per reason follow the five fixed statistics; every rank of a job

@@ -52,6 +52,13 @@ class rank_trainer {
   void sync_state(transport::communicator& comm, int root);
 
   uint64_t steps_done() const { return step_; }
+  // The last step's gradient all-reduce: its time (staging to and from the host included)
+  // and the gradient bytes it summed.
+  struct allreduce_cost {
+    nanos time{0};
+    uint64_t bytes = 0;
+  };
+  allreduce_cost last_allreduce() const { return last_allreduce_; }
   // False after a step whose loss or gradient was not finite (the optimizer skipped it): the
   // state then is no checkpoint to keep.
   bool last_step_finite() const { return last_step_finite_; }
@@ -77,6 +84,7 @@ class rank_trainer {
   uint64_t step_ = 0;
   uint64_t announced_ = 0;
   bool last_step_finite_ = true;
+  allreduce_cost last_allreduce_;
   std::vector<float> host_grads_;  // staging when the model keeps gradients on a GPU
 };
 

@@ -4,10 +4,15 @@
 // and heartbeats. It proves the job's token (from --token-file, or $MSOMNI_JOB_TOKEN) to the
 // control process and hands it to its ranks in their environment. It ends (stopping its ranks) when the control process goes away or on
 // SIGINT/SIGTERM. Exit codes: 0 the job ended, 1 the control process never answered, 2 usage.
+// When the job has metrics on (its control.json, given as --token-file, names a
+// metrics_address), the agent pushes its own series (its actor, UCX node and gateway) to the
+// control process.
 #include "gateway/gateway.hpp"
 #include "core/log.hpp"
 #include "hub/transport_hub.hpp"
+#include "hub/transport_metrics.hpp"
 #include "messages/catalog.hpp"
+#include "metrics/metrics_pusher.hpp"
 #include "core/command_line.hpp"
 #include "core/secret_file.hpp"
 #include "core/stop_signal.hpp"
@@ -19,13 +24,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
 using namespace msomni;
 using namespace std::chrono_literals;
+
+namespace {
+
+// Whether `token_file` is a run's control.json that names the job's /metrics (msomni-run writes
+// metrics_address only while cluster.metrics_port is on); a file with the token alone is not.
+bool job_has_metrics(const std::string& token_file) {
+  if (token_file.empty()) return false;
+  std::ifstream in(token_file);
+  const auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) return false;  // also a file that is not JSON (parse gives "discarded")
+  const auto address = doc.find("metrics_address");
+  return address != doc.end() && address->is_string() && !address->get<std::string>().empty();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Rank logs, and the checkpoints of the ranks it starts (they inherit the mask), are the
@@ -73,6 +96,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   ::unsetenv(job_token_env);  // the ranks get it from us, explicitly
+  if (job_has_metrics(token_file)) s.metrics = std::make_shared<metrics::metrics_registry>();
   if (s.job_token.empty())
     return command_line::refuse(app, "the job's token is needed: --token-file RUN_DIR/control.json, or " +
                                          std::string(job_token_env));
@@ -101,6 +125,8 @@ int main(int argc, char** argv) {
       refused = true;
     });
     transport::gateway gw(sys, hub);
+    metrics::metrics_registry::refresher_handle transport_series;  // before hub and gw go
+    if (s.metrics) transport_series = transport::watch_transport(*s.metrics, hub, gw);
     hub.node().connect(join);
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (!hub.node().wait_up("control", 100ms) && !refused && std::chrono::steady_clock::now() < deadline) {
@@ -111,12 +137,16 @@ int main(int argc, char** argv) {
       return 1;
     }
     stop_signal::install();
-    auto agent = agent::spawn_node_agent(sys, s, gw.remote_actor("control", "orchestrator"));
+    const auto orchestrator = gw.remote_actor("control", "orchestrator");
+    auto agent = agent::spawn_node_agent(sys, s, orchestrator);
     gw.publish("agent", agent);
+    caf::actor pusher;
+    if (s.metrics) pusher = metrics::spawn_metrics_pusher(sys, s.metrics, orchestrator, {s.node, "", s.node});
     std::cout << "msomni-agent: node " << s.node << " (rack " << s.rack << ", switch " << s.switch_name << ", "
               << s.slots << " slots) joined " << join << std::endl;
     while (!stop_signal::flag()) std::this_thread::sleep_for(100ms);
     caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
+    if (pusher) caf::anon_send_exit(pusher, caf::exit_reason::user_shutdown);
     std::cout << "msomni-agent: node " << s.node << " done" << std::endl;
   }
   return code;

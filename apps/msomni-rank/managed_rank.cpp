@@ -11,13 +11,17 @@
 #include "config/config_loader.hpp"
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
+#include "hub/transport_metrics.hpp"
 #include "messages/catalog.hpp"
+#include "metrics/accounted_actor.hpp"
+#include "metrics/metrics_pusher.hpp"
 #include "model/model_registry.hpp"
 #include "batch_source_factory.hpp"
 #include "pipeline_source.hpp"
 #include "plan_inbox.hpp"
 #include "rank_checkpointer.hpp"
 #include "rank_compute.hpp"
+#include "rank_metrics.hpp"
 #include "rank_protocol.hpp"
 #include "rank_trainer.hpp"
 #include "core/log.hpp"
@@ -57,15 +61,20 @@ struct training {
 
 class managed_rank {
  public:
+  // `metrics`: the rank's series, pushed to the control process; null when metrics are off.
   managed_rank(const config::job_config& cfg, const managed_rank_options& o, caf::actor_system& sys,
-               transport::transport_hub& hub, transport::gateway& gw)
-      : cfg_(cfg), o_(o), sys_(sys), hub_(hub), gw_(gw),
+               transport::transport_hub& hub, transport::gateway& gw, rank_worker::rank_metrics* metrics)
+      : cfg_(cfg), o_(o), sys_(sys), hub_(hub), gw_(gw), metrics_(metrics),
         protocol_(rank_worker::rank_protocol_settings{o.name, static_cast<uint64_t>(cfg.training.steps)}) {
     models::register_builtin_models(registry_);
   }
+  ~managed_rank() {
+    if (pusher_) caf::anon_send_exit(pusher_, caf::exit_reason::user_shutdown);
+  }
 
   int run() {
-    gw_.publish("worker", sys_.spawn([this](caf::event_based_actor*) -> caf::behavior {
+    gw_.publish("worker", sys_.spawn([this](metrics::accounted_actor* self) -> caf::behavior {
+      self->account_as("worker", metrics_registry());
       return {[this](msg::join_world& p) {
                 // A rollback supersedes the running epoch at once: collectives of older epochs
                 // fail here instead of waiting on live peers that already stalled.
@@ -79,6 +88,10 @@ class managed_rank {
     if (!hub_.node().wait_up("control", 30s)) throw std::runtime_error("control process at " + o_.control + " never answered");
     orchestrator_ = gw_.remote_actor("control", "orchestrator");
     watch_control();
+    if (metrics_) {
+      pusher_ = metrics::spawn_metrics_pusher(sys_, metrics_->registry(), orchestrator_, {o_.name, o_.name, o_.node});
+      std::cout << "METRICS pushed to the control process every " << metrics::push_interval.count() << " ms" << std::endl;
+    }
 
     // Warm-up: build the model and load + verify the newest checkpoint before saying ready.
     tr_.model = make_model();  // data and trainer follow with the first plan's slot
@@ -86,6 +99,7 @@ class managed_rank {
     {
       ckpt::checkpoint_store store(o_.ckpt_dir);
       auto latest = store.load_latest({0});
+      if (metrics_) metrics_->on_checkpoint_load(latest.skipped.size());
       if (latest.checkpoint) ready.has_checkpoint = true, ready.checkpoint_step = latest.checkpoint->m.meta.step;
     }
     caf::anon_send(orchestrator_, ready);
@@ -112,6 +126,7 @@ class managed_rank {
     // training.device: this rank's GPU (its local index on the node), or the CPU.
     const auto compute = decide_rank_compute(cfg_, threads, 0);
     cuda_device_ = compute.cuda_device();
+    if (metrics_) metrics_->set_compute(cuda_device_, threads);
     batch_memory_ = compute.batch_memory;  // outlives every source and batch built from it
     std::cout << compute.log_line << std::endl;
     return model::create_model(compute.context, registry_, std::filesystem::path(cfg_.source_path).parent_path().string());
@@ -121,7 +136,8 @@ class managed_rank {
   training build(std::unique_ptr<model::trainable_model> model, const rank_worker::data_slot& slot) {
     training t;
     t.model = model ? std::move(model) : make_model();
-    t.data = rank_worker::make_batch_source(sys_, cfg_, slot, batch_memory_);
+    t.data = rank_worker::make_batch_source(sys_, cfg_, slot, batch_memory_,
+                                            metrics_ ? metrics_->data() : rank_worker::data_watch{});
     std::cout << "DATA " << rank_worker::describe_batch_source(cfg_) << std::endl;
     t.trainer = std::make_unique<rank_worker::rank_trainer>(*t.model, *ring_, *t.data, clock_, rank_worker::settings_from(cfg_));
     return t;
@@ -143,7 +159,8 @@ class managed_rank {
   // Ends the process if the control process goes away (nobody would send plans any more).
   void watch_control() {
     auto lost = &control_lost_;
-    sys_.spawn([lost, orch = orchestrator_](caf::event_based_actor* self) -> caf::behavior {
+    sys_.spawn([lost, orch = orchestrator_, registry = metrics_registry()](metrics::accounted_actor* self) -> caf::behavior {
+      self->account_as("control_watch", registry);
       self->monitor(orch);
       self->set_down_handler([lost](caf::down_msg&) { lost->store(true); });
       return {[](const msg::heartbeat&) {}};
@@ -151,6 +168,7 @@ class managed_rank {
   }
 
   uint64_t steps_done() const { return tr_.trainer ? tr_.trainer->steps_done() : 0; }
+  std::shared_ptr<metrics::metrics_registry> metrics_registry() const { return metrics_ ? metrics_->registry() : nullptr; }
 
   // Carries out one command of the protocol and puts the next one in `command`; the exit code
   // once the rank is done. A collective error or a checkpoint give-up propagates to run().
@@ -172,6 +190,7 @@ class managed_rank {
       if (control_lost_) return command = protocol_.on_control_lost(), std::nullopt;
       auto& t = *tr_.trainer;
       record_ = t.step(protocol_.epoch_to_announce(inbox_.newest_epoch()));
+      if (metrics_) metrics_->on_step(record_, t.last_allreduce());
       std::cout << step_line(step_fields(record_)) << std::endl;
       command = protocol_.on_step_done(t.steps_done(), t.last_announced(), clock_.now());
     } else if (auto* s = std::get_if<rw::after_step>(&command)) {
@@ -249,7 +268,10 @@ class managed_rank {
     std::string how;
     if (join.source == rank_worker::state_from::checkpoint) {
       std::string log;
-      auto state = rank_worker::rank_checkpointer::load_latest(o_.ckpt_dir, rank, world, rank_worker::all_synthetic(cfg_), log);
+      uint64_t skipped = 0;
+      auto state = rank_worker::rank_checkpointer::load_latest(o_.ckpt_dir, rank, world, rank_worker::all_synthetic(cfg_),
+                                                               log, &skipped);
+      if (metrics_) metrics_->on_checkpoint_load(skipped);
       std::cout << log;
       if (state) {
         const bool with_data = tr_.trainer->load_state(*state);
@@ -271,7 +293,8 @@ class managed_rank {
                                             static_cast<int>(cfg_.checkpoint.zstd_level),
                                             static_cast<int>(cfg_.checkpoint.zstd_threads), config::config_hash(cfg_),
                                             [orch = orchestrator_](const msg::checkpoint_done& d) { caf::anon_send(orch, d); },
-                                            static_cast<uint64_t>(cfg_.checkpoint.max_consecutive_failures)},
+                                            static_cast<uint64_t>(cfg_.checkpoint.max_consecutive_failures),
+                                            nullptr, cfg_.resolved_values},
         rank);
     std::cout << "JOINED epoch " << plan.epoch << " as rank " << rank << " of " << world << " (grad_accum "
               << plan.grad_accum << ") at step " << tr_.trainer->steps_done() << " from " << how << std::endl;
@@ -335,6 +358,8 @@ class managed_rank {
   caf::actor_system& sys_;
   transport::transport_hub& hub_;
   transport::gateway& gw_;
+  rank_worker::rank_metrics* metrics_;
+  caf::actor pusher_;
   model::model_registry registry_;
   rank_worker::plan_inbox inbox_;
   caf::actor orchestrator_;
@@ -365,7 +390,14 @@ int run_managed_rank(const config::job_config& cfg, const managed_rank_options& 
     node_opt.keepalive_misses = static_cast<int>(cfg.elasticity.heartbeat_misses);
     transport::transport_hub hub(node_opt);
     transport::gateway gw(sys, hub);
-    managed_rank rank(cfg, opts, sys, hub, gw);
+    // cluster.metrics_port on: this rank keeps its series and pushes them to the control process.
+    std::unique_ptr<rank_worker::rank_metrics> series;
+    metrics::metrics_registry::refresher_handle transport_series;  // before hub and gw go
+    if (cfg.cluster.metrics_port != 0) {
+      series = std::make_unique<rank_worker::rank_metrics>(std::make_shared<metrics::metrics_registry>());
+      transport_series = transport::watch_transport(*series->registry(), hub, gw);
+    }
+    managed_rank rank(cfg, opts, sys, hub, gw, series.get());
     try {
       return rank.run();
     } catch (const std::exception& e) {

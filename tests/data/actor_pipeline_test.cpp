@@ -5,6 +5,7 @@
 #include "model_batch.hpp"
 #include "data_test_support.hpp"
 #include "messages/catalog.hpp"
+#include "metrics/metrics_registry.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -163,6 +164,52 @@ TEST_CASE("the actor pipeline counts bad data and fails with a reason on an all-
   // Only the slot's own sample is counted (the ones tried as replacements count at their own
   // slots); the failing slot is the first, so exactly one.
   CHECK(p.bad_data()[data::bad_reason::corrupt_image] == 1);
+}
+
+// What a rank's metrics refresher reads while the stages run (live_data_metrics): both
+// pipelines keep it, within each stage's bound; and the stage actors account the messages they
+// handle in the registry they are given.
+TEST_CASE("both pipelines keep the live data metrics, and the stage actors account their messages") {
+  testing::temp_dir dir;
+  gen::write_dataset(testing::tiny_dataset(dir.path()));
+  auto job = testing::tiny_job(dir.path());
+  job.io.downgrade_video = false;
+  auto setup = data::make_pipeline_setup(job);
+  setup.registry = std::make_shared<metrics::metrics_registry>();
+  threaded_system ts;
+  for (const bool actors : {true, false}) {
+    CAPTURE(actors);
+    auto live = std::make_shared<data::live_data_metrics>();
+    setup.live = live;
+    if (actors) {
+      data::actor_pipeline p(*ts.sys, setup, testing::slot(0, 1));
+      for (int i = 0; i < 4; ++i) p.next_batch();
+    } else {
+      data::data_pipeline p(setup, testing::slot(0, 1));
+      for (int i = 0; i < 4; ++i) p.next_batch();
+    }
+    for (const auto m : {modality::image, modality::video, modality::text}) {
+      CAPTURE(to_string(m));
+      CHECK(live->decoded[size_t(m)].load() > 0);
+      CHECK(live->decode_ns[size_t(m)].load() > 0);
+    }
+    for (const auto* stage : {&live->reader, &live->decoder, &live->tensor}) {
+      CHECK(stage->capacity.load() >= 1);
+      CHECK(stage->fill.load() <= stage->capacity.load());
+    }
+    CHECK(live->downgrades.load() == 0);
+    for (const auto& bad : live->bad) CHECK(bad.load() == 0);
+  }
+  std::map<std::string, double> handled;  // actor -> messages
+  for (const auto& f : setup.registry->collect())
+    if (f.name == "msomni_actor_messages_total")
+      for (const auto& m : f.metric)
+        for (const auto& l : m.label)
+          if (l.name == "actor") handled[l.value] += m.counter.value;
+  for (const char* actor : {"data_reader", "decode_worker", "decode_pool", "data_tensor"}) {
+    CAPTURE(actor);
+    CHECK(handled[actor] > 0);
+  }
 }
 
 // The live downgrade path on the real actor pipeline: the tensor stage is slowed through the
