@@ -48,6 +48,7 @@ job_config load_parsed(toml::table& root, const std::string& source,
   read_schema(root, ctx, cfg);
   if (!ctx.errors().empty()) throw config_errors(std::move(ctx.errors()));
   cfg.defaults_filled = std::move(ctx.defaults());
+  cfg.resolved_values = std::move(ctx.values());
   for (auto& [key, loc] : ctx.read_locations())
     cfg.key_locations[key] = loc.file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column);
   return cfg;

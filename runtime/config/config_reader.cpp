@@ -68,10 +68,18 @@ void reader_context::fail_at(source_location where, std::string key, std::string
 
 void reader_context::note_default(const std::string& key, const std::string& value) {
   defaults_.push_back(key + " = " + value);
+  values_[key] = value;
 }
 
 void reader_context::note_read(const std::string& key, const toml::node* node) {
   read_[key] = locate(key, node);
+  if (!node || node->is_table()) return;
+  std::ostringstream text;
+  // Basic (double-quoted) strings on one line: the form JSON readers also take.
+  constexpr auto flags = toml::toml_formatter::default_flags & ~toml::format_flags::allow_literal_strings &
+                         ~toml::format_flags::allow_multi_line_strings;
+  text << toml::toml_formatter{*node, flags};
+  values_[key] = text.str();
 }
 
 table_reader::table_reader(reader_context& ctx, const toml::table* table, std::string path,

@@ -39,6 +39,9 @@ class reader_context {
   std::vector<config_error>& errors() noexcept { return errors_; }
   std::vector<std::string>& defaults() noexcept { return defaults_; }
   std::map<std::string, source_location>& read_locations() noexcept { return read_; }
+  // Every key read or defaulted -> its value as TOML text (what the file or --set gave, or the
+  // default filled in).
+  std::map<std::string, std::string>& values() noexcept { return values_; }
 
  private:
   std::string file_;
@@ -46,6 +49,7 @@ class reader_context {
   std::map<std::string, source_location> read_;
   std::vector<config_error> errors_;
   std::vector<std::string> defaults_;
+  std::map<std::string, std::string> values_;
 };
 
 // Reads the keys of one table; `table` may be null when the section is absent.

@@ -181,7 +181,8 @@ void read_data(table_reader& r, data_section& s) {
 void read_training(table_reader& r, training_section& s) {
   read_within(r, "global_batch", s.global_batch, limits::training::global_batch);
   read_within(r, "micro_batch", s.micro_batch, limits::training::micro_batch);
-  read_within(r, "grad_accum", s.grad_accum, limits::training::grad_accum);
+  // Left out, grad_accum is derived from the batch sizes and replicas (check_cross_section).
+  if (r.node("grad_accum")) read_within(r, "grad_accum", s.grad_accum, limits::training::grad_accum);
   read_within(r, "steps", s.steps, limits::training::steps);
   read_within(r, "lr", s.lr, limits::training::lr);
   read_within(r, "seed", s.seed, limits::training::seed);
@@ -334,10 +335,32 @@ void read_cluster(table_reader& r, cluster_section& s) {
 // Rules that span sections; reported at the key a person would edit.
 void check_cross_section(table_reader& training, table_reader& elastic, job_config& c) {
   auto& ctx = training.context();
-  const auto& t = c.training;
+  auto& t = c.training;
   const auto& e = c.elasticity;
+  bool batch_known = true;
+  if (!training.node("grad_accum")) {
+    // The runtime recomputes grad_accum in the same way for every world size it resizes to.
+    const int64_t per_step = t.micro_batch * e.replicas;
+    const auto* at = training.node("global_batch") ? training.node("global_batch") : training.anchor();
+    batch_known = false;
+    if (per_step <= 0 || t.global_batch % per_step != 0)
+      ctx.fail("training.global_batch", at,
+               "training.grad_accum is left out and cannot be derived: global_batch " +
+                   std::to_string(t.global_batch) + " is not a multiple of micro_batch " +
+                   std::to_string(t.micro_batch) + " x elasticity.replicas " + std::to_string(e.replicas) +
+                   " = " + std::to_string(per_step));
+    else if (t.global_batch / per_step > limits::training::grad_accum.max)
+      ctx.fail("training.global_batch", at,
+               "the derived grad_accum " + std::to_string(t.global_batch / per_step) + " is out of range [1, " +
+                   std::to_string(limits::training::grad_accum.max) + "]");
+    else {
+      t.grad_accum = t.global_batch / per_step;
+      ctx.note_default("training.grad_accum", std::to_string(t.grad_accum));
+      batch_known = true;
+    }
+  }
   const int64_t product = t.micro_batch * t.grad_accum * e.replicas;
-  if (t.global_batch != product) {
+  if (batch_known && t.global_batch != product) {
     const auto* n = training.node("global_batch");
     ctx.fail("training.global_batch", n ? n : training.anchor(),
              "inconsistent batch arithmetic: global_batch " + std::to_string(t.global_batch) +

@@ -58,7 +58,7 @@ struct data_section {
 struct training_section {
   int64_t global_batch = 8;
   int64_t micro_batch = 2;
-  int64_t grad_accum = 2;
+  int64_t grad_accum = 2;      // left out: global_batch / (micro_batch x elasticity.replicas)
   int64_t steps = 100;
   double lr = 3e-4;
   int64_t seed = 1234;
@@ -169,6 +169,9 @@ struct job_config {
   std::vector<std::string> defaults_filled;
   // "FILE:LINE:COL" of every key the file (or --set) gave, for later semantic errors.
   std::map<std::string, std::string> key_locations;
+  // The resolved config by key: every key given or defaulted -> its value as TOML text
+  // ("model.d_model" -> "64"). Checkpoint manifests record it.
+  std::map<std::string, std::string> resolved_values;
 };
 
 // The CPU threads one rank computes with: training.threads, or when it is 0 the node's

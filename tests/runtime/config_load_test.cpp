@@ -91,3 +91,46 @@ TEST_CASE("a missing file is a located error") {
     CHECK(std::string(e.what()).find("/nonexistent/job.toml:0:0: (file): cannot open") == 0);
   }
 }
+
+namespace {
+std::string without_grad_accum() {
+  std::string text = msomni::testing::valid_config_text();
+  const std::string line = "grad_accum = 2\n";
+  text.erase(text.find(line), line.size());
+  return text;
+}
+}  // namespace
+
+TEST_CASE("a left-out grad_accum is derived from global_batch, micro_batch and replicas") {
+  const auto c = load_string(without_grad_accum(), "t.toml");
+  CHECK(c.training.grad_accum == 2);
+  CHECK(std::count(c.defaults_filled.begin(), c.defaults_filled.end(), "training.grad_accum = 2") == 1);
+  CHECK(c.resolved_values.at("training.grad_accum") == "2");
+  // One replica fewer: the same global batch takes twice the accumulation.
+  const auto one = load_string(without_grad_accum(), "t.toml", {"elasticity.replicas=1"});
+  CHECK(one.training.grad_accum == 4);
+  // 8 samples cannot be split into micro-batches of 2 over 3 replicas.
+  const auto errors = errors_of(without_grad_accum(), {"elasticity.replicas=3"});
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].key == "training.global_batch");
+  CHECK(errors[0].line == 16);
+  CHECK(errors[0].reason.find("grad_accum is left out and cannot be derived: global_batch 8 is not a multiple of "
+                              "micro_batch 2 x elasticity.replicas 3 = 6") != std::string::npos);
+}
+
+TEST_CASE("an explicit grad_accum that disagrees with the batch arithmetic stays refused") {
+  const auto errors = errors_of(msomni::testing::valid_config_text(), {"elasticity.replicas=1"});
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].reason.find("inconsistent batch arithmetic: global_batch 8 != micro_batch 2 x grad_accum 2 x "
+                              "elasticity.replicas 1 = 4") != std::string::npos);
+}
+
+TEST_CASE("the resolved values list every key given or defaulted as TOML text") {
+  const auto c = load_string(msomni::testing::valid_config_text(), "t.toml", {"model.d_model=32"});
+  CHECK(c.resolved_values.at("job.name") == "\"unit\"");
+  CHECK(c.resolved_values.at("training.lr") == "0.001");
+  CHECK(c.resolved_values.at("training.grad_accum") == "2");
+  CHECK(c.resolved_values.at("model.d_model") == "32");
+  CHECK(c.resolved_values.count("elasticity.heartbeat_interval_s") == 1);  // a default
+  CHECK(c.resolved_values.count("model.name") == 1);
+}
