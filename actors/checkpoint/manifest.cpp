@@ -72,6 +72,13 @@ std::string render_manifest(const manifest& m) {
      << "epoch " << m.meta.epoch << "\n"
      << "kind " << (m.kind == checkpoint_kind::full ? "full" : "incremental") << "\n"
      << "base_step " << m.base_step << "\n";
+  for (const auto& [key, value] : m.meta.config) {
+    // One line each: a key is one word, a value the rest of its line.
+    std::string k = key, v = value;
+    for (auto& c : k) c = c == ' ' || c == '\t' || c == '\n' || c == '\r' ? '_' : c;
+    for (auto& c : v) c = c == '\n' || c == '\r' ? ' ' : c;
+    os << "config " << k << " " << v << "\n";
+  }
   for (const auto& s : m.shards)
     os << "shard " << s.rank << " bytes " << s.bytes << " xxh3 " << hex64(s.xxh3) << " raw "
        << s.raw_bytes << " entries " << s.entries << " dir " << s.dir << "\n";
@@ -127,6 +134,10 @@ manifest parse_manifest(std::string_view text, const std::string& where) {
       s.entries = static_cast<uint32_t>(entries);
       s.dir = std::string(w[11]);
       m.shards.push_back(std::move(s));
+    } else if (w[0] == "config") {
+      if (w.size() < 3) throw bad("expected 'config KEY VALUE'");
+      const size_t at = static_cast<size_t>(w[1].data() - line.data()) + w[1].size() + 1;
+      m.meta.config[std::string(w[1])] = std::string(line.substr(at));
     } else if (w.size() != 2) {
       throw bad("expected 'key value'");
     } else if (w[0] == "kind") {

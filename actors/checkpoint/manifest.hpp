@@ -1,14 +1,16 @@
 // The manifest of one checkpoint directory: what was saved (step, counters, world size,
-// config hash, epoch), whether it is full or incremental, and every rank's shard with its
+// config hash, epoch, and the job config by key when the writer gives it), whether it is full or incremental, and every rank's shard with its
 // size and XXH3. A line-oriented text file ending in a checksum of all lines above it, so a
 // human can read it and a torn or edited manifest is refused. Names of directories and
 // files in a checkpoint root are defined here too.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace msomni::ckpt {
@@ -27,11 +29,20 @@ struct shard_record {
 };
 
 struct checkpoint_meta {
+  // Positional like the aggregate it was, so the config may be left out without a warning.
+  checkpoint_meta(uint64_t step_ = 0, uint64_t micro_step_ = 0, uint32_t world_size_ = 1, uint64_t config_hash_ = 0,
+                  uint64_t epoch_ = 0, std::map<std::string, std::string> config_ = {})
+      : step(step_), micro_step(micro_step_), world_size(world_size_), config_hash(config_hash_), epoch(epoch_),
+        config(std::move(config_)) {}
   uint64_t step = 0;
   uint64_t micro_step = 0;
   uint32_t world_size = 1;
   uint64_t config_hash = 0;
   uint64_t epoch = 0;
+  // The resolved job config that wrote it: full key ("model.d_model") -> the value as TOML
+  // text ("64", "\"fuyu-tiny\""). One `config KEY VALUE` line each; empty for writers that
+  // do not give it (then the manifest has no such lines).
+  std::map<std::string, std::string> config;
   bool operator==(const checkpoint_meta&) const = default;
 };
 

@@ -1,8 +1,10 @@
 // What one rank hands to the checkpoint writer: named float tensors (weights, optimizer
 // moments) and named opaque blobs (RNG states, data cursors, counters). Generic on purpose:
 // the checkpoint code never interprets names, so any model, optimizer or data pipeline can
-// put its state here. Conventions used by reshard and export: "param/..." replicated weights,
-// "optim/..." data-parallel-sharded optimizer state, "rng/..." and "cursor/..." per-rank blobs.
+// put its state here. Conventions used by reshard and export: "param/..." replicated weights
+// (what export writes by default), "adam_m/..." and "adam_v/..." the replicated AdamW moments
+// a job's ranks write, "optim/..." state sharded over the ranks (reshard's default, written by
+// no job today), "rng/..." and "cursor/..." per-rank blobs (docs/checkpoint_format.md).
 #pragma once
 
 #include "core/rng.hpp"

@@ -114,6 +114,7 @@ void rank_checkpointer::submit(uint64_t step, const std::function<model::model_s
     return;
   }
   ckpt::checkpoint_meta meta{step, 0, static_cast<uint32_t>(comm.size()), settings_.config_hash, comm.epoch()};
+  meta.config = settings_.config;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     outcome_.reset();

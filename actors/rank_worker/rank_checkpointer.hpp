@@ -22,6 +22,7 @@
 #include "messages/training_messages.hpp"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -46,6 +47,9 @@ struct checkpointing_settings {
   std::function<void(const msg::checkpoint_done&)> on_commit;
   uint64_t max_consecutive_failures = 3;
   ckpt::io_fault_plan* faults = nullptr;  // tests only
+  // The resolved job config by key (config::job_config::resolved_values), recorded in every
+  // manifest so tools can show what wrote a checkpoint.
+  std::map<std::string, std::string> config;
 };
 
 // Every rank throws this after the same step once max_consecutive_failures saves in a row

@@ -1,10 +1,15 @@
 // `msomni ckpt`: list the checkpoints in a root, verify them by loading (every checksum),
-// and export one rank's weights as safetensors for other training stacks.
+// and export one rank's weights as safetensors for other training stacks. DIR may be a run
+// directory (its checkpoints/ is used), a checkpoint root, or one checkpoint directory.
+// Results go to stdout; diagnostics (skipped checkpoints, refusals) to stderr.
 #include "checkpoint_store.hpp"
 #include "commands.hpp"
 #include "safetensors.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "core/command_line.hpp"
+#include "core/log.hpp"
 
 #include <iomanip>
 #include <iostream>
@@ -32,8 +37,34 @@ constexpr limits::range<int64_t> rank_limit{0, limits::elasticity::replicas.max 
 
 CLI::App* add_command(CLI::App& app, const std::string& name, const std::string& what, options& o) {
   auto* sub = app.add_subcommand(name, what);
-  sub->add_option("DIR", o.dir, "the checkpoint root")->required();
+  sub->add_option("DIR", o.dir, "a run directory, a checkpoint root, or one checkpoint directory")->required();
   return sub;
+}
+
+// Where DIR's checkpoints are: the root, and the one checkpoint when DIR is a checkpoint.
+struct target {
+  std::filesystem::path root;
+  std::optional<uint64_t> only;
+};
+
+// A run directory holds checkpoints/ (the default checkpoint.dir); a checkpoint directory
+// holds a MANIFEST and is named step-N; anything else is taken as a checkpoint root.
+target resolve_target(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(dir / "checkpoints")) return {dir / "checkpoints", std::nullopt};
+  if (fs::exists(dir / std::string(manifest_file))) {
+    const auto canonical = fs::weakly_canonical(dir);
+    const auto step = parse_checkpoint_dir_name(canonical.filename().string());
+    if (!step)
+      throw std::runtime_error(dir.string() + " holds a MANIFEST but is not named step-N, so it is no checkpoint of a root");
+    return {canonical.parent_path(), step};
+  }
+  return {dir, std::nullopt};
+}
+
+std::string no_checkpoints(const std::filesystem::path& dir) {
+  return dir.string() +
+         ": no checkpoints (expected step-N directories here, in DIR/checkpoints, or a MANIFEST)";
 }
 
 void add_step(CLI::App& sub, options& o, const std::string& what) {
@@ -42,12 +73,19 @@ void add_step(CLI::App& sub, options& o, const std::string& what) {
       ->transform(command_line::within(step_limit));
 }
 
-int cmd_ls(const checkpoint_store& store, std::ostream& out) {
+int cmd_ls(const checkpoint_store& store, const target& t, const options& o, std::ostream& out,
+           std::ostream& err) {
   const auto latest = store.latest_pointer();
   const auto listing = store.list();
+  std::vector<uint64_t> steps = load_order(listing);
+  if (t.only) steps = {*t.only};
+  if (steps.empty()) {
+    err << "msomni ckpt ls: " << no_checkpoints(o.dir) << "\n";
+    return exit_failed;
+  }
   out << std::left << std::setw(16) << "checkpoint" << std::setw(13) << "kind" << std::setw(7)
       << "world" << std::setw(12) << "step" << std::setw(14) << "bytes" << "note\n";
-  for (uint64_t step : load_order(listing)) {
+  for (uint64_t step : steps) {
     const std::string name = checkpoint_dir_name(step);
     const std::string mark = latest && *latest == name ? " (latest)" : "";
     try {
@@ -58,22 +96,25 @@ int cmd_ls(const checkpoint_store& store, std::ostream& out) {
                                    ? "full"
                                    : "incr<" + std::to_string(m.base_step) + ">";
       out << std::setw(16) << name << std::setw(13) << kind << std::setw(7) << m.meta.world_size
-          << std::setw(12) << (std::to_string(m.meta.step) + "." + std::to_string(m.meta.micro_step))
-          << std::setw(14) << bytes << "epoch " << m.meta.epoch << mark << "\n";
+          << std::setw(12) << m.meta.step << std::setw(14) << bytes << "epoch " << m.meta.epoch;
+      if (m.meta.micro_step != 0) out << ", micro-step " << m.meta.micro_step;
+      out << mark << "\n";
     } catch (const std::exception& e) {
       out << std::setw(16) << name << "UNREADABLE: " << e.what() << mark << "\n";
     }
   }
   for (const auto& e : listing)
-    if (classify_entry(e).cls == entry_class::temporary)
+    if (!t.only && classify_entry(e).cls == entry_class::temporary)
       out << std::setw(16) << e.name << "temporary (removed by the next save)\n";
   return exit_ok;
 }
 
-int cmd_verify(const checkpoint_store& store, const options& o, std::ostream& out) {
-  std::vector<uint64_t> steps = o.step ? std::vector<uint64_t>{*o.step} : load_order(store.list());
+int cmd_verify(const checkpoint_store& store, const target& t, const options& o, std::ostream& out,
+               std::ostream& err) {
+  const std::optional<uint64_t> only = o.step ? o.step : t.only;
+  std::vector<uint64_t> steps = only ? std::vector<uint64_t>{*only} : load_order(store.list());
   if (steps.empty()) {
-    out << store.root().string() << ": no checkpoints\n";
+    err << "msomni ckpt verify: " << no_checkpoints(o.dir) << "\n";
     return exit_failed;
   }
   int bad = 0;
@@ -89,7 +130,7 @@ int cmd_verify(const checkpoint_store& store, const options& o, std::ostream& ou
       out << "FAIL  " << checkpoint_dir_name(step) << ": " << e.what() << "\n";
     }
   }
-  if (!o.step) {
+  if (!only) {
     const auto res = store.load_latest({0});
     if (res.checkpoint)
       out << "a resume would load " << checkpoint_dir_name(res.checkpoint->m.meta.step) << "\n";
@@ -99,16 +140,42 @@ int cmd_verify(const checkpoint_store& store, const options& o, std::ostream& ou
   return bad ? exit_failed : exit_ok;
 }
 
-int cmd_export(const checkpoint_store& store, const options& o, std::ostream& out,
+// A config value as JSON: numbers, booleans and plain strings read the same in TOML and JSON;
+// anything else (a TOML-only form) is kept as its TOML text.
+nlohmann::json config_value(const std::string& toml_text) {
+  auto v = nlohmann::json::parse(toml_text, nullptr, /*allow_exceptions=*/false);
+  return v.is_discarded() ? nlohmann::json(toml_text) : v;
+}
+
+// safetensors metadata is string to string: the model config and the whole job config the
+// manifest records are JSON objects in one string each (absent when the writer recorded none).
+std::map<std::string, std::string> export_metadata(const manifest& m, uint32_t rank) {
+  std::map<std::string, std::string> meta{{"format", "pt"},
+                                          {"msomni_step", std::to_string(m.meta.step)},
+                                          {"msomni_rank", std::to_string(rank)},
+                                          {"msomni_world_size", std::to_string(m.meta.world_size)},
+                                          {"msomni_config_hash", hex64(m.meta.config_hash)}};
+  if (m.meta.config.empty()) return meta;
+  nlohmann::json model = nlohmann::json::object(), all = nlohmann::json::object();
+  for (const auto& [key, value] : m.meta.config) {
+    all[key] = config_value(value);
+    if (key.rfind("model.", 0) == 0) model[key.substr(6)] = config_value(value);
+  }
+  meta["msomni_model_config"] = model.dump();
+  meta["msomni_config"] = all.dump();
+  return meta;
+}
+
+int cmd_export(const checkpoint_store& store, const target& t, const options& o, std::ostream& out,
                std::ostream& err) {
   verified_checkpoint v;
-  if (o.step) {
-    v = store.load(*o.step, {o.rank});
+  if (const auto only = o.step ? o.step : t.only) {
+    v = store.load(*only, {o.rank});
   } else {
     auto res = store.load_latest({o.rank});
     for (const auto& s : res.skipped) err << "skipped " << s << "\n";
     if (!res.checkpoint) {
-      err << "msomni ckpt export: no loadable checkpoint in " << store.root().string() << "\n";
+      err << "msomni ckpt export: " << (res.skipped.empty() ? no_checkpoints(o.dir) : "no loadable checkpoint in " + store.root().string()) << "\n";
       return exit_failed;
     }
     v = std::move(*res.checkpoint);
@@ -117,10 +184,7 @@ int cmd_export(const checkpoint_store& store, const options& o, std::ostream& ou
     err << "msomni ckpt export: rank " << o.rank << " outside world size " << v.ranks.size() << "\n";
     return exit_usage;
   }
-  const auto sum = export_safetensors(
-      v.ranks[o.rank], o.prefix, o.out,
-      {{"format", "pt"}, {"msomni_step", std::to_string(v.m.meta.step)},
-       {"msomni_rank", std::to_string(o.rank)}});
+  const auto sum = export_safetensors(v.ranks[o.rank], o.prefix, o.out, export_metadata(v.m, o.rank));
   out << "exported " << sum.tensors << " tensors (" << sum.data_bytes << " bytes) of "
       << checkpoint_dir_name(v.m.meta.step) << " rank " << o.rank << " to " << o.out << "\n";
   return exit_ok;
@@ -151,10 +215,13 @@ int run_ckpt(const std::vector<std::string>& args, std::ostream& out, std::ostre
       err << "msomni ckpt: " << o.dir << " is not a directory\n";
       return exit_failed;
     }
-    const checkpoint_store store(o.dir);
-    if (ls->parsed()) return cmd_ls(store, out);
-    if (verify->parsed()) return cmd_verify(store, o, out);
-    return cmd_export(store, o, out, err);
+    // The command's own lines say what failed; the store's fallback notes would repeat them.
+    if (!log::enabled(log::level::debug)) log::set_level(log::level::error);
+    const target t = resolve_target(o.dir);
+    const checkpoint_store store(t.root);
+    if (ls->parsed()) return cmd_ls(store, t, o, out, err);
+    if (verify->parsed()) return cmd_verify(store, t, o, out, err);
+    return cmd_export(store, t, o, out, err);
   } catch (const std::exception& e) {
     err << "msomni ckpt " << verb << ": " << e.what() << "\n";
     return exit_failed;

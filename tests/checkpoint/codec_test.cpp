@@ -128,6 +128,22 @@ TEST_CASE("manifest round trip - and any changed byte is refused") {
   CHECK_THROWS_AS(parse_manifest(text.substr(0, text.size() / 2), "M"), checkpoint_error);
 }
 
+TEST_CASE("a manifest records the job config by key - values with spaces round trip") {
+  manifest m;
+  m.meta = {100, 0, 1, 0xabcdull, 1};
+  m.meta.config = {{"model.d_model", "64"}, {"model.name", "\"fuyu-tiny\""},
+                   {"data.sources[0].uri", "\"file:///a b/c\""}, {"training.lr", "0.001"}};
+  m.shards = {{0, 1000, 0x1111, 4000, 8, "step-00000100"}};
+  const std::string text = render_manifest(m);
+  CHECK(text.find("config model.d_model 64\n") != std::string::npos);
+  CHECK(text.find("config data.sources[0].uri \"file:///a b/c\"\n") != std::string::npos);
+  CHECK(parse_manifest(text, "M") == m);
+  // A manifest without config lines (an older writer) still reads, with no config.
+  m.meta.config.clear();
+  CHECK(render_manifest(m).find("config ") == std::string::npos);
+  CHECK(parse_manifest(render_manifest(m), "M").meta.config.empty());
+}
+
 TEST_CASE("checkpoint directory names have one spelling per step") {
   CHECK(checkpoint_dir_name(5) == "step-00000005");
   CHECK(parse_checkpoint_dir_name("step-00000005") == 5u);
