@@ -9,7 +9,8 @@ packages=(
   libavcodec-dev libavformat-dev libswscale-dev libavutil-dev ffmpeg
   libzstd-dev libxxhash-dev libopenblas-dev libssl-dev
   nlohmann-json3-dev libcli11-dev
-  prometheus-cpp-dev libcivetweb-dev prometheus libncurses-dev tmux
+  prometheus-cpp-dev libcpp-httplib-dev prometheus libncurses-dev tmux
+  python3-matplotlib
 )
 # Extra packages for a caller (e.g. benchmarks): MSOMNI_EXTRA_PACKAGES="python3-torch python3-av openmpi-bin"
 read -r -a extra <<< "${MSOMNI_EXTRA_PACKAGES:-}"

@@ -157,6 +157,9 @@ actions job_runner_core::on_command(const msg::job_command& c, time_point now) {
     }
     case command_kind::set_share:
       break;
+    case command_kind::hold:  // why it waits or does not grow: said, nothing to do
+      out.push_back(say{"held: " + c.reason});
+      break;
     case command_kind::reject:
       finish(3, "rejected: " + c.reason, out);
       break;
@@ -212,7 +215,11 @@ actions job_runner_core::on_command_ended(int code, uint64_t step, time_point no
       break;
     case stopping::no:
       if (registered_) out.push_back(tell_scheduler{msg::job_finished{spec_.id}});
-      finish(code, code == 0 ? "finished" : "command failed with " + std::to_string(code), out);
+      if (code == command_stopped_code)
+        finish(code, "stopped (not finished): resumable from checkpoint step " + std::to_string(step) +
+                         "; run the same msomni job again to resume", out);
+      else
+        finish(code, code == 0 ? "finished" : "command failed with " + std::to_string(code), out);
       break;
   }
   if (!registered_ && scheduler_known_ && !over_) register_again(now, out);

@@ -4,6 +4,7 @@
 // and time come in as arguments, what to do goes out as actions the shell carries out.
 //
 //   (no run) --start | colocate--> running (why = no) --the command ends--> job_finished, end
+//                                  (exit 3: end "stopped", resumable from its checkpoint)
 //   running --preempt_notice--> SIGTERM, stopping(drain) --ends--> job_released
 //   running --preempt (shrink)--> in place: scale-down, then job_released once it runs smaller
 //                                 else SIGTERM, stopping(shrink) --ends--> job_released, start smaller
@@ -76,6 +77,10 @@ struct poll_resize_status {
 struct ask_status {
   bool operator==(const ask_status&) const = default;
 };
+// The exit code of a command that stopped with a checkpoint to resume from, not finished
+// (msomni-run's for SIGINT, SIGTERM or `msomni stop`): the job ends "stopped" with it.
+inline constexpr int command_stopped_code = 3;
+
 // A command asked with SIGTERM to give its GPUs back (evicted, requeued) gets this long to
 // stop; then it is killed. The job's end gives a stopping command the same grace.
 inline constexpr nanos command_stop_grace = std::chrono::seconds(10);

@@ -56,7 +56,8 @@ std::vector<action> elastic_core::spawn(int64_t count, const std::string& near_n
     joining_.push_back(m.name);
     out.push_back(spawn_on_agent{*node, m.name});
     out.push_back(journal_event{"rank_spawn", m.name + " on node " + *node + " (rack " + agents_[*node].rack +
-                                                  ", switch " + agents_[*node].switch_name + ")"});
+                                                  ", switch " + agents_[*node].switch_name + ")",
+                                m.name, *node});
     if (near.empty()) near = *node;  // keep a data-parallel group together
   }
   return out;
@@ -69,7 +70,8 @@ std::vector<action> elastic_core::on_agent(const agent_info& a, time_point now) 
   agent_heard_[a.node] = now;
   if (!known)
     out.push_back(journal_event{"agent_joined", a.node + " (rack " + a.rack + ", switch " + a.switch_name + ", " +
-                                                    std::to_string(a.slots) + " slots)"});
+                                                    std::to_string(a.slots) + " slots)",
+                                "", a.node});
   if (phase_ == phase::starting && next_rank_id_ == 0 && free_slots() >= target_) {
     auto more = spawn(target_, "", now);
     out.insert(out.end(), more.begin(), more.end());
@@ -102,7 +104,7 @@ std::vector<action> elastic_core::on_agent_down(const std::string& node, const s
   std::vector<action> out;
   if (!agents_.count(node) || !agents_[node].alive) return out;
   agents_[node].alive = false;
-  out.push_back(journal_event{"agent_down", node + ": " + why});
+  out.push_back(journal_event{"agent_down", node + ": " + why, "", node});
   std::vector<std::string> lost;
   for (const auto& [n, m] : members_)
     if (m.node == node && m.state != member_state::left && m.state != member_state::dead) lost.push_back(n);

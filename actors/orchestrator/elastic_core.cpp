@@ -85,8 +85,10 @@ std::vector<action> elastic_core::on_tick(time_point now) {
       if (m.state == member_state::leaving) late.push_back(n);
     for (const auto& n : late) {
       members_.at(n).state = member_state::dead;
+      members_.at(n).departed_step = last_step_;
       out.push_back(journal_event{"grace_period_expired", n + " did not leave within " + seconds_text(s_.grace_period) +
-                                                              " s; stopping it"});
+                                                              " s; stopping it", n,
+                                  members_.at(n).node});
       out.push_back(stop_on_agent{members_.at(n).node, n, "grace period passed"});
     }
     if (!late.empty()) {

@@ -63,6 +63,7 @@ struct member_info {
   time_point since{};
   bool replacement = false;  // started after an earlier rank went down (failure_history.hpp)
   uint64_t member_since = 0;  // the epoch of the first plan naming it
+  uint64_t departed_step = 0;  // the job's step when it left or went down
 };
 
 struct agent_info {
@@ -87,13 +88,20 @@ struct stop_on_agent {
   std::string name;
   std::string reason;
 };
+// rank and node: the rank and node the event is about, where there is one (events.jsonl
+// carries them as fields).
 struct journal_event {
   std::string kind;
   std::string detail;
+  std::string rank = {};
+  std::string node = {};
 };
+// stopped: the job ended because it was asked to stop (a final checkpoint, resumable), not
+// because its last step was trained.
 struct finish_job {
   bool ok = true;
   std::string reason;
+  bool stopped = false;
 };
 using action = std::variant<send_plan, spawn_on_agent, stop_on_agent, journal_event, finish_job>;
 
@@ -104,7 +112,7 @@ struct rank_status {
   std::string node;
   int64_t pid = 0;
   member_state state = member_state::starting;
-  uint64_t step = 0;  // the job's last step for an active rank, else 0
+  uint64_t step = 0;  // the job's last step for an active rank, the step it left at for a departed one
 };
 struct job_status {
   std::string phase;
@@ -114,10 +122,12 @@ struct job_status {
   int64_t world = 0;
   int64_t target = 0;
   int64_t grad_accum = 0;  // 0 when the world does not divide the global batch
-  std::vector<rank_status> ranks;   // by name
+  std::vector<rank_status> ranks;   // by name: every member that has not left or died
+  std::vector<rank_status> departed;  // by name: members that left or died (the history)
   std::vector<agent_info> agents;   // by node
 };
-// "job running: step 5/100, 2 replicas (target 2), epoch 1" and a line per rank.
+// "job running: step 5/100, 2 replicas (target 2), epoch 1", then sections: ranks (with
+// their step), agents, and the departed ranks' history.
 std::string status_text(const job_status& s);
 
 struct control_outcome {

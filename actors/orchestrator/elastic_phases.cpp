@@ -20,7 +20,8 @@ std::vector<action> elastic_core::on_rank_ready(const msg::rank_ready& r, time_p
   m.since = now;
   out.push_back(journal_event{"rank_ready", r.name + " on " + r.node + " pid " + std::to_string(r.pid) + ", warmed up" +
                                                 (r.has_checkpoint ? " with checkpoint step " + std::to_string(r.checkpoint_step)
-                                                                  : " (no checkpoint yet)")});
+                                                                  : " (no checkpoint yet)"),
+                              r.name, r.node});
   if (phase_ == phase::starting) {
     auto more = maybe_start();
     out.insert(out.end(), more.begin(), more.end());
@@ -159,6 +160,7 @@ std::vector<action> elastic_core::maybe_finish() {
       auto& m = members_.at(n);
       if (m.state != member_state::active) continue;
       m.state = member_state::left;
+      m.departed_step = last_step_;
       out.push_back(stop_on_agent{m.node, n, "the job finished in epoch " + std::to_string(*finished_epoch_) +
                                                  " before this rank's epoch " + std::to_string(m.member_since) + " trained"});
     }
@@ -166,7 +168,7 @@ std::vector<action> elastic_core::maybe_finish() {
     phase_ = phase::done;
     finished_ = true;
     for (const auto& n : joining_) out.push_back(stop_on_agent{members_.at(n).node, n, "the job stopped"});
-    out.push_back(finish_job{true, "stopped at step " + std::to_string(last_step_) + " with a final checkpoint"});
+    out.push_back(finish_job{true, "stopped at step " + std::to_string(last_step_) + " with a final checkpoint", true});
   } else if (last_step_ >= s_.total_steps && !ring_.empty()) {
     phase_ = phase::done;
     finished_ = true;
@@ -185,13 +187,16 @@ std::vector<action> elastic_core::on_rank_left(const msg::rank_left& r, time_poi
   if (was == member_state::left || was == member_state::dead) return out;
   m.state = member_state::left;
   m.since = now;
-  out.push_back(journal_event{"rank_left", r.name + " after step " + std::to_string(r.final_step) + " (" + r.reason + ")"});
+  m.departed_step = r.final_step;
+  out.push_back(journal_event{"rank_left", r.name + " after step " + std::to_string(r.final_step) + " (" + r.reason + ")",
+                              r.name, m.node});
   if (r.reason == "finished" && r.final_step >= s_.total_steps && !finished_epoch_) finished_epoch_ = r.epoch;
   if (was == member_state::active && r.reason == "finished") {
     last_step_ = std::max(last_step_, r.final_step);
     auto more = maybe_finish();
     out.insert(out.end(), more.begin(), more.end());
   } else if (was == member_state::active && phase_ == phase::stopping) {
+    last_step_ = std::max(last_step_, r.final_step);  // the step the stop's final checkpoint holds
     auto more = maybe_finish();
     out.insert(out.end(), more.begin(), more.end());
   } else if (was == member_state::active) {

@@ -17,8 +17,10 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
   if (was == member_state::left || was == member_state::dead) return out;
   m.state = member_state::dead;
   m.since = now;
+  m.departed_step = last_step_;
   ++downs_;
-  out.push_back(journal_event{"rank_down", name + " (" + std::string(orchestrator::to_string(was)) + ") on " + m.node + ": " + why});
+  out.push_back(journal_event{"rank_down", name + " (" + std::string(orchestrator::to_string(was)) + ") on " + m.node + ": " + why, name,
+                              m.node});
   out.push_back(stop_on_agent{m.node, name, "declared down: " + why});
   if (phase_ == phase::done) return out;
   if (was == member_state::starting || was == member_state::ready) {
@@ -61,7 +63,7 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
     auto more = maybe_join_new();
     out.insert(out.end(), more.begin(), more.end());
     if (phase_ == phase::growing && joining_.empty() && !awaiting_join_) {
-      out.push_back(journal_event{"scale_up_incomplete", "a new rank died before joining: " + name});
+      out.push_back(journal_event{"scale_up_incomplete", "a new rank died before joining: " + name, name});
       phase_ = phase::running;
     }
     return out;
@@ -115,8 +117,10 @@ std::vector<action> elastic_core::on_rank_failed(const msg::rank_failed& r, time
   // The same words from a rank started after the first: another replacement would fail alike.
   it->second.state = member_state::dead;
   it->second.since = now;
+  it->second.departed_step = last_step_;
   ++downs_;
-  out.push_back(journal_event{"rank_down", r.name + " on " + it->second.node + ": failed: " + reason});
+  out.push_back(journal_event{"rank_down", r.name + " on " + it->second.node + ": failed: " + reason, r.name,
+                              it->second.node});
   out.push_back(stop_on_agent{it->second.node, r.name, "failed: " + reason});
   auto end = fail(r.name + " failed: " + reason + " (again: " + *earlier + " failed the same way, so a replacement would too; " +
                   std::to_string(recoveries_) + " of " + std::to_string(s_.max_recoveries) + " recoveries spent)");

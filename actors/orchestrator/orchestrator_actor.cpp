@@ -12,6 +12,7 @@
 #include "orchestrator_json.hpp"
 #include "progress_core.hpp"
 #include "record_lineage.hpp"
+#include "run_summary.hpp"
 
 #include <caf/actor_system.hpp>
 
@@ -31,7 +32,7 @@ constexpr auto tick_interval = std::chrono::milliseconds(200);
 struct shell_state {
   shell_state(elastic_settings s, orchestrator_env e)
       : core(s), progress(s.total_steps), data(e.max_data_wait_ms), health(e.health), autoscale(e.autoscale),
-        env(std::move(e)) {
+        tally(s.total_steps), env(std::move(e)) {
     if (env.metrics) control = std::make_unique<control_metrics>(*env.metrics->own(), env.job_name);
   }
   elastic_core core;
@@ -39,6 +40,7 @@ struct shell_state {
   data_watch data;
   training_health health;
   autoscale_core autoscale;
+  run_tally tally;  // what summary.json says about this run
   uint64_t autoscale_epoch = 0;  // a new epoch is a resize: the autoscale windows start over
   orchestrator_env env;
   real_clock clock;
@@ -59,15 +61,26 @@ constexpr size_t timeline_capacity = 200;
 void execute(metrics::accounted_actor* self, shell_state& st, std::vector<action> acts);
 std::string health_summary(const shell_state& st);
 
-void journal(shell_state& st, const std::string& kind, const std::string& detail) {
-  if (st.env.journal) st.env.journal->event(kind, detail);
+// Every event line carries the job's step and epoch; `rank` and `node` where the event is
+// about one.
+void journal(shell_state& st, const std::string& kind, const std::string& detail, const std::string& rank = {},
+             const std::string& node = {}) {
+  event_context ctx;
+  ctx.step = st.progress.last_step();
+  ctx.epoch = st.core.epoch();
+  ctx.rank = rank;
+  ctx.node = node;
+  if (st.env.journal) st.env.journal->event(kind, detail, ctx);
   if (st.control) st.control->on_event(kind, detail);
+  st.tally.on_event(kind);
   ordered_json e = ordered_json::object();
   e["time_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
                      std::chrono::system_clock::now().time_since_epoch()).count();
   e["kind"] = kind;
   e["epoch"] = st.core.epoch();
   e["step"] = st.progress.last_step();
+  if (!rank.empty()) e["rank"] = rank;
+  if (!node.empty()) e["node"] = node;
   e["detail"] = detail;
   st.timeline.push_back(std::move(e));
   if (st.timeline.size() > timeline_capacity) st.timeline.pop_front();
@@ -106,11 +119,11 @@ void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
   } else if (auto* k = std::get_if<stop_on_agent>(&a)) {
     if (auto it = st.agents.find(k->node); it != st.agents.end()) self->send(it->second, msg::stop_rank{k->name, k->reason});
   } else if (auto* e = std::get_if<journal_event>(&a)) {
-    journal(st, e->kind, e->detail);
+    journal(st, e->kind, e->detail, e->rank, e->node);
   } else if (auto* f = std::get_if<finish_job>(&a)) {
     if (st.done) return;
     st.done = true;
-    journal(st, f->ok ? "job_finished" : "job_failed", f->reason);
+    journal(st, !f->ok ? "job_failed" : f->stopped ? "job_stopped" : "job_finished", f->reason);
     const auto latest = st.env.latest_checkpoint_step ? st.env.latest_checkpoint_step() : 0;
     if (st.progress.bad_samples_total() > 0) journal(st, "bad_samples_total", st.progress.bad_samples_summary());
     if (auto n = st.data.finish()) journal(st, n->kind, n->detail);
@@ -118,7 +131,14 @@ void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
     const auto summary = f->reason + "\n  " + st.progress.summary() + "\n  " + st.progress.bad_samples_summary() + "; " +
                          health_summary(st) + "\n  " + st.data.summary() + "\n  " +
                          (latest ? "last checkpoint: step " + std::to_string(latest) : std::string("no checkpoint committed"));
-    if (st.env.on_finish) st.env.on_finish(f->ok, summary);
+    job_outcome out;
+    out.ok = f->ok;
+    out.stopped = f->stopped;
+    out.reason = f->reason;
+    out.text = summary;
+    out.facts = st.tally.facts(st.progress.last_step(), st.progress.bad_samples_by_reason(), st.data.downgraded_total(),
+                               st.data.slow_steps());
+    if (st.env.on_finish) st.env.on_finish(out);
   }
 }
 
@@ -254,6 +274,7 @@ void journal_step(metrics::accounted_actor* self, shell_state& st, const msg::st
                            std::chrono::system_clock::now().time_since_epoch()).count();
   const auto line = st.progress.on_step(r, now, wall_ms);
   if (line && st.control) st.control->on_step(r);
+  if (line) st.tally.on_step(*line);
   if (line) {
     if (st.env.journal && !st.env.journal->metric(metrics_json(*line))) stop_if_journal_failed(self, st);
     if (auto note = st.progress.take_bad_samples_note()) journal(st, "bad_samples", *note);
@@ -336,6 +357,7 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
       },
       [st](const msg::checkpoint_done& d) {
         if (st->control) st->control->on_checkpoint(d);
+        st->tally.on_checkpoint(d.step, d.ok);
         char mb[32];
         std::snprintf(mb, sizeof mb, "%.2f", static_cast<double>(d.bytes) / (1 << 20));
         if (d.ok) journal(*st, "checkpoint", "step " + std::to_string(d.step) + " committed (" + mb + " MiB over all shards)");

@@ -6,6 +6,7 @@
 
 #include "elastic_core.hpp"
 #include "run_journal.hpp"
+#include "run_summary.hpp"
 #include "autoscale_core.hpp"
 #include "training_health.hpp"
 
@@ -22,11 +23,20 @@
 
 namespace msomni::orchestrator {
 
+// How the job ended, handed to on_finish once.
+struct job_outcome {
+  bool ok = true;
+  bool stopped = false;  // asked to stop (resumable), not trained to its last step
+  std::string reason;    // the finish reason alone
+  std::string text;      // the reason and the end-of-job lines (progress, bad samples, data, checkpoint)
+  run_facts facts;       // for summary.json
+};
+
 struct orchestrator_env {
   std::function<caf::actor(const std::string& rank)> worker_of;           // the rank's "worker" actor
   std::function<std::vector<std::string>(const std::string& rank)> rank_args;  // msomni-rank arguments
   std::function<uint64_t()> latest_checkpoint_step;                       // 0 when there is none
-  std::function<void(bool ok, const std::string& reason)> on_finish;
+  std::function<void(const job_outcome&)> on_finish;
   run_journal* journal = nullptr;
   std::string token;
   std::atomic<bool>* stop_signal = nullptr;  // set by SIGINT/SIGTERM: stop gracefully

@@ -54,14 +54,18 @@ ordered_json status_json(const job_status& s, const std::map<std::string, uint64
   j["world"] = s.world;
   j["target"] = s.target;
   j["grad_accum"] = s.grad_accum;
+  const auto rank_json = [](const rank_status& r) {
+    return ordered_json{{"name", r.name}, {"node", r.node}, {"pid", r.pid}, {"state", to_string(r.state)}, {"step", r.step}};
+  };
   auto& ranks = j["ranks"] = ordered_json::array();
-  for (const auto& r : s.ranks)
-    ranks.push_back({{"name", r.name}, {"node", r.node}, {"pid", r.pid}, {"state", to_string(r.state)}, {"step", r.step}});
+  for (const auto& r : s.ranks) ranks.push_back(rank_json(r));
   auto& agents = j["agents"] = ordered_json::array();
   for (const auto& a : s.agents)
     agents.push_back({{"node", a.node}, {"rack", a.rack}, {"switch", a.switch_name}, {"slots", a.slots}, {"alive", a.alive}});
   auto& bad = j["bad_samples"] = ordered_json::object();
   for (const auto& [reason, n] : bad_samples) bad[reason] = n;
+  auto& departed = j["departed"] = ordered_json::array();
+  for (const auto& r : s.departed) departed.push_back(rank_json(r));
   return j;
 }
 

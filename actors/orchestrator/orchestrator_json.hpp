@@ -29,7 +29,9 @@ using msomni::json_text;  // core/json_text.hpp: compact, one line, never throws
 ordered_json metrics_json(const metrics_record& r);
 
 // The status with the bad samples met so far (all ranks): {"phase","epoch","step",
-// "total_steps","world","target","grad_accum","ranks":[..],"agents":[..],"bad_samples":{..}}.
+// "total_steps","world","target","grad_accum","ranks":[..],"agents":[..],"bad_samples":{..},
+// "departed":[..]}. "ranks" holds the members still there; "departed" those that left or died,
+// with the step they left at.
 ordered_json status_json(const job_status& s, const std::map<std::string, uint64_t>& bad_samples);
 
 }  // namespace msomni::orchestrator

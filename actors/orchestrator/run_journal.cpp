@@ -93,9 +93,14 @@ bool run_journal::metric(nlohmann::ordered_json record) {
   return append(metrics_fd_, json_text(record) + "\n", "metrics.jsonl");
 }
 
-bool run_journal::event(const std::string& kind, const std::string& reason) {
+bool run_journal::event(const std::string& kind, const std::string& reason, const event_context& ctx) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const nlohmann::ordered_json line{{"time_ms", unix_ms()}, {"event", kind}, {"reason", reason}, {"attempt", attempt_.load()}};
+  nlohmann::ordered_json line{{"time_ms", unix_ms()}, {"event", kind}, {"reason", reason}, {"kind", kind}};
+  if (ctx.step) line["step"] = *ctx.step;
+  if (ctx.epoch) line["epoch"] = *ctx.epoch;
+  if (!ctx.rank.empty()) line["rank"] = ctx.rank;
+  if (!ctx.node.empty()) line["node"] = ctx.node;
+  line["attempt"] = attempt_.load();
   return append(events_fd_, json_text(line) + "\n", "events.jsonl");
 }
 
@@ -105,8 +110,10 @@ uint64_t run_journal::begin_attempt(uint64_t from_step, const std::string& cause
     ++attempt_;
     store_attempt();
   }
+  event_context ctx;
+  ctx.step = from_step;
   event("attempt_started", "attempt " + std::to_string(attempt_.load()) + " resumes from step " +
-                               std::to_string(from_step) + ": " + cause);
+                               std::to_string(from_step) + ": " + cause, ctx);
   return attempt_;
 }
 

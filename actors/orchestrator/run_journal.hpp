@@ -19,9 +19,18 @@
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace msomni::orchestrator {
+
+// What an event line says beyond its kind and reason, where the writer knows it.
+struct event_context {
+  std::optional<uint64_t> step;   // the job's last journaled step
+  std::optional<uint64_t> epoch;  // the membership epoch
+  std::string rank;               // the rank it is about
+  std::string node;               // the node it is about
+};
 
 class run_journal {
  public:
@@ -34,8 +43,11 @@ class run_journal {
 
   // False (and failed() from then on) when the line could not be written.
   bool metric(nlohmann::ordered_json record);  // a JSON object; "attempt" is added last
-  // {"time_ms": <unix ms>, "event": kind, "reason": ..., "attempt": N}
-  bool event(const std::string& kind, const std::string& reason);
+  // {"time_ms": <unix ms>, "event": kind, "reason": ..., "kind": kind, "step": S, "epoch": E,
+  //  "rank": R, "node": N, "attempt": A}: "event" and "kind" are the same name ("event" is
+  // the older field, kept for readers of earlier runs); step, epoch, rank and node only where
+  // `ctx` knows them.
+  bool event(const std::string& kind, const std::string& reason, const event_context& ctx = {});
 
   // Starts the next attempt (a rollback: steps from `from_step` on are repeated) and
   // journals it; returns the new attempt number.

@@ -22,11 +22,14 @@
 #include "node_agent.hpp"
 #include "orchestrator_actor.hpp"
 #include "run_journal.hpp"
+#include "run_summary.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/send.hpp>
 #include <fcntl.h>
+#include <cerrno>
+#include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +56,42 @@ void write_control_file(const fs::path& run_dir, const std::string& address, con
   write_private_file((run_dir / "control.json").string(), json_text(control) + "\n");
 }
 
+int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// `text` replaces `path` whole or not at all: a temporary of this process (created
+// exclusively), fsynced, renamed over it. An empty result is success, else what failed.
+std::string replace_file(const fs::path& path, const std::string& text) {
+  const auto tmp = path.parent_path() / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return "cannot create " + tmp.string() + ": " + std::strerror(errno);
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  const int err = ok ? 0 : (errno ? errno : ENOSPC);
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int why = ok ? errno : err;
+    ::unlink(tmp.c_str());
+    return "cannot write " + path.string() + ": " + std::strerror(why);
+  }
+  return {};
+}
+
+// summary.json and summary.txt; false (and said on stderr) when either cannot be written.
+bool write_summary(const fs::path& run_dir, const orchestrator::run_facts& facts, const orchestrator::run_end& end) {
+  bool ok = true;
+  for (const auto& [name, text] :
+       {std::pair<std::string, std::string>{"summary.json", json_text(orchestrator::summary_json(facts, end)) + "\n"},
+        std::pair<std::string, std::string>{"summary.txt", orchestrator::summary_text(facts, end)}}) {
+    if (const auto err = replace_file(run_dir / name, text); !err.empty()) {
+      std::cerr << "msomni-run: the run's summary was not saved: " << err << "\n";
+      ok = false;
+    }
+  }
+  return ok;
+}
+
 orchestrator::elastic_settings elastic_settings_from(const config::job_config& cfg, bool resume) {
   orchestrator::elastic_settings s;
   s.total_steps = static_cast<uint64_t>(cfg.training.steps);
@@ -71,6 +110,7 @@ orchestrator::elastic_settings elastic_settings_from(const config::job_config& c
 int launch_job(const config::job_config& cfg, const run_paths& paths, const run_options& opts) {
   const fs::path& run_dir = paths.run_dir;
   const fs::path& ckpt_dir = paths.checkpoint_dir;
+  const auto started_ms = unix_ms();
   // Held until this function returns: no second msomni-run writes here meanwhile.
   const auto claim = claim_run_paths(paths, cfg);
   if (opts.fresh) {
@@ -132,7 +172,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   write_control_file(run_dir, hub.node().address(), token, metrics_http ? metrics_http->address() : "");
 
   const auto config_path = fs::absolute(cfg.source_path).string();
-  std::promise<std::pair<bool, std::string>> outcome;
+  std::promise<orchestrator::job_outcome> outcome;
   auto finished = outcome.get_future();
   orchestrator::orchestrator_env env;
   env.worker_of = [&gw](const std::string& rank) { return gw.remote_actor(rank, "worker"); };
@@ -142,7 +182,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     return args;
   };
   env.latest_checkpoint_step = [ckpt_dir] { return ckpt::latest_step(ckpt_dir).value_or(0); };
-  env.on_finish = [&outcome](bool ok, const std::string& reason) { outcome.set_value({ok, reason}); };
+  env.on_finish = [&outcome](const orchestrator::job_outcome& o) { outcome.set_value(o); };
   env.journal = &journal;
   env.token = token;
   env.stop_signal = &stop_signal::flag();
@@ -185,20 +225,39 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
                 << " --switch " << n.switch_name << " --slots " << n.slots << "\n";
   }
   stop_signal::install();
-  const auto [ok, reason] = finished.get();
+  const auto result = finished.get();
   stop_signal::restore();
   // Ranks leave on their own after rank_left; give them a moment before the agent reaps the rest.
   std::this_thread::sleep_for(300ms);
   if (local_agent) caf::anon_send_exit(local_agent, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(orchestrator, caf::exit_reason::user_shutdown);
   if (::isatty(2)) std::cerr << "\n";
-  std::cout << (ok ? "job " : "job failed: ") << reason << "\n  run directory " << run_dir.string()
-            << " (metrics.jsonl, events.jsonl, logs/, checkpoints/)\n";
-  if (journal.failed()) {
-    std::cerr << "msomni-run: " << journal.failure() << "\n";
-    return 1;
-  }
-  return ok ? 0 : 1;
+  // How the run ended: finished 0, failed 1, stopped 3 (a stop and a preemption both arrive
+  // as SIGTERM/SIGINT or `msomni stop`; msomni-run cannot tell them apart).
+  orchestrator::run_end end;
+  end.state = !result.ok || journal.failed() ? "failed" : result.stopped ? "stopped" : "finished";
+  end.exit_code = end.state == "failed"    ? orchestrator::exit_failed
+                  : end.state == "stopped" ? orchestrator::exit_stopped
+                                           : orchestrator::exit_finished;
+  end.reason = journal.failed() && result.ok ? journal.failure() : result.reason;
+  end.started_ms = started_ms;
+  end.ended_ms = unix_ms();
+  end.attempt = journal.attempt();
+  end.resume_step = ckpt::latest_step(ckpt_dir);
+  end.resume_checkpoint = ckpt::latest_pointer_of(ckpt_dir).value_or("");
+  end.run_dir = run_dir.string();
+  end.checkpoint_dir = ckpt_dir.string();
+  const bool saved = write_summary(run_dir, result.facts, end);
+  std::cout << (end.state == "failed" ? "job failed: " : "job ") << result.text << "\n";
+  if (end.state == "stopped")
+    std::cout << "  stopped: resume from " << (end.resume_step ? "step " + std::to_string(*end.resume_step) + " (" +
+                                                                     (ckpt_dir / end.resume_checkpoint).string() + ")"
+                                                               : std::string("step 0 (no checkpoint)"))
+              << " by running the same command again; exit code " << orchestrator::exit_stopped << "\n";
+  std::cout << "  run directory " << run_dir.string() << " (" << (saved ? "summary.txt, " : "")
+            << "metrics.jsonl, events.jsonl, logs/, checkpoints/)\n";
+  if (journal.failed()) std::cerr << "msomni-run: " << journal.failure() << "\n";
+  return end.exit_code;
 }
 
 }  // namespace msomni::apps

@@ -40,4 +40,7 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
 // answers or it refuses (metrics off, wrong token).
 int run_inspect(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+// `msomni plot RUN_DIR [--out FILE.png]`: a PNG of the run's metrics and elastic events.
+int run_plot(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
 }  // namespace msomni::cli

@@ -3,8 +3,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace msomni::cli {
 
@@ -16,7 +20,29 @@ std::optional<control_file> read_control_file(const std::string& run_dir) {
   const auto address = doc.find("address");
   const auto token = doc.find("token");
   if (address == doc.end() || !address->is_string() || token == doc.end() || !token->is_string()) return std::nullopt;
-  return control_file{address->get<std::string>(), token->get<std::string>()};
+  const auto pid = doc.find("pid");
+  return control_file{address->get<std::string>(), token->get<std::string>(),
+                      pid != doc.end() && pid->is_number_integer() ? pid->get<int64_t>() : 0};
+}
+
+bool control_process_gone(const control_file& file) {
+  return file.pid > 0 && ::kill(static_cast<pid_t>(file.pid), 0) != 0 && errno == ESRCH;
+}
+
+std::optional<std::string> ended_run_summary(const std::string& run_dir, const control_file& file) {
+  namespace fs = std::filesystem;
+  const fs::path dir(run_dir);
+  std::error_code ec, ec2;
+  const auto summary_at = fs::last_write_time(dir / "summary.json", ec);
+  if (ec) return std::nullopt;
+  const auto control_at = fs::last_write_time(dir / "control.json", ec2);
+  if (!ec2 && summary_at < control_at && !control_process_gone(file)) return std::nullopt;
+  std::ifstream in(dir / "summary.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) return std::nullopt;
+  const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) return std::nullopt;
+  return text;
 }
 
 }  // namespace msomni::cli

@@ -4,6 +4,7 @@
 
 #include <caf/actor.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -11,6 +12,7 @@ namespace msomni::cli {
 
 struct control_file {
   std::string address, token;
+  int64_t pid = 0;  // msomni-run's; 0 when the file does not say
 };
 
 // msomni-run's orchestrator (its control endpoint, joined) and the run's token.
@@ -21,5 +23,13 @@ struct control_endpoint {
 
 // nullopt when RUN_DIR/control.json cannot be read or lacks the address or the token.
 std::optional<control_file> read_control_file(const std::string& run_dir);
+
+// The run's summary.json when the run in RUN_DIR has ended: msomni-run wrote it after the
+// control.json of its start (a later start rewrites control.json, making it older), or
+// control.json's pid is gone. nullopt while the run may still be going (or when it left no
+// summary).
+std::optional<std::string> ended_run_summary(const std::string& run_dir, const control_file& file);
+// Whether control.json's pid no longer runs (no process of that id).
+bool control_process_gone(const control_file& file);
 
 }  // namespace msomni::cli

@@ -1,8 +1,8 @@
 // `msomni job --scheduler-info FILE --id NAME [options] -- COMMAND [ARGS...]` (see --help):
 // joins msomni-sched over UCX (address and token from its info file) and runs COMMAND under
 // the scheduler's decisions (see job_runner.hpp). Exit: the command's exit code when it
-// ran to its end, 1 when the scheduler is unreachable or went away for good, 2 usage,
-// 3 rejected.
+// ran to its end (msomni-run's 3: it stopped with a checkpoint, reported "stopped", resumable),
+// 1 when the scheduler is unreachable or went away for good, 2 usage, 3 rejected.
 #include "commands.hpp"
 #include "job_runner.hpp"
 
@@ -94,8 +94,9 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   CLI::App app{"Runs COMMAND as a job of msomni-sched, under the scheduler's decisions.", "msomni job"};
   command_line::set_conventions(app);
   app.footer(
-      "Exit codes: the command's when it ran to its end; 1 the scheduler is unreachable or went away for good; "
-      "2 usage; 3 rejected.");
+      "Exit codes: the command's when it ran to its end (3 from msomni-run: stopped with a checkpoint, reported "
+      "\"stopped\" and resumable by running the same job again); 1 the scheduler is unreachable or went away for "
+      "good; 2 usage; 3 rejected.");
   add_flags(app, spec, info);
   if (const auto rc = command_line::parse(app, args, out, err)) return *rc;
   if (spec.command.empty()) return command_line::refuse(app, "a command after -- is required", err);

@@ -27,6 +27,8 @@ const msomni::cli::command commands[] = {
      msomni::cli::run_sched_status},
     {"inspect", "a live console of a job's actors, ranks, data stages and timeline: msomni inspect --run-dir DIR [--once [--json]]",
      msomni::cli::run_inspect},
+    {"plot", "a PNG of a run's loss, step time, tokens/s, data wait, world size and events: msomni plot RUN_DIR [--out FILE.png]",
+     msomni::cli::run_plot},
 };
 
 }  // namespace

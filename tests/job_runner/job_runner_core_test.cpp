@@ -118,6 +118,24 @@ TEST_CASE("the command ends by itself: job_finished, and the job ends with its c
   CHECK(one<finish_job>(never.on_command_ended(127, 0, t0)).code == 127);
 }
 
+TEST_CASE("a command that stopped by itself (exit 3) ends the job stopped and resumable, not finished") {
+  auto c = running();
+  const auto a = c.on_command_ended(command_stopped_code, 698, t0);
+  told<msg::job_finished>(a);  // its GPUs are free again
+  const auto f = one<finish_job>(a);
+  CHECK(f.code == 3);
+  CHECK(f.why.find("stopped") == 0);
+  CHECK(f.why.find("not finished") != std::string::npos);
+  CHECK(f.why.find("checkpoint step 698") != std::string::npos);
+  CHECK(c.over());
+  // Asked to stop by a drain, the same exit code is a release, as before.
+  auto drained = running();
+  drained.on_preempt_notice(msg::preempt_notice{"job", 2, 30, "critical"}, 0);
+  const auto r = drained.on_command_ended(command_stopped_code, 40, t0);
+  CHECK(all<finish_job>(r).empty());
+  CHECK_FALSE(drained.over());
+}
+
 TEST_CASE("a preempt notice: SIGTERM, then job_released with the checkpoint step once the command ended") {
   auto c = running();
   msg::preempt_notice n{"j1", 2, 30, "critical job"};

@@ -154,7 +154,7 @@ TEST_CASE("refusals say why: below min_replicas and a batch that does not divide
   CHECK(odd.actions.empty());
 }
 
-TEST_CASE("stop leaves with a final checkpoint and finishes the job") {
+TEST_CASE("stop leaves with a final checkpoint and ends the job as stopped") {
   std::vector<action> acts;
   auto c = running_job(acts);
   auto o = c.stop(time_point{40s});
@@ -168,10 +168,12 @@ TEST_CASE("stop leaves with a final checkpoint and finishes the job") {
   const auto fin = all_of<finish_job>(last);
   REQUIRE(fin.size() == 1);
   CHECK(fin[0].ok);
+  CHECK(fin[0].stopped);
+  CHECK(fin[0].reason == "stopped at step 41 with a final checkpoint");
   CHECK(c.finished());
 }
 
-TEST_CASE("a job whose ranks all finish ends, and the status lists every rank") {
+TEST_CASE("a job whose ranks all finish ends, and the status lists every rank, departed ones in its history") {
   std::vector<action> acts;
   auto c = running_job(acts);
   c.on_step(100, 4, time_point{50s});
@@ -180,11 +182,25 @@ TEST_CASE("a job whose ranks all finish ends, and the status lists every rank") 
   CHECK(during.step == 100);
   REQUIRE(during.ranks.size() == 4);
   for (const auto& r : during.ranks) CHECK(r.state == member_state::active);
-  CHECK(status_text(during).find("job running: step 100/100, 4 replicas (target 4), epoch 1\n") == 0);
+  CHECK(status_text(during).find("job running: step 100/100, 4 replicas (target 4), epoch 1\nranks:\n") == 0);
+  CHECK(status_text(during).find("active  step 100\n") != std::string::npos);
+  CHECK(status_text(during).find("agents:\n") != std::string::npos);
+  CHECK(status_text(during).find("history") == std::string::npos);
   std::vector<action> last;
   for (const auto& [n, m] : std::map(c.members())) last = c.on_rank_left({n, 1, 100, "finished", 0}, time_point{51s});
   CHECK(all_of<finish_job>(last).size() == 1);
-  for (const auto& r : c.status().ranks) CHECK(r.state == member_state::left);
+  CHECK_FALSE(all_of<finish_job>(last)[0].stopped);
+  const auto after = c.status();
+  CHECK(after.ranks.empty());
+  REQUIRE(after.departed.size() == 4);
+  for (const auto& r : after.departed) {
+    CHECK(r.state == member_state::left);
+    CHECK(r.step == 100);
+  }
+  const auto text = status_text(after);
+  CHECK(text.find("ranks:\n  (none)\n") != std::string::npos);
+  CHECK(text.find("history (departed ranks):\n") != std::string::npos);
+  CHECK(text.find("left at step 100\n") != std::string::npos);
 }
 
 TEST_CASE("replacements join only in counts that keep the global batch divisible") {
@@ -246,7 +262,14 @@ TEST_CASE("without a free slot a job below min_replicas fails with the reason") 
   const auto fin = all_of<finish_job>(gone);
   REQUIRE(fin.size() == 1);
   CHECK_FALSE(fin[0].ok);
+  CHECK_FALSE(fin[0].stopped);
   CHECK(fin[0].reason.find("min_replicas 2") != std::string::npos);
+  // The event names the node it is about.
+  bool named = false;
+  for (const auto& e : all_of<journal_event>(gone)) named = named || (e.kind == "agent_down" && e.node == "n2");
+  CHECK(named);
+  for (const auto& e : all_of<journal_event>(gone))
+    if (e.kind == "rank_down") CHECK((!e.rank.empty() && e.node == "n2"));
 }
 
 TEST_CASE("a stall in the epoch a scale-down is leaving rolls back at once") {

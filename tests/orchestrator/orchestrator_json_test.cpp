@@ -64,7 +64,7 @@ TEST_CASE("a non-finite loss is null with its flag, and the line says which valu
   CHECK(j.at("optimizer_skipped") == true);
 }
 
-TEST_CASE("the status reply lists ranks, agents and bad samples") {
+TEST_CASE("the status reply lists live ranks, agents, bad samples and the departed ranks apart") {
   job_status s;
   s.phase = "running";
   s.epoch = 3;
@@ -73,14 +73,17 @@ TEST_CASE("the status reply lists ranks, agents and bad samples") {
   s.world = 1;
   s.target = 2;
   s.grad_accum = 4;
-  s.ranks = {{"rank-0", "node \"a\"", 42, member_state::active, 40}, {"rank-1", "b", 0, member_state::dead, 0}};
+  s.ranks = {{"rank-0", "node \"a\"", 42, member_state::active, 40}, {"rank-2", "b", 7, member_state::starting, 0}};
+  s.departed = {{"rank-1", "b", 0, member_state::dead, 31}};
   s.agents = {{"node \"a\"", "r1", "s1", 2, true}};
   const auto text = json_text(status_json(s, {{"corrupt_image", 5}}));
   CHECK(text.find(R"({"phase":"running","epoch":3,"step":40,"total_steps":100,"world":1,"target":2,"grad_accum":4,)") == 0);
   const auto j = nlohmann::json::parse(text);
   REQUIRE(j.at("ranks").size() == 2);
   CHECK(j.at("ranks")[0] == nlohmann::json{{"name", "rank-0"}, {"node", "node \"a\""}, {"pid", 42}, {"state", "active"}, {"step", 40}});
-  CHECK(j.at("ranks")[1].at("state") == "dead");
+  CHECK(j.at("ranks")[1].at("state") == "starting");
+  REQUIRE(j.at("departed").size() == 1);
+  CHECK(j.at("departed")[0] == nlohmann::json{{"name", "rank-1"}, {"node", "b"}, {"pid", 0}, {"state", "dead"}, {"step", 31}});
   CHECK(j.at("agents")[0] == nlohmann::json{{"node", "node \"a\""}, {"rack", "r1"}, {"switch", "s1"}, {"slots", 2}, {"alive", true}});
   CHECK(j.at("bad_samples") == nlohmann::json{{"corrupt_image", 5}});
 }

@@ -45,14 +45,22 @@ TEST_CASE("attempts are numbered across journal openings and rollbacks, on every
   run_journal again(tmp.path());
   CHECK(again.attempt() == 3);
   CHECK(again.event("resume", "a \"quoted\" reason"));
+  msomni::orchestrator::event_context ctx;
+  ctx.step = 7;
+  ctx.epoch = 2;
+  ctx.rank = "rank-1";
+  ctx.node = "n1";
+  CHECK(again.event("rank_down", "rank-1 died", ctx));
   const auto metrics = lines_of(tmp.path() / "metrics.jsonl");
   REQUIRE(metrics.size() == 2);
   CHECK(metrics[0] == "{\"step\":1,\"attempt\":1}");
   CHECK(metrics[1] == "{\"step\":1,\"attempt\":2}");
   const auto events = lines_of(tmp.path() / "events.jsonl");
-  REQUIRE(events.size() == 2);
+  REQUIRE(events.size() == 3);
   const auto first = nlohmann::json::parse(events[0]), second = nlohmann::json::parse(events[1]);
   CHECK(first.at("event") == "attempt_started");
+  CHECK(first.at("kind") == "attempt_started");
+  CHECK(first.at("step") == 0);  // the step the attempt resumes from
   CHECK(first.at("reason") == "attempt 2 resumes from step 0: rolled back");
   CHECK(first.at("attempt") == 2);
   CHECK(first.at("time_ms").is_number_integer());
@@ -61,6 +69,15 @@ TEST_CASE("attempts are numbered across journal openings and rollbacks, on every
   // The fields in the order people and scripts have always read them.
   CHECK(events[1].find("{\"time_ms\":") == 0);
   CHECK(events[1].find("\"event\":\"resume\",\"reason\":") != std::string::npos);
+  // Structured fields only where the writer knows them.
+  CHECK_FALSE(second.contains("step"));
+  CHECK_FALSE(second.contains("rank"));
+  const auto third = nlohmann::json::parse(events[2]);
+  CHECK(third.at("kind") == "rank_down");
+  CHECK(third.at("step") == 7);
+  CHECK(third.at("epoch") == 2);
+  CHECK(third.at("rank") == "rank-1");
+  CHECK(third.at("node") == "n1");
   CHECK_FALSE(again.failed());
 }
 
