@@ -60,8 +60,14 @@ class tmux_pane {
  public:
   explicit tmux_pane(const std::string& command) : socket_("msomni-test-" + std::to_string(::getpid())) {
     started_ = run_command(tmux("new-session -d -s S -x 120 -y 40 " + quote(command))).exit_code == 0;
+    if (started_) socket_path_ = run_command(tmux("display-message -p '#{socket_path}'")).output;
+    while (!socket_path_.empty() && socket_path_.back() == '\n') socket_path_.pop_back();
   }
-  ~tmux_pane() { run_command(tmux("kill-server")); }
+  ~tmux_pane() {
+    run_command(tmux("kill-server"));
+    std::error_code ec;
+    if (!socket_path_.empty()) fs::remove(socket_path_, ec);  // the server leaves its socket file
+  }
   bool started() const { return started_; }
   std::string capture() const { return run_command(tmux("capture-pane -p -t S")).output; }
   void keys(const std::string& k) const { run_command(tmux("send-keys -t S " + k)); }
@@ -69,7 +75,7 @@ class tmux_pane {
  private:
   static std::string quote(const std::string& s) { return "'" + s + "'"; }
   std::string tmux(const std::string& args) const { return "tmux -L " + socket_ + " " + args; }
-  std::string socket_;
+  std::string socket_, socket_path_;
   bool started_ = false;
 };
 
