@@ -5,7 +5,14 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <iterator>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 using msomni::testing::run_command;
@@ -107,4 +114,130 @@ TEST_CASE("command line: msomni's subcommands refuse bad values naming the flag 
                             "Exit codes"});
   check_help(cli + " sched-status", {"--scheduler-info", "--json"});
   check_help(cli + " ckpt export", {"DIR", "--out", "--step", "--rank", "--prefix"});
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path source_root = fs::path(__FILE__).parent_path().parent_path().parent_path();
+const fs::path build_root = fs::path(MSOMNI_RUN_BINARY).parent_path().parent_path().parent_path();
+
+// Every flag a parser in `source` accepts: the string literals that are a whole option name
+// ("--json", "-o,--out"), as CLI11's add_option/add_flag calls spell them.
+std::set<std::string> flags_in(const fs::path& source) {
+  const std::string text = msomni::testing::read_text(source);
+  static const std::regex flag_literal("\"(?:-[A-Za-z],)?(--[a-z][a-z0-9-]*)\"");
+  std::set<std::string> flags;
+  for (std::sregex_iterator it(text.begin(), text.end(), flag_literal), end; it != end; ++it) flags.insert((*it)[1]);
+  return flags;
+}
+
+// The --help of each command line in `commands` exits 0; together they name every flag of `source`.
+void check_help_covers(const std::vector<std::string>& commands, const fs::path& source) {
+  CAPTURE(source.string());
+  REQUIRE(fs::exists(source));
+  std::string helps;
+  for (const auto& c : commands) {
+    const auto r = run_command("timeout 30 " + c + " --help 2>/dev/null");
+    CAPTURE(c);
+    CHECK(r.exit_code == 0);
+    CHECK(has(r.output, "Usage:"));
+    helps += r.output;
+  }
+  const auto flags = flags_in(source);
+  CHECK(!flags.empty());
+  for (const auto& f : flags) {
+    CAPTURE(f);
+    CHECK(has(helps, f));
+  }
+}
+
+// The commands `msomni --help` lists, in its Subcommands section.
+std::vector<std::string> msomni_commands(const std::string& cli) {
+  const auto r = run_command(cli + " --help 2>/dev/null");
+  std::vector<std::string> names;
+  std::istringstream lines(r.output.substr(std::min(r.output.size(), r.output.find("Subcommands:"))));
+  std::string line;
+  std::getline(lines, line);
+  static const std::regex entry("^  ([a-z][a-z-]*)\\s");
+  std::smatch m;
+  while (std::getline(lines, line))
+    if (std::regex_search(line, m, entry)) names.push_back(m[1]);
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("command line: every msomni subcommand and every program documents every flag its parser accepts") {
+  const std::string cli = MSOMNI_CLI_BINARY;
+  const auto commands = msomni_commands(cli);
+  CAPTURE(commands.size());
+  for (const char* expected : {"ckpt", "status", "scale-down", "scale-up", "stop", "job", "sched-status"})
+    CHECK(std::find(commands.begin(), commands.end(), expected) != commands.end());
+  const fs::path cli_sources = source_root / "apps" / "msomni";
+  const std::set<std::string> control_verbs{"status", "scale-down", "scale-up", "stop"};
+  for (const auto& c : commands) {
+    if (control_verbs.count(c)) continue;  // one parser for all four, below
+    // A subcommand's parser lives in apps/msomni/NAME_command.cpp (dashes as underscores).
+    std::string file = c;
+    std::replace(file.begin(), file.end(), '-', '_');
+    std::vector<std::string> lines{cli + " " + c};
+    if (c == "ckpt")
+      for (const char* verb : {"ls", "verify", "export"}) lines.push_back(cli + " ckpt " + verb);
+    check_help_covers(lines, cli_sources / (file + "_command.cpp"));
+  }
+  std::vector<std::string> verbs;
+  for (const auto& v : control_verbs) verbs.push_back(cli + " " + v);
+  check_help_covers(verbs, cli_sources / "control_command.cpp");
+
+  const std::pair<fs::path, fs::path> programs[] = {
+      {MSOMNI_RUN_BINARY, "apps/msomni-run/run_options.cpp"},
+      {build_root / "apps" / "msomni-rank" / "msomni-rank", "apps/msomni-rank/main.cpp"},
+      {MSOMNI_AGENT_BINARY, "apps/msomni-agent/main.cpp"},
+      {MSOMNI_SCHED_BINARY, "apps/msomni-sched/main.cpp"},
+      {build_root / "tools" / "sim" / "msomni-sim", "tools/sim/sim_cli.cpp"},
+      {build_root / "tools" / "dataset_gen" / "msomni-gen-dataset", "tools/dataset_gen/main.cpp"},
+  };
+  for (const auto& [binary, source] : programs) {
+    CAPTURE(binary.string());
+    REQUIRE(fs::exists(binary));
+    check_help_covers({binary.string()}, source_root / source);
+  }
+}
+
+TEST_CASE("command line: the flag scan finds a flag that --help leaves out") {
+  // A parser whose flag is hidden from --help must fail the check above: the scan sees it.
+  msomni::testing::temp_dir dir;
+  const std::string source = dir.write("hidden.cpp", "app.add_flag(\"--json\", json, \"\")->group(\"\");\n"
+                                                      "app.add_option(\"-o,--out\", out, \"the file\");\n");
+  CHECK(flags_in(source) == std::set<std::string>{"--json", "--out"});
+}
+
+TEST_CASE("command line: msomni-sim --compare runs the three policies on one trace into one table") {
+  const std::string sim = (build_root / "tools" / "sim" / "msomni-sim").string();
+  const std::string trace = (source_root / "tests" / "scheduler" / "traces" / "itp" / "cluster01.csv").string();
+  const auto table = run_command("timeout 120 " + sim + " --compare --trace " + trace + " 2>/dev/null");
+  INFO(table.output);
+  REQUIRE(table.exit_code == 0);
+  std::istringstream lines(table.output);
+  std::string line;
+  bool header = false;
+  size_t rows = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::vector<std::string> w{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+    if (w == std::vector<std::string>{"omni", "exclusive", "greedy"}) header = true;
+    for (const char* row : {"allocated utilisation", "critical slowdown (mean)", "critical queue wait (mean s)",
+                            "preemptions", "co-locations"})
+      if (line.rfind(row, 0) == 0) ++rows;
+  }
+  CHECK(header);
+  CHECK(rows == 5);
+  CHECK(has(table.output, "invariants hold in every run"));
+  const auto json = run_command("timeout 120 " + sim + " --compare --json --trace " + trace + " 2>/dev/null");
+  REQUIRE(json.exit_code == 0);
+  for (const char* policy : {"\"omni\": {", "\"exclusive\": {", "\"greedy\": {"}) CHECK(has(json.output, policy));
+  check_usage_error(sim + " --compare --policy greedy --trace " + trace, "--policy excludes --compare");
+  check_usage_error(sim + " --json --trace " + trace, "--json requires --compare");
 }

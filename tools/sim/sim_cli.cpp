@@ -124,12 +124,20 @@ void add_inputs(CLI::App& app, sim_options& o) {
 }
 
 void add_outputs(CLI::App& app, sim_options& o) {
-  app.add_option("--out", o.out_path, "JSON summary (default: stdout)")->type_name("FILE");
+  app.add_option("--out", o.out_path, "the JSON summary, or --compare's table (default: stdout)")->type_name("FILE");
+  auto* compare = app.add_flag("--compare", o.compare,
+                               "run omni, exclusive and greedy on the same trace and seed and print one table:\n"
+                               "utilisation, free GPUs while jobs waited, critical slowdown and queue wait,\n"
+                               "JCT per class, preemptions, shrinks, co-locations, lost GPU-hours");
+  app.add_flag("--json", o.json, "with --compare: the three JSON summaries under \"policies\" instead of the table")
+      ->needs(compare);
+  compare->excludes(app.get_option("--policy"));
   app.add_option("--timeline", o.timeline_path,
                  "timeline CSV: t_s, allocated_gpus, jobs_holding_gpus, guests, pending, draining")
       ->type_name("FILE");
   add_number(app, "--timeline-step-s", o.timeline_step_s, timeline_step_limit_s,
              "one timeline row per S simulated seconds");
+  app.get_option("--compare")->excludes(app.get_option("--timeline"));
 }
 
 // Scheduler flags set what the [scheduler] keys set, within the same limits.

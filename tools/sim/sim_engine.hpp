@@ -52,6 +52,8 @@ struct sim_options {
   double restart_s = 60;                   // reload a checkpoint before progress resumes
   double share_efficiency = 0.8;           // guest progress per lent GPU-second (interference)
   double timeline_step_s = 3600;
+  bool compare = false;  // run omni, exclusive and greedy on the same trace; one table
+  bool json = false;     // with compare: the three reports as JSON instead of the table
 };
 
 struct class_stats {
@@ -122,5 +124,18 @@ struct sim_result {
 
 sim_result run_simulation(const sim_options& opt, const trace& tr);
 std::string to_json(const sim_options& opt, const sim_result& r);
+
+// The policies --compare runs, in the table's column order.
+inline constexpr sched::policy_kind compared_policies[] = {sched::policy_kind::omni, sched::policy_kind::exclusive,
+                                                           sched::policy_kind::greedy};
+// One run per compared policy: the options it ran with and its result.
+struct policy_run {
+  sim_options opt;
+  sim_result result;
+};
+// A table with one column per policy and one row per headline number, for people.
+std::string compare_table(const std::vector<policy_run>& runs);
+// {"trace", "seed", "gpus", "policies": {POLICY: the report to_json writes}}.
+std::string compare_json(const std::vector<policy_run>& runs);
 
 }  // namespace msomni::sim

@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <functional>
+#include <sstream>
 
 namespace msomni::sim {
 
@@ -20,7 +23,7 @@ void put(json& o, const std::string& key, double v) { put_number(o, key, signifi
 
 }  // namespace
 
-std::string to_json(const sim_options& opt, const sim_result& r) {
+static json report(const sim_options& opt, const sim_result& r) {
   json o;
   o["trace"] = opt.trace_path;
   o["format"] = r.format;
@@ -88,7 +91,97 @@ std::string to_json(const sim_options& opt, const sim_result& r) {
                      {"critical_starvation_events", r.critical_starvation_events},
                      {"regular_preempted_in_window", r.regular_preempted_in_window},
                      {"unresumed_preempted", r.unresumed_preempted}};
+  return o;
+}
+
+std::string to_json(const sim_options& opt, const sim_result& r) {
+  return report(opt, r).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string compare_json(const std::vector<policy_run>& runs) {
+  json o;
+  if (!runs.empty()) {
+    o["trace"] = runs.front().opt.trace_path;
+    o["seed"] = runs.front().opt.seed;
+    o["gpus"] = runs.front().result.gpus;
+  }
+  json& policies = o["policies"] = json::object();
+  for (const auto& run : runs) policies[sched::to_string(run.opt.policy)] = report(run.opt, run.result);
   return o.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+namespace {
+
+std::string fixed(double v, int decimals) {
+  if (!std::isfinite(v)) return "-";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, v);
+  return text;
+}
+
+std::string percent(double share) { return std::isfinite(share) ? fixed(100.0 * share, 1) + " %" : "-"; }
+
+std::string jct_mean_h(const sim_result& r, const char* klass) {
+  const auto it = r.per_class.find(klass);
+  if (it == r.per_class.end() || it->second.completed == 0) return "-";
+  return fixed(it->second.jct_mean_s / 3600.0, 2);
+}
+
+std::string completed(const sim_result& r) {
+  uint64_t done = 0, submitted = 0;
+  for (const auto& [k, c] : r.per_class) done += c.completed, submitted += c.submitted;
+  return std::to_string(done) + "/" + std::to_string(submitted);
+}
+
+}  // namespace
+
+std::string compare_table(const std::vector<policy_run>& runs) {
+  using cell = std::function<std::string(const sim_result&)>;
+  const std::pair<const char*, cell> rows[] = {
+      {"jobs completed/submitted", completed},
+      {"allocated utilisation", [](const sim_result& r) { return percent(r.allocated_utilization); }},
+      {"busy utilisation", [](const sim_result& r) { return percent(r.busy_utilization); }},
+      {"free GPUs while jobs waited", [](const sim_result& r) { return percent(r.free_while_waiting_utilization); }},
+      {"critical slowdown (mean)", [](const sim_result& r) { return percent(r.critical_slowdown); }},
+      {"critical slowdown (p95)", [](const sim_result& r) { return percent(r.critical_slowdown_p95); }},
+      {"critical queue wait (mean s)", [](const sim_result& r) { return fixed(r.critical_queue_wait_s, 1); }},
+      {"critical JCT (mean h)", [](const sim_result& r) { return jct_mean_h(r, "critical"); }},
+      {"regular JCT (mean h)", [](const sim_result& r) { return jct_mean_h(r, "regular"); }},
+      {"best-effort JCT (mean h)", [](const sim_result& r) { return jct_mean_h(r, "best_effort"); }},
+      {"preemptions", [](const sim_result& r) { return std::to_string(r.preemptions); }},
+      {"shrinks", [](const sim_result& r) { return std::to_string(r.shrinks); }},
+      {"forced releases", [](const sim_result& r) { return std::to_string(r.forced_releases); }},
+      {"co-locations", [](const sim_result& r) { return std::to_string(r.colocations); }},
+      {"GPU-hours lost to preemption", [](const sim_result& r) { return fixed(r.preempted_gpu_hours_lost, 2); }},
+      {"rejected jobs", [](const sim_result& r) { return std::to_string(r.rejected); }},
+  };
+  std::ostringstream out;
+  if (!runs.empty())
+    out << "trace " << runs.front().opt.trace_path << ", " << runs.front().result.jobs << " jobs on "
+        << runs.front().result.gpus << " GPUs, seed " << runs.front().opt.seed << "\n\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "%-30s", "");
+  out << line;
+  for (const auto& run : runs) {
+    std::snprintf(line, sizeof line, "%12s", sched::to_string(run.opt.policy));
+    out << line;
+  }
+  out << "\n";
+  for (const auto& [name, value] : rows) {
+    std::snprintf(line, sizeof line, "%-30s", name);
+    out << line;
+    for (const auto& run : runs) {
+      std::snprintf(line, sizeof line, "%12s", value(run.result).c_str());
+      out << line;
+    }
+    out << "\n";
+  }
+  uint64_t broken = 0;
+  for (const auto& run : runs)
+    broken += run.result.double_allocations + run.result.critical_starvation_events +
+              run.result.regular_preempted_in_window + run.result.unresumed_preempted;
+  out << "\ninvariants " << (broken == 0 ? "hold in every run" : "BROKEN: see --json") << "\n";
+  return out.str();
 }
 
 }  // namespace msomni::sim
