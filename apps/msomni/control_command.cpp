@@ -13,6 +13,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <atomic>
@@ -51,6 +52,31 @@ struct control_args {
   bool json = false;
 };
 
+// A run that has ended answers from its run directory at once: `status` prints its summary
+// (summary.json with --json) and exits 0; the other verbs are refused (exit 1).
+int answer_ended(const std::string& verb, const control_args& a, const std::string& summary_json, std::ostream& out,
+                 std::ostream& err) {
+  const auto s = nlohmann::json::parse(summary_json, nullptr, /*allow_exceptions=*/false);
+  const auto state = s.value("state", std::string("ended"));
+  const auto steps = s.value("steps", nlohmann::json::object());
+  const auto where = "step " + std::to_string(steps.value("done", uint64_t{0})) + "/" +
+                     std::to_string(steps.value("total", uint64_t{0}));
+  if (verb != "status") {
+    err << "msomni " << verb << ": the job has ended (" << state << " at " << where << "; "
+        << (std::filesystem::path(a.run_dir) / "summary.txt").string() << " says more)\n";
+    return exit_failed;
+  }
+  if (a.json) {
+    out << summary_json << (summary_json.ends_with("\n") ? "" : "\n");
+    return exit_ok;
+  }
+  out << "job " << state << " (it has ended; from " << (std::filesystem::path(a.run_dir) / "summary.json").string()
+      << "): " << where << "\n";
+  std::ifstream text(std::filesystem::path(a.run_dir) / "summary.txt");
+  for (std::string line; std::getline(text, line);) out << "  " << line << "\n";
+  return exit_ok;
+}
+
 int send(const std::string& verb, const control_args& a, std::ostream& out, std::ostream& err) {
   const auto path = std::filesystem::path(a.run_dir) / "control.json";
   const auto file = read_control_file(a.run_dir);
@@ -58,6 +84,12 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
     err << "msomni " << verb << ": cannot read an address and a token from " << path.string()
         << " (is --run-dir the job's run directory?)\n";
     return exit_usage;
+  }
+  if (const auto summary = ended_run_summary(a.run_dir, *file)) return answer_ended(verb, a, *summary, out, err);
+  if (control_process_gone(*file)) {
+    err << "msomni " << verb << ": the job has ended (its control process, pid " << file->pid
+        << ", is gone) and left no summary.json in " << a.run_dir << "\n";
+    return exit_failed;
   }
   const std::string& address = file->address;
   const std::string token = a.token.value_or(file->token);
