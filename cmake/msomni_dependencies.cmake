@@ -22,7 +22,7 @@ find_package(doctest REQUIRED)
 # JSON reading and writing, and command lines (both header-only).
 find_package(nlohmann_json 3.11 REQUIRED)
 find_package(CLI11 2.1 REQUIRED)
-# Metrics: the registry (core) and the /metrics HTTP exposer (pull).
+# Metrics: the registry and the text serializer (prometheus-cpp core).
 find_package(prometheus-cpp REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(FFMPEG REQUIRED IMPORTED_TARGET libavformat libavcodec libswscale libavutil)

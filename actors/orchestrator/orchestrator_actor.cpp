@@ -222,8 +222,9 @@ void take_report(shell_state& st, const msg::metrics_report& r) {
   std::string why;
   if (st.env.metrics->accept(r, why)) return;
   if (st.refused_reports.size() > 1024) st.refused_reports.clear();  // bounded: a flood of names
-  if (st.refused_reports[r.source]++ % 100 == 0)
+  if (st.refused_reports[r.source]++ % 100 == 0) {
     MSOMNI_LOG(warn, "orchestrator") << "dropped a metrics report from " << r.source << ": " << why;
+  }
 }
 
 // The series of processes that are gone end with them: only members still there and agents

@@ -65,10 +65,12 @@ caf::invoke_message_result accounted_actor::consume(caf::mailbox_element& x) {
   if (!registry_) return caf::event_based_actor::consume(x);
   depth_->Set(static_cast<double>(mailbox().queue().total_task_size()));
   auto& entry = entry_for(x);
+  // Counted before it is handled: a reply sent while handling it may reach its requester,
+  // and be followed by a scrape, before this function returns.
+  entry.messages->Increment();
   const auto start = std::chrono::steady_clock::now();
   const auto result = caf::event_based_actor::consume(x);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  entry.messages->Increment();
   entry.seconds->Increment(seconds);
   handling_->Observe(seconds);
   return result;

@@ -1,20 +1,23 @@
-// The Prometheus endpoint of a process: GET /metrics in the text exposition format, served
-// by prometheus-cpp's exposer, bound to one host (loopback unless configured otherwise).
-// Nothing else is served: every other path is 404, every other method 405.
+// The Prometheus endpoint of a process: GET /metrics in the text exposition format (rendered
+// by prometheus-cpp's serializer), served by cpp-httplib on one thread of its own, bound to
+// one host (loopback unless configured otherwise). Nothing else is served: every other path
+// is 404, every method but GET (and HEAD, which HTTP defines as GET without the body) 405.
+// Its threads have the default stack, whatever static TLS the process's libraries carry.
 #pragma once
 
 #include <prometheus/metric_family.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
-namespace prometheus {
-class Exposer;
-class Collectable;
-}  // namespace prometheus
+namespace httplib {
+class Server;
+}
 
 namespace msomni::metrics {
 
@@ -35,8 +38,9 @@ class metrics_endpoint {
  private:
   std::string host_;
   uint16_t port_ = 0;
-  std::shared_ptr<prometheus::Collectable> collectable_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<httplib::Server> server_;
+  std::atomic<bool> served_{false};  // the serving thread has left listen_after_bind
+  std::thread serving_;
 };
 
 }  // namespace msomni::metrics

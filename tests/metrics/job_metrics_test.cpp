@@ -11,6 +11,9 @@
 #include <caf/scoped_actor.hpp>
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <thread>
+
 using namespace msomni;
 using namespace msomni::metrics;
 
@@ -84,10 +87,27 @@ TEST_CASE("the endpoint serves /metrics on loopback and nothing else") {
     CHECK(r.status == 404);
     CHECK(r.body.find("msomni_") == std::string::npos);
   }
-  for (const char* method : {"POST", "PUT", "DELETE", "HEAD"}) {
+  for (const char* method : {"POST", "PUT", "DELETE", "PATCH", "OPTIONS"}) {
     INFO(method);
     CHECK(testing::http_request("127.0.0.1", ep.port(), "/metrics", method).status == 405);
   }
+}
+
+TEST_CASE("the endpoint serves from a thread with an ordinary stack") {
+  // A process whose libraries carry a lot of static TLS (CUDA, BLAS) cannot start threads
+  // with small fixed stacks; the endpoint's thread must not be one of those. Collect runs on
+  // it: a deep frame there would crash with a small stack.
+  metrics_registry r;
+  size_t depth_reached = 0;
+  metrics_endpoint ep("127.0.0.1", 0, [&] {
+    volatile char frame[512 * 1024];
+    frame[0] = 1;
+    frame[sizeof frame - 1] = 1;
+    depth_reached = sizeof frame + frame[0] - 1;
+    return r.collect();
+  });
+  CHECK(testing::http_request("127.0.0.1", ep.port(), "/metrics").status == 200);
+  CHECK(depth_reached == 512 * 1024);
 }
 
 TEST_CASE("an endpoint that cannot listen says where") {
@@ -127,11 +147,16 @@ TEST_CASE("an accounted actor counts and times what it handles, by message type"
   CHECK(value_of(all, "msomni_actor_messages_total", {{"actor", "counted"}, {"message", "heartbeat"}}) == 4);
   CHECK(value_of(all, "msomni_actor_messages_total", {{"actor", "counted"}, {"message", "rank_left"}}) == 1);
   CHECK(value_of(all, "msomni_actor_message_seconds_total", {{"actor", "counted"}, {"message", "heartbeat"}}) >= 0);
-  uint64_t observed = 0;
-  for (const auto& f : all)
-    if (f.name == "msomni_actor_handling_seconds")
-      for (const auto& m : f.metric) observed += m.histogram.sample_count;
-  CHECK(observed == 5);
+  // The handling time of the last message is recorded just after its reply went out.
+  const auto observed = [&] {
+    uint64_t n = 0;
+    for (const auto& f : r->collect())
+      if (f.name == "msomni_actor_handling_seconds")
+        for (const auto& m : f.metric) n += m.histogram.sample_count;
+    return n;
+  };
+  for (int i = 0; i < 10000 && observed() < 5; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(observed() == 5);
   caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 

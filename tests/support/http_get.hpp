@@ -33,7 +33,9 @@ inline http_response http_request(const std::string& host, uint16_t port, const 
     ::close(fd);
     throw std::runtime_error("cannot connect to " + host + ":" + std::to_string(port));
   }
-  const std::string req = method + " " + path + " HTTP/1.0\r\nHost: " + host + "\r\n\r\n";
+  // A method other than GET says it has no body, as a well-formed request must.
+  const std::string req = method + " " + path + " HTTP/1.0\r\nHost: " + host + "\r\n" +
+                          (method == "GET" || method == "HEAD" ? "" : "Content-Length: 0\r\n") + "\r\n";
   if (::send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size())) {
     ::close(fd);
     throw std::runtime_error("send failed");
