@@ -133,21 +133,23 @@ void execute(caf::event_based_actor* self, shell_state& st, const std::vector<co
   arm_timers(self, st);
 }
 
-// Each running job's forecast into the metric series; jobs that do not run (or that the
-// predictor does not know) have none.
-void publish_forecasts(shell_state& st, double horizon_s) {
+// A running job's forecast into the metric series; a job that does not run (or that the
+// predictor does not know) has none.
+void publish_forecast(shell_state& st, const std::string& id, double horizon_s) {
   if (!st.env.metrics) return;
-  for (const auto& [id, handle] : st.jobs) {
-    const job_state* j = st.core.find(id);
-    if (!j || j->phase != job_phase::running || !st.predictor.knows(id)) {
-      st.env.metrics->forget(id);
-      continue;
-    }
-    auto last = st.last_report_s.find(id);
-    const double since = last == st.last_report_s.end() ? 0.0 : std::max(0.0, st.now_s() - last->second);
-    const auto f = st.predictor.forecast(id, horizon_s, since);
-    st.env.metrics->set_forecast(id, f.windows.empty() ? 0.0 : f.windows.front().length_s, f.confidence);
+  const job_state* j = st.core.find(id);
+  if (!j || j->phase != job_phase::running || !st.predictor.knows(id)) {
+    st.env.metrics->forget(id);
+    return;
   }
+  auto last = st.last_report_s.find(id);
+  const double since = last == st.last_report_s.end() ? 0.0 : std::max(0.0, st.now_s() - last->second);
+  const auto f = st.predictor.forecast(id, horizon_s, since);
+  st.env.metrics->set_forecast(id, f.windows.empty() ? 0.0 : f.windows.front().length_s, f.confidence);
+}
+
+void publish_forecasts(shell_state& st, double horizon_s) {
+  for (const auto& [id, handle] : st.jobs) publish_forecast(st, id, horizon_s);
 }
 
 // Forecasts and guest costs for every critical job holding GPUs, then the window's
@@ -198,10 +200,22 @@ msg::scheduler_status status_of(const shell_state& st) {
   size_t total = 0;
   for (const job_state* j : core.listing(msg::scheduler_status::max_status_rows, total)) {
     const bool pending = j->phase == job_phase::pending;
+    const bool host = j->req.klass == job_class::critical && j->phase == job_phase::running;
+    hold_note h = core.hold_of(*j);
+    if (h.reason == hold_reason::none && host && j->lending_hold != hold_reason::none)
+      h = {j->lending_hold, core.gpus().free_count(), 0, 0, j->req.id};
     s.jobs.push_back({j->req.id, static_cast<uint8_t>(j->req.klass), to_string(j->phase),
                       pending ? j->req.gpus : static_cast<uint32_t>(j->gpus.size()), j->replicas, j->borrowed, j->host,
-                      pending ? j->submit_s : j->run_since_s});
+                      pending ? j->submit_s : j->run_since_s, to_string(h.reason),
+                      h.reason == hold_reason::none ? std::string() : explain(h),
+                      j->phase == job_phase::guest ? j->share : host ? core.guest_share(j->req.id) : 0.0});
   }
+  std::string held_job;
+  const hold_note& held = core.held(&held_job);
+  s.held = to_string(held.reason);
+  s.held_job = held_job;
+  if (held.reason != hold_reason::none) s.held_detail = explain(held);
+  s.best_effort_drain_s = core.params().best_effort_drain_s;
   s.jobs_listed_of = total;
   s.now_s = st.now_s();
   s.metrics_address = st.env.metrics_address;
@@ -282,6 +296,8 @@ caf::behavior scheduler(metrics::accounted_actor* self, std::shared_ptr<shell_st
             j && j->req.klass == job_class::critical && j->phase == job_phase::running)
           st->guest_cost.observe(r.job, sample, st->core.has_guests(r.job));
         st->last_report_s[r.job] = st->now_s();
+        // The series follow the job's steps, not only the reservation windows.
+        publish_forecast(*st, r.job, st->core.params().reservation_window_s);
       },
       [self, st](const msg::job_released& r) {
         const job_state* j = st->core.find(r.job);

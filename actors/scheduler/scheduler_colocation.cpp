@@ -166,6 +166,7 @@ std::vector<command> scheduler_core::window(double now_s) {
     double share = guest_share(host_id);
     if (share > 0) place_guests(host, share, now_s, out);
   }
+  note_lending(now_s, out);
   return out;
 }
 

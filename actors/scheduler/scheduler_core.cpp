@@ -97,6 +97,10 @@ void scheduler_core::start(job_state& j, uint32_t replicas, double now_s, std::s
   j.borrowed = borrowed;
   j.guest_delay_s = 0;
   j.over_budget = false;
+  j.hold = {};
+  j.hold_pass = ~uint64_t{0};
+  j.hold_logged = hold_reason::none;
+  j.lending_hold = j.lending_logged = hold_reason::none;
   ++j.epoch;
   command c = make_command(command_kind::start, j.req.id, j.epoch);
   c.gpus = j.gpus;
@@ -136,6 +140,7 @@ void scheduler_core::to_pending(job_state& j) {
   j.replicas = 0;
   j.host.clear();
   j.share = 0;
+  j.hold_logged = hold_reason::none;
   pending_.insert(key_of(j));
 }
 

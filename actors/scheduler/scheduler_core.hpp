@@ -53,6 +53,14 @@ struct job_state {
   // (report_guest_delay), and whether that is past params.critical_slowdown_budget.
   double guest_delay_s = 0;
   bool over_budget = false;
+  // Why it waits (pending) or does not grow (running shrunk), as of the pass numbered
+  // hold_pass; hold_logged: the reason the decision log last gave for it.
+  hold_note hold;
+  uint64_t hold_pass = ~uint64_t{0};
+  hold_reason hold_logged = hold_reason::none;
+  // A running critical job: why it lent nothing in the last window (none: it lent), and
+  // what the log last said.
+  hold_reason lending_hold = hold_reason::none, lending_logged = hold_reason::none;
 };
 
 // How many jobs are where (for status and metrics).
@@ -107,12 +115,25 @@ class scheduler_core {
   bool has_guests(const std::string& host) const { return guests_of_.count(host) != 0; }
 
   const job_state* find(const std::string& job) const;
+  // Why `j` waits or does not grow after the latest pass (reason none: it does neither).
+  hold_note hold_of(const job_state& j) const;
+  // Why free GPUs stayed unused after the latest pass (the first waiting job's reason, or
+  // the reserve holding back a shrunk job's growth), or that the queue is at its bound;
+  // `job` gets the job it is about (empty for the queue bound).
+  const hold_note& held(std::string* job = nullptr) const {
+    if (job) *job = cluster_hold_job_;
+    return cluster_hold_;
+  }
+  // GPUs omni's critical reserve keeps now (0 without a reserve).
+  uint32_t critical_reserve_gpus() const noexcept { return critical_peak_now_; }
   const placement& gpus() const noexcept { return place_; }
   const scheduler_params& params() const noexcept { return params_; }
   size_t pending_count() const noexcept { return pending_.size(); }
   size_t job_count() const noexcept { return jobs_.size(); }
   const std::deque<decision>& log() const noexcept { return log_; }
   uint64_t decisions_total() const noexcept { return decisions_total_; }
+  // Hold commands so far (not decisions: each says why something waits).
+  uint64_t holds_total() const noexcept { return holds_total_; }
   uint64_t cross_switch_placements() const noexcept { return cross_switch_; }
   uint64_t multi_node_placements() const noexcept { return multi_node_; }
   uint64_t reserve_deferrals() const noexcept { return reserve_deferrals_; }
@@ -159,6 +180,7 @@ class scheduler_core {
     // job claims its share of them so that one drain is not promised to two jobs.
     int64_t pool = 0;
     bool any_blocked = false, critical_blocked = false;
+    std::string first_blocked, first_critical_blocked;  // who they are (hold reasons name them)
     // What a job may start on now: free GPUs nobody in front of it was promised.
     int64_t usable() const { return std::min<int64_t>(free_now, std::max<int64_t>(pool, 0)); }
   };
@@ -177,6 +199,19 @@ class scheduler_core {
   void reclaim_shortfall(const job_state& j, pass_state& p, double now_s, std::vector<command>& out);
   // `j` waits: it claims its GPUs from the pool, and those behind it know a job is blocked.
   static void block(const job_state& j, pass_state& p);
+  // Why `j` waits once its claim is made (before block()).
+  hold_note waiting_hold(const job_state& j, const pass_state& p) const;
+  // Records why `j` waits in this pass; logs a hold when the reason changed (not for
+  // queue_order, which the job in front explains).
+  void set_hold(job_state& j, hold_note h, double now_s, std::vector<command>& out);
+  // After a pass: the cluster-level hold (held()), logged when its reason changed.
+  void note_cluster_hold(double now_s, std::vector<command>& out);
+  // At a window: why each running critical host lends nothing, logged when it changed while
+  // preemptible jobs wait.
+  void note_lending(double now_s, std::vector<command>& out);
+  // A hold command (job empty: the cluster's), `prefix` before its explanation.
+  void emit_hold(double now_s, const std::string& job, uint64_t epoch, const hold_note& h, std::vector<command>& out,
+                 const std::string& prefix = {});
   // omni's steps (scheduler_pass_omni.cpp).
   void omni_borrow_while_critical_waits(job_state& j, omni_pass& p, double now_s, std::vector<command>& out);
   void omni_start_beside_reserve(job_state& j, omni_pass& p, double now_s, std::vector<command>& out);
@@ -249,6 +284,14 @@ class scheduler_core {
   uint64_t budget_hold_windows_ = 0;
   uint64_t rejected_ = 0;
   class_phase_counts by_class_phase_{};
+  uint64_t pass_ = 0;       // scheduling passes so far (hold_pass)
+  uint64_t holds_total_ = 0;
+  size_t pass_holds_ = 0;   // waiting jobs held in this pass so far
+  hold_note tail_hold_;     // pending jobs a pass did not look at (it stopped early) wait for this
+  hold_note grow_hold_;     // the reserve held back a shrunk job's growth in this pass
+  std::string grow_hold_job_;
+  hold_note cluster_hold_;  // held()
+  std::string cluster_hold_job_;
 };
 
 }  // namespace msomni::sched

@@ -8,11 +8,17 @@ namespace msomni::sched {
 
 void scheduler_core::schedule(double now_s, std::vector<command>& out) {
   last_schedule_s_ = now_s;
+  ++pass_;
+  pass_holds_ = 0;
+  tail_hold_ = {};
+  grow_hold_ = {};
+  grow_hold_job_.clear();
   switch (params_.policy) {
-    case policy_kind::omni: return schedule_omni(now_s, out);
-    case policy_kind::exclusive: return schedule_exclusive(now_s, out);
-    case policy_kind::greedy: return schedule_greedy(now_s, out);
+    case policy_kind::omni: schedule_omni(now_s, out); break;
+    case policy_kind::exclusive: schedule_exclusive(now_s, out); break;
+    case policy_kind::greedy: schedule_greedy(now_s, out); break;
   }
+  note_cluster_hold(now_s, out);
 }
 
 scheduler_core::pass_state scheduler_core::pass_begin() const {
@@ -40,8 +46,12 @@ void scheduler_core::reclaim_shortfall(const job_state& j, pass_state& p, double
 
 void scheduler_core::block(const job_state& j, pass_state& p) {
   p.pool -= j.req.gpus;
+  if (!p.any_blocked) p.first_blocked = j.req.id;
   p.any_blocked = true;
-  if (j.req.klass == job_class::critical) p.critical_blocked = true;
+  if (j.req.klass == job_class::critical && !p.critical_blocked) {
+    p.critical_blocked = true;
+    p.first_critical_blocked = j.req.id;
+  }
 }
 
 }  // namespace msomni::sched

@@ -10,7 +10,12 @@ void scheduler_core::schedule_exclusive(double now_s, std::vector<command>& out)
   // start() erases only the entry being looked at, so step past it first.
   for (auto it = pending_.begin(), next = it; it != pending_.end(); it = next) {
     ++next;
-    if (!start_if_fits(jobs_.at(std::get<3>(*it)), p, now_s, out)) return;
+    job_state& j = jobs_.at(std::get<3>(*it));
+    if (!start_if_fits(j, p, now_s, out)) {
+      set_hold(j, {hold_reason::cluster_full, p.free_now, j.req.gpus, 0, {}}, now_s, out);
+      tail_hold_ = {hold_reason::queue_order, p.free_now, 0, 0, j.req.id};
+      return;
+    }
   }
 }
 

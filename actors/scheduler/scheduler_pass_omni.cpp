@@ -31,7 +31,10 @@ void scheduler_core::schedule_omni(double now_s, std::vector<command>& out) {
     // never skipped here: behind another blocked critical job it still starts in GPUs
     // nobody was promised (`usable`) or reclaims its own share from lower classes, so that
     // it does not wait on regular jobs past their run window.
-    if (p.any_blocked && regular) continue;
+    if (p.any_blocked && regular) {
+      set_hold(j, {hold_reason::queue_order, p.free_now, 0, 0, p.first_blocked}, now_s, out);
+      continue;
+    }
     // A regular job holds its GPUs through a run window and gives them back only after a
     // drain, so it may only take what critical demand left unused at its recent peak.
     if (regular && p.regular_room < j.req.gpus) {
@@ -45,6 +48,7 @@ void scheduler_core::schedule_omni(double now_s, std::vector<command>& out) {
     if (omni_start_elastic(j, p, now_s, out)) continue;
     if (j.req.klass == job_class::critical) omni_claim_for_critical(j, p, now_s, out);
     else reclaim_shortfall(j, p, now_s, out);
+    set_hold(j, waiting_hold(j, p), now_s, out);
     block(j, p);
   }
   if (!p.any_blocked) grow(now_s, out);
@@ -57,7 +61,12 @@ void scheduler_core::schedule_omni(double now_s, std::vector<command>& out) {
 void scheduler_core::omni_borrow_while_critical_waits(job_state& j, omni_pass& p, double now_s,
                                                       std::vector<command>& out) {
   uint32_t r = std::min(full_replicas(j.req), p.free_now / j.req.gpus_per_replica);
-  if (r < j.req.min_replicas || r == 0) return;
+  if (r < j.req.min_replicas || r == 0) {
+    set_hold(j, {hold_reason::critical_waits, p.free_now, j.req.min_replicas * j.req.gpus_per_replica, 0,
+                 p.first_critical_blocked},
+             now_s, out);
+    return;
+  }
   start(j, r, now_s,
         "borrows free GPUs a waiting critical job cannot use yet (" + std::to_string(r) + " of " +
             std::to_string(full_replicas(j.req)) + " replicas; gives them back at once" +
@@ -87,6 +96,11 @@ void scheduler_core::omni_start_beside_reserve(job_state& j, omni_pass& p, doubl
                         " replicas; gives it back at once, outside its run window)", out, true);
   } else {
     ++reserve_deferrals_;
+    // Without the reserve it would reclaim from work that gives way at once, or fit.
+    const bool reserve_holds = p.free_now > 0 || p.at_once > 0;
+    set_hold(j, {reserve_holds ? hold_reason::critical_reserve : hold_reason::cluster_full, p.free_now, min_need,
+                 critical_peak_now_, {}},
+             now_s, out);
   }
 }
 
@@ -153,8 +167,20 @@ void scheduler_core::grow(double now_s, std::vector<command>& out) {
     const bool regular = j.req.klass == job_class::regular;
     uint32_t room = regular ? static_cast<uint32_t>(std::clamp<int64_t>(regular_room, 0, place_.total()))
                             : place_.total();
-    uint32_t add = std::min({full_replicas(j.req) - j.replicas, place_.free_count() / j.req.gpus_per_replica,
-                             room / j.req.gpus_per_replica});
+    const uint32_t by_free = place_.free_count() / j.req.gpus_per_replica;
+    uint32_t add = std::min({full_replicas(j.req) - j.replicas, by_free, room / j.req.gpus_per_replica});
+    if (regular && add < std::min(full_replicas(j.req) - j.replicas, by_free)) {
+      // Free GPUs it could grow into are kept in the critical reserve.
+      hold_note h{hold_reason::critical_reserve, place_.free_count() - add * j.req.gpus_per_replica,
+                  j.req.gpus_per_replica, critical_peak_now_, {}};
+      if (grow_hold_.reason == hold_reason::none) {
+        grow_hold_ = h;
+        grow_hold_job_ = j.req.id;
+      }
+      set_hold(j, std::move(h), now_s, out);
+    } else if (j.hold_logged != hold_reason::none) {
+      j.hold_logged = hold_reason::none;
+    }
     if (add == 0) continue;
     auto choice = place_.choose_near(add * j.req.gpus_per_replica, j.gpus);
     if (!choice) continue;

@@ -41,8 +41,57 @@ const char* to_string(command_kind k) {
     case command_kind::reject: return "reject";
     case command_kind::adopted: return "adopted";
     case command_kind::requeue: return "requeue";
+    case command_kind::hold: return "hold";
   }
   return "?";
+}
+
+const char* to_string(hold_reason r) {
+  switch (r) {
+    case hold_reason::none: return "none";
+    case hold_reason::cluster_full: return "cluster_full";
+    case hold_reason::queue_order: return "queue_order";
+    case hold_reason::critical_waits: return "critical_waits";
+    case hold_reason::critical_reserve: return "critical_reserve";
+    case hold_reason::run_window: return "run_window";
+    case hold_reason::draining: return "draining";
+    case hold_reason::below_threshold: return "below_threshold";
+    case hold_reason::low_confidence: return "low_confidence";
+    case hold_reason::over_budget: return "over_budget";
+    case hold_reason::queue_bound: return "queue_bound";
+  }
+  return "?";
+}
+
+std::string explain(const hold_note& h) {
+  const std::string free = std::to_string(h.gpus_free), wanted = std::to_string(h.gpus_wanted);
+  std::string text = std::string(to_string(h.reason)) + ": ";
+  switch (h.reason) {
+    case hold_reason::none: return "none";
+    case hold_reason::cluster_full:
+      return text + "needs " + wanted + " GPUs, " + free + " free and none it may take";
+    case hold_reason::queue_order: return text + "behind " + h.by + ", which waits first";
+    case hold_reason::critical_waits:
+      return text + "the GPUs are owed to waiting critical job " + h.by + "; " + free +
+             " free are fewer than the " + wanted + " it needs to borrow them";
+    case hold_reason::critical_reserve:
+      return text + free + " free GPUs are kept in the critical reserve (" + std::to_string(h.reserve) +
+             " GPUs for critical bursts); it needs " + wanted + " beside it";
+    case hold_reason::run_window:
+      return text + "needs " + wanted + " GPUs; the rest are held by regular jobs inside their run window (" +
+             h.by + " first)";
+    case hold_reason::draining:
+      return text + "needs " + wanted + " GPUs, " + free + " free; waits for those its notices asked back";
+    case hold_reason::below_threshold:
+      return text + h.by + "'s predicted idle share is below idle_threshold: it lends nothing to guests";
+    case hold_reason::low_confidence:
+      return text + h.by + " has no forecast at min_confidence yet: it lends nothing to guests";
+    case hold_reason::over_budget:
+      return text + h.by + " is past its slowdown budget: it lends nothing to guests";
+    case hold_reason::queue_bound:
+      return text + "the queue holds " + wanted + " jobs, its queue_capacity: submissions are refused";
+  }
+  return text;
 }
 
 host_forecast host_forecast_of(const predict::idle_forecast& f) {

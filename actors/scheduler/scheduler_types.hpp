@@ -53,13 +53,19 @@ struct scheduler_params {
   double idle_threshold = 0.35;         // co-locate only when predicted idle share passes it
   double min_confidence = 0.5;          // ... and the predictor is at least this sure
   double drain_period_s = 600;          // notice -> forced release, regular jobs
-  double best_effort_drain_s = 0;       // best-effort is preemptible at any time
+  // Notice -> forced release for work that gives way at once (best-effort, borrowed runs):
+  // time for its SIGTERM handler. 0 here (the simulator's model: preemptible at any time);
+  // msomni-sched takes scheduler.best_effort_drain_s (30 s unless configured).
+  double best_effort_drain_s = 0;
   double min_run_window_s = 7200;       // a regular job runs this long before preemption
   // Co-location is decided per window of this length (seed 002: 30 min to 1 h; shorter
   // windows only add shortfalls, see BENCHMARKS.md).
   double reservation_window_s = 1800;
   size_t queue_capacity = 1024;         // pending jobs; submissions past it are rejected
   size_t decision_log_capacity = 4096;  // newest decisions kept
+  // Waiting jobs whose hold reasons a pass logs (the first in queue order; sched-status shows
+  // every job's).
+  size_t hold_log_jobs = 4;
   // omni's reserve for critical jobs: regular jobs may lock (hold inside their run window,
   // min replicas) only GPUs that critical demand left unused at its peak over this memory
   // (7 days: a weekly rhythm of critical bursts); beyond it they borrow on best-effort
@@ -90,8 +96,40 @@ enum class command_kind : uint8_t {
   reject,         // refused at submission
   adopted,        // a restarted scheduler keeps a rejoining job's run on the GPUs it holds
   requeue,        // a rejoining job's GPUs are taken here: stop the run and wait again
+  // Why a job waits, a shrunk job does not grow, a critical host lends nothing, or (job
+  // empty) why free GPUs stay unused; only when the reason changes. Not counted as a
+  // decision, and nothing to carry out.
+  hold,
 };
 const char* to_string(command_kind k);
+
+// Why a job waits (or a shrunk one does not grow) after a scheduling pass; for a running
+// critical job, why it lends nothing to guests in this window.
+enum class hold_reason : uint8_t {
+  none,
+  cluster_full,      // fewer GPUs free than it needs, and none it may take
+  queue_order,       // a job ahead of it in the queue waits first
+  critical_waits,    // the GPUs are owed to a waiting critical job; only free ones may be borrowed
+  critical_reserve,  // free GPUs are kept in omni's reserve for critical bursts
+  run_window,        // the jobs it may take from are inside their run window (min_run_window_s)
+  draining,          // it waits for GPUs its notices asked back (drain periods)
+  below_threshold,   // a critical host's predicted idle share is under idle_threshold
+  low_confidence,    // ... its forecast is missing or under min_confidence
+  over_budget,       // ... it is past critical_slowdown_budget
+  queue_bound,       // the queue is at queue_capacity: submissions are refused
+};
+const char* to_string(hold_reason r);
+
+// A hold with what explains it (filled as the reason needs).
+struct hold_note {
+  hold_reason reason = hold_reason::none;
+  uint32_t gpus_free = 0;    // free GPUs as the pass left them
+  uint32_t gpus_wanted = 0;  // what the job needs to start, or to grow by one replica
+  uint32_t reserve = 0;      // omni's critical reserve (GPUs)
+  std::string by;            // the job in front of it, the critical job it waits for, or the host
+};
+// One line for the decision log and sched-status.
+std::string explain(const hold_note& h);
 
 struct command {
   command_kind kind = command_kind::start;

@@ -78,6 +78,7 @@ void load_config_file(const std::string& path, sched::scheduler_settings& s) {
   s.params.idle_threshold = c.idle_threshold;
   s.params.min_confidence = c.min_confidence;
   s.params.drain_period_s = c.drain_period_s;
+  s.params.best_effort_drain_s = c.best_effort_drain_s;
   s.params.min_run_window_s = c.min_run_window_s;
   s.params.reservation_window_s = c.reservation_window_s;
   s.params.queue_capacity = static_cast<size_t>(c.queue_capacity);
@@ -117,7 +118,7 @@ caf::behavior decision_printer(metrics::accounted_actor* self, std::shared_ptr<m
   self->account_as("decision_printer", std::move(registry));
   return {[](const msg::job_command& c) {
     std::cout << "decision t=" << c.at_s << "s " << sched::to_string(static_cast<sched::command_kind>(c.kind)) << " "
-              << c.job;
+              << (c.job.empty() ? "cluster" : c.job);
     if (!c.gpus.empty()) std::cout << " gpus=" << c.gpus.size();
     if (c.drain_s > 0) std::cout << " drain=" << c.drain_s << "s";
     std::cout << ": " << c.reason << std::endl;
@@ -127,6 +128,7 @@ caf::behavior decision_printer(metrics::accounted_actor* self, std::shared_ptr<m
 
 int main(int argc, char** argv) {
   sched::scheduler_settings s;
+  s.params.best_effort_drain_s = config::scheduler_section{}.best_effort_drain_s;  // the service's default
   uint32_t gpus = 8, per_node = 8, per_switch = 4;
   std::string config_file, listen, info_file = "msomni-sched.info";
   std::string metrics_port = "0", metrics_host = "127.0.0.1";
@@ -141,7 +143,8 @@ int main(int argc, char** argv) {
   using command_line::within;
   app.add_option("--config", config_file,
                  "a TOML file with a [scheduler] table (configs/scheduler/); its keys are step_window, "
-                 "idle_threshold, safety_factor, drain_period_s, min_run_window_s, reservation_window_s, "
+                 "idle_threshold, safety_factor, drain_period_s, best_effort_drain_s, min_run_window_s, "
+                 "reservation_window_s, "
                  "queue_capacity, policy, min_confidence, critical_peak_memory_s, critical_reserve_factor, "
                  "critical_slowdown_budget; the flags below override it. A bad file is refused with FILE:LINE:COL")
       ->type_name("FILE");
@@ -162,6 +165,10 @@ int main(int argc, char** argv) {
                "co-locate only where the predicted idle share passes it (scheduler.idle_threshold)");
   settings.add("--drain-s", p.drain_period_s, sl::drain_period_s,
                "seconds from a regular job's preemption notice to its forced release (scheduler.drain_period_s)");
+  settings.add("--best-effort-drain-s", p.best_effort_drain_s, sl::best_effort_drain_s,
+               "seconds from the preemption notice of work that gives way at once (best-effort jobs, borrowed runs) "
+               "to its forced release: msomni job sends the command's process group SIGTERM at the notice and "
+               "SIGKILL only then (scheduler.best_effort_drain_s)");
   settings.add("--min-run-window-s", p.min_run_window_s, sl::min_run_window_s,
                "seconds a regular job runs before it may be preempted (scheduler.min_run_window_s)");
   settings.add("--reservation-window-s", p.reservation_window_s, sl::reservation_window_s,

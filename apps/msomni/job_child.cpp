@@ -63,7 +63,11 @@ void launch(runner_state& st, const job_runner::launch& l) {
   process::spawn_options o;
   o.env = std::move(env_strings);
   o.search_path = true;
-  o.own_process_group = false;  // in our group, as a Ctrl-C at the terminal expects
+  // A group of its own, signalled as a whole: a shell command's children stop with it, and
+  // whatever of the group outlives the command is killed as it ends, so nothing it started is
+  // left running on GPUs given back. A Ctrl-C reaches msomni job, which stops the group.
+  o.own_process_group = true;
+  o.end_group_on_exit = true;
   o.parent_death_signal = SIGTERM;  // a killed `msomni job` leaves no command behind
   try {
     st.child = process::spawn(args, o);
@@ -83,7 +87,7 @@ void remove_scratch(runner_state& st) {
 }
 
 void signal_child(runner_state& st, job_runner::stop_signal sig) {
-  st.child.signal(sig == job_runner::stop_signal::kill ? SIGKILL : SIGTERM);
+  st.child.signal_group(sig == job_runner::stop_signal::kill ? SIGKILL : SIGTERM);
 }
 
 void finish(runner_actor* self, const job_runner::finish_job& f) {

@@ -2,6 +2,8 @@
 // of job_runner_core; its actions are carried out here (job_runner_state.hpp has the pieces).
 #include "job_runner_state.hpp"
 
+#include <signal.h>
+
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 
@@ -67,7 +69,10 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
   self->set_exit_handler([self](const caf::exit_msg& m) {
     auto& s = self->state;
     if (s.child.running()) {
-      s.child = {};  // SIGKILLed and reaped
+      // Interrupted: the command's group gets SIGTERM and its grace period, then SIGKILL.
+      s.child.signal_group(SIGTERM);
+      s.child.wait_for(command_stop_grace);
+      s.child = {};  // reaped, or SIGKILLed and reaped
       remove_scratch(s);
     }
     self->quit(m.reason);

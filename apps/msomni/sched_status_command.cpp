@@ -2,8 +2,10 @@
 // from its info file) for its queue and jobs: pending by class against the queue's bound,
 // running (of which borrowed), draining, guests, free GPUs, decisions, rejections; then
 // each job (those holding GPUs first, then the queue in its order; at most 256) with its
-// class, phase, GPUs, replicas and how long it has been there. When msomni-sched serves
-// /metrics, its address too (metrics_address in --json, empty when it serves none).
+// class, phase, GPUs, replicas, how long it has been there and why it waits (or does not
+// grow, or as a critical host lends nothing), guests and hosts with their shares; and a
+// "held" line saying why free GPUs stay unused. When msomni-sched serves /metrics, its
+// address too (metrics_address in --json, empty when it serves none).
 #include "commands.hpp"
 
 #include "scheduler_client.hpp"
@@ -62,6 +64,8 @@ nlohmann::ordered_json status_json(const msg::scheduler_status& s) {
   o["recovering"] = s.recovering;
   o["held_back"] = s.held_back;
   o["metrics_address"] = s.metrics_address;
+  o["best_effort_drain_s"] = s.best_effort_drain_s;
+  o["held"] = {{"reason", s.held}, {"job", s.held_job}, {"detail", s.held_detail}};
   auto& jobs = o["jobs"] = nlohmann::ordered_json::array();
   for (const auto& j : s.jobs) {
     nlohmann::ordered_json row;
@@ -73,6 +77,13 @@ nlohmann::ordered_json status_json(const msg::scheduler_status& s) {
     row["borrowed"] = j.borrowed;
     row["host"] = j.host;
     row["for_s"] = std::max(0.0, s.now_s - j.since_s);
+    if (j.hold != "none") {  // why it waits, does not grow, or (a critical host) lends nothing
+      row["hold"] = j.hold;
+      row["hold_detail"] = j.hold_detail;
+    }
+    // A guest's share of its host's GPU time; a critical host's lendable share.
+    if (j.phase == "guest") row["guest_share"] = j.share;
+    else if (j.job_class == 0 && j.phase == "running") row["lendable_share"] = j.share;
     jobs.push_back(std::move(row));
   }
   o["jobs_total"] = s.jobs_listed_of;
@@ -121,16 +132,25 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
                 << "counts  decisions " << s.decisions << ", rejected " << s.rejected << ", reserve deferrals "
                 << s.reserve_deferrals << ", slowdown-budget holds " << s.budget_holds << "\n";
             if (!s.metrics_address.empty()) out << "metrics http://" << s.metrics_address << "/metrics\n";
+            if (s.held != "none")
+              out << "held    " << s.gpus_free << " GPUs free" << (s.held_job.empty() ? "" : " (" + s.held_job + ")")
+                  << ": " << s.held_detail << "\n";
             if (s.recovering)
               out << "restart recovering from a restart: " << s.held_back << " submissions held back until it ends\n";
             if (s.jobs.empty()) return;
             out << "\nJOB                  CLASS        PHASE     GPUS  REPLICAS  FOR        NOTE\n";
             for (const auto& j : s.jobs) {
+              std::string note = j.borrowed ? std::string("borrowed") : j.host.empty() ? std::string() : "guest of " + j.host;
+              char share[64] = "";
+              if (j.phase == "guest") std::snprintf(share, sizeof share, " (share %.2f)", j.share);
+              else if (j.job_class == 0 && j.phase == "running" && j.share > 0)
+                std::snprintf(share, sizeof share, "lends %.2f", j.share);
+              note += share;
+              if (!j.hold_detail.empty()) note += (note.empty() ? "" : "; ") + j.hold_detail;
               char line[256];
-              std::snprintf(line, sizeof line, "%-20s %-12s %-9s %4u  %8u  %-9s  %s\n", j.job.c_str(), class_name(j.job_class),
-                            j.phase.c_str(), j.gpus, j.replicas, age(s.now_s - j.since_s).c_str(),
-                            (j.borrowed ? std::string("borrowed") : j.host.empty() ? std::string() : "guest of " + j.host).c_str());
-              out << line;
+              std::snprintf(line, sizeof line, "%-20s %-12s %-9s %4u  %8u  %-9s  ", j.job.c_str(), class_name(j.job_class),
+                            j.phase.c_str(), j.gpus, j.replicas, age(s.now_s - j.since_s).c_str());
+              out << line << note << "\n";
             }
             if (s.jobs_listed_of > s.jobs.size())
               out << "... " << s.jobs_listed_of - s.jobs.size() << " more jobs not listed\n";

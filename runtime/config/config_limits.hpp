@@ -89,6 +89,7 @@ inline constexpr range<int64_t> step_window{2, 1 << 20};
 inline constexpr range<double> idle_threshold{0.0, 1.0};
 inline constexpr range<double> safety_factor{0.0, 100.0};
 inline constexpr range<double> drain_period_s{0.0, 86400.0};
+inline constexpr range<double> best_effort_drain_s{0.0, 3600.0};
 inline constexpr range<double> min_run_window_s{0.0, 30 * 86400.0};
 inline constexpr range<double> reservation_window_s{0.001, 86400.0};
 inline constexpr range<double> critical_slowdown_budget{0.0, 1.0};

@@ -290,6 +290,7 @@ void read_scheduler(table_reader& r, scheduler_section& s) {
   read_within(r, "idle_threshold", s.idle_threshold, limits::scheduler::idle_threshold);
   read_within(r, "safety_factor", s.safety_factor, limits::scheduler::safety_factor);
   read_within(r, "drain_period_s", s.drain_period_s, limits::scheduler::drain_period_s);
+  read_within(r, "best_effort_drain_s", s.best_effort_drain_s, limits::scheduler::best_effort_drain_s);
   read_within(r, "min_run_window_s", s.min_run_window_s, limits::scheduler::min_run_window_s);
   read_within(r, "reservation_window_s", s.reservation_window_s, limits::scheduler::reservation_window_s);
   read_within(r, "critical_slowdown_budget", s.critical_slowdown_budget, limits::scheduler::critical_slowdown_budget);

@@ -125,6 +125,8 @@ struct scheduler_section {
   double idle_threshold = 0.35;
   double safety_factor = 2.0;
   double drain_period_s = 600.0;
+  // Notice -> forced release for best-effort work: time for its SIGTERM handler.
+  double best_effort_drain_s = 30.0;
   double min_run_window_s = 7200.0;
   double reservation_window_s = 1800.0;
   double critical_slowdown_budget = 0.01;  // share of a critical job's run its guests may cost it

@@ -169,6 +169,7 @@ child spawn(const std::vector<std::string>& argv_in, const spawn_options& o) {
   child c;
   c.pid_ = pid;
   c.own_group_ = o.own_process_group;
+  c.end_group_on_exit_ = o.own_process_group && o.end_group_on_exit;
   c.stdin_ = in.second;
   c.stdout_ = out.second;
   c.stderr_ = err.second;
@@ -232,6 +233,7 @@ child& child::operator=(child&& other) noexcept {
     close_fds();
     pid_ = std::exchange(other.pid_, -1);
     own_group_ = std::exchange(other.own_group_, false);
+    end_group_on_exit_ = std::exchange(other.end_group_on_exit_, false);
     stdin_ = std::exchange(other.stdin_, -1);
     stdout_ = std::exchange(other.stdout_, -1);
     stderr_ = std::exchange(other.stderr_, -1);
@@ -269,8 +271,17 @@ bool child::signal_group(int sig) const {
   return ::kill(own_group_ ? -pid_ : pid_, sig) == 0;
 }
 
+void child::end_rest_of_group() const {
+  if (!end_group_on_exit_) return;
+  // A zombie leader keeps its pid, so -pid_ is still its group and no one else's.
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_)
+    ::kill(-pid_, SIGKILL);
+}
+
 std::optional<exit_status> child::poll() {
   if (status_ || pid_ <= 0) return status_;
+  end_rest_of_group();
   int raw = 0;
   const pid_t r = ::waitpid(pid_, &raw, WNOHANG);
   if (r == pid_) status_ = status_of(raw);
@@ -290,6 +301,13 @@ std::optional<exit_status> child::wait_for(std::chrono::milliseconds timeout) {
 
 std::optional<exit_status> child::wait() {
   if (status_ || pid_ <= 0) return status_;
+  if (end_group_on_exit_) {
+    siginfo_t info{};
+    int w;
+    do w = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT);
+    while (w < 0 && errno == EINTR);
+    end_rest_of_group();
+  }
   int raw = 0;
   pid_t r;
   do r = ::waitpid(pid_, &raw, 0);

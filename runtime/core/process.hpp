@@ -46,6 +46,10 @@ struct spawn_options {
   stream in, out, err;
   bool search_path = false;       // a program name without '/' is looked up in PATH
   bool own_process_group = true;  // setpgid(0, 0): signal_group() then reaches its descendants
+  // With own_process_group: once the process has ended, what is left of its group (children
+  // that ignored a signal, or that it left running) is SIGKILLed before the process is reaped,
+  // while its pid still names the group, so no descendant outlives it.
+  bool end_group_on_exit = false;
   // PR_SET_PDEATHSIG: sent to the child when the thread that spawned it ends; 0 for none. The
   // child checks its parent after setting it, so a parent that died just before is seen too.
   int parent_death_signal = 0;
@@ -93,8 +97,12 @@ class child {
   void close_fds();
   void end();  // SIGKILL (the group when it has one) and reap
 
+  // The process has ended (not reaped yet): its group's remaining members are killed.
+  void end_rest_of_group() const;
+
   pid_t pid_ = -1;
   bool own_group_ = false;
+  bool end_group_on_exit_ = false;
   int stdin_ = -1, stdout_ = -1, stderr_ = -1;
   std::optional<exit_status> status_;
 };

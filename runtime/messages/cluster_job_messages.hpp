@@ -57,7 +57,8 @@ struct job_finished {
 
 // scheduler -> job (and to the decision observer): one scheduler decision with its reason.
 // `kind` is sched::command_kind (start, resize, preempt, force_release, colocate, set_share,
-// evict_guest, reject). A start after a preemption carries the `resume_step` the job
+// evict_guest, reject, adopted, requeue, hold). A hold only explains why the job waits or
+// does not grow (`reason`); an empty `job` is the cluster's (to the observer only). A start after a preemption carries the `resume_step` the job
 // reported in its job_released (0: from scratch). Commands with an older `epoch` than one
 // already received are stale.
 struct job_command {
@@ -93,6 +94,13 @@ struct scheduler_job_row {
   bool borrowed = false;   // a run on GPUs owed to critical work (gives way at once)
   std::string host;        // a guest's host
   double since_s = 0;      // start of the current run, or submission while pending
+  // Why it waits or does not grow (sched::hold_reason's name, "none"), and the explanation;
+  // for a running critical job, why it lends nothing to guests in this window.
+  std::string hold = "none";
+  std::string hold_detail;
+  // A guest: its share of its host's GPU time. A running critical job: the share it lends
+  // to guests in the next window (0: none).
+  double share = 0;
   bool operator==(const scheduler_job_row&) const = default;
 };
 
@@ -114,6 +122,11 @@ struct scheduler_status {
   uint64_t jobs_listed_of = 0;
   double now_s = 0;  // the scheduler's clock when it answered: since_s is relative to it
   std::string metrics_address;  // HOST:PORT of msomni-sched's /metrics; empty when it serves none
+  // Why free GPUs stayed unused after the latest pass, or that the queue is at its bound
+  // (sched::hold_reason's name, "none"), the job it is about and the explanation.
+  std::string held = "none";
+  std::string held_job, held_detail;
+  double best_effort_drain_s = 0;  // notice -> forced release for work that gives way at once
   static constexpr size_t max_status_rows = 256;
   bool operator==(const scheduler_status&) const = default;
 };

@@ -1,6 +1,7 @@
 // The process module on real processes: exit codes and signals, pipes read to the end,
 // files and the environment, a program that cannot start, a group killed after a timeout,
-// a child that dies with its parent, and handles without a process that signal nothing.
+// a child that dies with its parent, a group ended with its leader, and handles without a
+// process that signal nothing.
 #include "core/process.hpp"
 #include "support/process_runner.hpp"
 
@@ -135,6 +136,30 @@ TEST_CASE("after a timeout, killing the group ends the child and the grandchild 
   REQUIRE(status);
   CHECK(status->signal == SIGKILL);
   CHECK(ends_within_10s(grandchild));
+}
+
+TEST_CASE("with end_group_on_exit, what is left of the group is killed once the child ends") {
+  // The grandchild ignores SIGTERM, so the group's SIGTERM ends only the shell; without the
+  // option the grandchild would outlive it (orphaned to PID 1), with it it is killed.
+  const std::string script = "trap 'exit 0' TERM; (trap '' TERM; exec sleep 60) & echo $!; sleep 60 & wait";
+  for (const bool end_group : {false, true}) {
+    CAPTURE(end_group);
+    auto o = stdout_piped();
+    o.end_group_on_exit = end_group;
+    auto c = proc::spawn({"/bin/sh", "-c", script}, o);
+    const pid_t grandchild = std::stoi(read_line(c.stdout_fd()));
+    CHECK(c.signal_group(SIGTERM));
+    const auto status = c.wait_for(10s);
+    REQUIRE(status);
+    CHECK(status->signal == 0);  // its trap ran
+    CHECK(status->code == 0);
+    if (end_group) {
+      CHECK(ends_within_10s(grandchild));
+    } else {
+      CHECK(::kill(grandchild, 0) == 0);  // still there
+      ::kill(grandchild, SIGKILL);
+    }
+  }
 }
 
 TEST_CASE("a handle going out of scope kills its group and reaps the child") {

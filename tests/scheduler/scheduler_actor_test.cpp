@@ -43,7 +43,8 @@ class coordinator_clock final : public msomni::clock {
 };
 
 struct job_log {
-  std::vector<msg::job_command> commands;
+  std::vector<msg::job_command> commands;  // every command but holds
+  std::vector<msg::job_command> holds;     // why it waits, as the scheduler said it
   std::vector<msg::preempt_notice> notices;
   const msg::job_command* last(command_kind k) const {
     for (auto it = commands.rbegin(); it != commands.rend(); ++it)
@@ -74,6 +75,7 @@ caf::behavior scripted_job(caf::event_based_actor* self, caf::actor sched, job_s
   else self->send(sched, js.submit);
   return {
       [self, js, log](const msg::job_command& c) {
+        if (c.kind == static_cast<uint8_t>(command_kind::hold)) return log->holds.push_back(c);
         log->commands.push_back(c);
         // A shrink notice: the leaving replicas checkpoint, then the job answers the same way.
         if (c.kind == static_cast<uint8_t>(command_kind::preempt) && js.answers_notices)
@@ -91,7 +93,9 @@ caf::behavior scripted_job(caf::event_based_actor* self, caf::actor sched, job_s
 }
 
 caf::behavior observer(caf::event_based_actor*, std::shared_ptr<job_log> log) {
-  return {[log](const msg::job_command& c) { log->commands.push_back(c); }};
+  return {[log](const msg::job_command& c) {
+    (c.kind == static_cast<uint8_t>(command_kind::hold) ? log->holds : log->commands).push_back(c);
+  }};
 }
 
 struct scheduler_fixture : msomni::testing::caf_test_fixture {
@@ -201,6 +205,9 @@ TEST_CASE_FIXTURE(scheduler_fixture, "graceful preemption: notice -> checkpoint 
   CHECK(notice.drain_s == doctest::Approx(600));
   CHECK(notice.reason == "make room for critical job crit");
   CHECK(crit->commands.empty());  // its GPUs are still draining
+  // ... and it is told so, once.
+  REQUIRE(crit->holds.size() == 1);
+  CHECK(crit->holds.front().reason.rfind("draining: ", 0) == 0);
 
   advance(1min);
   CHECK(crit->commands.empty());

@@ -174,6 +174,7 @@ void engine::on_start(sjob& j, const command& c) {
 
 void engine::apply(const std::vector<command>& cmds) {
   for (const command& c : cmds) {
+    if (c.kind == command_kind::hold) continue;  // an explanation: nothing to carry out
     sjob& j = jobs_[index_.at(c.job)];
     switch (c.kind) {
       case command_kind::start: on_start(j, c); break;
@@ -213,6 +214,7 @@ void engine::apply(const std::vector<command>& cmds) {
       case command_kind::adopted:  // only a restarted live scheduler adopts or requeues
       case command_kind::requeue:
         throw std::logic_error("msomni-sim: the core adopted a job, but nothing rejoins here");
+      case command_kind::hold: break;
       case command_kind::reject:
         j.done = true;
         ++result_.rejected;
