@@ -1,8 +1,14 @@
 // logged_process (see logged_process.hpp).
 #include "logged_process.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -10,26 +16,100 @@ namespace msomni::agent {
 
 namespace {
 
-process::spawn_options rank_options(const std::string& log_path, const std::vector<std::string>& env) {
+process::spawn_options rank_options(const std::vector<std::string>& env) {
   process::spawn_options o;
   o.env = env;
   o.in = process::stream::null();
-  o.out = process::stream::file(log_path);
+  o.out = process::stream::pipe();
   o.err = process::stream::same_as_stdout();
   o.own_process_group = false;  // in the agent's group, as a Ctrl-C at the agent's terminal expects
   o.parent_death_signal = SIGKILL;
   return o;
 }
 
+int open_log(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) throw process::spawn_error("cannot open " + path + ": " + std::strerror(errno));
+  return fd;
+}
+
+void write_all(int fd, const std::string& s) {
+  size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // a full disk: the rank goes on, its log is short
+    done += static_cast<size_t>(n);
+  }
+}
+
+// Copies `in` to `out` until EOF, each line prefixed with the time it was read. A line
+// longer than the buffer is stamped once, where it began.
+void copy_stamped(int in, int out) {
+  char buf[8192];
+  bool at_line_start = true;
+  std::string chunk;
+  for (;;) {
+    const ssize_t n = ::read(in, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    chunk.clear();
+    const std::string stamp = utc_timestamp() + " ";
+    for (ssize_t i = 0; i < n; ++i) {
+      if (at_line_start) chunk += stamp;
+      chunk += buf[i];
+      at_line_start = buf[i] == '\n';
+    }
+    write_all(out, chunk);
+  }
+  if (!at_line_start) write_all(out, "\n");
+}
+
 }  // namespace
 
+std::string utc_timestamp() {
+  const auto now = std::chrono::system_clock::now();
+  const auto t = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char b[40];
+  std::snprintf(b, sizeof b, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  return b;
+}
+
 logged_process::logged_process(const std::string& binary, const std::vector<std::string>& args,
-                               const std::string& log_path, const std::vector<std::string>& env)
-    : log_path_(log_path), child_(process::spawn(binary, args, rank_options(log_path, env))) {}
+                               const std::string& log_path, const std::vector<std::string>& env,
+                               const std::string& about)
+    : log_path_(log_path), log_fd_(open_log(log_path)) {
+  try {
+    child_ = process::spawn(binary, args, rank_options(env));
+  } catch (...) {
+    ::close(log_fd_);
+    throw;
+  }
+  write_all(log_fd_, "---- " + utc_timestamp() + " msomni-rank started: pid " + std::to_string(child_.pid()) +
+                         (about.empty() ? "" : ", " + about) + " ----\n");
+  copier_ = std::thread([in = child_.stdout_fd(), out = log_fd_] { copy_stamped(in, out); });
+}
+
+logged_process::~logged_process() {
+  kill9();
+  child_.wait();
+  finish_log();
+}
+
+void logged_process::finish_log() {
+  if (copier_.joinable()) copier_.join();  // EOF: the process and everything holding its pipe ended
+  if (log_fd_ >= 0) ::close(log_fd_);
+  log_fd_ = -1;
+}
 
 std::optional<int> logged_process::poll_exit() {
   const auto status = child_.poll();
   if (!status) return std::nullopt;
+  finish_log();  // its last words are in the log before anyone reads its tail
   return status->signal ? -status->signal : status->code;
 }
 

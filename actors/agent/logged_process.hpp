@@ -1,9 +1,16 @@
 // A child process whose stdout and stderr go to a log file: how a node agent runs rank
 // processes. It dies with its agent (PR_SET_PDEATHSIG), poll_exit() reaps without blocking, and
 // the destructor SIGKILLs and reaps what is still running, so no agent leaves one behind.
-// It inherits no descriptor beyond stdin (/dev/null), stdout and stderr (the log), and gets
-// the agent's environment plus `env` ("NAME=value", replacing a variable of that name):
-// how a job's token reaches a rank without showing on its command line.
+// It inherits no descriptor beyond stdin (/dev/null), stdout and stderr (a pipe to its
+// logger), and gets the agent's environment plus `env` ("NAME=value", replacing a variable of
+// that name): how a job's token reaches a rank without showing on its command line.
+//
+// The log: one header line per start ("---- TIME msomni-rank started: pid N, <about> ----"),
+// then every line the process writes, prefixed with the UTC time it was read
+// ("2026-12-02T06:34:11.123Z "). The agent stamps the lines as it copies them, rather than
+// the rank stamping its own, so that what the rank does not write itself (UCX's and the C
+// library's messages, a crash's last words) is stamped too, and the rank's protocol lines
+// stay as they are on its stdout.
 #pragma once
 
 #include "core/process.hpp"
@@ -12,6 +19,7 @@
 
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace msomni::agent {
@@ -19,14 +27,16 @@ namespace msomni::agent {
 class logged_process {
  public:
   // Throws process::spawn_error (a std::runtime_error) when the log cannot be opened or the
-  // program cannot be started.
+  // program cannot be started. `about` goes into the header (e.g. "rank-0, attempt 3").
   logged_process(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
-                 const std::vector<std::string>& env = {});
+                 const std::vector<std::string>& env = {}, const std::string& about = {});
+  ~logged_process();
   logged_process(const logged_process&) = delete;
   logged_process& operator=(const logged_process&) = delete;
 
   pid_t pid() const { return child_.pid(); }
-  // The exit status once ended (the code, or -signal), reaping it; nullopt while running.
+  // The exit status once ended (the code, or -signal), reaping it, with everything it wrote
+  // in the log; nullopt while running.
   std::optional<int> poll_exit();
   void kill9();
   const std::string& log_path() const { return log_path_; }
@@ -34,8 +44,15 @@ class logged_process {
   std::string log_tail(size_t bytes = 600) const;
 
  private:
+  void finish_log();  // waits for the copier (the pipe's end) and closes the log
+
   std::string log_path_;
+  int log_fd_ = -1;
   process::child child_;
+  std::thread copier_;
 };
+
+// "2026-12-02T06:34:11.123Z": the UTC time now, to the millisecond.
+std::string utc_timestamp();
 
 }  // namespace msomni::agent

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <map>
 #include <memory>
@@ -32,6 +33,14 @@ struct agent_state {
   std::map<std::string, int64_t> slot_of;  // live rank -> its local index on this node
   uint64_t seq = 0;
 };
+
+// ", attempt N" when the log directory is a run directory's logs/ (the agent inside msomni-run):
+// the run's attempt, for the rank log's header. An msomni-agent elsewhere does not know it.
+std::string attempt_note(const std::string& log_dir) {
+  std::ifstream in(std::filesystem::path(log_dir).parent_path() / "attempt");
+  uint64_t attempt = 0;
+  return in >> attempt ? ", attempt " + std::to_string(attempt) : std::string();
+}
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -66,7 +75,8 @@ caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_s
                                        // how many ranks may share this node's cores (training.threads = 0)
                                        "MSOMNI_NODE_SLOTS=" + std::to_string(st->s.slots),
                                        // the rank's local index: which of the node's GPUs it binds
-                                       "MSOMNI_NODE_SLOT=" + std::to_string(slot)});
+                                       "MSOMNI_NODE_SLOT=" + std::to_string(slot)},
+              r.name + " on node " + st->s.node + attempt_note(st->s.log_dir));
           st->slot_of[r.name] = slot;
         } catch (const std::exception& e) {
           self->send(st->orchestrator, msg::rank_exited{r.name, st->s.node, -1, e.what()});

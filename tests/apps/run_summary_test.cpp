@@ -1,7 +1,8 @@
 // A run that explains itself, with real processes: summary.json and summary.txt after a run
 // that finished (exit 0), one stopped by SIGINT (exit 3, with the step and the checkpoint to
 // resume from) and one that failed (exit 1); events.jsonl lines with their structured fields;
-// `msomni status` on an ended run answering from its run directory.
+// `msomni status` on an ended run answering from its run directory; rank logs with a header
+// per start and a time on every line.
 #include "core/child_process.hpp"
 #include "support/job_probe.hpp"
 #include "support/json_lines.hpp"
@@ -12,7 +13,10 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
@@ -105,6 +109,30 @@ TEST_CASE("a finished run leaves summary.json and summary.txt, structured events
   const auto stop = run_command(cli("stop --run-dir " + run_dir.string()));
   CHECK(stop.exit_code == 1);
   CHECK(stop.output.find("the job has ended (finished at step 12/12") != std::string::npos);
+
+  // Rank logs: a header per start and a UTC time on every line. A second run on the
+  // directory appends its own header.
+  const auto resumed = run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart() +
+                                   " --set training.steps=14 --run-dir " + run_dir.string());
+  REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.output);
+  for (const char* rank : {"rank-0", "rank-1"}) {
+    const auto log = read_text(run_dir / "logs" / (std::string(rank) + ".log"));
+    CAPTURE(log);
+    const std::regex header("^---- \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z msomni-rank started: pid \\d+, " +
+                            std::string(rank) + " on node local, attempt (\\d+) ----$");
+    const std::regex stamped("^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z .*");
+    std::vector<std::string> attempts;
+    size_t lines = 0;
+    std::istringstream in(log);
+    for (std::string line; std::getline(in, line); ++lines) {
+      std::smatch m;
+      if (std::regex_match(line, m, header)) attempts.push_back(m[1]);
+      else CHECK_MESSAGE(std::regex_match(line, stamped), line);
+    }
+    CHECK(attempts == std::vector<std::string>{"1", "2"});
+    CHECK(lines > 20);
+    CHECK(log.rfind("---- ", 0) == 0);
+  }
 }
 
 TEST_CASE("a run stopped by SIGINT exits 3 and its summary names the step and checkpoint to resume from") {

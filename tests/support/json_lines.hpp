@@ -66,9 +66,11 @@ inline bool has_reason_containing(const std::vector<json>& events, const std::st
   return false;
 }
 
-// A "STEP {json}" log line's record; null for any other line.
+// A "STEP {json}" line's record, from a rank's stdout or from its log (where the agent puts
+// the time first: "2026-12-02T06:34:11.123Z STEP {json}"); null for any other line.
 inline json step_line_record(const std::string& line) {
-  return line.rfind("STEP ", 0) == 0 ? parse_json(line.substr(5)) : json();
+  const auto at = line.rfind("STEP ", 0) == 0 ? 0 : line.find("Z STEP ") == 23 ? 25 : std::string::npos;
+  return at == std::string::npos ? json() : parse_json(line.substr(at + 5));
 }
 
 }  // namespace msomni::testing

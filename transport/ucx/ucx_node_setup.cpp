@@ -100,10 +100,21 @@ void ucx_node::impl::shutdown() {
       ctx->header = encode_header({frame_kind::goodbye, 0, 0, 0, 0, 0});
       do_send(ep, std::move(ctx), UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER, nullptr, 0);
     }
-  for (auto& [ep, st] : by_ep) eps.push_back(ep);
-  const auto deadline = steady::now() + std::chrono::milliseconds(200);
-  while (steady::now() < deadline && ucp_worker_progress(worker) != 0) {
-  }
+  // Wait a little for the peers' own goodbyes: a peer that leaves too (the other ranks at the
+  // end of a job) is then marked down and its endpoint closed at once (close_endpoints),
+  // instead of flushed towards a process that may already be gone. Such a flush fails with
+  // "Endpoint timeout", which UCX logs as an ERROR on same-host endpoints (no peer error
+  // mode), although nothing is lost: both sides said goodbye. A peer that stays (the control
+  // process) does not answer; its endpoint is flushed and closed after the wait, as before.
+  const auto any_up = [this] {
+    for (auto& [ep, st] : by_ep)
+      if (st.up) return true;
+    return false;
+  };
+  const auto deadline = steady::now() + std::chrono::milliseconds(100);
+  while (steady::now() < deadline && any_up())
+    if (ucp_worker_progress(worker) == 0) std::this_thread::yield();
+  for (auto& [ep, st] : by_ep) eps.push_back(ep);  // those that did not leave (left ones are in to_close)
   for (auto ep : eps) {
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
