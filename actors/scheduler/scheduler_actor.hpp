@@ -18,8 +18,9 @@
 //   down of a job     as job_finished (a job that is gone holds no GPUs)
 //   own timers        drain deadline (core.expire), reservation window (forecasts, core.window)
 //                     (sent to itself)
-// Messages out: preempt_notice for a full preemption, job_command for every other command;
-// a copy of every decision goes to the observer as a job_command.
+// Messages out: preempt_notice for a full preemption, job_command for every other command
+// (a hold says why the job waits or does not grow; the cluster's hold, with no job, goes to
+// the observer only); a copy of every decision goes to the observer as a job_command.
 //
 // Metrics (scheduler_env::metrics, optional): the shell is accounted as actor "scheduler";
 // after every event it copies the core's counts (jobs by class and phase, GPUs, guests,
