@@ -1,6 +1,8 @@
 // control_metrics (see control_metrics.hpp).
 #include "control_metrics.hpp"
 
+#include <algorithm>
+
 namespace msomni::orchestrator {
 
 namespace {
@@ -23,7 +25,9 @@ control_metrics::control_metrics(metrics::metrics_registry& r, std::string job)
   for (const char* result : {"committed", "failed"}) r.counter("msomni_checkpoints_total", {{"result", result}});
 }
 
-void control_metrics::on_status(const job_status& s) {
+void control_metrics::on_status(const job_status& s, int64_t recoveries) {
+  if (recoveries > recoveries_seen_) recoveries_.Increment(static_cast<double>(recoveries - recoveries_seen_));
+  recoveries_seen_ = std::max(recoveries_seen_, recoveries);
   world_.Set(static_cast<double>(s.world));
   target_.Set(static_cast<double>(s.target));
   epoch_.Set(static_cast<double>(s.epoch));
@@ -37,8 +41,6 @@ void control_metrics::on_status(const job_status& s) {
 
 void control_metrics::on_event(const std::string& kind, const std::string& detail) {
   r_.counter("msomni_elastic_events_total", {{"kind", kind}}).Increment();
-  // A lost member answered with a new membership or a rollback.
-  if (kind == "recovery" || kind == "replacement") recoveries_.Increment();
   // An agent's heartbeats stopped (the core's silence rule), as opposed to a closed connection.
   if (kind == "agent_down" && detail.find("no heartbeat") != std::string::npos) heartbeat_misses_.Increment();
 }

@@ -19,7 +19,8 @@ class control_metrics {
  public:
   control_metrics(metrics::metrics_registry& registry, std::string job);
 
-  void on_status(const job_status& s);
+  // The core's status and its count of recoveries so far.
+  void on_status(const job_status& s, int64_t recoveries);
   void on_event(const std::string& kind, const std::string& detail);
   void on_step(const msg::step_record& r);
   void on_checkpoint(const msg::checkpoint_done& d);
@@ -32,6 +33,7 @@ class control_metrics {
   std::string job_;
   predict::step_predictor predictor_;
   std::string phase_;
+  int64_t recoveries_seen_ = 0;
   prometheus::Gauge &world_, &target_, &epoch_, &step_;
   prometheus::Counter &recoveries_, &heartbeat_misses_, &ckpt_bytes_;
   prometheus::Histogram& ckpt_seconds_;

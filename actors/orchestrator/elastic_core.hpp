@@ -185,6 +185,7 @@ class elastic_core {
   job_status status() const;
 
   uint64_t epoch() const { return epoch_; }
+  int64_t recoveries() const { return recoveries_; }  // recoveries from lost members so far
   uint64_t last_step() const { return last_step_; }
   int64_t world() const;
   // Whether one more replica could start now (running, below max_replicas, a free slot), and

@@ -398,7 +398,7 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
           }
         }
         execute(self, *st, st->core.on_tick(now));
-        if (st->control) st->control->on_status(st->core.status());
+        if (st->control) st->control->on_status(st->core.status(), st->core.recoveries());
         forget_departed_sources(*st);
         self->delayed_send(self, tick_interval, tick_atom::value);
       },

@@ -83,7 +83,7 @@ std::vector<family_spec> build() {
       {"msomni_heartbeat_misses_total", k::counter, "Node agents declared down after their heartbeats stopped (a silent rank is "
        "msomni_transport_peers_down_total{cause=\"silent\"} of the control process)", {}, "control",
        {}},
-      {"msomni_recoveries_total", k::counter, "Recoveries from a lost member (new membership or rollback)", {},
+      {"msomni_recoveries_total", k::counter, "Recoveries from a lost member, as the elastic core counts them against its bound", {},
        "control", {}},
       {"msomni_checkpoint_save_seconds", k::histogram, "Time ranks stood still for a checkpoint after a step", {},
        "control", checkpoint_buckets},
