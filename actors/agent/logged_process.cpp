@@ -22,7 +22,11 @@ process::spawn_options rank_options(const std::vector<std::string>& env) {
   o.in = process::stream::null();
   o.out = process::stream::pipe();
   o.err = process::stream::same_as_stdout();
-  o.own_process_group = false;  // in the agent's group, as a Ctrl-C at the agent's terminal expects
+  // A group of its own: a signal to the agent's group (a Ctrl-C at its terminal, `msomni job`
+  // stopping its command's group) reaches the agent and the control process, which stop the
+  // ranks at a barrier with a final checkpoint, instead of killing them mid-step. A rank still
+  // ends with the agent (parent_death_signal) and when the agent lets it go.
+  o.own_process_group = true;
   o.parent_death_signal = SIGKILL;
   return o;
 }
