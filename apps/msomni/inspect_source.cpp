@@ -1,6 +1,8 @@
 // inspect_source (see inspect_source.hpp).
 #include "inspect_source.hpp"
 
+#include "scheduler_status_json.hpp"
+
 #include "messages/catalog.hpp"
 
 #include <caf/scoped_actor.hpp>
@@ -16,40 +18,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const char* class_name(uint8_t c) {
-  static const char* const names[] = {"critical", "regular", "best-effort"};
-  return c < 3 ? names[c] : "?";
-}
-
 std::string host_of(const std::string& address) { return address.substr(0, address.rfind(':')); }
 
 }  // namespace
 
-json scheduler_json(const msg::scheduler_status& s) {
-  json o = json::object();
-  o["policy"] = s.policy;
-  o["gpus_total"] = s.gpus_total;
-  o["gpus_free"] = s.gpus_free;
-  o["pending"] = {{"critical", s.pending_critical}, {"regular", s.pending_regular}, {"best_effort", s.pending_best_effort}};
-  o["queue_capacity"] = s.queue_capacity;
-  o["running"] = s.running;
-  o["borrowed"] = s.borrowed;
-  o["draining"] = s.draining;
-  o["guests"] = s.guests;
-  o["decisions"] = s.decisions;
-  o["reserve_deferrals"] = s.reserve_deferrals;
-  o["rejected"] = s.rejected;
-  o["budget_holds"] = s.budget_holds;
-  o["recovering"] = s.recovering;
-  o["held_back"] = s.held_back;
-  auto& jobs = o["jobs"] = json::array();
-  for (const auto& j : s.jobs)
-    jobs.push_back({{"job", j.job}, {"class", class_name(j.job_class)}, {"phase", j.phase}, {"gpus", j.gpus},
-                    {"replicas", j.replicas}, {"borrowed", j.borrowed}, {"host", j.host},
-                    {"for_s", std::max(0.0, s.now_s - j.since_s)}});
-  o["jobs_total"] = s.jobs_listed_of;
-  return o;
-}
+json scheduler_json(const msg::scheduler_status& s) { return scheduler_status_json(s); }
 
 inspect_source::inspect_source(std::string run_dir, std::string scheduler_info)
     : run_dir_(std::move(run_dir)), scheduler_info_(std::move(scheduler_info)),

@@ -9,6 +9,7 @@
 #include "commands.hpp"
 
 #include "scheduler_client.hpp"
+#include "scheduler_status_json.hpp"
 
 #include "core/command_line.hpp"
 #include "core/json_text.hpp"
@@ -30,11 +31,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const char* class_name(uint8_t c) {
-  static const char* const names[] = {"critical", "regular", "best-effort"};
-  return c < 3 ? names[c] : "?";
-}
-
 // 42s, 17m05s, 3h02m
 std::string age(double s) {
   const auto t = static_cast<long long>(std::max(0.0, s));
@@ -43,51 +39,6 @@ std::string age(double s) {
   else if (t < 3600) std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
   else std::snprintf(buf, sizeof buf, "%lldh%02lldm", t / 3600, (t % 3600) / 60);
   return buf;
-}
-
-// The --json form: the counts in the order the table shows them, then each job.
-nlohmann::ordered_json status_json(const msg::scheduler_status& s) {
-  nlohmann::ordered_json o;
-  o["policy"] = s.policy;
-  o["gpus_total"] = s.gpus_total;
-  o["gpus_free"] = s.gpus_free;
-  o["pending"] = {{"critical", s.pending_critical}, {"regular", s.pending_regular}, {"best_effort", s.pending_best_effort}};
-  o["queue_capacity"] = s.queue_capacity;
-  o["running"] = s.running;
-  o["borrowed"] = s.borrowed;
-  o["draining"] = s.draining;
-  o["guests"] = s.guests;
-  o["decisions"] = s.decisions;
-  o["reserve_deferrals"] = s.reserve_deferrals;
-  o["rejected"] = s.rejected;
-  o["budget_holds"] = s.budget_holds;
-  o["recovering"] = s.recovering;
-  o["held_back"] = s.held_back;
-  o["metrics_address"] = s.metrics_address;
-  o["best_effort_drain_s"] = s.best_effort_drain_s;
-  o["held"] = {{"reason", s.held}, {"job", s.held_job}, {"detail", s.held_detail}};
-  auto& jobs = o["jobs"] = nlohmann::ordered_json::array();
-  for (const auto& j : s.jobs) {
-    nlohmann::ordered_json row;
-    row["job"] = j.job;
-    row["class"] = class_name(j.job_class);
-    row["phase"] = j.phase;
-    row["gpus"] = j.gpus;
-    row["replicas"] = j.replicas;
-    row["borrowed"] = j.borrowed;
-    row["host"] = j.host;
-    row["for_s"] = std::max(0.0, s.now_s - j.since_s);
-    if (j.hold != "none") {  // why it waits, does not grow, or (a critical host) lends nothing
-      row["hold"] = j.hold;
-      row["hold_detail"] = j.hold_detail;
-    }
-    // A guest's share of its host's GPU time; a critical host's lendable share.
-    if (j.phase == "guest") row["guest_share"] = j.share;
-    else if (j.job_class == 0 && j.phase == "running") row["lendable_share"] = j.share;
-    jobs.push_back(std::move(row));
-  }
-  o["jobs_total"] = s.jobs_listed_of;
-  return o;
 }
 
 }  // namespace
@@ -120,7 +71,7 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
           [&](const msg::scheduler_status& s) {
             code = exit_ok;
             if (json) {
-              out << json_text(status_json(s)) << "\n";
+              out << json_text(scheduler_status_json(s)) << "\n";
               return;
             }
             out << "policy " << s.policy << ", GPUs " << s.gpus_free << " free of " << s.gpus_total << "\n"
@@ -148,7 +99,7 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
               note += share;
               if (!j.hold_detail.empty()) note += (note.empty() ? "" : "; ") + j.hold_detail;
               char line[256];
-              std::snprintf(line, sizeof line, "%-20s %-12s %-9s %4u  %8u  %-9s  ", j.job.c_str(), class_name(j.job_class),
+              std::snprintf(line, sizeof line, "%-20s %-12s %-9s %4u  %8u  %-9s  ", j.job.c_str(), job_class_name(j.job_class),
                             j.phase.c_str(), j.gpus, j.replicas, age(s.now_s - j.since_s).c_str());
               out << line << note << "\n";
             }

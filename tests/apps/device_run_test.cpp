@@ -1,6 +1,7 @@
 // training.device in real msomni-run jobs on a machine without a usable GPU: "cuda" is
 // refused before anything starts (exit 2, at the key, with the reason), "auto" trains on
 // the CPU and each rank says so in one COMPUTE line. Skipped where a GPU is usable.
+#include "support/text_and_pids.hpp"
 #include "support/process_runner.hpp"
 #include "support/test_skip.hpp"
 
@@ -10,6 +11,8 @@
 
 namespace fs = std::filesystem;
 
+using msomni::testing::count_of;
+
 namespace {
 
 std::string quickstart() { return std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml"; }
@@ -18,12 +21,6 @@ std::string quickstart() { return std::string(MSOMNI_SOURCE_DIR) + "/configs/qui
 bool machine_has_gpu() {
   const auto r = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart() + " --dry-run");
   return r.output.find("; GPUs: none") == std::string::npos;
-}
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 }  // namespace
@@ -58,7 +55,7 @@ TEST_CASE("training.device = auto without a usable GPU trains on the CPU and say
   for (const char* rank : {"rank-0.log", "rank-1.log"}) {
     const auto log = msomni::testing::read_text(run_dir / "logs" / rank);
     CAPTURE(log);
-    CHECK(count(log, "COMPUTE ") == 1);
+    CHECK(count_of(log, "COMPUTE ") == 1);
     CHECK(log.find("COMPUTE cpu, ") != std::string::npos);
     CHECK(log.find("(training.device=auto: no usable GPU: ") != std::string::npos);
     CHECK(log.find("GRADIENTS gradients all-reduced on the ucx-ring (epoch 1, 0 of 2 members on GPUs)") != std::string::npos);

@@ -122,6 +122,13 @@ TEST_CASE("rank_metrics: with metrics on, every family a rank exports is served 
                              "training.steps=400"}};
   REQUIRE(msomni::testing::wait_for([&] { return fs::exists(run_dir / "control.json"); }, 120s));
   const uint16_t port = metrics_port(run_dir);
+  // cluster.control_host's default: bound to 127.0.0.1 itself, so another loopback address
+  // (and so any other interface) finds nothing; only /metrics is served.
+  const auto control = msomni::testing::parse_json(msomni::testing::read_text(run_dir / "control.json"));
+  CHECK(control.at("metrics_address").get<std::string>() == "127.0.0.1:" + std::to_string(port));
+  CHECK_THROWS(msomni::testing::http_request("127.0.0.2", port, "/metrics"));
+  CHECK(msomni::testing::http_request("127.0.0.1", port, "/").status == 404);
+  CHECK(msomni::testing::http_request("127.0.0.1", port, "/metrics", "POST").status == 405);
 
   scrape first;
   REQUIRE(msomni::testing::wait_for(

@@ -4,6 +4,7 @@
 // preempted by a critical job: its trap runs within scheduler.best_effort_drain_s, before any
 // SIGKILL, and no grandchild outlives it. A regular job held back by the critical reserve
 // with GPUs free says so in the decision log, in `msomni job`'s output and in sched-status.
+#include "support/text_and_pids.hpp"
 #include "core/child_process.hpp"
 #include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
@@ -24,24 +25,11 @@ using msomni::testing::read_text;
 using msomni::testing::run_command;
 using msomni::testing::temp_dir;
 
+using msomni::testing::count_of;
+using msomni::testing::ends_within_10s;
+
 namespace {
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-// True once `pid` is gone or a zombie waiting for whoever inherited it, within 10 s.
-bool ends_within_10s(pid_t pid) {
-  for (int i = 0; i < 1000; ++i) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string field;
-    if (!(stat >> field >> field >> field) || field == "Z") return true;  // pid (comm) state
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
 
 // True once `path` exists, within 20 s.
 bool appears_within_20s(const std::filesystem::path& path) {
@@ -121,12 +109,12 @@ TEST_CASE("a best-effort job's SIGTERM trap runs before it is killed and no gran
   // command's group the same way.
   REQUIRE_MESSAGE(be->read_until("msomni job be: started", 20s), be->log);
   REQUIRE(appears_within_20s(d / "ready"));
-  for (int i = 0; i < 2000 && count(read_text(d / "ready"), "up") < 2; ++i) std::this_thread::sleep_for(10ms);
-  REQUIRE(count(read_text(d / "ready"), "up") == 2);
+  for (int i = 0; i < 2000 && count_of(read_text(d / "ready"), "up") < 2; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(count_of(read_text(d / "ready"), "up") == 2);
   const pid_t stubborn2 = pid_in(d / "stubborn.pid");
   ::kill(be->pid(), SIGINT);
   CHECK(be->wait(30s) == 1);
-  CHECK(count(read_text(d / "trapped"), "trapped") == 2);
+  CHECK(count_of(read_text(d / "trapped"), "trapped") == 2);
   CHECK(ends_within_10s(stubborn2));
   stop_scheduler(*sched);
   CHECK(sched->log.find("preempt be drain=30s") != std::string::npos);
@@ -167,7 +155,7 @@ TEST_CASE("sched-status shows the critical reserve holding back a regular job wh
   reg->wait(30s);
   stop_scheduler(*sched);
   // One line for the job and one for the cluster, not one per pass.
-  CHECK_MESSAGE(count(sched->log, "hold reg: critical_reserve") == 1, sched->log);
-  CHECK_MESSAGE(count(sched->log, "hold cluster: 2 GPUs free, reg does not grow: critical_reserve") == 1, sched->log);
+  CHECK_MESSAGE(count_of(sched->log, "hold reg: critical_reserve") == 1, sched->log);
+  CHECK_MESSAGE(count_of(sched->log, "hold cluster: 2 GPUs free, reg does not grow: critical_reserve") == 1, sched->log);
   CHECK(sched->wait(10s) == 0);
 }

@@ -4,6 +4,7 @@
 // and is started again once the critical job is done; its scratch files go each time. A job without the token cannot reach
 // the scheduler; bad flags exit with 2. msomni-run itself, preempted under msomni job, saves
 // a final checkpoint, resumes from it and matches an uninterrupted run loss for loss.
+#include "support/text_and_pids.hpp"
 #include "core/child_process.hpp"
 #include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
@@ -28,13 +29,9 @@ using msomni::testing::read_text;
 using msomni::testing::run_command;
 using msomni::testing::temp_dir;
 
-namespace {
+using msomni::testing::count_of;
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+namespace {
 
 // msomni-sched on 8 GPUs with its info file in `dir`; by default no run window (so a young
 // regular job may be preempted) and a short drain. Waits until it listens.
@@ -129,12 +126,12 @@ TEST_CASE("msomni-sched over UCX: a critical job preempts a regular job that rel
   CHECK(reg.wait(10s) == 0);
   CHECK(reg.log.find("preempted: checkpoint and release within 20 s (make room for critical job crit)") != std::string::npos);
   CHECK(reg.log.find("released its GPUs") != std::string::npos);
-  CHECK(count(reg.log, "msomni job reg: started") == 2);
+  CHECK(count_of(reg.log, "msomni job reg: started") == 2);
   const std::string r = read_text(runs);
-  CHECK(count(r, "run gpus=0,1,2,3,4,5,6,7") == 2);
-  CHECK(count(r, "term") == 1);
+  CHECK(count_of(r, "run gpus=0,1,2,3,4,5,6,7") == 2);
+  CHECK(count_of(r, "term") == 1);
   // No scratch left behind, neither by the preempted run nor by the finished one.
-  CHECK(count(reg.log, "removed its scratch directory (1 files)") == 2);
+  CHECK(count_of(reg.log, "removed its scratch directory (1 files)") == 2);
   CHECK_FALSE(std::filesystem::exists(scratch / "reg"));
   const auto idle = run_command(std::string(MSOMNI_CLI_BINARY) + " sched-status --scheduler-info " + info);
   CHECK_MESSAGE(idle.exit_code == 0, idle.output);
@@ -152,7 +149,7 @@ TEST_CASE("msomni-sched over UCX: a critical job preempts a regular job that rel
   REQUIRE(pre != std::string::npos);
   REQUIRE(cstart != std::string::npos);
   CHECK(pre < cstart);
-  CHECK(count(log, "start reg gpus=8") == 2);
+  CHECK(count_of(log, "start reg gpus=8") == 2);
 }
 
 TEST_CASE("msomni-sched over UCX: a critical job's metrics feed the predictor and a best-effort job is co-located") {
@@ -218,7 +215,7 @@ TEST_CASE("msomni-sched over UCX: a critical job its guest slows past the slowdo
   CHECK_MESSAGE(parse_json(status.output).at("budget_holds") == 1, status.output);
   // It waits until the critical job is done (no second guest run), then runs alone.
   CHECK(guest.wait(30s) == 0);
-  CHECK(count(guest.log, "started as a guest of crit") == 1);
+  CHECK(count_of(guest.log, "started as a guest of crit") == 1);
   CHECK(crit->read_until("msomni job crit: finished", 20s));
   stop_scheduler(*sched);
   CHECK(sched->log.find("evict_guest be: host lost ") != std::string::npos);
@@ -439,7 +436,7 @@ TEST_CASE("msomni-run under msomni job --resize-in-place: a critical job shrinks
   REQUIRE_MESSAGE(train.read_until("msomni job train: grown in place to 2 replicas", 60s), train.log);
   REQUIRE_MESSAGE(train.read_until("msomni job train: finished", 120s), train.log);
   CHECK(train.wait(10s) == 0);
-  CHECK(count(train.log, "msomni job train: started") == 1);  // never restarted
+  CHECK(count_of(train.log, "msomni job train: started") == 1);  // never restarted
   // Every step once, at world size 2, then 1 while the critical job ran, then 2 again.
   const auto records = read_json_lines(run_dir / "metrics.jsonl");
   CHECK(losses(run_dir / "metrics.jsonl").size() == 1000);

@@ -50,7 +50,7 @@ struct solo_job {
   explicit solo_job(uint64_t interval, uint64_t max_failures = 3)
       : ckpts(rank_worker::checkpointing_settings{dir.path().string(), interval, 3, 1, 0, 0x5eed,
                                                   [this](const msg::checkpoint_done& d) { reports.push_back(d); },
-                                                  max_failures, &faults},
+                                                  max_failures, &faults, {}},
               0) {}
 
   // One training step of `step_ms`, then the checkpoint call, as a rank does it.

@@ -2,6 +2,7 @@
 // files and the environment, a program that cannot start, a group killed after a timeout,
 // a child that dies with its parent, a group ended with its leader, and handles without a
 // process that signal nothing.
+#include "support/text_and_pids.hpp"
 #include "core/process.hpp"
 #include "support/process_runner.hpp"
 
@@ -20,6 +21,8 @@
 using namespace std::chrono_literals;
 namespace proc = msomni::process;
 
+using msomni::testing::ends_within_10s;
+
 namespace {
 
 std::string read_line(int fd) {
@@ -28,16 +31,6 @@ std::string read_line(int fd) {
   return line;
 }
 
-// True once `pid` is gone or a zombie waiting for whoever inherited it, within 10 s.
-bool ends_within_10s(pid_t pid) {
-  for (int i = 0; i < 1000; ++i) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string field;
-    if (!(stat >> field >> field >> field) || field == "Z") return true;  // pid (comm) state
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
 
 proc::spawn_options stdout_piped() {
   proc::spawn_options o;

@@ -1,0 +1,57 @@
+// scheduler_status_json (see scheduler_status_json.hpp).
+#include "scheduler_status_json.hpp"
+
+#include <algorithm>
+
+namespace msomni::cli {
+
+const char* job_class_name(uint8_t c) {
+  static const char* const names[] = {"critical", "regular", "best-effort"};
+  return c < 3 ? names[c] : "?";
+}
+
+nlohmann::ordered_json scheduler_status_json(const msg::scheduler_status& s) {
+  nlohmann::ordered_json o;
+  o["policy"] = s.policy;
+  o["gpus_total"] = s.gpus_total;
+  o["gpus_free"] = s.gpus_free;
+  o["pending"] = {{"critical", s.pending_critical}, {"regular", s.pending_regular}, {"best_effort", s.pending_best_effort}};
+  o["queue_capacity"] = s.queue_capacity;
+  o["running"] = s.running;
+  o["borrowed"] = s.borrowed;
+  o["draining"] = s.draining;
+  o["guests"] = s.guests;
+  o["decisions"] = s.decisions;
+  o["reserve_deferrals"] = s.reserve_deferrals;
+  o["rejected"] = s.rejected;
+  o["budget_holds"] = s.budget_holds;
+  o["recovering"] = s.recovering;
+  o["held_back"] = s.held_back;
+  o["metrics_address"] = s.metrics_address;
+  o["best_effort_drain_s"] = s.best_effort_drain_s;
+  o["held"] = {{"reason", s.held}, {"job", s.held_job}, {"detail", s.held_detail}};
+  auto& jobs = o["jobs"] = nlohmann::ordered_json::array();
+  for (const auto& j : s.jobs) {
+    nlohmann::ordered_json row;
+    row["job"] = j.job;
+    row["class"] = job_class_name(j.job_class);
+    row["phase"] = j.phase;
+    row["gpus"] = j.gpus;
+    row["replicas"] = j.replicas;
+    row["borrowed"] = j.borrowed;
+    row["host"] = j.host;
+    row["for_s"] = std::max(0.0, s.now_s - j.since_s);
+    if (j.hold != "none") {  // why it waits, does not grow, or (a critical host) lends nothing
+      row["hold"] = j.hold;
+      row["hold_detail"] = j.hold_detail;
+    }
+    // A guest's share of its host's GPU time; a critical host's lendable share.
+    if (j.phase == "guest") row["guest_share"] = j.share;
+    else if (j.job_class == 0 && j.phase == "running") row["lendable_share"] = j.share;
+    jobs.push_back(std::move(row));
+  }
+  o["jobs_total"] = s.jobs_listed_of;
+  return o;
+}
+
+}  // namespace msomni::cli
