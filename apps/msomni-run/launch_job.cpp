@@ -6,6 +6,7 @@
 #include "launch_job.hpp"
 
 #include "checkpoint_store.hpp"
+#include "durable_io.hpp"
 #include "dataset_cache.hpp"
 
 #include "config/config_loader.hpp"
@@ -61,19 +62,15 @@ int64_t unix_ms() {
       .count();
 }
 
-// `text` replaces `path` whole or not at all: a temporary of this process (created
-// exclusively), fsynced, renamed over it. An empty result is success, else what failed.
+// `text` replaces `path` whole or not at all (the checkpoint store's small-file write: an
+// exclusively created temporary of this process, fsynced, renamed, the directory fsynced; the
+// temporary is removed if any step fails). An empty result is success, else what failed.
 std::string replace_file(const fs::path& path, const std::string& text) {
-  const auto tmp = path.parent_path() / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return "cannot create " + tmp.string() + ": " + std::strerror(errno);
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
-  const int err = ok ? 0 : (errno ? errno : ENOSPC);
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int why = ok ? errno : err;
-    ::unlink(tmp.c_str());
-    return "cannot write " + path.string() + ": " + std::strerror(why);
+  try {
+    ckpt::write_file_atomically(path, text, "." + path.filename().string() + ".tmp-" + std::to_string(::getpid()),
+                                nullptr);
+  } catch (const std::exception& e) {
+    return "cannot write " + path.string() + ": " + e.what();
   }
   return {};
 }
