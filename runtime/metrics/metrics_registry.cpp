@@ -22,43 +22,40 @@ const family_spec& metrics_registry::checked(std::string_view family, metric_kin
   return *spec;
 }
 
+namespace {
+
+// The family `spec` names in `families`, registered in `registry` the first time.
+template <class Metric, class Builder>
+prometheus::Family<Metric>& family_in(std::map<std::string, prometheus::Family<Metric>*, std::less<>>& families,
+                                      const family_spec& spec, Builder builder, prometheus::Registry& registry) {
+  auto it = families.find(spec.name);
+  if (it == families.end())
+    it = families
+             .emplace(std::string(spec.name),
+                      &builder.Name(std::string(spec.name)).Help(std::string(spec.help)).Register(registry))
+             .first;
+  return *it->second;
+}
+
+}  // namespace
+
 prometheus::Counter& metrics_registry::counter(std::string_view family, const labels& l) {
   const auto& spec = checked(family, metric_kind::counter, l);
   std::lock_guard lock(mutex_);
-  auto it = counters_.find(family);
-  if (it == counters_.end())
-    it = counters_.emplace(std::string(family), &prometheus::BuildCounter()
-                                                     .Name(std::string(spec.name))
-                                                     .Help(std::string(spec.help))
-                                                     .Register(*registry_))
-             .first;
-  return it->second->Add(l);
+  return family_in(counters_, spec, prometheus::BuildCounter(), *registry_).Add(l);
 }
 
 prometheus::Gauge& metrics_registry::gauge(std::string_view family, const labels& l) {
   const auto& spec = checked(family, metric_kind::gauge, l);
   std::lock_guard lock(mutex_);
-  auto it = gauges_.find(family);
-  if (it == gauges_.end())
-    it = gauges_.emplace(std::string(family), &prometheus::BuildGauge()
-                                                   .Name(std::string(spec.name))
-                                                   .Help(std::string(spec.help))
-                                                   .Register(*registry_))
-             .first;
-  return it->second->Add(l);
+  return family_in(gauges_, spec, prometheus::BuildGauge(), *registry_).Add(l);
 }
 
 prometheus::Histogram& metrics_registry::histogram(std::string_view family, const labels& l) {
   const auto& spec = checked(family, metric_kind::histogram, l);
   std::lock_guard lock(mutex_);
-  auto it = histograms_.find(family);
-  if (it == histograms_.end())
-    it = histograms_.emplace(std::string(family), &prometheus::BuildHistogram()
-                                                       .Name(std::string(spec.name))
-                                                       .Help(std::string(spec.help))
-                                                       .Register(*registry_))
-             .first;
-  return it->second->Add(l, prometheus::Histogram::BucketBoundaries(spec.buckets.begin(), spec.buckets.end()));
+  return family_in(histograms_, spec, prometheus::BuildHistogram(), *registry_)
+      .Add(l, prometheus::Histogram::BucketBoundaries(spec.buckets.begin(), spec.buckets.end()));
 }
 
 std::vector<prometheus::MetricFamily> metrics_registry::collect() {
