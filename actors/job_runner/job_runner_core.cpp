@@ -43,13 +43,33 @@ void job_runner_core::launch_run(uint64_t resume_step, const std::string& host, 
   out.push_back(launch{gpus_, replicas_, resume_step, host, share});
 }
 
-void job_runner_core::start_run(const msg::job_command& c, actions& out) {
+// The step a start resumes from: the scheduler's (a preempted or stopped job's report), unless
+// the run directory's newest checkpoint says otherwise (msomni-run resumes from that one).
+static uint64_t resume_step_of(const msg::job_command& c, std::optional<uint64_t> checkpoint_step, actions& out) {
+  if (!checkpoint_step || *checkpoint_step == c.resume_step) {
+    if (c.resume_step > 0) out.push_back(say{"resumes from checkpoint step " + std::to_string(c.resume_step)});
+    return c.resume_step;
+  }
+  const std::string ckpt = std::to_string(*checkpoint_step);
+  if (c.resume_step == 0)
+    out.push_back(say{"resumes from checkpoint step " + ckpt + " (the run directory's newest; the scheduler knew none)"});
+  else if (*checkpoint_step == 0)
+    out.push_back(say{"the scheduler's resume step is " + std::to_string(c.resume_step) +
+                      ", but the run directory has no checkpoint: starts from step 0"});
+  else
+    out.push_back(say{"resumes from checkpoint step " + ckpt + " (the run directory's newest, not the scheduler's " +
+                      std::to_string(c.resume_step) + ")"});
+  return *checkpoint_step;
+}
+
+void job_runner_core::start_run(const msg::job_command& c, std::optional<uint64_t> checkpoint_step, actions& out) {
   guest_ = c.kind == static_cast<uint8_t>(command_kind::colocate);
   gpus_ = c.gpus;
   replicas_ = c.replicas;
   out.push_back(say{std::string(guest_ ? "started as a guest of " + c.host : "started") + " on gpus " + join(gpus_) +
                     " (" + c.reason + ")"});
-  launch_run(c.resume_step, guest_ ? c.host : "", c.share, out);
+  const uint64_t resume = resume_step_of(c, checkpoint_step, out);
+  launch_run(resume, guest_ ? c.host : "", c.share, out);
 }
 
 void job_runner_core::stop(stop_signal sig, stopping why, actions& out) {
@@ -94,7 +114,7 @@ void job_runner_core::keep_of_deferred(uint32_t keep) {
   deferred_start_->replicas = keep;
 }
 
-actions job_runner_core::on_command(const msg::job_command& c, time_point now) {
+actions job_runner_core::on_command(const msg::job_command& c, time_point now, std::optional<uint64_t> checkpoint_step) {
   actions out;
   heard_ = true;
   if (c.epoch < epoch_) return out;  // stale
@@ -107,7 +127,7 @@ actions job_runner_core::on_command(const msg::job_command& c, time_point now) {
         out.push_back(say{"starts again once the previous run has ended"});
         break;
       }
-      start_run(c, out);
+      start_run(c, checkpoint_step, out);
       break;
     case command_kind::preempt:  // a shrink notice: in place, or the command restarts smaller
       keep_replicas_ = c.keep_replicas;
@@ -214,7 +234,10 @@ actions job_runner_core::on_command_ended(int code, uint64_t step, time_point no
       out.push_back(say{"command stopped (" + std::to_string(code) + "); waiting to be started again"});
       break;
     case stopping::no:
-      if (registered_) out.push_back(tell_scheduler{msg::job_finished{spec_.id}});
+      if (registered_) {  // with how it ended: the scheduler keeps a stopped job's step for its resume
+        const bool stopped = code == command_stopped_code;
+        out.push_back(tell_scheduler{msg::job_finished{spec_.id, code, stopped, stopped ? step : 0}});
+      }
       if (code == command_stopped_code)
         finish(code, "stopped (not finished): resumable from checkpoint step " + std::to_string(step) +
                          "; run the same msomni job again to resume", out);
@@ -226,7 +249,7 @@ actions job_runner_core::on_command_ended(int code, uint64_t step, time_point no
   if (!running_ && !over_ && deferred_start_) {
     const msg::job_command next = *deferred_start_;
     deferred_start_.reset();
-    start_run(next, out);
+    start_run(next, spec_.run_dir.empty() ? std::nullopt : std::optional<uint64_t>(step), out);
   }
   return out;
 }

@@ -4,7 +4,10 @@
 // and time come in as arguments, what to do goes out as actions the shell carries out.
 //
 //   (no run) --start | colocate--> running (why = no) --the command ends--> job_finished, end
-//                                  (exit 3: end "stopped", resumable from its checkpoint)
+//                                  (exit 3: end "stopped", resumable from its checkpoint; the
+//                                  scheduler keeps the step, and the same job submitted again
+//                                  starts with it as resume_step)
+//   a start's resume_step against the run directory's newest checkpoint: the checkpoint wins
 //   running --preempt_notice--> SIGTERM, stopping(drain) --ends--> job_released
 //   running --preempt (shrink)--> in place: scale-down, then job_released once it runs smaller
 //                                 else SIGTERM, stopping(shrink) --ends--> job_released, start smaller
@@ -123,8 +126,9 @@ class job_runner_core {
 
   // The runner starts: it submits the job.
   actions start(time_point now);
-  // Scheduler -> job. `checkpoint_step`: the run directory's newest checkpoint (0 when none).
-  actions on_command(const msg::job_command& c, time_point now);
+  // Scheduler -> job. `checkpoint_step`: the run directory's newest checkpoint (0 when none;
+  // nullopt without a run directory), which a start resumes from whatever the scheduler says.
+  actions on_command(const msg::job_command& c, time_point now, std::optional<uint64_t> checkpoint_step = std::nullopt);
   actions on_preempt_notice(const msg::preempt_notice& n, uint64_t checkpoint_step);
   // The command ended with `shell_code` (128 + signal for a signal, 127: it could not start).
   actions on_command_ended(int shell_code, uint64_t checkpoint_step, time_point now);
@@ -159,7 +163,7 @@ class job_runner_core {
 
  private:
   msg::job_submit submission(time_point now) const;
-  void start_run(const msg::job_command& c, actions& out);
+  void start_run(const msg::job_command& c, std::optional<uint64_t> checkpoint_step, actions& out);
   void launch_run(uint64_t resume_step, const std::string& host, double share, actions& out);
   void stop(stop_signal sig, stopping why, actions& out);
   void finish(int code, std::string why, actions& out);

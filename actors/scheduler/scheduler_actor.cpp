@@ -15,6 +15,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -61,9 +62,12 @@ caf::timespan span_of(double s) {
   return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(std::max(0.0, s)));
 }
 
-msg::job_command to_message(const command& c, double at_s, uint64_t resume_step) {
+// `released_step`: the step of the job's latest job_released, newer than what the core knows
+// (the step a stopped job was resubmitted at), when there is one.
+msg::job_command to_message(const command& c, double at_s, std::optional<uint64_t> released_step) {
   return {static_cast<uint8_t>(c.kind), c.job, c.epoch, c.gpus, c.replicas, c.keep_replicas,
-          c.drain_s, c.host, c.share, c.kind == command_kind::start ? resume_step : 0, at_s, c.reason};
+          c.drain_s, c.host, c.share, c.kind == command_kind::start ? released_step.value_or(c.resume_step) : 0,
+          at_s, c.reason};
 }
 
 void forget(shell_state& st, const std::string& job) {
@@ -100,6 +104,7 @@ void publish_counts(const shell_state& st) {
   const scheduler_core& core = st.core;
   st.env.metrics->set_counts(core.jobs_by_class_phase(), core.gpus().total(), core.gpus().free_count(),
                              core.budget_hold_windows());
+  st.env.metrics->set_ended(core.ended());
 }
 
 // What a command means for the metrics: a full preemption notice, or a job's first start
@@ -119,7 +124,8 @@ void execute(caf::event_based_actor* self, shell_state& st, const std::vector<co
   for (const command& c : cmds) {
     count_command(st, c, now);
     auto it = st.resume_step.find(c.job);
-    msg::job_command m = to_message(c, now, it == st.resume_step.end() ? 0 : it->second);
+    msg::job_command m =
+        to_message(c, now, it == st.resume_step.end() ? std::nullopt : std::optional<uint64_t>(it->second));
     if (st.env.observer) self->send(st.env.observer, m);
     auto job = st.jobs.find(c.job);
     if (job == st.jobs.end()) continue;
@@ -170,10 +176,33 @@ void on_window(caf::event_based_actor* self, shell_state& st) {
   publish_forecasts(st, horizon_s);
 }
 
-void on_finished(caf::event_based_actor* self, shell_state& st, const std::string& job) {
+void on_finished(caf::event_based_actor* self, shell_state& st, const std::string& job, const job_outcome& how) {
   if (!st.jobs.count(job)) return;  // repeat, or never submitted here
   forget(st, job);
-  execute(self, st, st.core.finished(job, st.now_s()));
+  execute(self, st, st.core.finished(job, st.now_s(), how));
+}
+
+// How the job's `msomni job` says its command ended.
+job_outcome outcome_of(const msg::job_finished& f) {
+  const job_end end = f.stopped ? job_end::stopped : f.exit_code != 0 ? job_end::failed : job_end::finished;
+  return {end, f.exit_code, f.stopped ? f.checkpoint_step : 0};
+}
+
+// The history of ended jobs, newest first, as status rows.
+void list_ended(const scheduler_core& core, msg::scheduler_status& s) {
+  const auto& entries = core.ended().entries();
+  for (auto it = entries.rbegin(); it != entries.rend() && s.ended.size() < msg::scheduler_status::max_status_rows;
+       ++it) {
+    msg::scheduler_job_row row;
+    row.job = it->id;
+    row.job_class = static_cast<uint8_t>(it->klass);
+    row.phase = to_string(it->outcome.end);
+    row.since_s = it->at_s;
+    row.exit_code = it->outcome.exit_code;
+    row.checkpoint_step = it->outcome.checkpoint_step;
+    s.ended.push_back(std::move(row));
+  }
+  s.ended_capacity = core.ended().capacity();
 }
 
 msg::scheduler_status status_of(const shell_state& st) {
@@ -219,6 +248,7 @@ msg::scheduler_status status_of(const shell_state& st) {
   s.jobs_listed_of = total;
   s.now_s = st.now_s();
   s.metrics_address = st.env.metrics_address;
+  list_ended(core, s);
   return s;
 }
 
@@ -235,7 +265,7 @@ void reply_reject(caf::event_based_actor* self, shell_state& st, const std::stri
                   std::string reason) {
   command rej = make_command(command_kind::reject, job, 0);
   rej.reason = std::move(reason);
-  if (handle) self->send(handle, to_message(rej, st.now_s(), 0));
+  if (handle) self->send(handle, to_message(rej, st.now_s(), std::nullopt));
 }
 
 // A class byte the catalog does not know is refused before the core sees it.
@@ -261,7 +291,7 @@ caf::behavior scheduler(metrics::accounted_actor* self, std::shared_ptr<shell_st
   if (st->recovering) self->delayed_send(self, span_of(st->recover_s), recovered_atom::value);
   self->set_down_handler([self, st](caf::down_msg& d) {
     auto it = st->job_of.find(d.source);
-    if (it != st->job_of.end()) on_finished(self, *st, std::string(it->second));
+    if (it != st->job_of.end()) on_finished(self, *st, std::string(it->second), {job_end::lost, 0, 0});
   });
   return {
       [self, st](const msg::job_submit& s) {
@@ -304,7 +334,7 @@ caf::behavior scheduler(metrics::accounted_actor* self, std::shared_ptr<shell_st
         if (j && j->phase == job_phase::draining && j->epoch == r.epoch) st->resume_step[r.job] = r.checkpoint_step;
         execute(self, *st, st->core.released(r.job, r.epoch, st->now_s()));
       },
-      [self, st](const msg::job_finished& f) { on_finished(self, *st, f.job); },
+      [self, st](const msg::job_finished& f) { on_finished(self, *st, f.job, outcome_of(f)); },
       [st](const msg::scheduler_status_request&) { return status_of(*st); },
       [self, st](drain_atom) {
         st->drain_armed_s = -1;

@@ -12,10 +12,13 @@
 //                     becomes the job's handle; a repeat of a known job is ignored
 //   job_step_report   running job -> scheduler, per step; a report of an unknown job is dropped
 //   job_released      victim -> scheduler after its drain checkpoint; idempotent (epoch)
-//   job_finished      job -> scheduler; idempotent
+//   job_finished      job -> scheduler: finished, failed, or stopped at a checkpoint step (kept
+//                     in the core's history of ended jobs; the same id submitted again resumes
+//                     a stopped one from that step); idempotent
 //   scheduler_status_request  anyone holding the handle; answered with scheduler_status
-//                     (queue by class and its bound, jobs by phase, decisions, rejections)
-//   down of a job     as job_finished (a job that is gone holds no GPUs)
+//                     (queue by class and its bound, jobs by phase, decisions, rejections, the
+//                     ended jobs)
+//   down of a job     as job_finished, ended "lost" (a job that is gone holds no GPUs)
 //   own timers        drain deadline (core.expire), reservation window (forecasts, core.window)
 //                     (sent to itself)
 // Messages out: preempt_notice for a full preemption, job_command for every other command

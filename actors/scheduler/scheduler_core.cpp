@@ -21,7 +21,7 @@ const char* to_string(job_phase p) {
 }
 
 scheduler_core::scheduler_core(topology topo, scheduler_params params)
-    : params_(params), place_(std::move(topo)) {}
+    : params_(params), place_(std::move(topo)), ended_(params.ended_jobs_capacity) {}
 
 scheduler_core::queue_key scheduler_core::key_of(const job_state& j) const {
   return {static_cast<uint8_t>(j.req.klass), j.submit_s, j.order, j.req.id};
@@ -73,7 +73,9 @@ std::vector<command> scheduler_core::submit(const job_request& req, double now_s
     emit(now_s, rej, out);
     return out;
   }
-  pending_.insert(key_of(admit(req, now_s)));
+  job_state& j = admit(req, now_s);
+  if (const auto stopped = ended_.take_stopped(req.id)) j.resume_step = stopped->outcome.checkpoint_step;
+  pending_.insert(key_of(j));
   schedule(now_s, out);
   return out;
 }
@@ -105,6 +107,7 @@ void scheduler_core::start(job_state& j, uint32_t replicas, double now_s, std::s
   command c = make_command(command_kind::start, j.req.id, j.epoch);
   c.gpus = j.gpus;
   c.replicas = replicas;
+  c.resume_step = j.resume_step;
   c.reason = std::move(reason);
   emit(now_s, std::move(c), out);
 }
@@ -144,7 +147,7 @@ void scheduler_core::to_pending(job_state& j) {
   pending_.insert(key_of(j));
 }
 
-std::vector<command> scheduler_core::finished(const std::string& job, double now_s) {
+std::vector<command> scheduler_core::finished(const std::string& job, double now_s, const job_outcome& how) {
   std::vector<command> out;
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return out;
@@ -159,6 +162,7 @@ std::vector<command> scheduler_core::finished(const std::string& job, double now
     place_.give_back(job, j.gpus);
   }
   forecasts_.erase(job);
+  ended_.add({job, j.req.klass, how, now_s});
   set_phase(j, job_phase::pending);  // leaves the phase sets
   erase_job(it);
   schedule(now_s, out);

@@ -9,9 +9,11 @@
 //      |                  |  ^                  (keep_replicas > 0: back to running, smaller)
 //      |                  +--+ resize (grow at once; shrink goes through draining)
 //      +--colocate--> guest --evict_guest--> pending
-//   running/guest --finished--> gone
+//   running/guest --finished--> ended (kept in a bounded history: finished, failed, lost, or
+//                   stopped at a checkpoint step) --the same id submitted--> pending (resume)
 #pragma once
 
+#include "ended_jobs.hpp"
 #include "placement.hpp"
 #include "scheduler_types.hpp"
 
@@ -45,6 +47,8 @@ struct job_state {
   std::string host;            // while a guest (its `gpus` are a slice of the host's)
   double share = 0;            // while a guest
   uint32_t preemptions = 0;
+  // It stopped with a checkpoint under an earlier submission: the step its starts resume from.
+  uint64_t resume_step = 0;
   // omni: this run borrows GPUs owed to a waiting critical job or kept in the critical
   // reserve. It gives them back at once when asked (no drain, no run window), like
   // best-effort work, until it next waits.
@@ -77,7 +81,8 @@ class scheduler_core {
  public:
   scheduler_core(topology topo, scheduler_params params);
 
-  // Each call returns the commands to carry out, in order.
+  // Each call returns the commands to carry out, in order. A job the history of ended jobs
+  // holds as stopped leaves it when admitted: its starts carry the step it resumes from.
   std::vector<command> submit(const job_request& req, double now_s);
   // A job that ran under a previous instance of the scheduler (msomni-sched restarted) and
   // still runs on `gpus` with `replicas` replicas, at its own `epoch`. When those GPUs are a
@@ -92,7 +97,9 @@ class scheduler_core {
   std::vector<command> schedule_now(double now_s);
   // Victim's job_released. Idempotent: a repeat or a stale epoch does nothing.
   std::vector<command> released(const std::string& job, uint64_t epoch, double now_s);
-  std::vector<command> finished(const std::string& job, double now_s);
+  // A job's command ended (`how`, kept in the history of ended jobs); its GPUs are free.
+  // Idempotent; a pending job (a late report of one that was preempted) is kept.
+  std::vector<command> finished(const std::string& job, double now_s, const job_outcome& how = {});
   // Drain deadlines that passed become force_release; call at least at every deadline.
   std::vector<command> expire(double now_s);
   // One reservation window boundary: guests re-evaluated, new guests placed.
@@ -131,6 +138,8 @@ class scheduler_core {
   size_t pending_count() const noexcept { return pending_.size(); }
   size_t job_count() const noexcept { return jobs_.size(); }
   const std::deque<decision>& log() const noexcept { return log_; }
+  // Jobs that ended, oldest first, at most params.ended_jobs_capacity.
+  const ended_jobs& ended() const noexcept { return ended_; }
   uint64_t decisions_total() const noexcept { return decisions_total_; }
   // Hold commands so far (not decisions: each says why something waits).
   uint64_t holds_total() const noexcept { return holds_total_; }
@@ -272,6 +281,7 @@ class scheduler_core {
   // host -> its guests, each on its own slice of the host's GPUs (packed up to all of them)
   std::map<std::string, std::vector<std::string>> guests_of_;
   std::deque<decision> log_;
+  ended_jobs ended_;
   std::deque<std::pair<double, uint32_t>> critical_peak_;  // sliding-window max of critical demand
   uint32_t critical_peak_now_ = 0;
   double last_schedule_s_ = -1e300;

@@ -42,6 +42,18 @@ scheduler_metrics::scheduler_metrics(std::shared_ptr<metrics::metrics_registry> 
   gpus_used_ = &r.gauge("msomni_sched_gpus", {{"state", "used"}});
   guests_ = &r.gauge("msomni_sched_guests");
   budget_holds_ = &r.counter("msomni_sched_budget_holds_total");
+  for (size_t e = 0; e < job_end_count; ++e)
+    ended_[e] = &r.gauge("msomni_sched_ended_jobs", {{"end", to_string(static_cast<job_end>(e))}});
+  ended_capacity_ = &r.gauge("msomni_sched_ended_jobs_capacity");
+  ended_dropped_ = &r.counter("msomni_sched_ended_jobs_dropped_total");
+}
+
+void scheduler_metrics::set_ended(const ended_jobs& ended) {
+  for (size_t e = 0; e < job_end_count; ++e) ended_[e]->Set(static_cast<double>(ended.count(static_cast<job_end>(e))));
+  ended_capacity_->Set(static_cast<double>(ended.capacity()));
+  if (ended.dropped() > ended_dropped_seen_)
+    ended_dropped_->Increment(static_cast<double>(ended.dropped() - ended_dropped_seen_));
+  ended_dropped_seen_ = std::max(ended_dropped_seen_, ended.dropped());
 }
 
 void scheduler_metrics::set_counts(const class_phase_counts& jobs, uint32_t gpus_total, uint32_t gpus_free,

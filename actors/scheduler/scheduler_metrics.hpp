@@ -1,8 +1,9 @@
 // msomni-sched's own metric series (the catalog's "scheduler" families), set by the scheduler
 // shell from what the core returns and reports: jobs by class and phase, GPUs free and used,
 // guests, preemptions by class, reservation windows a critical job lent nothing past its
-// slowdown budget, the queue wait of each job's first start, and each running job's
-// idle-window forecast. The shell calls it on its own thread; the endpoint's collect() may run
+// slowdown budget, the queue wait of each job's first start, each running job's
+// idle-window forecast, and the history of ended jobs (kept by how they ended, its bound,
+// the entries dropped past it). The shell calls it on its own thread; the endpoint's collect() may run
 // on another at the same time (gauges and counters are atomics, the per-job forecasts sit
 // behind a lock).
 //
@@ -36,6 +37,8 @@ class scheduler_metrics {
   // The core's counts after an event.
   void set_counts(const class_phase_counts& jobs, uint32_t gpus_total, uint32_t gpus_free,
                   uint64_t budget_hold_windows);
+  // The core's history of ended jobs after an event.
+  void set_ended(const ended_jobs& ended);
   // A job of class `c` was told to give all its GPUs back (a preemption notice).
   void preempted(job_class c);
   // A job of class `c` started for the first time, `waited_s` after it was submitted.
@@ -65,6 +68,10 @@ class scheduler_metrics {
   std::array<prometheus::Histogram*, 3> queue_wait_{};
   prometheus::Counter* budget_holds_ = nullptr;
   uint64_t budget_holds_seen_ = 0;
+  std::array<prometheus::Gauge*, job_end_count> ended_{};
+  prometheus::Gauge* ended_capacity_ = nullptr;
+  prometheus::Counter* ended_dropped_ = nullptr;
+  uint64_t ended_dropped_seen_ = 0;
   mutable std::mutex forecast_mutex_;
   std::map<std::string, forecast> forecasts_;
 };

@@ -63,6 +63,9 @@ struct scheduler_params {
   double reservation_window_s = 1800;
   size_t queue_capacity = 1024;         // pending jobs; submissions past it are rejected
   size_t decision_log_capacity = 4096;  // newest decisions kept
+  // Jobs that ended (finished, failed, stopped and resumable, lost) kept for status; past it
+  // the oldest is dropped (ended_jobs.hpp).
+  size_t ended_jobs_capacity = 256;
   // Waiting jobs whose hold reasons a pass logs (the first in queue order; sched-status shows
   // every job's).
   size_t hold_log_jobs = 4;
@@ -141,6 +144,9 @@ struct command {
   double drain_s = 0;
   std::string host;
   double share = 0;
+  // A start of a job that stopped with a checkpoint and was submitted again: the step it
+  // resumes from (0: none known to the core).
+  uint64_t resume_step = 0;
   std::string reason;
 };
 

@@ -1,8 +1,9 @@
 // `msomni job --scheduler-info FILE --id NAME [options] -- COMMAND [ARGS...]` (see --help):
 // joins msomni-sched over UCX (address and token from its info file) and runs COMMAND under
 // the scheduler's decisions (see job_runner.hpp). Exit: the command's exit code when it
-// ran to its end (msomni-run's 3: it stopped with a checkpoint, reported "stopped", resumable),
-// 1 when the scheduler is unreachable or went away for good, 2 usage, 3 rejected.
+// ran to its end (msomni-run's 3: it stopped with a checkpoint, reported "stopped", listed by
+// sched-status as stopped, and resumed from that step by the same job run again), 1 when the
+// scheduler is unreachable or went away for good, 2 usage, 3 rejected.
 #include "commands.hpp"
 #include "job_runner.hpp"
 
@@ -95,8 +96,8 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   command_line::set_conventions(app);
   app.footer(
       "Exit codes: the command's when it ran to its end (3 from msomni-run: stopped with a checkpoint, reported "
-      "\"stopped\" and resumable by running the same job again); 1 the scheduler is unreachable or went away for "
-      "good; 2 usage; 3 rejected.");
+      "\"stopped\"; msomni sched-status lists it as stopped with that step, and running the same job again, same "
+      "--id, resumes from it); 1 the scheduler is unreachable or went away for good; 2 usage; 3 rejected.");
   add_flags(app, spec, info);
   if (const auto rc = command_line::parse(app, args, out, err)) return *rc;
   if (spec.command.empty()) return command_line::refuse(app, "a command after -- is required", err);

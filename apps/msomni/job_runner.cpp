@@ -81,7 +81,12 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
   self->send(self, poll_atom::value);
   self->delayed_send(self, quiet_after, quiet_atom::value);
   return {
-      [self](const msg::job_command& c) { carry_out(self, self->state.core.on_command(c, self->state.clock.now())); },
+      [self](const msg::job_command& c) {
+        auto& s = self->state;
+        const auto& run_dir = s.core.spec().run_dir;
+        const auto step = run_dir.empty() ? std::nullopt : std::optional<uint64_t>(checkpoint_step(run_dir));
+        carry_out(self, s.core.on_command(c, s.clock.now(), step));
+      },
       [self](const msg::preempt_notice& n) {
         auto& s = self->state;
         carry_out(self, s.core.on_preempt_notice(n, checkpoint_step(s.core.spec().run_dir)));

@@ -13,7 +13,9 @@
 //   force_release         -> SIGKILL (the drain period is over)
 //   evict_guest           -> SIGTERM; the job waits in the queue again
 //   reject                -> the job ends with the scheduler's reason
-//   the command ends by itself -> job_finished; the job ends with the command's exit code
+//   the command ends by itself -> job_finished (its exit code; exit 3: stopped, with the
+//                            checkpoint step the scheduler keeps for a resume); the job
+//                            ends with the command's exit code
 //   the command ends, for any reason -> its scratch directory (with --scratch-dir) is removed
 //   RUN_DIR/metrics.jsonl (with --run-dir) -> job_step_report per step (step_time_ms,
 //                            data_wait_ms, checkpoint_ms), which feeds the scheduler's

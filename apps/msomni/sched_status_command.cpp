@@ -5,7 +5,9 @@
 // class, phase, GPUs, replicas, how long it has been there and why it waits (or does not
 // grow, or as a critical host lends nothing), guests and hosts with their shares; and a
 // "held" line saying why free GPUs stay unused. When msomni-sched serves /metrics, its
-// address too (metrics_address in --json, empty when it serves none).
+// address too (metrics_address in --json, empty when it serves none). Then the ended jobs it
+// keeps, by how they ended, and the stopped ones in a section of their own: each with the
+// checkpoint step the same job, submitted again, resumes from, and how long ago it stopped.
 #include "commands.hpp"
 
 #include "scheduler_client.hpp"
@@ -23,6 +25,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 
 namespace msomni::cli {
@@ -39,6 +42,28 @@ std::string age(double s) {
   else if (t < 3600) std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
   else std::snprintf(buf, sizeof buf, "%lldh%02lldm", t / 3600, (t % 3600) / 60);
   return buf;
+}
+
+// How many ended jobs msomni-sched keeps, of each end.
+void print_ended_counts(const msg::scheduler_status& s, std::ostream& out) {
+  std::map<std::string, size_t> by_end;
+  for (const auto& j : s.ended) ++by_end[j.phase];
+  out << "ended   " << s.ended.size() << " kept of " << s.ended_capacity << " (finished " << by_end["finished"]
+      << ", failed " << by_end["failed"] << ", stopped " << by_end["stopped"] << ", lost " << by_end["lost"] << ")\n";
+}
+
+// The stopped jobs, newest first, each with the step it resumes from.
+void print_stopped(const msg::scheduler_status& s, std::ostream& out) {
+  const bool any = std::any_of(s.ended.begin(), s.ended.end(), [](const auto& j) { return j.phase == "stopped"; });
+  if (!any) return;
+  out << "\nSTOPPED (resumable: run the same msomni job again)\nJOB                  CLASS        RESUME FROM  AGO\n";
+  for (const auto& j : s.ended) {
+    if (j.phase != "stopped") continue;
+    char line[256];
+    std::snprintf(line, sizeof line, "%-20s %-12s step %-7llu  %s\n", j.job.c_str(), job_class_name(j.job_class),
+                  static_cast<unsigned long long>(j.checkpoint_step), age(s.now_s - j.since_s).c_str());
+    out << line;
+  }
 }
 
 }  // namespace
@@ -88,7 +113,8 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
                   << ": " << s.held_detail << "\n";
             if (s.recovering)
               out << "restart recovering from a restart: " << s.held_back << " submissions held back until it ends\n";
-            if (s.jobs.empty()) return;
+            print_ended_counts(s, out);
+            if (s.jobs.empty()) return print_stopped(s, out);
             out << "\nJOB                  CLASS        PHASE     GPUS  REPLICAS  FOR        NOTE\n";
             for (const auto& j : s.jobs) {
               std::string note = j.borrowed ? std::string("borrowed") : j.host.empty() ? std::string() : "guest of " + j.host;
@@ -105,6 +131,7 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
             }
             if (s.jobs_listed_of > s.jobs.size())
               out << "... " << s.jobs_listed_of - s.jobs.size() << " more jobs not listed\n";
+            print_stopped(s, out);
           },
           [&](const caf::error& e) {
             err << "msomni sched-status: no answer from msomni-sched (" << sys.render(e)

@@ -51,6 +51,26 @@ nlohmann::ordered_json scheduler_status_json(const msg::scheduler_status& s) {
     jobs.push_back(std::move(row));
   }
   o["jobs_total"] = s.jobs_listed_of;
+  // The ended jobs it keeps, newest first: the stopped ones (resumable) apart from the rest.
+  o["ended_kept"] = s.ended.size();
+  o["ended_capacity"] = s.ended_capacity;
+  auto& stopped = o["stopped"] = nlohmann::ordered_json::array();
+  auto& ended = o["ended"] = nlohmann::ordered_json::array();
+  for (const auto& j : s.ended) {
+    nlohmann::ordered_json row;
+    row["job"] = j.job;
+    row["class"] = job_class_name(j.job_class);
+    if (j.phase == "stopped") {
+      row["resume_step"] = j.checkpoint_step;
+      row["ago_s"] = std::max(0.0, s.now_s - j.since_s);
+      stopped.push_back(std::move(row));
+      continue;
+    }
+    row["end"] = j.phase;
+    row["exit_code"] = j.exit_code;
+    row["ago_s"] = std::max(0.0, s.now_s - j.since_s);
+    ended.push_back(std::move(row));
+  }
   return o;
 }
 

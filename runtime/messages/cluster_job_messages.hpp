@@ -49,9 +49,15 @@ struct job_step_report {
   bool operator==(const job_step_report&) const = default;
 };
 
-// job -> scheduler: done, its GPUs are free. Idempotent.
+// job -> scheduler: its command ended by itself, its GPUs are free. Idempotent. How it ended
+// goes into the scheduler's bounded history of ended jobs: finished (exit 0), failed (another
+// `exit_code`), or `stopped` with a checkpoint to resume from at `checkpoint_step` (msomni-run's
+// exit 3 after SIGINT or `msomni stop`). The same job id submitted again resumes a stopped one.
 struct job_finished {
   std::string job;
+  int32_t exit_code = 0;
+  bool stopped = false;
+  uint64_t checkpoint_step = 0;  // stopped: the run directory's newest checkpoint (0: none)
   bool operator==(const job_finished&) const = default;
 };
 
@@ -101,6 +107,10 @@ struct scheduler_job_row {
   // A guest: its share of its host's GPU time. A running critical job: the share it lends
   // to guests in the next window (0: none).
   double share = 0;
+  // A row of scheduler_status::ended (phase finished, stopped, failed or lost; since_s: when it
+  // ended): the command's exit code, and for a stopped job the step it resumes from.
+  int32_t exit_code = 0;
+  uint64_t checkpoint_step = 0;
   bool operator==(const scheduler_job_row&) const = default;
 };
 
@@ -127,6 +137,11 @@ struct scheduler_status {
   std::string held = "none";
   std::string held_job, held_detail;
   double best_effort_drain_s = 0;  // notice -> forced release for work that gives way at once
+  // The jobs that ended, newest first (stopped ones can be resumed by submitting them again),
+  // as many as the scheduler keeps (ended_capacity; older ones were dropped); lost in a
+  // restart of the scheduler.
+  std::vector<scheduler_job_row> ended;
+  uint64_t ended_capacity = 0;
   static constexpr size_t max_status_rows = 256;
   bool operator==(const scheduler_status&) const = default;
 };

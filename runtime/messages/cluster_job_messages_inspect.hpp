@@ -28,7 +28,7 @@ typename Inspector::result_type inspect(Inspector& f, job_step_report& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_finished& x) {
-  return f(caf::meta::type_name("job_finished"), x.job);
+  return f(caf::meta::type_name("job_finished"), x.job, x.exit_code, x.stopped, x.checkpoint_step);
 }
 
 template <class Inspector>
@@ -45,7 +45,7 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_status_request& 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scheduler_job_row& x) {
   return f(caf::meta::type_name("scheduler_job_row"), x.job, x.job_class, x.phase, x.gpus, x.replicas, x.borrowed,
-           x.host, x.since_s, x.hold, x.hold_detail, x.share);
+           x.host, x.since_s, x.hold, x.hold_detail, x.share, x.exit_code, x.checkpoint_step);
 }
 
 template <class Inspector>
@@ -53,7 +53,8 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_status& x) {
   return f(caf::meta::type_name("scheduler_status"), x.policy, x.gpus_total, x.gpus_free, x.pending_critical,
            x.pending_regular, x.pending_best_effort, x.queue_capacity, x.running, x.borrowed, x.draining, x.guests,
            x.decisions, x.reserve_deferrals, x.rejected, x.budget_holds, x.recovering, x.held_back, x.jobs,
-           x.jobs_listed_of, x.now_s, x.metrics_address, x.held, x.held_job, x.held_detail, x.best_effort_drain_s);
+           x.jobs_listed_of, x.now_s, x.metrics_address, x.held, x.held_job, x.held_detail, x.best_effort_drain_s,
+           x.ended, x.ended_capacity);
 }
 
 }  // namespace msomni::msg

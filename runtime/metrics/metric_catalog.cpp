@@ -117,6 +117,13 @@ std::vector<family_spec> build() {
        "scheduler", {}},
       {"msomni_sched_idle_confidence", k::gauge, "Confidence of a running job's idle-window prediction (0-1)",
        {"job"}, "scheduler", {}},
+      {"msomni_sched_ended_jobs", k::gauge,
+       "Ended jobs the scheduler keeps, by how they ended (finished, failed, stopped and resumable, lost)", {"end"},
+       "scheduler", {}},
+      {"msomni_sched_ended_jobs_capacity", k::gauge, "The most ended jobs the scheduler keeps (the oldest go first)",
+       {}, "scheduler", {}},
+      {"msomni_sched_ended_jobs_dropped_total", k::counter, "Ended jobs dropped from the history past its capacity",
+       {}, "scheduler", {}},
   };
 }
 

@@ -108,12 +108,14 @@ TEST_CASE("a command of an older epoch is ignored") {
 TEST_CASE("the command ends by itself: job_finished, and the job ends with its code") {
   auto ok = running();
   const auto a = ok.on_command_ended(0, 0, t0);
-  told<msg::job_finished>(a);
+  CHECK(told<msg::job_finished>(a) == msg::job_finished{"j1", 0, false, 0});
   CHECK(one<finish_job>(a) == finish_job{0, "finished", false});
   CHECK(ok.over());
 
   auto bad = running();
-  CHECK(one<finish_job>(bad.on_command_ended(2, 0, t0)).why == "command failed with 2");
+  const auto b = bad.on_command_ended(2, 12, t0);
+  CHECK(one<finish_job>(b).why == "command failed with 2");
+  CHECK(told<msg::job_finished>(b) == msg::job_finished{"j1", 2, false, 0});  // failed: no step to resume from
   auto never = running();
   CHECK(one<finish_job>(never.on_command_ended(127, 0, t0)).code == 127);
 }
@@ -121,7 +123,8 @@ TEST_CASE("the command ends by itself: job_finished, and the job ends with its c
 TEST_CASE("a command that stopped by itself (exit 3) ends the job stopped and resumable, not finished") {
   auto c = running();
   const auto a = c.on_command_ended(command_stopped_code, 698, t0);
-  told<msg::job_finished>(a);  // its GPUs are free again
+  // Its GPUs are free again, and the scheduler keeps the step for the resume.
+  CHECK(told<msg::job_finished>(a) == msg::job_finished{"j1", 3, true, 698});
   const auto f = one<finish_job>(a);
   CHECK(f.code == 3);
   CHECK(f.why.find("stopped") == 0);
@@ -363,7 +366,8 @@ TEST_CASE("a drain, shrink, grow or eviction before a deferred start launched ap
 
   auto grown = deferred({4});
   grown.on_command(command(command_kind::resize, 4, {4, 7}, 2), t0);
-  CHECK(one<launch>(grown.on_command_ended(143, 6, t0)) == launch{{4, 7}, 2, 0, "", 0});
+  // It resumes from the run directory's checkpoint the ended run left (step 6).
+  CHECK(one<launch>(grown.on_command_ended(143, 6, t0)) == launch{{4, 7}, 2, 6, "", 0});
 
   auto evicted = deferred({4});
   evicted.on_command(command(command_kind::requeue, 4), t0);
@@ -456,4 +460,52 @@ TEST_CASE("an evicted or requeued command that ignores SIGTERM is killed after t
   // A drain has the scheduler's force release behind it: no timer of the runner's.
   auto d = running();
   CHECK(all<kill_if_still_running>(d.on_preempt_notice(msg::preempt_notice{"j1", 2, 30, "critical job"}, 0)).empty());
+}
+
+TEST_CASE("a start that resumes a stopped job says from which checkpoint step, and the run directory's wins") {
+  const auto start_at = [](uint64_t resume_step) {
+    auto c = command(command_kind::start, 1, {0, 1, 2, 3}, 4);
+    c.resume_step = resume_step;
+    return c;
+  };
+  const auto says = [](const actions& a, const std::string& text) {
+    for (const auto& s : all<say>(a))
+      if (s.text == text) return true;
+    return false;
+  };
+  job_runner_core same(spec());
+  same.start(t0);
+  auto a = same.on_command(start_at(698), t0, 698);
+  CHECK(one<launch>(a).resume_step == 698);
+  CHECK(says(a, "resumes from checkpoint step 698"));
+
+  job_runner_core newer(spec());  // the run directory holds a newer checkpoint than the scheduler knows
+  newer.start(t0);
+  a = newer.on_command(start_at(698), t0, 700);
+  CHECK(one<launch>(a).resume_step == 700);
+  CHECK(says(a, "resumes from checkpoint step 700 (the run directory's newest, not the scheduler's 698)"));
+
+  job_runner_core none(spec());  // no checkpoint left: msomni-run starts from scratch
+  none.start(t0);
+  a = none.on_command(start_at(698), t0, 0);
+  CHECK(one<launch>(a).resume_step == 0);
+  CHECK(says(a, "the scheduler's resume step is 698, but the run directory has no checkpoint: starts from step 0"));
+
+  job_runner_core forgotten(spec());  // a restarted scheduler knows no stopped step
+  forgotten.start(t0);
+  a = forgotten.on_command(start_at(0), t0, 698);
+  CHECK(one<launch>(a).resume_step == 698);
+  CHECK(says(a, "resumes from checkpoint step 698 (the run directory's newest; the scheduler knew none)"));
+
+  job_runner_core fresh(spec());  // nothing to resume from: nothing said about it
+  fresh.start(t0);
+  a = fresh.on_command(start_at(0), t0, 0);
+  CHECK(one<launch>(a).resume_step == 0);
+  CHECK(one<say>(a).text.find("started on gpus") == 0);
+
+  job_runner_core no_run_dir(spec());  // without --run-dir the scheduler's step is all there is
+  no_run_dir.start(t0);
+  a = no_run_dir.on_command(start_at(42), t0, std::nullopt);
+  CHECK(one<launch>(a).resume_step == 42);
+  CHECK(says(a, "resumes from checkpoint step 42"));
 }

@@ -28,6 +28,7 @@ namespace {
 
 using finish_atom = caf::atom_constant<caf::atom("jfinish")>;
 using ckpt_atom = caf::atom_constant<caf::atom("jckpt")>;
+using stop_atom = caf::atom_constant<caf::atom("jstop")>;
 
 // The core's clock is the coordinator's manual clock, so advance() moves both.
 class coordinator_clock final : public msomni::clock {
@@ -89,6 +90,10 @@ caf::behavior scripted_job(caf::event_based_actor* self, caf::actor sched, job_s
         self->send(sched, msg::job_released{js.submit.job, epoch, js.checkpoint_step});
       },
       [self, sched, js](finish_atom) { self->send(sched, msg::job_finished{js.submit.job}); },
+      // Its command stopped with a final checkpoint (msomni-run's exit 3).
+      [self, sched, js](stop_atom) {
+        self->send(sched, msg::job_finished{js.submit.job, 3, true, js.checkpoint_step});
+      },
   };
 }
 
@@ -134,6 +139,10 @@ struct scheduler_fixture : msomni::testing::caf_test_fixture {
   }
   void finish(size_t i) {
     caf::anon_send(spawned.at(i), finish_atom::value);
+    run();
+  }
+  void stop(size_t i) {
+    caf::anon_send(spawned.at(i), stop_atom::value);
     run();
   }
   double clock_s() const { return std::chrono::duration<double>(clk.now().time_since_epoch()).count(); }
@@ -467,4 +476,54 @@ TEST_CASE_FIXTURE(metered_scheduler, "metrics: guests, budget-hold windows and e
   CHECK(metrics->forecast_jobs() == 0);
   CHECK_FALSE(value("msomni_sched_idle_confidence", {{"job", "crit"}}));
   CHECK(jobs("critical", "running") == 0.0);
+}
+
+TEST_CASE_FIXTURE(metered_scheduler, "a job that stopped with a checkpoint is listed as stopped and resumes from its step when submitted again") {
+  job_script js{submit("train", job_class::regular, 8)};
+  js.checkpoint_step = 698;
+  auto first = job(js);
+  REQUIRE(first->last(command_kind::start));
+  CHECK(value("msomni_sched_ended_jobs_capacity") == 256);
+  CHECK(value("msomni_sched_ended_jobs", {{"end", "stopped"}}) == 0);
+  advance(30s);
+  stop(0);
+  auto st = status();
+  CHECK(st.gpus_free == 8);
+  CHECK(st.jobs.empty());
+  CHECK(st.ended_capacity == 256);
+  REQUIRE(st.ended.size() == 1);
+  CHECK(st.ended[0].job == "train");
+  CHECK(st.ended[0].phase == "stopped");
+  CHECK(st.ended[0].checkpoint_step == 698);
+  CHECK(st.ended[0].exit_code == 3);
+  CHECK(st.ended[0].since_s == doctest::Approx(clock_s()));
+  CHECK(value("msomni_sched_ended_jobs", {{"end", "stopped"}}) == 1);
+  // A repeat of the report, and the stopped job's actor going away, change nothing.
+  stop(0);
+  caf::anon_send_exit(spawned.at(0), caf::exit_reason::kill);
+  run();
+  CHECK(status().ended.at(0).phase == "stopped");
+  // The same job id submitted again (a new msomni job): it leaves the stopped list and its
+  // start resumes from the step.
+  auto again = job(js);
+  const auto* start = again->last(command_kind::start);
+  REQUIRE(start);
+  CHECK(start->resume_step == 698);
+  st = status();
+  CHECK(st.ended.empty());
+  CHECK(value("msomni_sched_ended_jobs", {{"end", "stopped"}}) == 0);
+  // It finishes; another job's actor dies without a word: finished and lost, newest first.
+  finish(1);
+  job({submit("gone", job_class::best_effort, 2)});
+  caf::anon_send_exit(spawned.at(2), caf::exit_reason::kill);
+  run();
+  st = status();
+  REQUIRE(st.ended.size() == 2);
+  CHECK(st.ended[0].job == "gone");
+  CHECK(st.ended[0].phase == "lost");
+  CHECK(st.ended[1].job == "train");
+  CHECK(st.ended[1].phase == "finished");
+  CHECK(value("msomni_sched_ended_jobs", {{"end", "finished"}}) == 1);
+  CHECK(value("msomni_sched_ended_jobs", {{"end", "lost"}}) == 1);
+  CHECK(value("msomni_sched_ended_jobs_dropped_total") == 0);
 }
