@@ -3,6 +3,7 @@
 #include "data_actors.hpp"
 
 #include "batch_handoff.hpp"
+#include "mismatched_names.hpp"
 #include "model_batch.hpp"
 #include "pipeline_state.hpp"
 #include "sample_repair.hpp"
@@ -106,6 +107,7 @@ struct pool_state {
   std::unique_ptr<credit_batcher> reader_grants;  // half a depth per message to the reader
   caf::actor reader, tensor;
   uint64_t downgrades_published = 0;  // of core->downgrades(), added to the live counts
+  mismatched_names mismatched;        // decoded by bytes another format than their names
 };
 
 caf::behavior pool_actor(metrics::accounted_stateful_actor<pool_state>* self, pipeline_setup setup,
@@ -174,6 +176,7 @@ caf::behavior pool_actor(metrics::accounted_stateful_actor<pool_state>* self, pi
         --st.busy.at(worker);
         st.core->on_done(out->kind, out->decode_ms);
         if (live) live->count_decoded(out->kind, out->decode_ms);
+        if (st.mismatched.note(*out) && live) live->count_mismatched_name();
         self->send(st.tensor, out);
         dispatch();
       },

@@ -15,6 +15,7 @@ std::string data_metrics::report() const {
     if (decoded[m] > 0) os << ' ' << to_string(modality(m)) << '=' << decode_ms[m] / double(decoded[m]);
   os << "; downgrades " << downgrades << '/' << videos << " videos; data wait total " << data_wait_ms_total
      << " ms, max " << data_wait_ms_max << " ms";
+  if (mismatched_name > 0) os << "; mismatched names " << mismatched_name;
   return os.str();
 }
 

@@ -24,6 +24,7 @@ struct data_metrics {
   std::array<double, modality_count> decode_ms{};       // decode time per modality, summed
   uint64_t downgrades = 0;                              // videos decoded keyframe-only
   uint64_t videos = 0;                                  // videos dispatched (downgrade ratio)
+  uint64_t mismatched_name = 0;                         // good samples decoded by bytes another format than their name
   uint64_t batches = 0;
   double data_wait_ms_total = 0;                        // rank time spent waiting in next_batch
   double data_wait_ms_max = 0;

@@ -141,6 +141,8 @@ bool data_pipeline::step() {
     }
     ++metrics_.decoder.items;
     if (setup_.live) setup_.live->count_decoded(out.kind, ms);
+    if (mismatched_.note(out) && setup_.live) setup_.live->count_mismatched_name();
+    metrics_.mismatched_name = mismatched_.count();
     tensor_->on_decoded(std::move(out));
     moved = true;
   }

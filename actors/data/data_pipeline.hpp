@@ -23,6 +23,7 @@
 #include "flow_cores.hpp"
 #include "live_data_metrics.hpp"
 #include "media_decoder.hpp"
+#include "mismatched_names.hpp"
 #include "micro_batch.hpp"
 #include "source_reader.hpp"
 
@@ -125,6 +126,7 @@ class data_pipeline {
   media_decoder decoder_;
   sample_fetcher repair_;  // replacements of bad samples (sample_repair.hpp)
   data_metrics metrics_;
+  mismatched_names mismatched_;  // samples decoded by bytes another format than their names
   bad_data_counts bad_;
 };
 

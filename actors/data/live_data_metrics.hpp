@@ -39,11 +39,13 @@ struct live_data_metrics {
   std::array<std::atomic<uint64_t>, modality_count> decode_ns{};  // time spent on them
   std::atomic<uint64_t> downgrades{0};                            // videos decoded keyframe-only
   std::array<std::atomic<uint64_t>, bad_reason_count> bad{};      // samples skipped as bad
+  std::atomic<uint64_t> mismatched_name{0};  // good samples whose bytes are another format than the name says
 
   void count_decoded(modality m, double decode_ms) {
     decoded[size_t(m)].fetch_add(1, std::memory_order_relaxed);
     decode_ns[size_t(m)].fetch_add(uint64_t(decode_ms * 1e6), std::memory_order_relaxed);
   }
+  void count_mismatched_name() { mismatched_name.fetch_add(1, std::memory_order_relaxed); }
   void count_downgrades(uint64_t n) {
     if (n > 0) downgrades.fetch_add(n, std::memory_order_relaxed);
   }

@@ -1,6 +1,8 @@
 // FFmpeg decode of in-memory images and videos, swscale resize, frame sampling, tokenizing.
 #include "media_decoder.hpp"
 
+#include "media_format.hpp"
+
 #include "core/check.hpp"
 #include "core/log.hpp"
 
@@ -137,8 +139,9 @@ struct media_decoder::impl {
     return slot.get();
   }
 
-  bool decode_image(const raw_sample& in, int size, decoded_sample& out) {
-    const bool png = in.media_ext == "png";
+  // `format` is what the bytes are (media_format.hpp), which may differ from the name.
+  bool decode_image(const raw_sample& in, std::string_view format, int size, decoded_sample& out) {
+    const bool png = format == "png";
     if (!png && !jpeg_markers_ok(in.media)) return false;
     AVCodecContext* ctx = image_codec(png ? AV_CODEC_ID_PNG : AV_CODEC_ID_MJPEG);
     padded.assign(in.media.begin(), in.media.end());
@@ -331,8 +334,10 @@ decoded_sample media_decoder::decode(const raw_sample& in, bool keyframe_only) {
   if (pool_ && in.kind != modality::text) out.pixels = pool_->take();  // resized, not zeroed, below
   bool ok = true;
   if (in.kind == modality::image) {
-    ok = impl_->decode_image(in, opts_.image_size, out);
+    const media_choice format = choose_media_format(in.kind, in.media_ext, in.media);
+    ok = impl_->decode_image(in, format.format, opts_.image_size, out);
     if (!ok) out.reason = bad_reason::corrupt_image;
+    if (ok && format.mismatched_name) out.mismatched_as = std::string(format.format);
   } else if (in.kind == modality::video) {
     out.downgraded = keyframe_only;
     if (const char* why = impl_->decode_video(in, opts_, keyframe_only, out)) {

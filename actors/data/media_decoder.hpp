@@ -1,8 +1,10 @@
 // The decode stage's work on one sample: JPEG/PNG and MP4/H.264 from memory through
 // libavcodec/libavformat, libswscale resize to the model's square image size, video frame
 // sampling (`video_frames` evenly spaced frames, or keyframe-only when downgraded), and
-// byte-level text tokenization. Damaged media is reported as a bad decoded_sample, never
-// thrown; only allocation failures and misuse throw. One decoder per worker thread.
+// byte-level text tokenization. Images are decoded as what their bytes are (media_format.hpp):
+// a PNG named .jpeg decodes, marked `mismatched_as`. Damaged media is reported as a bad
+// decoded_sample, never thrown; only allocation failures and misuse throw. One decoder per
+// worker thread.
 #pragma once
 
 #include "sample.hpp"

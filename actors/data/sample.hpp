@@ -79,6 +79,9 @@ struct decoded_sample {
   std::string replaced_key;
   uint32_t bad_run = 0;           // bad samples met before this one (replacement attempts)
   bool downgraded = false;        // video decoded keyframe-only
+  // The format its media bytes are ("png") when its name said another accepted one (a PNG
+  // named .jpeg): decoded by the bytes and counted as a mismatched name, not as bad.
+  std::string mismatched_as;
   uint32_t frames = 0;            // frames held in `pixels` (1 for images, video_frames for video)
   uint32_t unique_frames = 0;     // distinct decoded frames (1 when downgraded)
   std::vector<uint8_t> pixels;    // frames x image_size x image_size x RGB

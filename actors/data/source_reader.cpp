@@ -18,7 +18,8 @@ void shuffle_with(std::vector<size_t>& v, rng_stream rng) {
   for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
 }
 
-// Members of one key are adjacent in a WebDataset shard; group runs of equal keys.
+}  // namespace
+
 shard_listing group_samples(const tar_listing& listing) {
   shard_listing out;
   for (const auto& m : listing.members) {
@@ -28,8 +29,6 @@ shard_listing group_samples(const tar_listing& listing) {
   }
   return out;
 }
-
-}  // namespace
 
 std::pair<std::string, std::string> split_member(const std::string& name) {
   const size_t slash = name.rfind('/');

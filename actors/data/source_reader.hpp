@@ -59,6 +59,9 @@ struct shard_sample {
 };
 using shard_listing = std::vector<shard_sample>;
 
+// Members of one key are adjacent in a WebDataset shard: runs of equal keys, in tar order.
+shard_listing group_samples(const tar_listing& listing);
+
 // One epoch of a source: the shard order and where each shard starts.
 struct epoch_layout {
   uint64_t epoch = UINT64_MAX;

@@ -1,6 +1,8 @@
 // Local-file storage: directory listing of *.tar shards and pread-based shard access.
 #include "storage.hpp"
 
+#include "core/shard_pattern.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,6 +43,8 @@ class local_storage final : public storage {
     std::string path = uri.rfind("file://", 0) == 0 ? uri.substr(7) : uri;
     std::vector<std::string> out;
     std::error_code ec;
+    // A path that exists is taken as written, even when its name holds a pattern character.
+    if (!fs::exists(path, ec) && shard_pattern::is_pattern(path)) return shard_pattern::match_files(path);
     if (fs::is_directory(path, ec)) {
       for (const auto& e : fs::directory_iterator(path, ec))
         if (e.is_regular_file() && e.path().extension() == ".tar") out.push_back(e.path().string());

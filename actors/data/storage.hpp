@@ -14,7 +14,9 @@ class storage {
  public:
   virtual ~storage() = default;
   // Shard paths of a source uri, sorted by name so every rank sees the same list.
-  // A uri is a directory (all *.tar inside), a single .tar file, or either with file://.
+  // A uri is a directory (all *.tar inside), a single .tar file, or a pattern naming .tar
+  // files (core/shard_pattern.hpp: `dir/shard-00000?.tar`, `dir/shard-{000..009}.tar`), each
+  // optionally with file://. A malformed pattern throws std::invalid_argument with the reason.
   virtual std::vector<std::string> list_shards(const std::string& uri) const = 0;
   // Opens one shard; nullptr when it cannot be opened (the caller counts it, never crashes).
   virtual std::unique_ptr<byte_source> open(const std::string& path) const = 0;

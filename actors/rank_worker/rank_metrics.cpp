@@ -55,6 +55,7 @@ rank_metrics::rank_metrics(std::shared_ptr<metrics::metrics_registry> registry)
     decode_seconds_[size_t(m)] = &registry_->counter("msomni_data_decode_seconds_total", l);
   }
   downgrades_ = &registry_->counter("msomni_data_downgrades_total", {{"modality", "video"}});
+  mismatched_names_ = &registry_->counter("msomni_data_mismatched_name_total");
   for (int r = 0; r < data::bad_reason_count; ++r)
     bad_[size_t(r)] = &registry_->counter("msomni_data_bad_samples_total", {{"reason", data::to_string(data::bad_reason(r))}});
   refresher_ = registry_->add_refresher([this] { refresh(); });
@@ -99,6 +100,7 @@ void rank_metrics::refresh() {
     follow(*decode_seconds_[m], static_cast<double>(live_->decode_ns[m].load(relaxed)) / 1e9);
   }
   follow(*downgrades_, static_cast<double>(live_->downgrades.load(relaxed)));
+  follow(*mismatched_names_, static_cast<double>(live_->mismatched_name.load(relaxed)));
   for (size_t r = 0; r < bad_.size(); ++r) follow(*bad_[r], static_cast<double>(live_->bad[r].load(relaxed)));
   host_memory_.Set(resident_bytes());
 }

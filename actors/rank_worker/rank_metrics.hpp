@@ -57,6 +57,7 @@ class rank_metrics {
   std::array<stage_series, 3> stages_{};  // reader, decoder, tensor
   std::array<prometheus::Counter*, modality_count> samples_{}, decode_seconds_{};
   prometheus::Counter* downgrades_ = nullptr;
+  prometheus::Counter* mismatched_names_ = nullptr;
   std::array<prometheus::Counter*, data::bad_reason_count> bad_{};
   metrics::metrics_registry::refresher_handle refresher_;  // last: it goes first
 };

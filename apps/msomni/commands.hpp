@@ -43,4 +43,9 @@ int run_inspect(const std::vector<std::string>& args, std::ostream& out, std::os
 // `msomni plot RUN_DIR [--out FILE.png]`: a PNG of the run's metrics and elastic events.
 int run_plot(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+// `msomni dataset pack --images|--videos DIR --out OUT ...` and `msomni dataset check
+// DIR|URI [--modality M] [--json]`: WebDataset shards from a folder, and their check (exit 1
+// when problems were found).
+int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
 }  // namespace msomni::cli

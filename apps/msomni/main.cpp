@@ -29,6 +29,8 @@ const msomni::cli::command commands[] = {
      msomni::cli::run_inspect},
     {"plot", "a PNG of a run's loss, step time, tokens/s, data wait, world size and events: msomni plot RUN_DIR [--out FILE.png]",
      msomni::cli::run_plot},
+    {"dataset", "WebDataset shards from a folder of captioned images or videos, and their check: msomni dataset pack|check",
+     msomni::cli::run_dataset},
 };
 
 }  // namespace

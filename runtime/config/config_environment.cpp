@@ -2,6 +2,7 @@
 // directories are writable. Each error names the key that caused it.
 #include "config/config_loader.hpp"
 #include "config/generated_datasets.hpp"
+#include "core/shard_pattern.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
 namespace msomni::config {
 
@@ -53,6 +55,21 @@ std::string port_problem(const std::string& host, int64_t port) {
   return problem;
 }
 
+// Why a resolved local data path names no shard file: it does not exist, or it is a pattern
+// (the same expansion the ranks' storage makes of the same path) that is malformed or
+// matches nothing. "" when it names something.
+std::string data_path_problem(const fs::path& path) {
+  std::error_code ec;
+  if (fs::exists(path, ec)) return "";
+  if (!shard_pattern::is_pattern(path.string())) return "path " + path.string() + " does not exist";
+  try {
+    if (shard_pattern::match_files(path.string()).empty()) return "pattern " + path.string() + " matches no shard";
+  } catch (const std::invalid_argument& e) {
+    return std::string("malformed pattern: ") + e.what();
+  }
+  return "";
+}
+
 }  // namespace
 
 fs::path resolve_data_path(const job_config& cfg, const std::string& uri) {
@@ -87,12 +104,11 @@ std::vector<config_error> check_environment(const job_config& cfg, const source_
       continue;
     }
     const auto path = resolve_data_path(cfg, src.uri);
-    std::error_code ec;
-    if (!fs::exists(path, ec))
-      errors.push_back(located(cfg, key, "path " + path.string() + " does not exist"));
+    if (auto problem = data_path_problem(path); !problem.empty())
+      errors.push_back(located(cfg, key, problem));
     else if (usable_source)
-      if (auto problem = usable_source(path, src.kind, uint64_t(cfg.io.max_sample_bytes)); !problem.empty())
-        errors.push_back(located(cfg, key, problem));
+      if (auto unusable = usable_source(path, src.kind, uint64_t(cfg.io.max_sample_bytes)); !unusable.empty())
+        errors.push_back(located(cfg, key, unusable));
   }
   if (!cfg.model.plugin.empty()) {
     fs::path p(cfg.model.plugin);

@@ -57,6 +57,9 @@ std::vector<family_spec> build() {
       {"msomni_data_downgrades_total", k::counter, "Samples decoded in a cheaper form to keep up (videos keyframe-only)",
        {"modality"}, "rank", {}},
       {"msomni_data_bad_samples_total", k::counter, "Samples skipped as bad, by reason", {"reason"}, "rank", {}},
+      {"msomni_data_mismatched_name_total", k::counter,
+       "Good samples whose media bytes are another format than their name says (decoded by the bytes)", {}, "rank",
+       {}},
       {"msomni_data_wait_seconds_total", k::counter, "Time the training thread waited for a batch", {}, "rank", {}},
 
       // A rank's training.

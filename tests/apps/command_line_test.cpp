@@ -173,7 +173,7 @@ TEST_CASE("command line: every msomni subcommand and every program documents eve
   const std::string cli = MSOMNI_CLI_BINARY;
   const auto commands = msomni_commands(cli);
   CAPTURE(commands.size());
-  for (const char* expected : {"ckpt", "status", "scale-down", "scale-up", "stop", "job", "sched-status"})
+  for (const char* expected : {"ckpt", "status", "scale-down", "scale-up", "stop", "job", "sched-status", "dataset"})
     CHECK(std::find(commands.begin(), commands.end(), expected) != commands.end());
   const fs::path cli_sources = source_root / "apps" / "msomni";
   const std::set<std::string> control_verbs{"status", "scale-down", "scale-up", "stop"};
@@ -185,6 +185,8 @@ TEST_CASE("command line: every msomni subcommand and every program documents eve
     std::vector<std::string> lines{cli + " " + c};
     if (c == "ckpt")
       for (const char* verb : {"ls", "verify", "export"}) lines.push_back(cli + " ckpt " + verb);
+    if (c == "dataset")
+      for (const char* verb : {"pack", "check"}) lines.push_back(cli + " dataset " + verb);
     check_help_covers(lines, cli_sources / (file + "_command.cpp"));
   }
   std::vector<std::string> verbs;

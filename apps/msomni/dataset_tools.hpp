@@ -1,0 +1,67 @@
+// What `msomni dataset pack` and `msomni dataset check` do, apart from their command lines
+// (dataset_command.cpp), so tests can call them: pack a plain folder of captioned images or
+// videos into WebDataset shards, and check shards the way the data pipeline reads them.
+#pragma once
+
+#include "core/modality.hpp"
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace msomni::cli {
+
+struct pack_options {
+  std::filesystem::path source;      // the folder walked (recursively, in name order)
+  modality kind = modality::image;   // image: .jpg .jpeg .png; video: .mp4
+  std::filesystem::path out;         // where shard-000000.tar ... are written
+  uint64_t per_shard = 1000;         // samples per shard
+  bool caption_from_name = false;    // false: a sibling KEY.txt; true: the file's stem
+};
+
+struct pack_skip {
+  std::string path;
+  std::string why;
+};
+
+struct pack_result {
+  uint64_t packed = 0;
+  std::vector<std::string> shards;   // the shard files written, in order
+  std::vector<pack_skip> skipped;    // files not packed, each with the reason
+};
+
+// Packs `o.source` into `o.out`. Throws std::runtime_error (nothing written) when the source
+// is no directory or `o.out` already holds .tar files. Each shard is written under a
+// temporary name, fsynced and renamed into place, so a crash leaves no partial shard.
+pack_result pack_dataset(const pack_options& o);
+
+struct check_problem {
+  std::string shard;    // the shard's file name
+  std::string key;      // the sample's key ("" for a problem of the whole shard)
+  std::string problem;  // bad_tar_header, truncated_shard, unreadable_shard, missing_member, empty_caption,
+                        // invalid_utf8, too_large, corrupt_image, corrupt_video, mismatched_name
+  std::string detail;
+};
+
+struct check_result {
+  std::string uri;
+  std::vector<std::pair<std::string, uint64_t>> shards;  // path, samples
+  std::array<uint64_t, modality_count> samples{};         // per modality
+  uint64_t problems = 0;                                  // all problems found
+  std::vector<check_problem> listed;                      // the first check_problems_listed_max of them
+};
+
+inline constexpr size_t check_problems_listed_max = 1000;
+
+// Lists the shards of `uri` (a directory, a .tar file or a pattern, as a data source's uri),
+// groups each shard's members into samples as the reader does, and checks every sample: its
+// members present and within max_sample_bytes, its caption text, its media decoded by the
+// real decoder. `kind`: every sample is of that modality; nullopt: each sample's modality is
+// what its media member says (.jpg/.jpeg/.png image, .mp4 video, none: text). Throws
+// std::invalid_argument for a uri that names nothing or a malformed pattern.
+check_result check_dataset(const std::string& uri, std::optional<modality> kind, uint64_t max_sample_bytes);
+
+}  // namespace msomni::cli
