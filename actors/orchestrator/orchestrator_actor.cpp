@@ -14,6 +14,7 @@
 #include "record_lineage.hpp"
 #include "run_summary.hpp"
 
+#include <csignal>
 #include <caf/actor_system.hpp>
 
 #include <algorithm>
@@ -49,6 +50,7 @@ struct shell_state {
   std::map<caf::actor_addr, std::pair<bool, std::string>> watched;  // (is_agent, name)
   bool done = false;
   bool stop_sent = false;
+  bool stop_by_sigterm = false;  // the first stop accepted came as SIGTERM (a preemption)
   record_lineage lineage;  // which step records around a rollback are the state's own
   std::unique_ptr<control_metrics> control;  // null: metrics off
   // The newest journaled events, for `msomni inspect`'s elastic timeline (bounded).
@@ -134,6 +136,7 @@ void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
     job_outcome out;
     out.ok = f->ok;
     out.stopped = f->stopped;
+    out.preempted = f->stopped && st.stop_by_sigterm;
     out.reason = f->reason;
     out.text = summary;
     out.facts = st.tally.facts(st.progress.last_step(), st.progress.bad_samples_by_reason(), st.data.downgraded_total(),
@@ -258,6 +261,7 @@ msg::control_reply handle_control(metrics::accounted_actor* self, shell_state& s
     o = r.verb == "scale-down" ? st.core.scale_down(r.replicas, grace, now) : st.core.scale_up(r.replicas, now);
   } else if (r.verb == "stop") {
     o = st.core.stop(now);
+    if (o.ok) st.stop_sent = true;  // a later signal adds nothing: the job stops as `msomni stop` asked
   } else {
     return {false, "refused: unknown verb \"" + r.verb + "\" (status, inspect, scale-down, scale-up, stop)", ""};
   }
@@ -393,7 +397,10 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
           auto o = st->core.stop(now);
           if (o.ok) {
             st->stop_sent = true;
-            journal(*st, "stop", "signal received: " + o.text);
+            const int sig = st->env.stop_signal_number ? st->env.stop_signal_number->load() : 0;
+            st->stop_by_sigterm = sig == SIGTERM;
+            const std::string name = sig == SIGTERM ? "SIGTERM (a preemption)" : sig == SIGINT ? "SIGINT" : "a stop signal";
+            journal(*st, "stop", name + " received: " + o.text);
             execute(self, *st, std::move(o.actions));
           }
         }

@@ -27,6 +27,7 @@ namespace msomni::orchestrator {
 struct job_outcome {
   bool ok = true;
   bool stopped = false;  // asked to stop (resumable), not trained to its last step
+  bool preempted = false;  // stopped, and the first stop asked was SIGTERM (a manager's)
   std::string reason;    // the finish reason alone
   std::string text;      // the reason and the end-of-job lines (progress, bad samples, data, checkpoint)
   run_facts facts;       // for summary.json
@@ -40,6 +41,7 @@ struct orchestrator_env {
   run_journal* journal = nullptr;
   std::string token;
   std::atomic<bool>* stop_signal = nullptr;  // set by SIGINT/SIGTERM: stop gracefully
+  const std::atomic<int>* stop_signal_number = nullptr;  // which of the two (SIGTERM: preempted)
   // Handed to the core (elastic_settings says what they mean): heartbeat_interval x misses,
   // and the node agent living in this process, if any.
   nanos agent_silence_limit{std::chrono::seconds(30)};

@@ -100,6 +100,9 @@ bool run_journal::event(const std::string& kind, const std::string& reason, cons
   if (ctx.epoch) line["epoch"] = *ctx.epoch;
   if (!ctx.rank.empty()) line["rank"] = ctx.rank;
   if (!ctx.node.empty()) line["node"] = ctx.node;
+  if (ctx.fields.is_object())
+    for (const auto& [key, value] : ctx.fields.items())
+      if (!line.contains(key)) line[key] = value;
   line["attempt"] = attempt_.load();
   return append(events_fd_, json_text(line) + "\n", "events.jsonl");
 }

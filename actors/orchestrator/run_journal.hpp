@@ -30,6 +30,9 @@ struct event_context {
   std::optional<uint64_t> epoch;  // the membership epoch
   std::string rank;               // the rank it is about
   std::string node;               // the node it is about
+  // Further fields of this kind of event, added as they are (a JSON object; null: none), e.g.
+  // a resume's accepted config changes: {"config_changes": [{"key", "saved", "now"}, ...]}.
+  nlohmann::ordered_json fields;
 };
 
 class run_journal {
@@ -44,9 +47,9 @@ class run_journal {
   // False (and failed() from then on) when the line could not be written.
   bool metric(nlohmann::ordered_json record);  // a JSON object; "attempt" is added last
   // {"time_ms": <unix ms>, "event": kind, "reason": ..., "kind": kind, "step": S, "epoch": E,
-  //  "rank": R, "node": N, "attempt": A}: "event" and "kind" are the same name ("event" is
-  // the older field, kept for readers of earlier runs); step, epoch, rank and node only where
-  // `ctx` knows them.
+  //  "rank": R, "node": N, ...ctx.fields, "attempt": A}: "event" and "kind" are the same name
+  // ("event" is the older field, kept for readers of earlier runs); step, epoch, rank, node
+  // and the further fields only where `ctx` knows them.
   bool event(const std::string& kind, const std::string& reason, const event_context& ctx = {});
 
   // Starts the next attempt (a rollback: steps from `from_step` on are repeated) and

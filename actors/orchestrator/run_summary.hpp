@@ -18,12 +18,14 @@
 namespace msomni::orchestrator {
 
 // How a run ends, with msomni-run's exit code for it (docs/run_directory.md lists them).
-// A stop (SIGINT, SIGTERM or `msomni stop`) cannot be told apart from a scheduler's preemption
-// inside msomni-run (msomni job sends the same SIGTERM), so it is "stopped"; msomni job says
-// "preempted" when it asked for the stop.
+// Both stops end with a final checkpoint and resume the same way; they differ in who asked:
+// "stopped" (3) a person (SIGINT, `msomni stop`), "preempted" (4) a manager taking the
+// resources back with SIGTERM (msomni job on a scheduler's preemption or shrink, Slurm,
+// Kubernetes, a plain kill).
 inline constexpr int exit_finished = 0;
 inline constexpr int exit_failed = 1;
 inline constexpr int exit_stopped = 3;
+inline constexpr int exit_preempted = 4;
 
 // The elastic events counted in the summary (and marked on `msomni plot`): membership changes
 // and what they caused.
@@ -74,7 +76,7 @@ class run_tally {
 
 // How the run ended, known to the control process.
 struct run_end {
-  std::string state;  // finished | stopped | failed
+  std::string state;  // finished | stopped | preempted | failed
   int exit_code = 0;
   std::string reason;
   int64_t started_ms = 0, ended_ms = 0;  // Unix time

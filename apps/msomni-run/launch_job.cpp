@@ -104,7 +104,8 @@ orchestrator::elastic_settings elastic_settings_from(const config::job_config& c
 
 }  // namespace
 
-int launch_job(const config::job_config& cfg, const run_paths& paths, const run_options& opts) {
+int launch_job(const config::job_config& cfg, const run_paths& paths, const run_options& opts,
+               const std::optional<resume_check>& resume_from) {
   const fs::path& run_dir = paths.run_dir;
   const fs::path& ckpt_dir = paths.checkpoint_dir;
   const auto started_ms = unix_ms();
@@ -127,9 +128,27 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
                                    "one that verifies (latest names step " +
                              std::to_string(ckpt::latest_step(ckpt_dir).value_or(0)) + "), as their rank_ready events say"
                        : attempt + " resumes from step 0: msomni-run started" + (opts.fresh ? " with --fresh" : ""));
-  if (resume)
-    journal.event("resume", "ranks load the newest checkpoint under " + ckpt_dir.string() +
-                                " that verifies (latest points at " + ckpt::latest_pointer_of(ckpt_dir).value_or("") + ")");
+  if (resume) {
+    // The config changes check_resume accepted (keys that may change on a resume), by key.
+    orchestrator::event_context ctx;
+    std::string changes;
+    if (resume_from) {
+      ctx.step = resume_from->step;
+      ctx.fields["config_changes"] = nlohmann::ordered_json::array();
+      for (const auto& c : resume_from->comparison.accepted)
+        ctx.fields["config_changes"].push_back({{"key", c.key}, {"saved", c.saved}, {"now", c.now}});
+      ctx.fields["config_compared"] = resume_from->comparison.saved_config_known;
+      changes = !resume_from->comparison.saved_config_known ? "; the checkpoint records no config, so none was compared"
+                : resume_from->comparison.accepted.empty()   ? "; the config is the checkpoint's"
+                                                             : "; config changes accepted: " + accepted_summary(*resume_from);
+    }
+    journal.event("resume",
+                  "ranks load the newest checkpoint under " + ckpt_dir.string() + " that verifies (latest points at " +
+                      ckpt::latest_pointer_of(ckpt_dir).value_or("") + ")" + changes,
+                  ctx);
+    if (resume_from && !resume_from->comparison.accepted.empty())
+      std::cerr << "msomni-run: resuming with changed keys: " << accepted_summary(*resume_from) << "\n";
+  }
 
   // cluster.metrics_port: the job's /metrics, served here for every process of the job (ranks
   // and agents push theirs to the orchestrator).
@@ -183,6 +202,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   env.journal = &journal;
   env.token = token;
   env.stop_signal = &stop_signal::flag();
+  env.stop_signal_number = &stop_signal::number();
   env.agent_silence_limit = heartbeat * std::max<int64_t>(1, cfg.elasticity.heartbeat_misses);
   env.progress_on_tty = ::isatty(2);
   if (cfg.cluster.nodes.empty()) env.in_process_agent = "local";  // started below
@@ -229,13 +249,17 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   if (local_agent) caf::anon_send_exit(local_agent, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(orchestrator, caf::exit_reason::user_shutdown);
   if (::isatty(2)) std::cerr << "\n";
-  // How the run ended: finished 0, failed 1, stopped 3 (a stop and a preemption both arrive
-  // as SIGTERM/SIGINT or `msomni stop`; msomni-run cannot tell them apart).
+  // How the run ended: finished 0, failed 1, stopped 3 (SIGINT or `msomni stop`), preempted 4
+  // (SIGTERM: a manager took the resources back). Both stops are resumable alike.
   orchestrator::run_end end;
-  end.state = !result.ok || journal.failed() ? "failed" : result.stopped ? "stopped" : "finished";
-  end.exit_code = end.state == "failed"    ? orchestrator::exit_failed
-                  : end.state == "stopped" ? orchestrator::exit_stopped
-                                           : orchestrator::exit_finished;
+  end.state = !result.ok || journal.failed() ? "failed"
+              : result.preempted             ? "preempted"
+              : result.stopped               ? "stopped"
+                                             : "finished";
+  end.exit_code = end.state == "failed"      ? orchestrator::exit_failed
+                  : end.state == "preempted" ? orchestrator::exit_preempted
+                  : end.state == "stopped"   ? orchestrator::exit_stopped
+                                             : orchestrator::exit_finished;
   end.reason = journal.failed() && result.ok ? journal.failure() : result.reason;
   end.started_ms = started_ms;
   end.ended_ms = unix_ms();
@@ -246,11 +270,11 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   end.checkpoint_dir = ckpt_dir.string();
   const bool saved = write_summary(run_dir, result.facts, end);
   std::cout << (end.state == "failed" ? "job failed: " : "job ") << result.text << "\n";
-  if (end.state == "stopped")
-    std::cout << "  stopped: resume from " << (end.resume_step ? "step " + std::to_string(*end.resume_step) + " (" +
+  if (end.state == "stopped" || end.state == "preempted")
+    std::cout << "  " << end.state << ": resume from " << (end.resume_step ? "step " + std::to_string(*end.resume_step) + " (" +
                                                                      (ckpt_dir / end.resume_checkpoint).string() + ")"
                                                                : std::string("step 0 (no checkpoint)"))
-              << " by running the same command again; exit code " << orchestrator::exit_stopped << "\n";
+              << " by running the same command again; exit code " << end.exit_code << "\n";
   std::cout << "  run directory " << run_dir.string() << " (" << (saved ? "summary.txt, " : "")
             << "metrics.jsonl, events.jsonl, logs/, checkpoints/)\n";
   if (journal.failed()) std::cerr << "msomni-run: " << journal.failure() << "\n";

@@ -5,12 +5,15 @@
 #pragma once
 
 #include "config/job_config.hpp"
+#include "resume_check.hpp"
 #include "run_options.hpp"
 #include "run_paths.hpp"
 
 namespace msomni::apps {
 
 // `paths` passed check_run_paths; launch_job claims them (markers, locks) before writing.
-int launch_job(const config::job_config& cfg, const run_paths& paths, const run_options& opts);
+// `resume_from`: what check_resume found (its accepted changes go into the resume event).
+int launch_job(const config::job_config& cfg, const run_paths& paths, const run_options& opts,
+               const std::optional<resume_check>& resume_from);
 
 }  // namespace msomni::apps

@@ -1,6 +1,7 @@
 // msomni-run: validate a job config and run it (or, with --dry-run, print the plan).
 #include "launch_job.hpp"
 #include "model_check.hpp"
+#include "resume_check.hpp"
 #include "run_options.hpp"
 
 #include "config/config_loader.hpp"
@@ -80,6 +81,19 @@ int main(int argc, char** argv) {
     for (const auto& p : problems) std::cerr << p << "\n";
     return exit_config;
   }
+  // A resume must keep every key that decides what the checkpoint's state means.
+  std::optional<msomni::apps::resume_check> resume_from;
+  if (!opts.fresh) {
+    resume_from = msomni::apps::check_resume(cfg, paths.checkpoint_dir);
+    if (resume_from && !resume_from->comparison.compatible()) {
+      std::cerr << "msomni-run: this configuration cannot resume from the checkpoint at step " << resume_from->step
+                << " (" << resume_from->manifest_path.string() << "); nothing was started.\n";
+      for (const auto& line : msomni::apps::refusal_lines(cfg, *resume_from)) std::cerr << line << "\n";
+      std::cerr << "  keep those keys as the checkpoint has them to resume, or start over with --fresh (or another "
+                   "--run-dir)\n";
+      return exit_config;
+    }
+  }
   if (opts.dry_run) {
     std::cout << msomni::config::render_plan(cfg, gpus);
     std::cout << msomni::apps::render_model_summary(model, cfg);
@@ -88,12 +102,20 @@ int main(int argc, char** argv) {
     if (const auto holder = msomni::dir_lock::holder_of(paths.run_dir))
       std::cout << "  note: the run directory is in use now by " << holder->describe()
                 << "; a start would be refused until it ends\n";
+    if (resume_from) {
+      const auto changes = msomni::apps::accepted_summary(*resume_from);
+      std::cout << "  resume:       from the checkpoint at step " << resume_from->step
+                << (!resume_from->comparison.saved_config_known ? " (it records no config; not compared)"
+                    : changes.empty()                           ? " (same config)"
+                                                                : "; changed keys accepted: " + changes)
+                << "\n";
+    }
     print_environment();
     std::cout << "dry run: configuration valid, nothing started.\n";
     return exit_ok;
   }
   try {
-    return msomni::apps::launch_job(cfg, paths, opts);
+    return msomni::apps::launch_job(cfg, paths, opts, resume_from);
   } catch (const msomni::apps::run_paths_refused& e) {
     std::cerr << "msomni-run: " << e.what() << "; nothing was started.\n";
     return exit_config;

@@ -2,6 +2,8 @@
 #include "config/config_reader.hpp"
 
 #include <cmath>
+#include <array>
+#include <charconv>
 #include <sstream>
 
 namespace msomni::config {
@@ -74,6 +76,18 @@ void reader_context::note_default(const std::string& key, const std::string& val
 void reader_context::note_read(const std::string& key, const toml::node* node) {
   read_[key] = locate(key, node);
   if (!node || node->is_table()) return;
+  if (const auto* f = node->as_floating_point(); f && std::isfinite(f->get())) {
+    // The shortest text that reads back as the same double ("0.0005", not the 17 digits a
+    // --set value would otherwise print as), still a TOML float.
+    std::array<char, 64> buf{};
+    // Plain decimals while they stay short ("0.0005"); exponents for the rest ("1e-12").
+    auto end = std::to_chars(buf.data(), buf.data() + buf.size(), f->get(), std::chars_format::fixed).ptr;
+    if (end - buf.data() > 12) end = std::to_chars(buf.data(), buf.data() + buf.size(), f->get()).ptr;
+    std::string t(buf.data(), end);
+    if (t.find_first_of(".eE") == std::string::npos) t += ".0";
+    values_[key] = t;
+    return;
+  }
   std::ostringstream text;
   // Basic (double-quoted) strings on one line: the form JSON readers also take.
   constexpr auto flags = toml::toml_formatter::default_flags & ~toml::format_flags::allow_literal_strings &

@@ -7,11 +7,17 @@ namespace msomni::stop_signal {
 
 namespace {
 std::atomic<bool> g_stop{false};
+std::atomic<int> g_number{0};
 static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
-extern "C" void on_stop(int) { g_stop.store(true); }
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free number");
+extern "C" void on_stop(int sig) {
+  g_number.store(sig);
+  g_stop.store(true);
+}
 }  // namespace
 
 std::atomic<bool>& flag() { return g_stop; }
+std::atomic<int>& number() { return g_number; }
 
 void install() {
   std::signal(SIGINT, on_stop);

@@ -65,7 +65,7 @@ std::vector<json> run_until(const std::string& toml, const std::string& event_te
   // A few more seconds: the cooldown must hold it at one resize.
   std::this_thread::sleep_for(3s);
   ::kill(job.pid(), SIGTERM);
-  CHECK(job.wait(120s) == 3);  // stopped with a final checkpoint
+  CHECK(job.wait(120s) == 4);  // preempted (SIGTERM) with a final checkpoint
   CAPTURE(msomni::testing::read_text(run_dir / "events.jsonl"));
   CHECK(reached);
   return read_json_lines(run_dir / "events.jsonl");

@@ -89,7 +89,7 @@ TEST_CASE("a second msomni-run on a running job's directory is refused with the 
   CHECK(dry.exit_code == 0);
   CHECK(dry.output.find("in use now by pid " + std::to_string(first.pid())) != std::string::npos);
   ::kill(first.pid(), SIGTERM);  // a graceful stop
-  CHECK(first.wait(120s) == 3);  // stopped with a final checkpoint
+  CHECK(first.wait(120s) == 4);  // preempted (SIGTERM) with a final checkpoint
 }
 
 TEST_CASE("--fresh and checkpoint.dir never delete what msomni did not write") {

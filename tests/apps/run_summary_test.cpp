@@ -1,6 +1,6 @@
 // A run that explains itself, with real processes: summary.json and summary.txt after a run
 // that finished (exit 0), one stopped by SIGINT (exit 3, with the step and the checkpoint to
-// resume from) and one that failed (exit 1); events.jsonl lines with their structured fields;
+// resume from), one preempted by SIGTERM (exit 4) and one that failed (exit 1); events.jsonl lines with their structured fields;
 // `msomni status` on an ended run answering from its run directory; rank logs with a header
 // per start and a time on every line.
 #include "core/child_process.hpp"
@@ -169,6 +169,28 @@ TEST_CASE("a run stopped by SIGINT exits 3 and its summary names the step and ch
   const auto status = run_command(cli("status --run-dir " + run_dir.string()));
   CHECK(status.exit_code == 0);
   CHECK(status.output.find("job stopped (it has ended") == 0);
+}
+
+TEST_CASE("a run ended by SIGTERM exits 4 and its summary says preempted, resumable like a stop") {
+  msomni::testing::temp_dir dir;
+  use_cache_of(dir);
+  const auto run_dir = dir.path() / "run";
+  msomni::child_process job(MSOMNI_RUN_BINARY, {quickstart(), "--set", "training.steps=100000", "--run-dir", run_dir.string()});
+  REQUIRE(msomni::testing::wait_for(
+      [&] { return fs::exists(run_dir / "metrics.jsonl") && read_json_lines(run_dir / "metrics.jsonl").size() >= 3; }, 120s));
+  ::kill(job.pid(), SIGTERM);
+  CHECK(job.wait(120s) == 4);
+  CAPTURE(job.log);
+  const auto s = summary_of(run_dir);
+  CHECK(s.at("state") == "preempted");
+  CHECK(s.at("exit_code") == 4);
+  CHECK(s.at("resume").at("step") == s.at("steps").at("done"));
+  CHECK(read_text(run_dir / "summary.txt").find("state         preempted (exit code 4)\n") == 0);
+  bool stop_named = false;
+  for (const auto& e : read_json_lines(run_dir / "events.jsonl"))
+    if (e.at("kind") == "stop" && e.at("reason").get<std::string>().rfind("SIGTERM (a preemption) received", 0) == 0)
+      stop_named = true;
+  CHECK(stop_named);
 }
 
 TEST_CASE("a run that fails exits 1 and its summary says failed with the reason") {

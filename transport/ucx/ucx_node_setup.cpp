@@ -2,6 +2,7 @@
 // listener, the epoll set the progress thread sleeps on, and the goodbye-flush-close
 // sequence undone in reverse order.
 #include "ucx/ucx_node_impl.hpp"
+#include "ucx/ucx_log_filter.hpp"
 #include "ucx/ucx_sockaddr.hpp"
 
 #include "core/check.hpp"
@@ -47,6 +48,7 @@ void ucx_node::impl::start() {
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  install_ucx_log_filter();  // peer-gone errors of a close are not errors (ucx_log_filter.hpp)
   const auto st = ucp_init(&params, config, &context);
   ucp_config_release(config);
   MSOMNI_CHECK_UCX(st);
@@ -93,6 +95,7 @@ void ucx_node::impl::start() {
 
 void ucx_node::impl::shutdown() {
   // Say goodbye so peers see a clean leave, flush, then tear down in reverse order.
+  const ucx_closing_scope closing;
   std::vector<ucp_ep_h> eps;
   for (auto& [ep, st] : by_ep)
     if (st.up) {
