@@ -77,11 +77,11 @@ int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::os
   pack_options po;
   std::string images, videos, caption_from = "txt";
   int64_t per_shard = 1000;
-  auto* pack = app.add_subcommand(
-      "pack",
-      "pack every .jpg/.jpeg/.png (--images) or .mp4 (--videos) under DIR, recursively in name order, with its "
-      "caption into OUT/shard-000000.tar, ...; lists the files skipped and why. Exit 1 when nothing was packed or OUT "
-      "already holds shards");
+  auto* pack = app.add_subcommand("pack", "pack a folder of captioned images or videos into shards");
+  pack->footer(command_line::wrap_lines(
+      "Packs every .jpg/.jpeg/.png (--images) or .mp4 (--videos) file under DIR, recursively in name order, with its "
+      "caption into OUT/shard-000000.tar, ... and lists the files skipped and why. Exit 0 when it packed something, 1 "
+      "when nothing was packed or OUT already holds shards (nothing is overwritten), 2 on bad usage.", 100));
   auto* source = pack->add_option("--images", images, "a folder of images (.jpg, .jpeg, .png)")->type_name("DIR");
   pack->add_option("--videos", videos, "a folder of videos (.mp4)")->type_name("DIR")->excludes(source);
   pack->add_option("--out", po.out, "the directory the shards go to (new or without .tar files)")
@@ -97,11 +97,11 @@ int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::os
   std::string uri, modality_name;
   bool json = false;
   int64_t max_bytes = int64_t{256} << 20;
-  auto* check = app.add_subcommand(
-      "check",
-      "read every shard of DIR|URI (a directory, a .tar file or a pattern, as in a data source's uri) as a job "
-      "would, decode every sample, and list shards, good samples per modality and problems with shard and key. "
-      "Exit 0 when clean, 1 when problems were found, 2 on bad usage");
+  auto* check = app.add_subcommand("check", "read and decode every sample of shards as a job would, list the problems");
+  check->footer(command_line::wrap_lines(
+      "Reads every shard of URI (a directory, a .tar file or a pattern, as in a data source's uri) as a job would, "
+      "decodes every sample and lists the shards, the good samples per modality and each problem with its shard and "
+      "key. Exit 0 when clean, 1 when problems were found, 2 on bad usage.", 100));
   check->add_option("URI", uri, "a directory of shards, one .tar file, or a pattern (shards/shard-00000?.tar)")
       ->required();
   check->add_option("--modality", modality_name,
