@@ -14,6 +14,8 @@
 // This header stays C++17 because nvcc compiles it with CMAKE_CUDA_STANDARD 17.
 #pragma once
 
+#include "memory/memory_account.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -45,8 +47,11 @@ class ops {
   virtual std::string describe() const = 0;
 
   // --- memory (bytes) -------------------------------------------------------------------
+  // Every allocation is counted in memory() before it is made (see memory_account.hpp): past
+  // the account's budget it throws out_of_memory; so does a device that refuses one.
   virtual void* allocate(size_t bytes) = 0;
   virtual void release(void* p) noexcept = 0;
+  memory_account& memory() const { return *memory_; }
   virtual void upload(void* dst, const void* src_host, size_t bytes) = 0;
   virtual void download(void* dst_host, const void* src, size_t bytes) = 0;
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
@@ -146,6 +151,14 @@ class ops {
   virtual double sum_squares(const float* x, int64_t n) = 0;
   virtual void adamw_update(const float* grad, int64_t n, const adamw_params& p, float* param,
                             float* m, float* v) = 0;
+
+ protected:
+  // Null: the process's account (process_memory_account()).
+  explicit ops(std::shared_ptr<memory_account> account)
+      : memory_(account ? std::move(account) : process_memory_account()) {}
+
+ private:
+  std::shared_ptr<memory_account> memory_;
 };
 
 // Chunk size of sum_squares partial sums; both backends sum the same partitions.
@@ -156,9 +169,11 @@ inline constexpr int64_t sum_squares_chunk = 4096;
 float clip_coefficient(double norm, double max_norm);
 
 // `threads` <= 0 means all hardware threads. Sets OpenBLAS's (process-wide) thread count.
-std::unique_ptr<ops> make_cpu_ops(int threads);
-// Throws std::runtime_error saying why when built without CUDA or the device is unusable.
-std::unique_ptr<ops> make_cuda_ops(int device_index);
+// `account`: where its allocations are counted (null: the process's account).
+std::unique_ptr<ops> make_cpu_ops(int threads, std::shared_ptr<memory_account> account = nullptr);
+// Throws std::runtime_error saying why when built without CUDA or the device is unusable. The
+// account's budget, when larger than the device's memory, is lowered to it.
+std::unique_ptr<ops> make_cuda_ops(int device_index, std::shared_ptr<memory_account> account = nullptr);
 bool cuda_compiled();
 
 // Host memory for the micro-batches a rank feeds its model: the data pipeline's tensor stage

@@ -15,7 +15,7 @@
 
 namespace msomni::kernels {
 
-cpu_ops::cpu_ops(int threads) {
+cpu_ops::cpu_ops(int threads, std::shared_ptr<memory_account> account) : ops(std::move(account)) {
   threads_ = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
   if (threads_ <= 0) threads_ = 1;
   openblas_set_num_threads(threads_);
@@ -27,13 +27,22 @@ std::string cpu_ops::describe() const {
 
 void* cpu_ops::allocate(size_t bytes) {
   // 64-byte alignment suits AVX-512 loads; aligned_alloc needs a multiple of the alignment.
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  if (!p) throw std::bad_alloc();
+  // The account counts the rounded size: what the process holds.
+  const size_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+  memory().charge(rounded, "cpu");
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) {
+    memory().refund(rounded);
+    throw memory().error("cpu", rounded, "failed: the C library's aligned_alloc returned null");
+  }
+  memory().opened(p, rounded);
   return p;
 }
 
-void cpu_ops::release(void* p) noexcept { std::free(p); }
+void cpu_ops::release(void* p) noexcept {
+  memory().closed(p);
+  std::free(p);
+}
 void cpu_ops::upload(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 void cpu_ops::download(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 void cpu_ops::copy(void* dst, const void* src, size_t bytes) { std::memmove(dst, src, bytes); }
@@ -124,6 +133,8 @@ void cpu_ops::position_embed_backward(const float* d_x, int64_t batch, int64_t s
       for (int64_t d = 0; d < dim; ++d) d_pos[s * dim + d] += d_x[(b * seq_len + s) * dim + d];
 }
 
-std::unique_ptr<ops> make_cpu_ops(int threads) { return std::make_unique<cpu_ops>(threads); }
+std::unique_ptr<ops> make_cpu_ops(int threads, std::shared_ptr<memory_account> account) {
+  return std::make_unique<cpu_ops>(threads, std::move(account));
+}
 
 }  // namespace msomni::kernels

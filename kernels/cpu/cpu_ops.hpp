@@ -7,7 +7,7 @@ namespace msomni::kernels {
 
 class cpu_ops final : public ops {
  public:
-  explicit cpu_ops(int threads);
+  cpu_ops(int threads, std::shared_ptr<memory_account> account);
   backend_kind kind() const override { return backend_kind::cpu; }
   std::string describe() const override;
   int threads() const { return threads_; }

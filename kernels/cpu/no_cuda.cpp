@@ -6,7 +6,7 @@
 
 namespace msomni::kernels {
 
-std::unique_ptr<ops> make_cuda_ops(int) {
+std::unique_ptr<ops> make_cuda_ops(int, std::shared_ptr<memory_account>) {
   throw std::runtime_error(
       "make_cuda_ops: this build has no CUDA backend (ENABLE_CUDA=OFF or nvcc not found)");
 }

@@ -10,7 +10,8 @@ namespace msomni::kernels {
 using cuda_detail::block_threads;
 using cuda_detail::grid_for;
 
-cuda_ops::cuda_ops(int device_index) : device_(device_index) {
+cuda_ops::cuda_ops(int device_index, std::shared_ptr<memory_account> account)
+    : ops(std::move(account)), device_(device_index) {
   int count = 0;
   const cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess)
@@ -30,10 +31,14 @@ cuda_ops::cuda_ops(int device_index) : device_(device_index) {
   MSOMNI_CHECK_CUDA(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming));
   description_ = "cuda device " + std::to_string(device_) + " (" + prop.name + ", sm_" +
                  std::to_string(prop.major) + std::to_string(prop.minor) + ")";
+  // The budget is the smaller of the configured one and the device.
+  size_t free_bytes = 0, total_bytes = 0;
+  MSOMNI_CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (memory().budget() == 0 || memory().budget() > total_bytes) memory().set_budget(total_bytes);
 }
 
 cuda_ops::~cuda_ops() {
-  if (scratch_) cudaFree(scratch_);
+  if (scratch_) release(scratch_);
   if (copy_stream_) cudaStreamSynchronize(copy_stream_);
   if (copies_done_) cudaEventDestroy(copies_done_);
   if (compute_mark_) cudaEventDestroy(compute_mark_);
@@ -42,12 +47,31 @@ cuda_ops::~cuda_ops() {
 }
 
 void* cuda_ops::allocate(size_t bytes) {
+  const size_t size = bytes == 0 ? 1 : bytes;
+  const std::string backend = "cuda device " + std::to_string(device_);
+  memory().charge(size, backend);
   void* p = nullptr;
-  MSOMNI_CHECK_CUDA(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
-  return p;
+  const cudaError_t rc = cudaMalloc(&p, size);
+  if (rc == cudaSuccess) {
+    memory().opened(p, size);
+    return p;
+  }
+  memory().refund(size);
+  (void)cudaGetLastError();  // cudaMalloc leaves its error as the last one: a later launch check would report it
+  if (rc != cudaErrorMemoryAllocation) MSOMNI_CHECK_CUDA(rc);
+  // The device refused: the same error as the budget's, with what the device says it has.
+  size_t free_bytes = 0, total_bytes = 0;
+  const bool info = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
+  throw memory().error(backend, size, std::string("refused by cudaMalloc (") + cudaGetErrorString(rc) + ")",
+                       info ? "cudaMemGetInfo: " + std::to_string(free_bytes) + " bytes free of " +
+                                  std::to_string(total_bytes)
+                            : std::string("cudaMemGetInfo failed"));
 }
 
-void cuda_ops::release(void* p) noexcept { cudaFree(p); }
+void cuda_ops::release(void* p) noexcept {
+  memory().closed(p);
+  cudaFree(p);
+}
 
 void cuda_ops::upload(void* dst, const void* src, size_t bytes) {
   MSOMNI_CHECK_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
@@ -77,9 +101,10 @@ void cuda_ops::synchronize() { MSOMNI_CHECK_CUDA(cudaDeviceSynchronize()); }
 
 double* cuda_ops::scratch_doubles(size_t count) {
   if (count > scratch_count_) {
-    if (scratch_) MSOMNI_CHECK_CUDA(cudaFree(scratch_));
+    if (scratch_) release(scratch_);
     scratch_ = nullptr;
-    MSOMNI_CHECK_CUDA(cudaMalloc(&scratch_, count * sizeof(double)));
+    scratch_count_ = 0;
+    scratch_ = static_cast<double*>(allocate(count * sizeof(double)));
     scratch_count_ = count;
   }
   return scratch_;
@@ -211,8 +236,8 @@ void cuda_ops::position_embed_backward(const float* d_x, int64_t batch, int64_t 
   MSOMNI_CHECK_LAUNCH();
 }
 
-std::unique_ptr<ops> make_cuda_ops(int device_index) {
-  return std::make_unique<cuda_ops>(device_index);
+std::unique_ptr<ops> make_cuda_ops(int device_index, std::shared_ptr<memory_account> account) {
+  return std::make_unique<cuda_ops>(device_index, std::move(account));
 }
 
 bool cuda_compiled() { return true; }

@@ -27,7 +27,7 @@ namespace msomni::kernels {
 
 class cuda_ops final : public ops {
  public:
-  explicit cuda_ops(int device_index);
+  cuda_ops(int device_index, std::shared_ptr<memory_account> account);
   ~cuda_ops() override;
   backend_kind kind() const override { return backend_kind::cuda; }
   std::string describe() const override { return description_; }
