@@ -15,6 +15,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <numeric>
@@ -110,9 +111,12 @@ struct pool_state {
   mismatched_names mismatched;        // decoded by bytes another format than their names
 };
 
+// `mismatched_total`: the pipeline's count of samples decoded by bytes another format than
+// their names, kept across the stage actors a reslot or restore replaces.
 caf::behavior pool_actor(metrics::accounted_stateful_actor<pool_state>* self, pipeline_setup setup,
                          std::shared_ptr<pixel_pool> pixels, std::shared_ptr<const source_list> sources,
-                         std::shared_ptr<const storage> storage, caf::actor tensor) {
+                         std::shared_ptr<const storage> storage, caf::actor tensor,
+                         std::shared_ptr<std::atomic<uint64_t>> mismatched_total) {
   self->account_as("decode_pool", setup.registry);
   auto& st = self->state;
   setup.pool.per_worker = 2;
@@ -176,7 +180,10 @@ caf::behavior pool_actor(metrics::accounted_stateful_actor<pool_state>* self, pi
         --st.busy.at(worker);
         st.core->on_done(out->kind, out->decode_ms);
         if (live) live->count_decoded(out->kind, out->decode_ms);
-        if (st.mismatched.note(*out) && live) live->count_mismatched_name();
+        if (st.mismatched.note(*out)) {
+          mismatched_total->fetch_add(1, relaxed);
+          if (live) live->count_mismatched_name();
+        }
         self->send(st.tensor, out);
         dispatch();
       },
@@ -346,6 +353,7 @@ struct actor_pipeline::impl {
   std::optional<time_point> last_taken;    // when next_batch returned it
   // What stage actors replaced in a reslot or restore had counted.
   uint64_t batches_before = 0, downgrades_before = 0;
+  std::shared_ptr<std::atomic<uint64_t>> mismatched = std::make_shared<std::atomic<uint64_t>>(0);  // all stages'
   double wait_ms_before = 0, wait_ms_max_before = 0;
   bad_data_counts bad_before;
   impl(caf::actor_system& s, pipeline_setup p, order_slot o, std::shared_ptr<const data::storage> st)
@@ -377,7 +385,7 @@ struct actor_pipeline::impl {
     delivered = start;
     last_taken.reset();
     tensor = sys.spawn(tensor_actor, setup, slot, start, pixels, clock, handoff);
-    pool = sys.spawn(pool_actor, setup, pixels, sources, store, tensor);
+    pool = sys.spawn(pool_actor, setup, pixels, sources, store, tensor, mismatched);
     reader = sys.spawn(reader_actor, reader_ptr, setup.sources.size(), pool, tensor, setup.registry, setup.live);
     caf::anon_send(pool, wire_atom::value, reader);
     caf::anon_send(tensor, wire_atom::value, pool);
@@ -426,6 +434,10 @@ actor_pipeline::actor_pipeline(caf::actor_system& sys, pipeline_setup setup, ord
 }
 
 actor_pipeline::~actor_pipeline() { impl_->stop(); }
+
+void actor_pipeline::visit_upcoming(size_t max, const std::function<void(const model::micro_batch&)>& visit) const {
+  if (impl_->handoff) impl_->handoff->visit_waiting(max, visit);
+}
 
 const micro_batch& actor_pipeline::next_batch() {
   auto& d = *impl_;
@@ -485,6 +497,7 @@ bad_data_counts actor_pipeline::bad_data() {
 data_metrics actor_pipeline::metrics() {
   auto m = *impl_->ask<std::shared_ptr<data_metrics>>(impl_->tensor, stats_atom::value, true);
   m.downgrades = downgrades();
+  m.mismatched_name = impl_->mismatched->load(relaxed);
   m.batches += impl_->batches_before;
   m.data_wait_ms_total += impl_->wait_ms_before;
   m.data_wait_ms_max = std::max(m.data_wait_ms_max, impl_->wait_ms_max_before);

@@ -362,6 +362,7 @@ TEST_CASE("both pipelines count PNGs named .jpeg as mismatched names in the live
       data::actor_pipeline p(*ts.sys, setup, testing::slot(0, 1));
       for (int i = 0; i < 2; ++i) p.next_batch();
       CHECK(p.bad_data().total() == 0);
+      CHECK(p.metrics().mismatched_name >= 8);
     } else {
       data::data_pipeline p(setup, testing::slot(0, 1));
       for (int i = 0; i < 2; ++i) p.next_batch();
