@@ -61,6 +61,14 @@ class batch_handoff {
     ready_.pop_front();
     return b;
   }
+  // Applies `visit` to the model batches packed and waiting, oldest first, at most `max`, under
+  // the queue's lock (so keep it cheap): what the consumer takes next.
+  template <class Visit>
+  void visit_waiting(size_t max, Visit&& visit) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = 0; i < ready_.size() && i < max; ++i)
+      if (ready_[i].packed) visit(*ready_[i].packed);
+  }
   size_t waiting() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return ready_.size();

@@ -435,6 +435,10 @@ actor_pipeline::actor_pipeline(caf::actor_system& sys, pipeline_setup setup, ord
 
 actor_pipeline::~actor_pipeline() { impl_->stop(); }
 
+void actor_pipeline::visit_upcoming(size_t max, const std::function<void(const model::micro_batch&)>& visit) const {
+  if (impl_->handoff) impl_->handoff->visit_waiting(max, visit);
+}
+
 const micro_batch& actor_pipeline::next_batch() {
   auto& d = *impl_;
   const time_point asked = d.clock->now();

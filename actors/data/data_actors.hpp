@@ -10,6 +10,7 @@
 #include "data_pipeline.hpp"
 #include "model/micro_batch.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -41,6 +42,9 @@ class actor_pipeline {
   // in the setup's batch memory (model_batch.hpp); once per batch. Throws std::logic_error
   // when no batch memory is set or it was already taken.
   model::micro_batch take_model_batch();
+  // The model batches packed and waiting, oldest first, at most `max`: what next_batch returns
+  // next. Visited under the hand-off's lock, nothing copied; from the consumer's thread.
+  void visit_upcoming(size_t max, const std::function<void(const model::micro_batch&)>& visit) const;
   // Position after the last batch next_batch returned (read-ahead is not included).
   std::vector<uint8_t> save_state();
   // Takes another slot at an optimizer-step boundary (throws std::logic_error mid-step): the

@@ -3,6 +3,7 @@
 
 #include "control_metrics.hpp"
 #include "data_watch.hpp"
+#include "memory_journal.hpp"
 #include "core/json_number.hpp"
 #include "core/json_text.hpp"
 #include "core/log.hpp"
@@ -35,6 +36,7 @@ struct shell_state {
       : core(s), progress(s.total_steps), data(e.max_data_wait_ms), health(e.health), autoscale(e.autoscale),
         tally(s.total_steps), env(std::move(e)) {
     if (env.metrics) control = std::make_unique<control_metrics>(*env.metrics->own(), env.job_name);
+    memory = make_memory_hook(env.journal, env.metrics ? env.metrics->own() : nullptr);
   }
   elastic_core core;
   progress_core progress;
@@ -56,6 +58,7 @@ struct shell_state {
   // The newest journaled events, for `msomni inspect`'s elastic timeline (bounded).
   std::deque<ordered_json> timeline;
   std::map<std::string, uint64_t> refused_reports;  // per source, for logging the first of each
+  std::unique_ptr<memory_hook> memory;  // the ranks' memory samples (memory_journal.hpp)
 };
 
 constexpr size_t timeline_capacity = 200;
@@ -281,7 +284,9 @@ void journal_step(metrics::accounted_actor* self, shell_state& st, const msg::st
   if (line && st.control) st.control->on_step(r);
   if (line) st.tally.on_step(*line);
   if (line) {
-    if (st.env.journal && !st.env.journal->metric(metrics_json(*line))) stop_if_journal_failed(self, st);
+    auto record = metrics_json(*line);
+    st.memory->annotate(record, r.step);
+    if (st.env.journal && !st.env.journal->metric(std::move(record))) stop_if_journal_failed(self, st);
     if (auto note = st.progress.take_bad_samples_note()) journal(st, "bad_samples", *note);
     for (const auto& n : st.data.on_step(r)) journal(st, n.kind, n.detail);
     const bool tty = st.env.progress_on_tty;
@@ -389,6 +394,13 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
       },
       [self, st](const msg::control_request& r) { return handle_control(self, *st, r); },
       [st](const msg::metrics_report& r) { take_report(*st, r); },
+      // From every rank after each step and while one runs; not acknowledged. A repeated one
+      // writes its line again (the trace marks it "resume"); a malformed or foreign one is dropped.
+      [self, st](const msg::memory_sample& s) {
+        if (st->done) return;
+        if (!st->memory->take(s, st->core.members(), st->core.epoch()))
+          execute(self, *st, {finish_job{false, st->memory->failure() + "; stopping rather than training without a record"}});
+      },
       [self, st](tick_atom) {
         stop_if_journal_failed(self, *st);
         if (st->done) return;

@@ -56,6 +56,7 @@ class run_journal {
   // journals it; returns the new attempt number.
   uint64_t begin_attempt(uint64_t from_step, const std::string& cause);
   uint64_t attempt() const noexcept { return attempt_; }
+  const std::filesystem::path& run_dir() const noexcept { return run_dir_; }
 
   bool failed() const noexcept { return failed_; }
   const std::string& failure() const noexcept { return failure_; }

@@ -1,6 +1,7 @@
 // actor_pipeline_source (see actor_pipeline_source.hpp).
 #include "actor_pipeline_source.hpp"
 
+#include "memory_features.hpp"
 #include "pipeline_source.hpp"
 
 namespace msomni::rank_worker {
@@ -26,6 +27,12 @@ model::micro_batch actor_pipeline_source::next() {
 }
 
 void actor_pipeline_source::reslot(const data_slot& slot) { pipe_->reslot(order_slot_of(slot)); }
+
+std::vector<msg::batch_features> actor_pipeline_source::upcoming_features(size_t max) const {
+  std::vector<msg::batch_features> out;
+  pipe_->visit_upcoming(max, [&out](const model::micro_batch& b) { out.push_back(features_of(b)); });
+  return out;
+}
 
 std::vector<msg::bad_sample_count> actor_pipeline_source::bad_sample_totals() const {
   return bad_sample_totals_of(pipe_->bad_data());

@@ -10,6 +10,7 @@
 // boundary, is the same on every rank and restores under any slot.
 #pragma once
 
+#include "messages/scheduling_messages.hpp"
 #include "messages/training_messages.hpp"
 #include "model/micro_batch.hpp"
 
@@ -62,6 +63,13 @@ class batch_source {
   // Bad samples met so far, one entry per reason the source can meet, in the same order on
   // every rank of a job (the trainer sums them over ranks per step); none for generated data.
   virtual std::vector<msg::bad_sample_count> bad_sample_totals() const { return {}; }
+  // The micro-batches already packed that next() returns next, at most `max`, oldest first
+  // (memory_features.hpp): what a memory forecast may know of the coming steps. Only the data
+  // stage actors read ahead into packed batches; the other sources know none.
+  virtual std::vector<msg::batch_features> upcoming_features(size_t max) const {
+    (void)max;
+    return {};
+  }
 };
 
 }  // namespace msomni::rank_worker

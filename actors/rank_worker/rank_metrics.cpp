@@ -41,7 +41,11 @@ rank_metrics::rank_metrics(std::shared_ptr<metrics::metrics_registry> registry)
       allreduce_seconds_(registry_->counter("msomni_rank_allreduce_seconds_total")),
       allreduce_bytes_(registry_->counter("msomni_rank_allreduce_bytes_total")),
       verify_failures_(registry_->counter("msomni_checkpoint_verify_failures_total")),
-      host_memory_(registry_->gauge("msomni_rank_memory_bytes", {{"kind", "host"}})) {
+      host_memory_(registry_->gauge("msomni_rank_memory_bytes", {{"kind", "host"}})),
+      compute_in_use_(registry_->gauge("msomni_rank_compute_memory_bytes", {{"kind", "in_use"}})),
+      compute_peak_(registry_->gauge("msomni_rank_compute_memory_bytes", {{"kind", "peak"}})),
+      compute_budget_(registry_->gauge("msomni_rank_compute_memory_bytes", {{"kind", "budget"}})),
+      batch_memory_(registry_->gauge("msomni_rank_batch_memory_bytes")) {
   const char* stage_names[] = {"reader", "decoder", "tensor"};
   for (size_t i = 0; i < stages_.size(); ++i) {
     const metrics::labels l{{"stage", stage_names[i]}};
@@ -80,6 +84,13 @@ void rank_metrics::on_step(const msg::step_record& r, const rank_trainer::allred
   data_wait_seconds_.Increment(wait_s);
   allreduce_seconds_.Increment(static_cast<double>(allreduce.time.count()) / 1e9);
   allreduce_bytes_.Increment(static_cast<double>(allreduce.bytes));
+}
+
+void rank_metrics::on_memory(const msg::memory_sample& s) {
+  compute_in_use_.Set(static_cast<double>(s.in_use_bytes));
+  compute_peak_.Set(static_cast<double>(s.peak_bytes));
+  compute_budget_.Set(static_cast<double>(s.budget_bytes));
+  batch_memory_.Set(static_cast<double>(s.host_batch_bytes));
 }
 
 void rank_metrics::on_checkpoint_load(uint64_t skipped) {

@@ -8,6 +8,7 @@
 #include "batch_source.hpp"
 #include "live_data_metrics.hpp"
 #include "metrics/metrics_registry.hpp"
+#include "messages/scheduling_messages.hpp"
 #include "messages/training_messages.hpp"
 #include "rank_trainer.hpp"
 
@@ -31,6 +32,9 @@ class rank_metrics {
   // After every optimizer step, in the training thread. The loss is the step's all-reduced
   // mean over every rank's target tokens, so every rank reports the same one.
   void on_step(const msg::step_record& r, const rank_trainer::allreduce_cost& allreduce);
+  // After every optimizer step's memory sample (memory_probe.hpp): the compute backend's bytes in
+  // use and the step's peak, its budget, and the batch memory the data pipeline holds.
+  void on_memory(const msg::memory_sample& s);
   // After every load of the checkpoint store: the checkpoints it passed over as torn or mismatched.
   void on_checkpoint_load(uint64_t skipped);
 
@@ -53,6 +57,7 @@ class rank_metrics {
   prometheus::Counter& allreduce_bytes_;
   prometheus::Counter& verify_failures_;
   prometheus::Gauge& host_memory_;
+  prometheus::Gauge &compute_in_use_, &compute_peak_, &compute_budget_, &batch_memory_;
   prometheus::Gauge* threads_ = nullptr;
   std::array<stage_series, 3> stages_{};  // reader, decoder, tensor
   std::array<prometheus::Counter*, modality_count> samples_{}, decode_seconds_{};

@@ -3,6 +3,7 @@
 
 #include "config/job_config.hpp"
 #include "core/rng.hpp"
+#include "memory_features.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -40,10 +41,12 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   const uint64_t downgraded_before = data_->downgraded_total();
   const auto bad_before = data_->bad_sample_totals();
   const float scale = 1.0f / static_cast<float>(settings_.grad_accum);
+  last_batch_ = {};
   for (int64_t k = 0; k < settings_.grad_accum; ++k) {
     const auto before = clock_.now();
     const auto batch = data_->next();
     data_wait += clock_.now() - before;
+    add_micro_batch(last_batch_, features_of(batch));
     const auto rep = model_.forward_backward(batch, scale);
     loss_sum += rep.loss * static_cast<double>(rep.target_tokens);
     targets += static_cast<double>(rep.target_tokens);

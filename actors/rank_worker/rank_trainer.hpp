@@ -8,6 +8,7 @@
 #include "batch_source.hpp"
 #include "collectives/communicator.hpp"
 #include "core/clock.hpp"
+#include "messages/scheduling_messages.hpp"
 #include "messages/training_messages.hpp"
 #include "model/model.hpp"
 
@@ -62,6 +63,8 @@ class rank_trainer {
   // False after a step whose loss or gradient was not finite (the optimizer skipped it): the
   // state then is no checkpoint to keep.
   bool last_step_finite() const { return last_step_finite_; }
+  // What the last step's micro-batches asked of memory together (memory_features.hpp).
+  const msg::batch_features& last_step_batch() const { return last_batch_; }
 
   // Everything needed to continue exactly: model state plus "trainer/step" and "data/position".
   model::model_state save_state() const;
@@ -85,6 +88,7 @@ class rank_trainer {
   uint64_t announced_ = 0;
   bool last_step_finite_ = true;
   allreduce_cost last_allreduce_;
+  msg::batch_features last_batch_;
   std::vector<float> host_grads_;  // staging when the model keeps gradients on a GPU
 };
 

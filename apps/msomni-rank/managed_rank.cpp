@@ -17,6 +17,9 @@
 #include "metrics/metrics_pusher.hpp"
 #include "model/model_registry.hpp"
 #include "batch_source_factory.hpp"
+#include "memory/memory_account.hpp"
+#include "memory_features.hpp"
+#include "memory_probe.hpp"
 #include "pipeline_source.hpp"
 #include "plan_inbox.hpp"
 #include "rank_checkpointer.hpp"
@@ -94,7 +97,14 @@ class managed_rank {
     }
 
     // Warm-up: build the model and load + verify the newest checkpoint before saying ready.
+    // memory.device_memory_gb is the budget of every allocation the model makes (on a GPU the
+    // backend lowers it to the device's memory).
+    kernels::process_memory_account()->set_budget(static_cast<uint64_t>(cfg_.memory.device_memory_gb * 1e9));
     tr_.model = make_model();  // data and trainer follow with the first plan's slot
+    probe_ = std::make_unique<rank_worker::memory_probe>(
+        sys_, orchestrator_, kernels::process_memory_account(), batch_memory_,
+        rank_worker::memory_probe_settings{
+            std::chrono::milliseconds(std::max<int64_t>(1, static_cast<int64_t>(cfg_.memory.sample_interval_ms))), 100});
     msg::rank_ready ready{o_.name, o_.node, hub_.node().address(), static_cast<int64_t>(::getpid()), false, 0};
     {
       ckpt::checkpoint_store store(o_.ckpt_dir);
@@ -128,6 +138,7 @@ class managed_rank {
     cuda_device_ = compute.cuda_device();
     if (metrics_) metrics_->set_compute(cuda_device_, threads);
     batch_memory_ = compute.batch_memory;  // outlives every source and batch built from it
+    if (probe_) probe_->use_batch_memory(batch_memory_);
     std::cout << compute.log_line << std::endl;
     return model::create_model(compute.context, registry_, std::filesystem::path(cfg_.source_path).parent_path().string());
   }
@@ -189,7 +200,14 @@ class managed_rank {
     } else if (std::holds_alternative<rw::run_step>(command)) {
       if (control_lost_) return command = protocol_.on_control_lost(), std::nullopt;
       auto& t = *tr_.trainer;
-      record_ = t.step(protocol_.epoch_to_announce(inbox_.newest_epoch()));
+      probe_->step_started(identity_, t.steps_done() + 1);
+      try {
+        record_ = t.step(protocol_.epoch_to_announce(inbox_.newest_epoch()));
+      } catch (...) {
+        probe_->step_aborted();
+        throw;
+      }
+      send_memory_sample();
       if (metrics_) metrics_->on_step(record_, t.last_allreduce());
       std::cout << step_line(step_fields(record_)) << std::endl;
       command = protocol_.on_step_done(t.steps_done(), t.last_announced(), clock_.now());
@@ -242,9 +260,22 @@ class managed_rank {
     return std::max(left, std::chrono::milliseconds(0));
   }
 
+  // Every rank, after every step, before rank 0's step record goes out: its exact memory with
+  // the step's batch and the upcoming ones the data pipeline holds (memory.horizon_steps steps).
+  void send_memory_sample() {
+    const auto& t = *tr_.trainer;
+    const auto horizon = static_cast<size_t>(cfg_.memory.horizon_steps);
+    const auto accum = t.grad_accum();
+    auto upcoming = rank_worker::steps_of(tr_.data->upcoming_features(horizon * static_cast<size_t>(std::max<int64_t>(1, accum))),
+                                          accum, horizon);
+    const auto sample = probe_->step_ended(t.last_step_batch(), std::move(upcoming));
+    if (metrics_) metrics_->on_memory(sample);
+  }
+
   void apply(const rank_worker::join_as& join) {
     const auto& plan = join.plan;
     const uint32_t rank = join.rank, world = join.world;
+    identity_ = {o_.name, plan.epoch, rank, world};
     for (size_t i = 0; i < plan.members.size(); ++i) {
       const auto& peer = plan.members[i];
       if (peer != o_.name && peer < o_.name && !hub_.node().is_up(peer)) hub_.node().connect(plan.addresses[i]);
@@ -371,6 +402,8 @@ class managed_rank {
   std::shared_ptr<std::pmr::memory_resource> batch_memory_;  // before tr_: outlives its batches
   training tr_;
   std::unique_ptr<rank_worker::rank_checkpointer> checkpoints_;
+  std::unique_ptr<rank_worker::memory_probe> probe_;  // after batch_memory_: reads its pool
+  rank_worker::sample_identity identity_;            // this rank in the current membership
   rank_worker::rank_protocol protocol_;
   msg::step_record record_;  // the last step's, sent by rank 0 after the checkpoint call
 };
@@ -400,6 +433,14 @@ int run_managed_rank(const config::job_config& cfg, const managed_rank_options& 
     managed_rank rank(cfg, opts, sys, hub, gw, series.get());
     try {
       return rank.run();
+    } catch (const kernels::out_of_memory& e) {
+      // Word for word the same on a replacement that meets it again (no name, no time in it), so
+      // the orchestrator ends the job instead of replacing ranks that would fail alike.
+      const std::string why = std::string(e.what()) + "; raise memory.device_memory_gb (" +
+                              json_text(nlohmann::json(cfg.memory.device_memory_gb)) +
+                              " GB now) or lower training.micro_batch";
+      rank.report_failure(why);
+      throw std::runtime_error(why);
     } catch (const std::exception& e) {
       rank.report_failure(e.what());
       throw;

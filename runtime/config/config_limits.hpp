@@ -72,7 +72,7 @@ inline constexpr range<int64_t> horizon_steps{1, 10000};
 inline constexpr range<double> sample_interval_ms{1.0, 3.6e6};
 inline constexpr range<double> safety_margin_gb{0.0, 1024.0};
 inline constexpr range<int64_t> pca_dims{1, 4096};
-inline constexpr range<double> device_memory_gb{0.1, 65536.0};
+inline constexpr range<double> device_memory_gb{0.001, 65536.0};  // a few MB: a CPU test of the budget
 }  // namespace memory
 
 namespace io {

@@ -121,6 +121,7 @@ std::string render_plan(const job_config& c, const node_gpu_facts& local) {
      << " steps, keep " << c.checkpoint.keep << ", zstd level " << c.checkpoint.zstd_level
      << (c.checkpoint.async ? ", async" : "") << ", stop after " << c.checkpoint.max_consecutive_failures
      << " failed saves in a row\n";
+  os << "  memory:       budget " << c.memory.device_memory_gb << " GB per rank (memory.device_memory_gb; on a GPU at most the device), sampled every " << c.memory.sample_interval_ms << " ms within a step\n";
   os << "  elasticity:   heartbeat " << e.heartbeat_interval_s << " s x " << e.heartbeat_misses
      << " misses, grace period " << e.grace_period_s << " s\n";
   os << "  control:      " << c.cluster.control_host << ":"

@@ -255,14 +255,15 @@ void read_memory(table_reader& r, memory_section& s) {
   read_within(r, "pca_dims", s.pca_dims, limits::memory::pca_dims);
   read_within(r, "device_memory_gb", s.device_memory_gb, limits::memory::device_memory_gb);
   r.finish();
+  // device_memory_gb is each rank's compute memory budget (on a GPU the smaller of it and the
+  // device) and sample_interval_ms the rank's in-step memory sampling; the rest waits for the
+  // predictor that reads the samples.
   const memory_section d;
-  const std::string predictor = "the memory watermark predictor, so [memory] would change nothing";
+  const std::string predictor = "the memory watermark predictor, so this key would change nothing";
   refuse_unbuilt(r, "sequence_length", s.sequence_length, d.sequence_length, predictor);
   refuse_unbuilt(r, "horizon_steps", s.horizon_steps, d.horizon_steps, predictor);
-  refuse_unbuilt(r, "sample_interval_ms", s.sample_interval_ms, d.sample_interval_ms, predictor);
   refuse_unbuilt(r, "safety_margin_gb", s.safety_margin_gb, d.safety_margin_gb, predictor);
   refuse_unbuilt(r, "pca_dims", s.pca_dims, d.pca_dims, predictor);
-  refuse_unbuilt(r, "device_memory_gb", s.device_memory_gb, d.device_memory_gb, predictor);
 }
 
 void read_io(table_reader& r, io_section& s) {

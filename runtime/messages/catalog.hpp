@@ -57,6 +57,7 @@ CAF_ADD_TYPE_ID(msomni, (msomni::msg::rank_failed))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::metric_series))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::metric_family_series))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::metrics_report))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::batch_features))
 CAF_END_TYPE_ID_BLOCK(msomni)
 
 namespace msomni {

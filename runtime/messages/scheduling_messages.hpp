@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace msomni::msg {
 
@@ -25,13 +26,38 @@ struct job_released {
   bool operator==(const job_released&) const = default;
 };
 
-// memory probe -> VRAM predictor, every step or sample interval.
+// What a step's batch asks of memory: its micro-batches together (counts summed, seq_len and
+// micro_batch the largest). Part of memory_sample.
+struct batch_features {
+  uint32_t image_samples = 0;
+  uint32_t video_samples = 0;
+  uint32_t text_samples = 0;
+  uint64_t image_patches = 0;
+  uint64_t video_patches = 0;
+  uint64_t text_tokens = 0;  // non-padding text tokens
+  uint32_t seq_len = 0;      // positions per sample the model runs (patch slots + text)
+  uint32_t micro_batch = 0;  // samples per micro-batch
+  bool operator==(const batch_features&) const = default;
+};
+
+// rank -> orchestrator: the rank's compute memory, exactly as its backend counts it. One after
+// every optimizer step (in_step false: peak_bytes is that step's peak, in_use_bytes what is held
+// at its end), and every memory.sample_interval_ms while a step runs (in_step true: the step
+// in progress, the peak so far). Not acknowledged; a stale or foreign one is dropped.
 struct memory_sample {
-  uint32_t rank = 0;
-  uint64_t step = 0;
-  int64_t at_ns = 0;
-  uint64_t used_bytes = 0;
-  uint64_t reserved_bytes = 0;
+  std::string name;          // the rank process ("rank-2")
+  uint64_t epoch = 0;        // the membership epoch the rank is in
+  uint32_t rank = 0;         // its index in that epoch's world
+  uint32_t world_size = 0;
+  uint64_t step = 0;         // the step finished (or, in_step, the one running)
+  int64_t at_ns = 0;         // unix time
+  bool in_step = false;
+  uint64_t in_use_bytes = 0;
+  uint64_t peak_bytes = 0;
+  uint64_t host_batch_bytes = 0;  // packed batches the data pipeline holds in host memory
+  uint64_t budget_bytes = 0;      // 0: none
+  batch_features batch;           // the step's (empty in_step)
+  std::vector<batch_features> upcoming;  // the next steps' batches the data pipeline already holds
   bool operator==(const memory_sample&) const = default;
 };
 

@@ -20,9 +20,15 @@ typename Inspector::result_type inspect(Inspector& f, job_released& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_features& x) {
+  return f(caf::meta::type_name("batch_features"), x.image_samples, x.video_samples, x.text_samples, x.image_patches,
+           x.video_patches, x.text_tokens, x.seq_len, x.micro_batch);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, memory_sample& x) {
-  return f(caf::meta::type_name("memory_sample"), x.rank, x.step, x.at_ns, x.used_bytes,
-           x.reserved_bytes);
+  return f(caf::meta::type_name("memory_sample"), x.name, x.epoch, x.rank, x.world_size, x.step, x.at_ns, x.in_step,
+           x.in_use_bytes, x.peak_bytes, x.host_batch_bytes, x.budget_bytes, x.batch, x.upcoming);
 }
 
 template <class Inspector>

@@ -75,6 +75,12 @@ std::vector<family_spec> build() {
       {"msomni_rank_threads", k::gauge, "Compute threads of the rank", {"device"}, "rank", {}},
       {"msomni_rank_memory_bytes", k::gauge, "Memory in use by the rank process (resident host memory)", {"kind"},
        "rank", {}},
+      {"msomni_rank_compute_memory_bytes", k::gauge,
+       "The compute backend's memory as it counts every allocation: in_use at the last step's end, that step's peak, "
+       "and the budget (memory.device_memory_gb; 0 none)",
+       {"kind"}, "rank", {}},
+      {"msomni_rank_batch_memory_bytes", k::gauge, "Host memory of the packed batches the data pipeline holds", {},
+       "rank", {}},
 
       // The control process: membership, recovery, checkpoints.
       {"msomni_job_world_size", k::gauge, "Members of the current membership epoch", {}, "control", {}},
@@ -102,6 +108,9 @@ std::vector<family_spec> build() {
       {"msomni_predictor_confidence", k::gauge, "Confidence of the idle-window prediction (0-1)", {}, "control", {}},
       {"msomni_metrics_sources", k::gauge, "Processes whose pushed samples the control process holds", {}, "control",
        {}},
+      {"msomni_memory_samples_total", k::counter,
+       "Memory samples the ranks sent, by result (accepted; refused: malformed, stale or from no member)", {"result"},
+       "control", {}},
       {"msomni_metrics_reports_total", k::counter, "Metric reports pushed to the control process, by result",
        {"result"}, "control", {}},
 

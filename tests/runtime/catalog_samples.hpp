@@ -28,7 +28,11 @@ inline msg::credit_grant sample(tag<msg::credit_grant>) { return {2, modality::v
 inline msg::source_cursor sample(tag<msg::source_cursor>) { return {"videos", 1, 12, 65536, 999}; }
 inline msg::preempt_notice sample(tag<msg::preempt_notice>) { return {"be-17", 3, 600, "critical job needs GPUs"}; }
 inline msg::job_released sample(tag<msg::job_released>) { return {"be-17", 3, 4400}; }
-inline msg::memory_sample sample(tag<msg::memory_sample>) { return {1, 88, 123, 40ull << 30, 44ull << 30}; }
+inline msg::batch_features sample(tag<msg::batch_features>) { return {1, 1, 0, 16, 32, 77, 40, 2}; }
+inline msg::memory_sample sample(tag<msg::memory_sample>) {
+  return {"rank-1", 3, 1, 2, 88, 123, false, 40ull << 30, 44ull << 30, 1 << 20, 80ull << 30,
+          sample(tag<msg::batch_features>{}), {{0, 0, 2, 0, 0, 90, 48, 2}}};
+}
 inline msg::memory_advice sample(tag<msg::memory_advice>) { return {msg::advice_kind::reserve, 3.5, 1, "", "peak in 4 steps"}; }
 inline msg::stage_pressure sample(tag<msg::stage_pressure>) { return {2, 14, 16, 1, true}; }
 inline msg::agent_hello sample(tag<msg::agent_hello>) { return {"node-b", "rack2", "switch1", 4, 999}; }

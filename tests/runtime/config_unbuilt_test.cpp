@@ -23,8 +23,8 @@ std::vector<config_error> errors_with(const std::string& set) {
 
 TEST_CASE("a key of a feature not built yet is refused unless it is at its default") {
   for (const char* set :
-       {"memory.sequence_length=100", "memory.horizon_steps=5", "memory.sample_interval_ms=50", "memory.safety_margin_gb=2",
-        "memory.pca_dims=8", "memory.device_memory_gb=40", "checkpoint.async=false", "checkpoint.incremental=true"}) {
+       {"memory.sequence_length=100", "memory.horizon_steps=5", "memory.safety_margin_gb=2", "memory.pca_dims=8",
+        "checkpoint.async=false", "checkpoint.incremental=true"}) {
     INFO(set);
     const auto errors = errors_with(set);
     REQUIRE(errors.size() == 1);
@@ -42,6 +42,16 @@ TEST_CASE("the same keys written out at their defaults are accepted") {
     INFO(set);
     CHECK(errors_with(set).empty());
   }
+}
+
+TEST_CASE("the rank's memory budget and in-step sampling interval are built: any value in range is accepted") {
+  for (const char* set : {"memory.device_memory_gb=40", "memory.device_memory_gb=0.001", "memory.sample_interval_ms=5"}) {
+    INFO(set);
+    CHECK(errors_with(set).empty());
+  }
+  const auto errors = errors_with("memory.device_memory_gb=0.0005");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].key == "memory.device_memory_gb");
 }
 
 TEST_CASE("the autoscale keys are refused while elasticity.autoscale is false and accepted with it") {

@@ -1,0 +1,127 @@
+// The ranks' memory samples in the run directory: RUN_DIR/memory/rank-N.jsonl, one line per
+// optimizer step of rank N (its index in the membership), in the trace format of
+// docs/memory_traces.md:
+//   {"step","t_ms","in_use_bytes","peak_bytes","batch":{"samples":{"image","video","text"},
+//    "image_patches","video_patches","text_tokens","seq_len","micro_batch"},"upcoming":[...],
+//    "world_size","event"}
+// (t_ms since this control process started; event "resize" when the rank's world size changed
+// since its last line, "resume" when its step did not go forward or its first line is past
+// step 1, else ""), and RUN_DIR/memory/rank-N.in_step.jsonl with the samples taken while a
+// step ran: {"step","t_ms","in_use_bytes","peak_bytes","host_batch_bytes"}.
+//
+// Every line is written whole with one append and checked, as run_journal does; a failed
+// write makes failed() true. Bounded: at most max_in_step lines per rank and step, at most
+// max_file_bytes per file (further lines are counted in dropped(), never torn), and the per-step
+// maxima for metrics.jsonl are kept for the last steps_kept steps.
+#pragma once
+
+#include "elastic_core.hpp"
+#include "messages/scheduling_messages.hpp"
+#include "run_journal.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace prometheus {
+class Counter;
+}
+namespace msomni::metrics {
+class metrics_registry;
+}
+
+namespace msomni::orchestrator {
+
+struct memory_journal_settings {
+  uint32_t max_in_step = 100;        // in-step lines per rank and step
+  uint64_t max_file_bytes = 1ull << 30;
+  size_t steps_kept = 64;
+};
+
+// Why `s` is not one to keep, or "" when it is: from no member of the job (or one that left),
+// of an epoch before the member joined or after the current one, or malformed (world size 0, a
+// rank index outside it, step 0, a peak below what is in use, too many upcoming batches).
+std::string memory_sample_problem(const msg::memory_sample& s, const std::map<std::string, member_info>& members,
+                                  uint64_t current_epoch, size_t max_upcoming);
+
+// The trace line of a step's sample (see above).
+nlohmann::ordered_json memory_trace_line(const msg::memory_sample& s, double t_ms, const std::string& event);
+
+class memory_journal {
+ public:
+  // Creates `dir` (RUN_DIR/memory); throws std::runtime_error when it cannot.
+  memory_journal(std::filesystem::path dir, int64_t start_unix_ns, memory_journal_settings settings);
+  ~memory_journal();
+  memory_journal(const memory_journal&) = delete;
+  memory_journal& operator=(const memory_journal&) = delete;
+
+  // Writes an accepted sample's line; false (and failed()) when it could not be written.
+  bool record(const msg::memory_sample& s);
+  // Adds "memory": {"in_use_bytes", "peak_bytes", "ranks"} (the largest over the ranks whose
+  // sample of `step` arrived, and how many did) to a metrics.jsonl record; nothing when none did.
+  void annotate(nlohmann::ordered_json& metrics_record, uint64_t step) const;
+
+  bool failed() const { return failed_; }
+  const std::string& failure() const { return failure_; }
+  uint64_t dropped() const { return dropped_; }
+
+ private:
+  struct rank_file {
+    int fd = -1;
+    uint64_t bytes = 0;
+  };
+  struct rank_trace {
+    rank_file steps, in_step;
+    std::optional<uint64_t> last_step;
+    uint32_t last_world = 0;
+    uint64_t in_step_of = 0;  // the step the in-step count is for
+    uint32_t in_step_lines = 0;
+  };
+  struct step_max {
+    uint64_t in_use = 0, peak = 0;
+    uint32_t ranks = 0;
+  };
+  bool append(rank_file& f, const std::string& name, const std::string& line);
+
+  const std::filesystem::path dir_;
+  const int64_t start_unix_ns_;
+  const memory_journal_settings settings_;
+  std::map<uint32_t, rank_trace> ranks_;
+  std::map<uint64_t, step_max> steps_;
+  bool failed_ = false;
+  std::string failure_;
+  uint64_t dropped_ = 0;
+};
+
+// What the orchestrator's shell does with a memory sample: check it, count it
+// (msomni_memory_samples_total{result}), log a refused one (the first per sender, then every
+// 100th) and journal an accepted one.
+class memory_hook {
+ public:
+  memory_hook(std::unique_ptr<memory_journal> journal, prometheus::Counter* accepted, prometheus::Counter* refused);
+  // False when the journal cannot be written (failure() says why): the job should stop.
+  bool take(const msg::memory_sample& s, const std::map<std::string, member_info>& members, uint64_t current_epoch);
+  void annotate(nlohmann::ordered_json& metrics_record, uint64_t step) const {
+    if (journal_) journal_->annotate(metrics_record, step);
+  }
+  std::string failure() const { return journal_ ? "the memory journal cannot be written (" + journal_->failure() + ")" : ""; }
+  uint64_t refused() const { return refused_total_; }
+
+ private:
+  std::unique_ptr<memory_journal> journal_;  // null: no run directory
+  prometheus::Counter* accepted_;
+  prometheus::Counter* refused_;
+  std::map<std::string, uint64_t> refused_by_sender_;
+  uint64_t refused_total_ = 0;
+};
+
+// The hook of a run: its journal in RUN_DIR/memory when there is a run journal, its counters
+// in `registry` when metrics are on (either may be null).
+std::unique_ptr<memory_hook> make_memory_hook(run_journal* journal, std::shared_ptr<metrics::metrics_registry> registry);
+
+}  // namespace msomni::orchestrator

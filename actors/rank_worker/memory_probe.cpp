@@ -1,0 +1,104 @@
+// memory_probe (see memory_probe.hpp).
+#include "memory_probe.hpp"
+
+#include "messages/catalog.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+
+#include <algorithm>
+
+namespace msomni::rank_worker {
+
+namespace {
+
+using probe_tick_atom = caf::atom_constant<caf::atom("mprobe")>;
+
+int64_t unix_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+memory_probe::memory_probe(caf::actor_system& sys, caf::actor orchestrator, std::shared_ptr<kernels::memory_account> account,
+                           std::shared_ptr<std::pmr::memory_resource> batch_memory, memory_probe_settings settings)
+    : state_(std::make_shared<state>()) {
+  state_->orchestrator = std::move(orchestrator);
+  state_->account = std::move(account);
+  state_->batch_memory = std::move(batch_memory);
+  state_->settings = settings;
+  timer_ = sys.spawn([st = state_](caf::event_based_actor* self) -> caf::behavior {
+    self->delayed_send(self, st->settings.interval, probe_tick_atom::value);
+    return {[st, self](probe_tick_atom) {
+      if (auto s = st->in_step_sample()) caf::anon_send(st->orchestrator, std::move(*s));
+      self->delayed_send(self, st->settings.interval, probe_tick_atom::value);
+    }};
+  });
+}
+
+memory_probe::~memory_probe() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->in_step = false;
+  }
+  caf::anon_send_exit(timer_, caf::exit_reason::user_shutdown);
+}
+
+void memory_probe::step_started(const sample_identity& who, uint64_t step) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->who = who;
+  state_->step = step;
+  state_->in_step = true;
+  state_->sent_in_step = 0;
+}
+
+void memory_probe::use_batch_memory(std::shared_ptr<std::pmr::memory_resource> batch_memory) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->batch_memory = std::move(batch_memory);
+}
+
+void memory_probe::step_aborted() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->in_step = false;
+}
+
+msg::memory_sample memory_probe::state::base_sample(bool in_step_now) const {
+  msg::memory_sample s;
+  s.name = who.name;
+  s.epoch = who.epoch;
+  s.rank = who.rank;
+  s.world_size = who.world_size;
+  s.step = step;
+  s.at_ns = unix_ns();
+  s.in_step = in_step_now;
+  s.in_use_bytes = account->in_use();
+  s.peak_bytes = account->peak();
+  s.host_batch_bytes = kernels::batch_memory_in_use(batch_memory.get());
+  s.budget_bytes = account->budget();
+  if (s.peak_bytes < s.in_use_bytes) s.peak_bytes = s.in_use_bytes;  // read a moment apart
+  return s;
+}
+
+msg::memory_sample memory_probe::step_ended(const msg::batch_features& batch, std::vector<msg::batch_features> upcoming) {
+  msg::memory_sample s;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->in_step = false;
+    s = state_->base_sample(false);
+  }
+  s.peak_bytes = std::max(state_->account->take_peak(), s.in_use_bytes);
+  s.batch = batch;
+  s.upcoming = std::move(upcoming);
+  caf::anon_send(state_->orchestrator, s);
+  return s;
+}
+
+std::optional<msg::memory_sample> memory_probe::state::in_step_sample() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!in_step || sent_in_step >= settings.max_in_step) return std::nullopt;
+  ++sent_in_step;
+  return base_sample(true);
+}
+
+}  // namespace msomni::rank_worker
