@@ -112,10 +112,16 @@ bool memory_journal::append(rank_file& f, const std::string& name, const std::st
   return false;
 }
 
-bool memory_journal::record(const msg::memory_sample& s) {
+bool memory_journal::record(const msg::memory_sample& s, uint64_t attempt) {
   auto& t = ranks_[s.rank];
+  if (t.attempt != attempt) {  // a new attempt's files: the steps start over
+    for (auto* f : {&t.steps, &t.in_step})
+      if (f->fd >= 0) ::close(f->fd);
+    t = rank_trace{};
+    t.attempt = attempt;
+  }
   const double t_ms = static_cast<double>(s.at_ns - start_unix_ns_) / 1e6;
-  const auto base = "rank-" + std::to_string(s.rank);
+  const auto base = "rank-" + std::to_string(s.rank) + (attempt > 1 ? ".attempt-" + std::to_string(attempt) : "");
   if (s.in_step) {
     if (t.in_step_of != s.step) t.in_step_of = s.step, t.in_step_lines = 0;
     if (t.in_step_lines >= settings_.max_in_step) {
@@ -131,9 +137,12 @@ bool memory_journal::record(const msg::memory_sample& s) {
     j["host_batch_bytes"] = s.host_batch_bytes;
     return append(t.in_step, base + ".in_step.jsonl", json_text(j) + "\n");
   }
+  if (t.last_step && s.step <= *t.last_step) {
+    ++dropped_;
+    return true;
+  }
   std::string event;
-  if (t.last_step && s.step <= *t.last_step) event = "resume";
-  else if (!t.last_step && s.step > 1) event = "resume";
+  if (!t.last_step && (attempt > 1 || s.step > 1)) event = "resume";
   else if (t.last_step && s.world_size != t.last_world) event = "resize";
   t.last_step = s.step;
   t.last_world = s.world_size;
@@ -152,9 +161,9 @@ void memory_journal::annotate(nlohmann::ordered_json& metrics_record, uint64_t s
                               {"ranks", it->second.ranks}};
 }
 
-memory_hook::memory_hook(std::unique_ptr<memory_journal> journal, prometheus::Counter* accepted,
-                         prometheus::Counter* refused)
-    : journal_(std::move(journal)), accepted_(accepted), refused_(refused) {}
+memory_hook::memory_hook(std::unique_ptr<memory_journal> journal, std::function<uint64_t()> attempt,
+                         prometheus::Counter* accepted, prometheus::Counter* refused)
+    : journal_(std::move(journal)), attempt_(std::move(attempt)), accepted_(accepted), refused_(refused) {}
 
 bool memory_hook::take(const msg::memory_sample& s, const std::map<std::string, member_info>& members,
                        uint64_t current_epoch) {
@@ -169,7 +178,7 @@ bool memory_hook::take(const msg::memory_sample& s, const std::map<std::string, 
     return true;
   }
   if (accepted_) accepted_->Increment();
-  return !journal_ || journal_->record(s);
+  return !journal_ || journal_->record(s, attempt_ ? attempt_() : 1);
 }
 
 std::unique_ptr<memory_hook> make_memory_hook(run_journal* journal, std::shared_ptr<metrics::metrics_registry> registry) {
@@ -184,7 +193,9 @@ std::unique_ptr<memory_hook> make_memory_hook(run_journal* journal, std::shared_
     accepted = &registry->counter("msomni_memory_samples_total", {{"result", "accepted"}});
     refused = &registry->counter("msomni_memory_samples_total", {{"result", "refused"}});
   }
-  return std::make_unique<memory_hook>(std::move(j), accepted, refused);
+  std::function<uint64_t()> attempt;
+  if (journal) attempt = [journal] { return journal->attempt(); };
+  return std::make_unique<memory_hook>(std::move(j), std::move(attempt), accepted, refused);
 }
 
 }  // namespace msomni::orchestrator

@@ -4,10 +4,13 @@
 //   {"step","t_ms","in_use_bytes","peak_bytes","batch":{"samples":{"image","video","text"},
 //    "image_patches","video_patches","text_tokens","seq_len","micro_batch"},"upcoming":[...],
 //    "world_size","event"}
-// (t_ms since this control process started; event "resize" when the rank's world size changed
-// since its last line, "resume" when its step did not go forward or its first line is past
-// step 1, else ""), and RUN_DIR/memory/rank-N.in_step.jsonl with the samples taken while a
-// step ran: {"step","t_ms","in_use_bytes","peak_bytes","host_batch_bytes"}.
+// t_ms counts from this control process's start. Steps only go forward in a file: the run's
+// attempt 1 writes rank-N.jsonl, a later attempt (a rollback, or msomni-run started again on
+// the run directory) rank-N.attempt-A.jsonl, whose first line says "resume"; "resize" marks
+// the first line after the rank's world size changed. A sample whose step is not past the
+// file's last one (a late one from before a rollback) is dropped and counted. The samples taken
+// while a step ran go to rank-N.in_step.jsonl (attempt files alike):
+//   {"step","t_ms","in_use_bytes","peak_bytes","host_batch_bytes"}.
 //
 // Every line is written whole with one append and checked, as run_journal does; a failed
 // write makes failed() true. Bounded: at most max_in_step lines per rank and step, at most
@@ -23,6 +26,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -60,8 +64,9 @@ class memory_journal {
   memory_journal(const memory_journal&) = delete;
   memory_journal& operator=(const memory_journal&) = delete;
 
-  // Writes an accepted sample's line; false (and failed()) when it could not be written.
-  bool record(const msg::memory_sample& s);
+  // Writes an accepted sample's line in the files of run attempt `attempt`; false (and
+  // failed()) when it could not be written.
+  bool record(const msg::memory_sample& s, uint64_t attempt = 1);
   // Adds "memory": {"in_use_bytes", "peak_bytes", "ranks"} (the largest over the ranks whose
   // sample of `step` arrived, and how many did) to a metrics.jsonl record; nothing when none did.
   void annotate(nlohmann::ordered_json& metrics_record, uint64_t step) const;
@@ -76,6 +81,7 @@ class memory_journal {
     uint64_t bytes = 0;
   };
   struct rank_trace {
+    uint64_t attempt = 0;
     rank_file steps, in_step;
     std::optional<uint64_t> last_step;
     uint32_t last_world = 0;
@@ -103,7 +109,9 @@ class memory_journal {
 // 100th) and journal an accepted one.
 class memory_hook {
  public:
-  memory_hook(std::unique_ptr<memory_journal> journal, prometheus::Counter* accepted, prometheus::Counter* refused);
+  // `attempt`: the run journal's attempt now (null: always 1).
+  memory_hook(std::unique_ptr<memory_journal> journal, std::function<uint64_t()> attempt, prometheus::Counter* accepted,
+              prometheus::Counter* refused);
   // False when the journal cannot be written (failure() says why): the job should stop.
   bool take(const msg::memory_sample& s, const std::map<std::string, member_info>& members, uint64_t current_epoch);
   void annotate(nlohmann::ordered_json& metrics_record, uint64_t step) const {
@@ -114,6 +122,7 @@ class memory_hook {
 
  private:
   std::unique_ptr<memory_journal> journal_;  // null: no run directory
+  std::function<uint64_t()> attempt_;
   prometheus::Counter* accepted_;
   prometheus::Counter* refused_;
   std::map<std::string, uint64_t> refused_by_sender_;
