@@ -77,18 +77,9 @@ void lstm_attention_predictor::refit() {
   if (!net_) {
     net_ = std::make_unique<lstm_attention_net>(next.dims_out, s_.hidden, s_.horizon, s_.seed);
   } else {
-    // Keep W z_old = W' z_new for the same raw row: z = P (r - mu) / s, so
-    // W' = W P_old diag(s_new / s_old) P_new^T and the bias takes W P_old (mu_new - mu_old) / s_old.
+    // The same input row keeps giving the same gates in the new basis.
+    const auto t = pca_transfer_between(pca_, next);
     const size_t k = next.dims_out, rows_w = 4 * s_.hidden;
-    std::vector<double> m(k * k, 0.0), shift(k, 0.0);
-    for (size_t a = 0; a < k; ++a) {
-      for (size_t j = 0; j < d; ++j) {
-        const double pa = pca_.components[a * d + j];
-        shift[a] += pa * (next.mean[j] - pca_.mean[j]) / pca_.scale[j];
-        const double ratio = next.scale[j] / pca_.scale[j];
-        for (size_t b = 0; b < k; ++b) m[a * k + b] += pa * ratio * next.components[b * d + j];
-      }
-    }
     auto w = net_->input_weights();
     auto bias = net_->lstm_bias();
     std::vector<double> row(k);
@@ -96,10 +87,10 @@ void lstm_attention_predictor::refit() {
       double add = 0;
       for (size_t b = 0; b < k; ++b) {
         double v = 0;
-        for (size_t a = 0; a < k; ++a) v += w[r * k + a] * m[a * k + b];
+        for (size_t a = 0; a < k; ++a) v += w[r * k + a] * t.m[a * k + b];
         row[b] = v;
       }
-      for (size_t a = 0; a < k; ++a) add += w[r * k + a] * shift[a];
+      for (size_t a = 0; a < k; ++a) add += w[r * k + a] * t.shift[a];
       std::copy(row.begin(), row.end(), w.begin() + static_cast<std::ptrdiff_t>(r * k));
       bias[r] += add;
     }

@@ -20,6 +20,22 @@ void pca_basis::project(std::span<const double> x, std::span<double> out) const 
   }
 }
 
+pca_transfer pca_transfer_between(const pca_basis& from, const pca_basis& to) {
+  if (from.dims_in != to.dims_in) throw std::invalid_argument("pca_transfer_between: different inputs");
+  // x = mean_to + scale_to * (to^T z_to): substitute into from's projection.
+  const size_t d = from.dims_in, a_n = from.dims_out, b_n = to.dims_out;
+  pca_transfer t;
+  t.m.assign(a_n * b_n, 0.0);
+  t.shift.assign(a_n, 0.0);
+  for (size_t a = 0; a < a_n; ++a)
+    for (size_t j = 0; j < d; ++j) {
+      const double pa = from.components[a * d + j] / from.scale[j];
+      t.shift[a] += pa * (to.mean[j] - from.mean[j]);
+      for (size_t b = 0; b < b_n; ++b) t.m[a * b_n + b] += pa * to.scale[j] * to.components[b * d + j];
+    }
+  return t;
+}
+
 pca_basis pca_fit(std::span<const double> rows, size_t d, size_t k) {
   if (d == 0 || rows.size() % d != 0) throw std::invalid_argument("pca_fit: rows are not n x d");
   const size_t n = rows.size() / d;

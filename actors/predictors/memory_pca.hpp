@@ -21,6 +21,16 @@ struct pca_basis {
   void project(std::span<const double> x, std::span<double> out) const;
 };
 
+// How to read one basis's coordinates from another's: for a row x,
+//   from.project(x) = m * to.project(x) + shift   (m: from.dims_out x to.dims_out, row-major)
+// exactly when `to` keeps every dimension of the standardised data, else for the part of
+// x in to's span. A model fed from.project(x) keeps its outputs on to.project(x) when its
+// input weights W become W m and its bias takes W shift.
+struct pca_transfer {
+  std::vector<double> m, shift;
+};
+pca_transfer pca_transfer_between(const pca_basis& from, const pca_basis& to);
+
 // rows: n x d, row-major; keeps min(k, d) components. Throws std::runtime_error when
 // LAPACK fails.
 pca_basis pca_fit(std::span<const double> rows, size_t d, size_t k);

@@ -75,3 +75,24 @@ TEST_CASE("on a saw tooth driven by batch features the feature-aware predictors 
   // has seen one sample (1 of 390 scored).
   CHECK(by["ridge"].under_rate < 0.01);
 }
+
+TEST_CASE("the lstm's residual learns memory history the batch features do not show") {
+  // A slow growth reset every 300 steps (a cache filling and being emptied) on top of the
+  // batch-driven saw tooth: the ridge sees only batch features and lags; the lstm reads the
+  // rank's own bytes over its window.
+  auto trace = msomni::testing::sawtooth_trace(800, 10);
+  for (auto& s : trace) {
+    const int64_t growth = (s.step % 300) * (int64_t{8} << 20);
+    s.peak_bytes += growth;
+    s.in_use_bytes += growth;
+  }
+  std::vector<std::unique_ptr<memory_predictor>> ps;
+  ps.push_back(std::make_unique<ridge_predictor>(200));
+  ps.push_back(make_default_memory_predictor({}));
+  memory_eval_settings es;
+  const auto scores = evaluate_memory_predictors(trace, ps, es);
+  MESSAGE("ridge mae " << scores[0].mae_bytes / (1 << 30) << " GB, " << scores[1].name << " mae "
+                       << scores[1].mae_bytes / (1 << 30) << " GB");
+  CHECK(scores[1].name == "lstm_attention");
+  CHECK(scores[1].mae_bytes < 0.5 * scores[0].mae_bytes);
+}

@@ -77,3 +77,24 @@ TEST_CASE("pca recovers a known principal axis") {
   // More components than columns: keeps them all.
   CHECK(pca_fit(rows, 3, 16).dims_out == 3);
 }
+
+TEST_CASE("a pca transfer reads one basis's coordinates from another's") {
+  std::vector<double> a, b;
+  for (int i = 0; i < 60; ++i) {
+    const double u = std::sin(i * 0.61), v = std::cos(i * 0.23), w = std::sin(i * 1.7 + 0.4);
+    a.insert(a.end(), {u, 2 * u + v, w, u - w + 3});
+    b.insert(b.end(), {5 * v + 1, u * w, -w, 0.1 * u});  // other data, other mean and scale
+  }
+  const auto from = pca_fit(a, 4, 4), to = pca_fit(b, 4, 4);
+  const auto t = pca_transfer_between(from, to);
+  for (const auto& x : {std::vector<double>{0.3, -1, 2, 7}, std::vector<double>{10, 0, 0, -4}}) {
+    std::vector<double> zf(4), zt(4);
+    from.project(x, zf);
+    to.project(x, zt);
+    for (size_t r = 0; r < 4; ++r) {
+      double v = t.shift[r];
+      for (size_t c = 0; c < 4; ++c) v += t.m[r * 4 + c] * zt[c];
+      CHECK(v == doctest::Approx(zf[r]).epsilon(1e-9));
+    }
+  }
+}
