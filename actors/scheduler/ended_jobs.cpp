@@ -15,6 +15,11 @@ const char* to_string(job_end e) {
   return "?";
 }
 
+job_outcome outcome_of(int32_t exit_code, bool stopped, uint64_t checkpoint_step) {
+  if (stopped) return {job_end::stopped, exit_code, checkpoint_step};
+  return {exit_code != 0 ? job_end::failed : job_end::finished, exit_code, 0};
+}
+
 void ended_jobs::erase(std::deque<ended_job>::iterator it) {
   --counts_[static_cast<size_t>(it->outcome.end)];
   entries_.erase(it);

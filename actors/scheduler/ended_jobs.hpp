@@ -26,6 +26,9 @@ struct job_outcome {
   int32_t exit_code = 0;
   uint64_t checkpoint_step = 0;  // stopped: the step it resumes from
 };
+// What a job's report of its command's end means: stopped (with its step) when it says so,
+// else failed for a nonzero exit code, else finished.
+job_outcome outcome_of(int32_t exit_code, bool stopped, uint64_t checkpoint_step);
 
 struct ended_job {
   std::string id;

@@ -182,12 +182,6 @@ void on_finished(caf::event_based_actor* self, shell_state& st, const std::strin
   execute(self, st, st.core.finished(job, st.now_s(), how));
 }
 
-// How the job's `msomni job` says its command ended.
-job_outcome outcome_of(const msg::job_finished& f) {
-  const job_end end = f.stopped ? job_end::stopped : f.exit_code != 0 ? job_end::failed : job_end::finished;
-  return {end, f.exit_code, f.stopped ? f.checkpoint_step : 0};
-}
-
 // The history of ended jobs, newest first, as status rows.
 void list_ended(const scheduler_core& core, msg::scheduler_status& s) {
   const auto& entries = core.ended().entries();
@@ -334,7 +328,9 @@ caf::behavior scheduler(metrics::accounted_actor* self, std::shared_ptr<shell_st
         if (j && j->phase == job_phase::draining && j->epoch == r.epoch) st->resume_step[r.job] = r.checkpoint_step;
         execute(self, *st, st->core.released(r.job, r.epoch, st->now_s()));
       },
-      [self, st](const msg::job_finished& f) { on_finished(self, *st, f.job, outcome_of(f)); },
+      [self, st](const msg::job_finished& f) {
+        on_finished(self, *st, f.job, outcome_of(f.exit_code, f.stopped, f.checkpoint_step));
+      },
       [st](const msg::scheduler_status_request&) { return status_of(*st); },
       [self, st](drain_atom) {
         st->drain_armed_s = -1;

@@ -97,8 +97,17 @@ void finish(runner_actor* self, const job_runner::finish_job& f) {
   if (f.grace && st.child.running() && !st.child.wait_for(command_stop_grace))
     say(st, "the command did not stop within " + std::to_string(command_stop_grace.count() / 1000) + " s of SIGTERM; killing it");
   say(st, f.why);
-  st.done(f.code, f.why);
-  self->quit();
+  const auto end = [self, f] {
+    self->state.done(f.code, f.why);
+    self->quit();
+  };
+  if (!st.scheduler || !st.core.registered()) return end();
+  // The job_finished just sent (how the command ended: a stopped job's step) must reach the
+  // scheduler before this process exits, or the scheduler sees the job go and records it as
+  // lost. Messages to one actor arrive in order, so its answer to a status request sent after
+  // it says that job_finished was handled. Without an answer the job ends anyway.
+  self->request(st.scheduler, job_end_confirm_timeout, msg::scheduler_status_request{"job " + st.core.spec().id + " ends"})
+      .then([end](const msg::scheduler_status&) { end(); }, [end](const caf::error&) { end(); });
 }
 
 }  // namespace msomni::cli::runner_detail

@@ -58,7 +58,10 @@ void remove_scratch(runner_state& st);
 void signal_child(runner_state& st, job_runner::stop_signal sig);
 // How long the end of the job waits for a command it sent SIGTERM before killing it.
 inline constexpr auto command_stop_grace = std::chrono::duration_cast<std::chrono::milliseconds>(job_runner::command_stop_grace);
-// Ends the job (a command asked to stop first gets command_stop_grace when `f.grace`).
+// How long the job's end waits for the scheduler to confirm it has the job_finished.
+inline constexpr auto job_end_confirm_timeout = std::chrono::seconds(5);
+// Ends the job (a command asked to stop first gets command_stop_grace when `f.grace`) once
+// the scheduler has handled what was sent to it before.
 void finish(runner_actor* self, const job_runner::finish_job& f);
 
 // job_resize.cpp: msomni-run resized in place.
