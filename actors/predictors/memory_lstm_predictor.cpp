@@ -178,6 +178,9 @@ memory_forecast lstm_attention_predictor::forecast(size_t horizon, std::span<con
   pca_.project(raw, z);
   xs.insert(xs.end(), z.begin(), z.end());
   const auto y = net_->forward(xs);
+  // A diverged network must not turn into a reservation: the ridge answers instead.
+  for (double v : y)
+    if (!std::isfinite(v)) return ridge_.forecast(horizon, upcoming);
   std::vector<double> out(horizon);
   for (size_t k = 0; k < horizon; ++k) {
     const size_t o = std::min(k, y.size() - 1);
