@@ -79,7 +79,7 @@ TEST_CASE("an allocation past the budget throws out_of_memory with the numbers a
   CHECK(account->in_use() == 0);
 }
 
-TEST_CASE("device buffers go through the account; backends without their own share the process's") {
+TEST_CASE("device buffers go through the account, and backends without their own share the process's") {
   auto o = make_cpu_ops(1);
   CHECK(&o->memory() == process_memory_account().get());
   const auto before = process_memory_account()->in_use();

@@ -129,7 +129,7 @@ TEST_CASE("step samples become trace lines of the documented format, one per ste
   CHECK_FALSE(unknown.contains("memory"));
 }
 
-TEST_CASE("a resize and a resume are marked; steps only go forward in a file; a later attempt has its own") {
+TEST_CASE("a resize and a resume are marked, steps only go forward in a file, a later attempt has its own") {
   msomni::testing::temp_dir dir;
   const auto d = dir.path() / "memory";
   memory_journal j(d, 0, {});
@@ -151,7 +151,7 @@ TEST_CASE("a resize and a resume are marked; steps only go forward in a file; a 
   CHECK(read_json_lines(d / "rank-0.jsonl").size() == 2);
 }
 
-TEST_CASE("in-step samples go to their own file, at most max_in_step per step; files stop at max_file_bytes") {
+TEST_CASE("in-step samples go to their own file, at most max_in_step per step, and files stop at max_file_bytes") {
   msomni::testing::temp_dir dir;
   const auto d = dir.path() / "memory";
   memory_journal_settings limits;

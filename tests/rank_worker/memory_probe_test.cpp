@@ -49,7 +49,7 @@ TEST_CASE("a batch's memory features count samples, patches by kind, real tokens
   CHECK(f.micro_batch == 4);
 }
 
-TEST_CASE("a step's micro-batches add up; upcoming micro-batches become whole steps, at most the horizon") {
+TEST_CASE("a step's micro-batches add up and upcoming micro-batches become whole steps, at most the horizon") {
   msg::batch_features a{1, 0, 1, 16, 0, 30, 48, 2}, b{0, 2, 0, 0, 64, 20, 96, 2};
   msg::batch_features step;
   add_micro_batch(step, a);
