@@ -48,7 +48,7 @@ memory_forecast_core::memory_forecast_core(const memory_forecast_settings& s,
 }
 
 void memory_forecast_core::observe(const memory_sample& s) {
-  if (!window_.empty() && s.step <= window_.back().step)
+  if (!window_.empty() && s.step <= window_.back().step && s.event != "resume")
     throw std::invalid_argument("memory forecast: step " + std::to_string(s.step) + " after step " +
                                 std::to_string(window_.back().step));
   predictor_->observe(s);

@@ -35,7 +35,9 @@ class memory_forecast_core {
                                 std::unique_ptr<memory_predictor> predictor = nullptr);
 
   // Samples must come in step order; a repeated or older step is refused
-  // (std::invalid_argument), so a replayed report cannot train the model twice.
+  // (std::invalid_argument), so a replayed report cannot train the model twice. Only a
+  // sample marked "resume" may go back: a run restarted from its checkpoint runs the steps
+  // since then again, and their memory is new evidence.
   void observe(const memory_sample& s);
   // The next horizon_steps steps, from the newest sample's upcoming batches.
   memory_forecast forecast() const;

@@ -116,8 +116,10 @@ std::vector<memory_sample> parse_memory_trace(std::string_view text, const std::
     const std::string where = source + ":" + std::to_string(line_no);
     if (line.find_first_not_of(" \t") == std::string_view::npos) fail(where, "empty line");
     auto s = parse_memory_trace_line(line, where);
-    if (!out.empty() && s.step <= out.back().step)
-      fail(where, "step " + std::to_string(s.step) + " does not follow step " + std::to_string(out.back().step));
+    // A resumed run repeats the steps since its checkpoint, so only a resume may go back.
+    if (!out.empty() && s.step <= out.back().step && s.event != "resume")
+      fail(where, "step " + std::to_string(s.step) + " does not follow step " + std::to_string(out.back().step) +
+                      " (only a \"resume\" line may go back)");
     out.push_back(std::move(s));
   }
   return out;

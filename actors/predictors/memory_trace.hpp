@@ -1,6 +1,6 @@
 // Reads memory traces (docs/memory_traces.md): one JSON object per line per step, parsed
 // strictly (every key present, no unknown key, whole non-negative numbers where bytes and
-// counts go, steps increasing). Works on text; the caller reads the file.
+// counts go, steps increasing except at a resume). Works on text; the caller reads the file.
 #pragma once
 
 #include "memory_sample.hpp"

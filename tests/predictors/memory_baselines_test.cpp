@@ -83,6 +83,11 @@ TEST_CASE("the forecast core keeps a bounded window, refuses replays and forecas
   CHECK(core.size() == 30);
   CHECK(core.window().front().step == 50);
   CHECK_THROWS_AS(core.observe(trace.back()), std::invalid_argument);
+  auto resumed = trace[70];
+  resumed.event = "resume";
+  core.observe(resumed);
+  CHECK(core.window().back().step == 70);
+  CHECK(core.size() == 30);
   const auto f = core.forecast();
   REQUIRE(f.peak_bytes.size() == 5);
   double m = 0;

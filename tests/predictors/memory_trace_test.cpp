@@ -69,6 +69,8 @@ TEST_CASE("malformed trace lines are refused at their line with the reason") {
         std::string::npos);
   CHECK(at2(replaced(base, "\"world_size\":2", "\"world_size\":0")).find("at least 1") != std::string::npos);
   CHECK(at2(replaced(base, "\"step\":2", "\"step\":1")).find("rank0.jsonl:3: step 1 does not follow step 1") == 0);
+  // A resume may go back to its checkpoint's step.
+  CHECK(at2(replaced(replaced(base, "\"step\":2", "\"step\":1"), "\"event\":\"\"", "\"event\":\"resume\"")).empty());
   CHECK(at2(replaced(base, "\"event\":\"\"", "\"event\":\"boom\"")).find("\"event\" must be") != std::string::npos);
   CHECK(at2(replaced(base, "\"seq_len\":", "\"seq_len\":-")).find("\"seq_len\" must not be negative") !=
         std::string::npos);
