@@ -82,23 +82,27 @@ memory_journal::~memory_journal() {
   }
 }
 
-bool memory_journal::append(rank_file& f, const std::string& name, const std::string& line) {
+bool memory_journal::append(rank_file& f, const std::string& stem, const std::string& line) {
   if (failed_) return false;
   if (f.bytes + line.size() > settings_.max_file_bytes) {
     ++dropped_;
     return true;  // bounded, not failed: the line is counted instead
   }
-  const auto path = dir_ / name;
   if (f.fd < 0) {
-    f.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    // A file of its own, created here: an older run's (left by msomni-run --fresh, which
+    // removes only the journals it knows) is never appended to, so steps stay in order.
+    for (int k = 1; f.fd < 0 && k <= 1000; ++k) {
+      f.path = dir_ / (stem + (k == 1 ? "" : ".run-" + std::to_string(k)) + ".jsonl");
+      f.fd = ::open(f.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+      if (f.fd < 0 && errno != EEXIST) break;
+    }
     if (f.fd < 0) {
-      failure_ = "cannot open " + path.string() + ": " + std::strerror(errno);
+      failure_ = "cannot create " + f.path.string() + ": " + std::strerror(errno);
       failed_ = true;
       return false;
     }
-    const off_t end = ::lseek(f.fd, 0, SEEK_END);
-    f.bytes = end > 0 ? static_cast<uint64_t>(end) : 0;
   }
+  const auto& path = f.path;
   const off_t before = ::lseek(f.fd, 0, SEEK_END);
   const ssize_t n = ::write(f.fd, line.data(), line.size());
   if (n == static_cast<ssize_t>(line.size())) {
@@ -135,7 +139,7 @@ bool memory_journal::record(const msg::memory_sample& s, uint64_t attempt) {
     j["in_use_bytes"] = s.in_use_bytes;
     j["peak_bytes"] = s.peak_bytes;
     j["host_batch_bytes"] = s.host_batch_bytes;
-    return append(t.in_step, base + ".in_step.jsonl", json_text(j) + "\n");
+    return append(t.in_step, base + ".in_step", json_text(j) + "\n");
   }
   if (t.last_step && s.step <= *t.last_step) {
     ++dropped_;
@@ -151,7 +155,7 @@ bool memory_journal::record(const msg::memory_sample& s, uint64_t attempt) {
   m.peak = std::max(m.peak, s.peak_bytes);
   ++m.ranks;
   while (steps_.size() > settings_.steps_kept) steps_.erase(steps_.begin());
-  return append(t.steps, base + ".jsonl", json_text(memory_trace_line(s, t_ms, event)) + "\n");
+  return append(t.steps, base, json_text(memory_trace_line(s, t_ms, event)) + "\n");
 }
 
 void memory_journal::annotate(nlohmann::ordered_json& metrics_record, uint64_t step) const {

@@ -11,6 +11,8 @@
 // file's last one (a late one from before a rollback) is dropped and counted. The samples taken
 // while a step ran go to rank-N.in_step.jsonl (attempt files alike):
 //   {"step","t_ms","in_use_bytes","peak_bytes","host_batch_bytes"}.
+// A file is always created by the journal that writes it: when an older run's file has the
+// name (msomni-run --fresh leaves memory/ alone), the new one is rank-N.run-K.jsonl.
 //
 // Every line is written whole with one append and checked, as run_journal does; a failed
 // write makes failed() true. Bounded: at most max_in_step lines per rank and step, at most
@@ -79,6 +81,7 @@ class memory_journal {
   struct rank_file {
     int fd = -1;
     uint64_t bytes = 0;
+    std::filesystem::path path;
   };
   struct rank_trace {
     uint64_t attempt = 0;
@@ -92,7 +95,9 @@ class memory_journal {
     uint64_t in_use = 0, peak = 0;
     uint32_t ranks = 0;
   };
-  bool append(rank_file& f, const std::string& name, const std::string& line);
+  // Appends to `f`, creating it on the first line as STEM.jsonl (STEM.run-K.jsonl when an
+  // older run left that name).
+  bool append(rank_file& f, const std::string& stem, const std::string& line);
 
   const std::filesystem::path dir_;
   const int64_t start_unix_ns_;

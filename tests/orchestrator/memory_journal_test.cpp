@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 
 namespace fs = std::filesystem;
 using namespace msomni::orchestrator;
@@ -189,11 +190,28 @@ TEST_CASE("a journal that cannot write says so and keeps failing") {
   msomni::testing::temp_dir dir;
   const auto d = dir.path() / "memory";
   memory_journal j(d, 0, {});
-  fs::create_directory(d / "rank-0.jsonl");  // a directory where the file should be
+  fs::remove(d);
+  std::ofstream(d) << "a file where the directory was\n";
   CHECK_FALSE(j.record(sample(0, 1, 10, 20)));
   CHECK(j.failed());
   CHECK(j.failure().find("rank-0.jsonl") != std::string::npos);
   CHECK_FALSE(j.record(sample(1, 1, 10, 20)));
+}
+
+TEST_CASE("an older run's trace is never appended to: the new run writes a file of its own") {
+  msomni::testing::temp_dir dir;
+  const auto d = dir.path() / "memory";
+  {
+    memory_journal first(d, 0, {});
+    CHECK(first.record(sample(0, 1, 10, 20)));
+    CHECK(first.record(sample(0, 2, 10, 20)));
+  }
+  memory_journal again(d, 0, {});  // e.g. msomni-run --fresh, which leaves memory/ as it is
+  CHECK(again.record(sample(0, 1, 10, 20)));
+  CHECK(read_json_lines(d / "rank-0.jsonl").size() == 2);
+  const auto lines = read_json_lines(d / "rank-0.run-2.jsonl");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].at("step") == 1);
 }
 
 TEST_CASE("the hook counts what it refuses and journals what it accepts") {
