@@ -114,9 +114,40 @@ void job_runner_core::keep_of_deferred(uint32_t keep) {
   deferred_start_->replicas = keep;
 }
 
+actions job_runner_core::on_interrupted() {
+  actions out;
+  if (interrupted_ || over_) return out;
+  interrupted_ = true;
+  deferred_start_.reset();
+  resize_to_ = 0;  // an in-place resize under way is dropped with the run
+  if (!running_) {
+    finish(1, "interrupted", out);
+    return out;
+  }
+  out.push_back(say{"interrupted: stopping the command (SIGTERM; SIGKILL after " +
+                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(command_stop_grace).count()) +
+                    " s)"});
+  why_ = stopping::no;  // it ends as the job's end, whatever was asked of it before
+  out.emplace_back(std::in_place_type<signal_command>, signal_command{stop_signal::terminate});
+  out.push_back(kill_if_still_running{command_stop_grace, run_});
+  return out;
+}
+
+// The command ended after msomni job was interrupted: the scheduler hears how, and the job ends.
+void job_runner_core::end_interrupted(int code, uint64_t step, actions& out) {
+  const bool stopped = stopped_with_checkpoint(code);
+  if (registered_) out.push_back(tell_scheduler{msg::job_finished{spec_.id, code, stopped, stopped ? step : 0}});
+  if (stopped)
+    finish(code, "interrupted; stopped (not finished): resumable from checkpoint step " + std::to_string(step) +
+                     "; run the same msomni job again to resume", out);
+  else
+    finish(1, "interrupted (the command ended with " + std::to_string(code) + ")", out);
+}
+
 actions job_runner_core::on_command(const msg::job_command& c, time_point now, std::optional<uint64_t> checkpoint_step) {
   actions out;
   heard_ = true;
+  if (interrupted_) return out;  // the job is ending
   if (c.epoch < epoch_) return out;  // stale
   epoch_ = c.epoch;
   switch (static_cast<command_kind>(c.kind)) {
@@ -198,7 +229,7 @@ actions job_runner_core::on_command(const msg::job_command& c, time_point now, s
 actions job_runner_core::on_preempt_notice(const msg::preempt_notice& n, uint64_t checkpoint_step) {
   actions out;
   heard_ = true;
-  if (n.epoch < epoch_) return out;
+  if (interrupted_ || n.epoch < epoch_) return out;
   epoch_ = n.epoch;
   out.push_back(say{"preempted: checkpoint and release within " + seconds_text(n.drain_s) + " (" + n.reason + ")"});
   deferred_start_.reset();  // a run started while the last one ended is taken back with it
@@ -212,6 +243,10 @@ actions job_runner_core::on_command_ended(int code, uint64_t step, time_point no
   actions out;
   running_ = false;
   resize_to_ = 0;
+  if (interrupted_) {
+    end_interrupted(code, step, out);
+    return out;
+  }
   switch (why_) {
     case stopping::drain:
     case stopping::shrink:
@@ -235,10 +270,10 @@ actions job_runner_core::on_command_ended(int code, uint64_t step, time_point no
       break;
     case stopping::no:
       if (registered_) {  // with how it ended: the scheduler keeps a stopped job's step for its resume
-        const bool stopped = code == command_stopped_code;
+        const bool stopped = stopped_with_checkpoint(code);
         out.push_back(tell_scheduler{msg::job_finished{spec_.id, code, stopped, stopped ? step : 0}});
       }
-      if (code == command_stopped_code)
+      if (stopped_with_checkpoint(code))
         finish(code, "stopped (not finished): resumable from checkpoint step " + std::to_string(step) +
                          "; run the same msomni job again to resume", out);
       else

@@ -8,6 +8,9 @@
 //                                  scheduler keeps the step, and the same job submitted again
 //                                  starts with it as resume_step)
 //   a start's resume_step against the run directory's newest checkpoint: the checkpoint wins
+//   interrupted (Ctrl-C or SIGTERM to msomni job) --> SIGTERM, the command ends --> job_finished
+//                                  as it ended (exit 3 or 4: stopped, resumable), end with
+//                                  that code, else 1
 //   running --preempt_notice--> SIGTERM, stopping(drain) --ends--> job_released
 //   running --preempt (shrink)--> in place: scale-down, then job_released once it runs smaller
 //                                 else SIGTERM, stopping(shrink) --ends--> job_released, start smaller
@@ -83,6 +86,10 @@ struct ask_status {
 // The exit code of a command that stopped with a checkpoint to resume from, not finished
 // (msomni-run's for SIGINT, SIGTERM or `msomni stop`): the job ends "stopped" with it.
 inline constexpr int command_stopped_code = 3;
+// msomni-run's exit code for SIGTERM where it tells a preemption (SIGTERM: a manager takes the
+// resources back) from a stop: resumable from its checkpoint all the same.
+inline constexpr int command_preempted_code = 4;
+inline bool stopped_with_checkpoint(int code) { return code == command_stopped_code || code == command_preempted_code; }
 
 // A command asked with SIGTERM to give its GPUs back (evicted, requeued) gets this long to
 // stop; then it is killed. The job's end gives a stopping command the same grace.
@@ -134,6 +141,11 @@ class job_runner_core {
   actions on_command_ended(int shell_code, uint64_t checkpoint_step, time_point now);
   // Nothing heard from the scheduler 10 s after submitting: say so.
   actions on_quiet_check() const;
+  // msomni job itself was asked to stop: the command gets SIGTERM (and its grace, then
+  // SIGKILL), and the job ends once it has; a command that stopped with a checkpoint (exit 3
+  // or 4) is reported stopped, resumable, like one stopped by itself. From then on the scheduler's
+  // commands are ignored. Idempotent.
+  actions on_interrupted();
 
   // The scheduler went away (the shell checked it is the current one).
   actions on_scheduler_lost(time_point now);
@@ -167,6 +179,7 @@ class job_runner_core {
   void launch_run(uint64_t resume_step, const std::string& host, double share, actions& out);
   void stop(stop_signal sig, stopping why, actions& out);
   void finish(int code, std::string why, actions& out);
+  void end_interrupted(int code, uint64_t step, actions& out);
   void keep_replicas_only(uint32_t replicas);
   void keep_of_deferred(uint32_t keep);
   void register_again(time_point now, actions& out);
@@ -187,7 +200,7 @@ class job_runner_core {
   uint64_t run_ = 0;  // launches so far: names the run a kill_if_still_running is for
   uint32_t replicas_ = 0, keep_replicas_ = 0;
   stopping why_ = stopping::no;
-  bool over_ = false, heard_ = false;
+  bool over_ = false, heard_ = false, interrupted_ = false;
   std::optional<msg::job_command> deferred_start_;  // a start that came while the last run ended
   // An in-place resize in progress: msomni-run is asked to run on resize_to_ replicas; a
   // shrink answers job_released at resize_epoch_ once it does.

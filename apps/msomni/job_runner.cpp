@@ -6,6 +6,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 
 namespace msomni::cli {
 
@@ -95,6 +96,7 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
       [self](resize_poll_atom) { carry_out(self, self->state.core.on_resize_poll_due(self->state.clock.now())); },
       [self](quiet_atom) { carry_out(self, self->state.core.on_quiet_check()); },
       [self](stop_overdue_atom, uint64_t run) { carry_out(self, self->state.core.on_stop_overdue(run)); },
+      [self](interrupt_atom) { carry_out(self, self->state.core.on_interrupted()); },
       [self](poll_atom) {
         auto& s = self->state;
         // New step reports from RUN_DIR/metrics.jsonl go to a scheduler that knows this job.
@@ -140,5 +142,7 @@ caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, job_runner_en
                             std::function<void(int, const std::string&)> done) {
   return sys.spawn(runner_detail::runner, std::move(spec), std::move(env), std::move(done));
 }
+
+void interrupt_job_runner(const caf::actor& runner) { caf::anon_send(runner, runner_detail::interrupt_atom::value); }
 
 }  // namespace msomni::cli

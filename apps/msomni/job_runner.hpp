@@ -13,6 +13,9 @@
 //   force_release         -> SIGKILL (the drain period is over)
 //   evict_guest           -> SIGTERM; the job waits in the queue again
 //   reject                -> the job ends with the scheduler's reason
+//   msomni job interrupted -> SIGTERM to the command (SIGKILL 10 s later); once it has ended,
+//                            job_finished as it ended (exit 3 or 4: stopped, resumable), and
+//                            the job ends with that code, else 1
 //   the command ends by itself -> job_finished (its exit code; exit 3: stopped, with the
 //                            checkpoint step the scheduler keeps for a resume); the job
 //                            ends with the command's exit code
@@ -59,5 +62,8 @@ struct job_runner_env {
 
 caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, job_runner_env env,
                             std::function<void(int, const std::string&)> done);
+// msomni job was interrupted (Ctrl-C, SIGTERM): the command gets SIGTERM and its grace, the
+// scheduler hears how it ended (a stopped one stays resumable), then `done` is called.
+void interrupt_job_runner(const caf::actor& runner);
 
 }  // namespace msomni::cli

@@ -29,6 +29,7 @@ using quiet_atom = caf::atom_constant<caf::atom("jrquiet")>;
 using reconnect_atom = caf::atom_constant<caf::atom("jrrejoin")>;
 using resize_poll_atom = caf::atom_constant<caf::atom("jrresize")>;
 using stop_overdue_atom = caf::atom_constant<caf::atom("jrkill")>;
+using interrupt_atom = caf::atom_constant<caf::atom("jrintr")>;
 
 struct runner_state {
   job_runner::job_runner_core core{job_spec{}};

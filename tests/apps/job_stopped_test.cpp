@@ -119,3 +119,36 @@ TEST_CASE("msomni job: a run stopped with msomni stop is listed as stopped and t
   CHECK(sched.read_until("msomni-sched: stopped", 10s));
   CHECK(sched.wait(10s) == 0);
 }
+
+// msomni job gives the command SIGTERM when it is interrupted.
+TEST_CASE("msomni job interrupted with Ctrl-C: msomni-run stops with a checkpoint and the job is listed as stopped, not lost") {
+  temp_dir dir;
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+  const std::string info = (dir.path() / "info").string();
+  child_process sched(MSOMNI_SCHED_BINARY, {"--gpus", "8", "--info-file", info});
+  REQUIRE_MESSAGE(sched.read_until("msomni-sched: 8 GPUs", 20s), sched.log);
+  const auto run_dir = dir.path() / "run";
+  child_process job(MSOMNI_CLI_BINARY,
+                    {"job", "--scheduler-info", info, "--id", "train", "--gpus", "8", "--run-dir", run_dir.string(), "--",
+                     MSOMNI_RUN_BINARY, std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml", "--set",
+                     "training.steps=100000", "--run-dir", run_dir.string()});
+  REQUIRE_MESSAGE(job.read_until("msomni job train: started", 20s), job.log);
+  for (int i = 0; i < 1200 && lines_in(run_dir / "metrics.jsonl") < 10; ++i) std::this_thread::sleep_for(50ms);
+  ::kill(job.pid(), SIGINT);
+  const auto said = job.read_until("msomni job train: interrupted; stopped (not finished): resumable from checkpoint step ", 60s);
+  REQUIRE_MESSAGE(said, job.log);
+  const int code = job.wait(10s);
+  CHECK((code == 3 || code == 4));  // msomni-run's stopped, or preempted where SIGTERM reads as one
+  const std::string marker = "checkpoint step ";
+  const uint64_t step = std::stoull(said->substr(said->find(marker) + marker.size()));
+  CHECK(step >= 10);
+  const auto status = parse_json(run_command(cli("sched-status --json --scheduler-info " + info)).output);
+  REQUIRE(status.at("stopped").size() == 1);
+  CHECK(status.at("stopped")[0].at("job") == "train");
+  CHECK(status.at("stopped")[0].at("resume_step") == step);
+  CHECK(status.at("ended").empty());
+  CHECK(status.at("gpus_free") == 8);
+  ::kill(sched.pid(), SIGTERM);
+  CHECK(sched.read_until("msomni-sched: stopped", 10s));
+  CHECK(sched.wait(10s) == 0);
+}

@@ -509,3 +509,40 @@ TEST_CASE("a start that resumes a stopped job says from which checkpoint step, a
   CHECK(one<launch>(a).resume_step == 42);
   CHECK(says(a, "resumes from checkpoint step 42"));
 }
+
+TEST_CASE("msomni job interrupted: SIGTERM, then the scheduler hears how the command ended, and the job ends") {
+  auto c = running();
+  auto a = c.on_interrupted();
+  CHECK(one<signal_command>(a).sig == stop_signal::terminate);
+  CHECK(one<kill_if_still_running>(a).after == command_stop_grace);
+  CHECK(all<finish_job>(a).empty());
+  CHECK(c.on_interrupted().empty());  // once
+  // The scheduler's commands meanwhile change nothing: the job is ending.
+  CHECK(c.on_command(command(command_kind::force_release, 2), t0).empty());
+  CHECK(c.on_preempt_notice({"j1", 2, 30, "x"}, 0).empty());
+  // msomni-run stopped with a final checkpoint: stopped and resumable.
+  a = c.on_command_ended(command_stopped_code, 698, t0);
+  CHECK(told<msg::job_finished>(a) == msg::job_finished{"j1", 3, true, 698});
+  const auto f = one<finish_job>(a);
+  CHECK(f.code == 3);
+  CHECK(f.why.find("resumable from checkpoint step 698") != std::string::npos);
+  CHECK(c.over());
+
+  auto preempted = running();  // msomni-run's code for SIGTERM where it reads as a preemption: resumable too
+  preempted.on_interrupted();
+  a = preempted.on_command_ended(command_preempted_code, 40, t0);
+  CHECK(told<msg::job_finished>(a) == msg::job_finished{"j1", 4, true, 40});
+  CHECK(one<finish_job>(a).code == 4);
+
+  auto other = running();  // a command that ends another way: failed as reported, the job ends 1
+  other.on_interrupted();
+  a = other.on_command_ended(143, 0, t0);
+  CHECK(told<msg::job_finished>(a) == msg::job_finished{"j1", 143, false, 0});
+  CHECK(one<finish_job>(a).code == 1);
+
+  job_runner_core waiting(spec());  // nothing runs yet: it ends at once
+  waiting.start(t0);
+  a = waiting.on_interrupted();
+  CHECK(all<signal_command>(a).empty());
+  CHECK(one<finish_job>(a) == finish_job{1, "interrupted", false});
+}
