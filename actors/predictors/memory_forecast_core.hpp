@@ -1,6 +1,6 @@
 // The memory watermark forecast core of one rank: takes the rank's samples one at a time,
 // keeps the last `sequence_length` of them, and forecasts the peak of each of the next
-// `horizon_steps` steps (and their maximum) with the configured predictor, from the batches
+// `horizon_steps` steps (and the max over them) with the configured predictor, from the batches
 // the pipeline already holds. Pure: no clock, no threads, no files.
 #pragma once
 

@@ -2,7 +2,7 @@
 // through time with Adam: the network of the learned memory predictor.
 //
 //   x_1..x_T -> LSTM -> h_1..h_T;  q = Wq h_T;  a = softmax(h_t . q / sqrt(H));
-//   c = sum_t a_t h_t;  y = Wo [h_T; c] + bo   (one output per step ahead)
+//   c = sum_t a_t h_t;  y = Wo [h_T; c] + bo
 //
 // All parameters sit in one flat vector (so Adam and the gradient check see them alike).
 // Deterministic: the initial weights come from the seed; no threads.

@@ -75,7 +75,7 @@ void lstm_attention_predictor::refit() {
   const double scale = std::max(min_scale_bytes, std::sqrt(var / static_cast<double>(n)));
   pca_basis next = pca_fit(rows, d, s_.pca_dims);
   if (!net_) {
-    net_ = std::make_unique<lstm_attention_net>(next.dims_out, s_.hidden, s_.horizon, s_.seed);
+    net_ = std::make_unique<lstm_attention_net>(next.dims_out, s_.hidden, s_.horizon + 1, s_.seed);
   } else {
     // The same input row keeps giving the same gates in the new basis.
     const auto t = pca_transfer_between(pca_, next);
@@ -116,12 +116,23 @@ double lstm_attention_predictor::train_example(size_t end, std::vector<double>& 
   std::vector<double> xs;
   xs.reserve((end + 1 - first) * k_in);
   for (size_t t = first; t <= end; ++t) xs.insert(xs.end(), window_[t].z.begin(), window_[t].z.end());
-  std::vector<double> targets(s_.horizon, 0.0);
-  std::vector<bool> mask(s_.horizon, false);
-  for (size_t k = 1; k <= s_.horizon; ++k) {
+  // Outputs 0..horizon-1: each step ahead; output horizon: the max over the horizon, known
+  // only once the whole horizon after `end` is in the window.
+  const size_t h = s_.horizon;
+  std::vector<double> targets(h + 1, 0.0);
+  std::vector<bool> mask(h + 1, false);
+  double peak_max = 0, base_max = 0;
+  for (size_t k = 1; k <= h; ++k) {
     if (end + k >= window_.size()) break;
-    targets[k - 1] = (window_[end + k].peak - base(end, k)) / y_scale_;
+    const double b = base(end, k);
+    targets[k - 1] = (window_[end + k].peak - b) / y_scale_;
     mask[k - 1] = true;
+    peak_max = k == 1 ? window_[end + k].peak : std::max(peak_max, window_[end + k].peak);
+    base_max = k == 1 ? b : std::max(base_max, b);
+  }
+  if (end + h < window_.size()) {
+    targets[h] = (peak_max - base_max) / y_scale_;
+    mask[h] = true;
   }
   return net_->loss_and_gradient(xs, targets, mask, grad);
 }
@@ -182,14 +193,20 @@ memory_forecast lstm_attention_predictor::forecast(size_t horizon, std::span<con
   for (double v : y)
     if (!std::isfinite(v)) return ridge_.forecast(horizon, upcoming);
   std::vector<double> out(horizon);
+  double base_max = 0;
   for (size_t k = 0; k < horizon; ++k) {
-    const size_t o = std::min(k, y.size() - 1);
+    const size_t o = std::min(k, s_.horizon - 1);
     double b = y_mean_;
     if (s_.target == lstm_target::residual)
       b = k < upcoming.size() ? ridge_.estimate(upcoming[k]) : ridge_.unknown_batch_estimate();
+    base_max = k == 0 ? b : std::max(base_max, b);
     out[k] = std::max(0.0, b + y_scale_ * y[o]);
   }
-  return finish_forecast(std::move(out));
+  auto f = finish_forecast(std::move(out));
+  // The max head is trained on the horizon's max itself: the largest of a step's expected
+  // values falls short of the expected largest when the steps are uncertain.
+  if (horizon == s_.horizon) f.max_bytes = std::max(f.max_bytes, base_max + y_scale_ * y[s_.horizon]);
+  return f;
 }
 
 }  // namespace msomni::predict

@@ -6,9 +6,11 @@
 // known ones) with how many were known. The rows are compressed by PCA to `pca_dims`
 // (refitted every `refit_every` steps; the network's input weights are carried over to the
 // new basis so a refit does not throw away what was learned). The network reads the last
-// `bptt_steps` rows and gives one value per step ahead: in `residual` mode the correction
-// to the ridge predictor's feature estimate of that step's batch, in `peak` mode the peak
-// itself (both scaled by the window's peak spread). Each observed step runs
+// `bptt_steps` rows and gives one value per step ahead and one for the largest over the
+// horizon: in `residual` mode the correction to the ridge predictor's feature estimate of
+// that step's batch (of the largest estimate, for the max), in `peak` mode the peak itself
+// (both scaled by the window's peak spread). The forecast's max is the larger of the max
+// output and the steps' largest. Each observed step runs
 // `updates_per_step` Adam steps on `examples_per_update` windows ending inside the kept
 // window (the newest one always among them), so the cost per step is bounded.
 #pragma once

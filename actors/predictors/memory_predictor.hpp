@@ -17,7 +17,9 @@ namespace msomni::predict {
 
 struct memory_forecast {
   std::vector<double> peak_bytes;  // one per step ahead, nearest first
-  double max_bytes = 0;            // the largest of them: what a reservation must cover
+  // What a reservation for the horizon must cover: at least the largest of peak_bytes (a
+  // predictor may forecast the horizon's max on its own, which can be higher).
+  double max_bytes = 0;
 };
 
 class memory_predictor {

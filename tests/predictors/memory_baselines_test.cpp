@@ -95,6 +95,6 @@ TEST_CASE("the forecast core keeps a bounded window, refuses replays and forecas
     CHECK(v > 0);
     m = std::max(m, v);
   }
-  CHECK(f.max_bytes == m);
+  CHECK(f.max_bytes >= m);
   CHECK(core.predictor().name() == make_default_memory_predictor(s)->name());
 }
