@@ -35,16 +35,22 @@ std::vector<double> lstm_attention_predictor::raw_row(const memory_sample& s,
   r.insert(r.end(), own.begin(), own.end());
   r.push_back(static_cast<double>(s.peak_bytes) / gib);
   r.push_back(static_cast<double>(s.in_use_bytes) / gib);
+  r.resize(r.size() + batch_feature_count * s_.horizon + 1);
+  set_upcoming(r, upcoming);
+  return r;
+}
+
+void lstm_attention_predictor::set_upcoming(std::vector<double>& row, std::span<const batch_features> upcoming) const {
+  auto at = row.begin() + static_cast<std::ptrdiff_t>(batch_feature_count + 2);
   for (size_t k = 0; k < s_.horizon; ++k) {
     if (k < upcoming.size()) {
       const auto f = batch_feature_vector(upcoming[k]);
-      r.insert(r.end(), f.begin(), f.end());
+      at = std::copy(f.begin(), f.end(), at);
     } else {
-      r.insert(r.end(), batch_feature_count, 0.0);
+      at = std::fill_n(at, batch_feature_count, 0.0);
     }
   }
-  r.push_back(static_cast<double>(std::min(upcoming.size(), s_.horizon)) / static_cast<double>(s_.horizon));
-  return r;
+  *at = static_cast<double>(std::min(upcoming.size(), s_.horizon)) / static_cast<double>(s_.horizon);
 }
 
 uint64_t lstm_attention_predictor::next_random() {
@@ -177,14 +183,8 @@ memory_forecast lstm_attention_predictor::forecast(size_t horizon, std::span<con
   xs.reserve((n - first) * k_in);
   for (size_t t = first; t + 1 < n; ++t) xs.insert(xs.end(), window_[t].z.begin(), window_[t].z.end());
   // The newest row with the pipeline's batches as the caller knows them now.
-  memory_sample newest;
-  const auto& last = window_.back();
-  std::vector<double> raw = last.raw;
-  {
-    std::vector<double> fresh = raw_row(newest, upcoming);
-    std::copy(fresh.begin() + batch_feature_count + 2, fresh.end(),
-              raw.begin() + static_cast<std::ptrdiff_t>(batch_feature_count + 2));
-  }
+  std::vector<double> raw = window_.back().raw;
+  set_upcoming(raw, upcoming);
   std::vector<double> z(k_in);
   pca_.project(raw, z);
   xs.insert(xs.end(), z.begin(), z.end());

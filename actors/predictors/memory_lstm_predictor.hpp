@@ -62,6 +62,7 @@ class lstm_attention_predictor final : public memory_predictor {
     size_t known_ahead = 0;      // upcoming batches the pipeline held at this step
   };
   std::vector<double> raw_row(const memory_sample& s, std::span<const batch_features> upcoming) const;
+  void set_upcoming(std::vector<double>& row, std::span<const batch_features> upcoming) const;
   void refit();
   double base(size_t end, size_t k) const;  // the ridge estimate for step end + k as seen at end
   double train_example(size_t end, std::vector<double>& grad) const;

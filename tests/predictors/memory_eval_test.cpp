@@ -96,3 +96,16 @@ TEST_CASE("the lstm's residual learns memory history the batch features do not s
   CHECK(scores[1].name == "lstm_attention");
   CHECK(scores[1].mae_bytes < 0.5 * scores[0].mae_bytes);
 }
+
+TEST_CASE("with no batch known ahead the lstm's max output keeps its reservation close and rarely short") {
+  const auto trace = msomni::testing::sawtooth_trace(600, 0);
+  std::vector<std::unique_ptr<memory_predictor>> ps;
+  ps.push_back(std::make_unique<ridge_predictor>(200));
+  ps.push_back(make_default_memory_predictor({}));
+  memory_eval_settings es;
+  const auto scores = evaluate_memory_predictors(trace, ps, es);
+  MESSAGE("ridge mae " << scores[0].mae_bytes / (1 << 30) << " GB under " << scores[0].under_rate << "; lstm mae "
+                       << scores[1].mae_bytes / (1 << 30) << " GB under " << scores[1].under_rate);
+  CHECK(scores[1].mae_bytes < 0.25 * (1 << 30));
+  CHECK(scores[1].under_rate < 0.01);
+}
