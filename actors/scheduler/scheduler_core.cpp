@@ -152,7 +152,13 @@ std::vector<command> scheduler_core::finished(const std::string& job, double now
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return out;
   job_state& j = it->second;
-  if (j.phase == job_phase::pending) return out;  // a late report of a job that was preempted
+  ended_.add({job, j.req.klass, how, now_s});
+  if (j.phase == job_phase::pending) {  // it ended while it waited (preempted, or not started yet): it leaves the queue
+    pending_.erase(key_of(j));
+    erase_job(it);
+    schedule(now_s, out);
+    return out;
+  }
   evict_guests_of(job, now_s, "host finished", out);
   if (j.phase == job_phase::guest) {
     auto& list = guests_of_[j.host];
@@ -162,7 +168,6 @@ std::vector<command> scheduler_core::finished(const std::string& job, double now
     place_.give_back(job, j.gpus);
   }
   forecasts_.erase(job);
-  ended_.add({job, j.req.klass, how, now_s});
   set_phase(j, job_phase::pending);  // leaves the phase sets
   erase_job(it);
   schedule(now_s, out);

@@ -9,7 +9,7 @@
 //      |                  |  ^                  (keep_replicas > 0: back to running, smaller)
 //      |                  +--+ resize (grow at once; shrink goes through draining)
 //      +--colocate--> guest --evict_guest--> pending
-//   running/guest --finished--> ended (kept in a bounded history: finished, failed, lost, or
+//   any phase --finished--> ended (kept in a bounded history: finished, failed, lost, or
 //                   stopped at a checkpoint step) --the same id submitted--> pending (resume)
 #pragma once
 
@@ -97,8 +97,9 @@ class scheduler_core {
   std::vector<command> schedule_now(double now_s);
   // Victim's job_released. Idempotent: a repeat or a stale epoch does nothing.
   std::vector<command> released(const std::string& job, uint64_t epoch, double now_s);
-  // A job's command ended (`how`, kept in the history of ended jobs); its GPUs are free.
-  // Idempotent; a pending job (a late report of one that was preempted) is kept.
+  // A job ended (`how`, kept in the history of ended jobs): its GPUs are free, or, while it
+  // waits (preempted, or not started yet: its `msomni job` went away), it leaves the queue.
+  // Idempotent.
   std::vector<command> finished(const std::string& job, double now_s, const job_outcome& how = {});
   // Drain deadlines that passed become force_release; call at least at every deadline.
   std::vector<command> expire(double now_s);

@@ -133,6 +133,20 @@ TEST_CASE("a resubmission the core refuses leaves the stopped job in the history
   CHECK(s.ended().find("train")->outcome.checkpoint_step == 698);
 }
 
+TEST_CASE("a waiting job whose msomni job goes away leaves the queue and never starts") {
+  auto s = make();
+  s.submit(req("big", 16), 0);
+  s.submit(req("ghost", 8), 1);  // waits
+  REQUIRE(s.find("ghost") != nullptr);
+  s.finished("ghost", 2, {job_end::lost, 0, 0});
+  CHECK(s.find("ghost") == nullptr);
+  CHECK(s.pending_count() == 0);
+  CHECK(s.ended().find("ghost")->outcome.end == job_end::lost);
+  const auto cs = s.finished("big", 3);
+  CHECK_FALSE(find_cmd(cs, command_kind::start, "ghost"));
+  CHECK(s.gpus().free_count() == 16);
+}
+
 TEST_CASE("the history of ended jobs is bounded by ended_jobs_capacity") {
   auto s = make(2);
   for (int i = 0; i < 5; ++i) {

@@ -620,7 +620,7 @@ TEST_CASE("the counts by class and phase follow every start, notice, drain, gues
   check_counts(s);
   // The best-effort job becomes the critical job's guest, then everything ends.
   s.set_forecast("crit", {0.45, 0.38, 0.5, 1.0});
-  s.finished("q1", 50);  // pending: a late report, nothing changes
+  s.finished("q1", 50);  // pending: it leaves the queue
   check_counts(s);
   s.window(60);
   check_counts(s);
