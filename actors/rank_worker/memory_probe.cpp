@@ -14,6 +14,7 @@ namespace msomni::rank_worker {
 namespace {
 
 using probe_tick_atom = caf::atom_constant<caf::atom("mprobe")>;
+using probe_start_atom = caf::atom_constant<caf::atom("mprobego")>;
 
 int64_t unix_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -28,12 +29,24 @@ memory_probe::memory_probe(caf::actor_system& sys, caf::actor orchestrator, std:
   state_->account = std::move(account);
   state_->batch_memory = std::move(batch_memory);
   state_->settings = settings;
+  // The timer runs only while a step does: step_started wakes it, a tick after the step ended
+  // lets it sleep, so an idle rank (or one between steps) is never woken by it.
   timer_ = sys.spawn([st = state_](caf::event_based_actor* self) -> caf::behavior {
-    self->delayed_send(self, st->settings.interval, probe_tick_atom::value);
-    return {[st, self](probe_tick_atom) {
-      if (auto s = st->in_step_sample()) caf::anon_send(st->orchestrator, std::move(*s));
-      self->delayed_send(self, st->settings.interval, probe_tick_atom::value);
-    }};
+    auto ticking = std::make_shared<bool>(false);
+    return {[st, self, ticking](probe_start_atom) {
+              if (*ticking) return;
+              *ticking = true;
+              self->delayed_send(self, st->settings.interval, probe_tick_atom::value);
+            },
+            [st, self, ticking](probe_tick_atom) {
+              auto s = st->in_step_sample();
+              if (!s) {
+                *ticking = false;
+                return;
+              }
+              caf::anon_send(st->orchestrator, std::move(*s));
+              self->delayed_send(self, st->settings.interval, probe_tick_atom::value);
+            }};
   });
 }
 
@@ -46,11 +59,14 @@ memory_probe::~memory_probe() {
 }
 
 void memory_probe::step_started(const sample_identity& who, uint64_t step) {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  state_->who = who;
-  state_->step = step;
-  state_->in_step = true;
-  state_->sent_in_step = 0;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->who = who;
+    state_->step = step;
+    state_->in_step = true;
+    state_->sent_in_step = 0;
+  }
+  caf::anon_send(timer_, probe_start_atom::value);
 }
 
 void memory_probe::use_batch_memory(std::shared_ptr<std::pmr::memory_resource> batch_memory) {

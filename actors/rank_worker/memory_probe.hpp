@@ -1,11 +1,13 @@
 // The rank's memory samples to the control process. After every optimizer step the training
-// thread sends one (step_sample: the step's exact peak and what is held at its end, with the
+// thread sends one (step_ended: the step's exact peak and what is held at its end, with the
 // step's batch and the upcoming ones). While a step runs, a small actor of the rank's actor
 // system (a timer, not a thread of its own) sends one every memory.sample_interval_ms with the
 // peak so far, at most max_in_step per step, so a step that runs long cannot flood the
-// control process. Both read the backend's memory_account, which counts every allocation.
+// control process; between steps the timer sleeps. Both read the backend's memory_account,
+// which counts every allocation.
 //
-//   idle --step_started--> in step: a sample every interval (at most max_in_step) --step_ended--> idle
+//   idle --step_started (wakes the timer)--> in step: a sample every interval, at most
+//        max_in_step --step_ended / step_aborted--> idle (the next tick puts the timer to sleep)
 #pragma once
 
 #include "memory/memory_account.hpp"
