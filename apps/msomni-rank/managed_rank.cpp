@@ -438,7 +438,7 @@ int run_managed_rank(const config::job_config& cfg, const managed_rank_options& 
       // the orchestrator ends the job instead of replacing ranks that would fail alike.
       const std::string why = std::string(e.what()) + "; raise memory.device_memory_gb (" +
                               json_text(nlohmann::json(cfg.memory.device_memory_gb)) +
-                              " GB now) or lower training.micro_batch";
+                              " GB now) or make the batches or the model smaller";
       rank.report_failure(why);
       throw std::runtime_error(why);
     } catch (const std::exception& e) {
