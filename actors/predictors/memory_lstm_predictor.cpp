@@ -17,9 +17,9 @@ constexpr double min_scale_bytes = 1 << 20;  // a flat trace still gets a usable
 lstm_attention_predictor::lstm_attention_predictor(lstm_predictor_settings s)
     : s_(s), ridge_(s.window), rng_(s.seed * 0x9e3779b97f4a7c15ULL + 1) {
   if (s_.window < 2 || s_.horizon == 0 || s_.pca_dims == 0 || s_.hidden == 0 || s_.bptt_steps == 0 ||
-      s_.refit_every == 0)
+      s_.refit_every == 0 || s_.row_batches_max == 0)
     throw std::invalid_argument("lstm predictor: window >= 2 and positive horizon, pca_dims, hidden, "
-                                "bptt_steps, refit_every");
+                                "bptt_steps, refit_every, row_batches_max");
   s_.warmup = std::clamp<size_t>(s_.warmup, 2, s_.window);
 }
 
@@ -30,19 +30,20 @@ std::string lstm_attention_predictor::name() const {
 std::vector<double> lstm_attention_predictor::raw_row(const memory_sample& s,
                                                       std::span<const batch_features> upcoming) const {
   std::vector<double> r;
-  r.reserve(batch_feature_count * (s_.horizon + 1) + 3);
+  r.reserve(batch_feature_count * (row_batches() + 1) + 3);
   const auto own = batch_feature_vector(s.batch);
   r.insert(r.end(), own.begin(), own.end());
   r.push_back(static_cast<double>(s.peak_bytes) / gib);
   r.push_back(static_cast<double>(s.in_use_bytes) / gib);
-  r.resize(r.size() + batch_feature_count * s_.horizon + 1);
+  r.resize(r.size() + batch_feature_count * row_batches() + 1);
   set_upcoming(r, upcoming);
   return r;
 }
 
 void lstm_attention_predictor::set_upcoming(std::vector<double>& row, std::span<const batch_features> upcoming) const {
   auto at = row.begin() + static_cast<std::ptrdiff_t>(batch_feature_count + 2);
-  for (size_t k = 0; k < s_.horizon; ++k) {
+  const size_t n = row_batches();
+  for (size_t k = 0; k < n; ++k) {
     if (k < upcoming.size()) {
       const auto f = batch_feature_vector(upcoming[k]);
       at = std::copy(f.begin(), f.end(), at);
@@ -50,7 +51,7 @@ void lstm_attention_predictor::set_upcoming(std::vector<double>& row, std::span<
       at = std::fill_n(at, batch_feature_count, 0.0);
     }
   }
-  *at = static_cast<double>(std::min(upcoming.size(), s_.horizon)) / static_cast<double>(s_.horizon);
+  *at = static_cast<double>(std::min(upcoming.size(), n)) / static_cast<double>(n);
 }
 
 uint64_t lstm_attention_predictor::next_random() {

@@ -2,8 +2,8 @@
 // trained online on the rank's own samples.
 //
 // Each step becomes one input row: the batch it ran, its peak and end-of-step bytes, and the
-// features of the batches the pipeline held at that step (up to `horizon`, zeros past the
-// known ones) with how many were known. The rows are compressed by PCA to `pca_dims`
+// features of the batches the pipeline held at that step (up to `horizon`, at most
+// `row_batches_max`, zeros past the known ones) with how many were known. The rows are compressed by PCA to `pca_dims`
 // (refitted every `refit_every` steps; the network's input weights are carried over to the
 // new basis so a refit does not throw away what was learned). The network reads the last
 // `bptt_steps` rows and gives one value per step ahead and one for the largest over the
@@ -20,6 +20,7 @@
 #include "memory_predictor.hpp"
 #include "memory_ridge.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -38,6 +39,7 @@ struct lstm_predictor_settings {
   size_t examples_per_update = 4;
   size_t refit_every = 50;         // steps between PCA refits
   size_t warmup = 24;              // samples before the first fit; until then the ridge answers
+  size_t row_batches_max = 16;     // upcoming batches an input row describes (bounds the row)
   lstm_target target = lstm_target::residual;
   adam_settings adam;
   uint64_t seed = 1;
@@ -63,6 +65,7 @@ class lstm_attention_predictor final : public memory_predictor {
   };
   std::vector<double> raw_row(const memory_sample& s, std::span<const batch_features> upcoming) const;
   void set_upcoming(std::vector<double>& row, std::span<const batch_features> upcoming) const;
+  size_t row_batches() const { return std::min(s_.horizon, s_.row_batches_max); }
   void refit();
   double base(size_t end, size_t k) const;  // the ridge estimate for step end + k as seen at end
   double train_example(size_t end, std::vector<double>& grad) const;
