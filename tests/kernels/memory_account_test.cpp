@@ -1,9 +1,11 @@
 // Exact memory accounting of the CPU backend: every allocate and release moves the bytes in
 // use by exactly the (64-byte rounded) size, the peak holds the highest point since the last
 // take_peak, and an allocation past the budget throws out_of_memory with the numbers and
-// allocates nothing.
+// allocates nothing. The CUDA backend the same, where a GPU is usable (else the case is skipped).
+#include "device/device_info.hpp"
 #include "memory/memory_account.hpp"
 #include "ops.hpp"
+#include "support/test_skip.hpp"
 
 #include <doctest/doctest.h>
 
@@ -99,4 +101,38 @@ TEST_CASE("the batch memory in use is what the pool has handed out") {
   CHECK(batch_memory_in_use(pool.get()) == 0);
   CHECK(batch_memory_in_use(std::pmr::get_default_resource()) == 0);
   CHECK(batch_memory_in_use(nullptr) == 0);
+}
+
+TEST_CASE("cuda ops count like the CPU's, refuse past the budget, and report the device's own refusal the same way") {
+  const auto report = probe_devices();
+  if (report.gpus.empty()) MSOMNI_SKIP_TEST("no usable GPU (" + report.status + ")");
+  const int device = report.gpus.front().index;
+  auto huge = std::make_shared<memory_account>();
+  huge->set_budget(uint64_t{1} << 60);
+  (void)make_cuda_ops(device, huge);
+  CHECK(huge->budget() < (uint64_t{1} << 60));  // lowered to the device's memory
+  CHECK(huge->budget() > 0);
+
+  auto account = std::make_shared<memory_account>();
+  account->set_budget(1 << 20);
+  auto gpu = make_cuda_ops(device, account);
+  void* a = gpu->allocate(1000);
+  CHECK(account->in_use() == 1000);
+  CHECK_THROWS_AS((void)gpu->allocate(1 << 20), out_of_memory);
+  CHECK(account->in_use() == 1000);
+  gpu->release(a);
+  CHECK(account->in_use() == 0);
+  account->set_budget(uint64_t{1} << 62);  // past the device: cudaMalloc itself refuses
+  try {
+    (void)gpu->allocate(uint64_t{1} << 61);
+    FAIL("cudaMalloc of 2 EiB succeeded");
+  } catch (const out_of_memory& e) {
+    const std::string what = e.what();
+    CHECK(what.find("out of memory: cuda device") != std::string::npos);
+    CHECK(what.find("refused by cudaMalloc") != std::string::npos);
+    CHECK(what.find("cudaMemGetInfo") != std::string::npos);
+  }
+  CHECK(account->in_use() == 0);
+  void* after = gpu->allocate(4096);  // the failure left nothing behind
+  gpu->release(after);
 }
