@@ -7,6 +7,7 @@
 #include "config/config_loader.hpp"
 #include "core/log.hpp"
 #include "device/device_info.hpp"
+#include "health_preflight.hpp"
 #include "device/gpu_facts.hpp"
 #include "nccl/nccl_info.hpp"
 #include "source_probe.hpp"
@@ -94,6 +95,8 @@ int main(int argc, char** argv) {
       return exit_config;
     }
   }
+  // The pre-flight health check at health.preflight's level: a failed check starts nothing.
+  if (const int rc = msomni::health::run_preflight(cfg, paths.checkpoint_dir, std::cerr); rc != 0) return rc;
   if (opts.dry_run) {
     std::cout << msomni::config::render_plan(cfg, gpus);
     std::cout << msomni::apps::render_model_summary(model, cfg);

@@ -48,4 +48,8 @@ int run_plot(const std::vector<std::string>& args, std::ostream& out, std::ostre
 // when problems were found).
 int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+// `msomni health-check CONFIG [--set k=v]... [--json] [--level quick|full] [--run-dir DIR]`:
+// the pre-flight checks of a job on this node (exit 1 when a check failed).
+int run_health_check(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
 }  // namespace msomni::cli

@@ -31,6 +31,8 @@ const msomni::cli::command commands[] = {
      msomni::cli::run_plot},
     {"dataset", "WebDataset shards from a folder of captioned images or videos, and their check: msomni dataset pack|check",
      msomni::cli::run_dataset},
+    {"health-check", "pre-flight checks of a job config on this node: msomni health-check CONFIG [--json] [--level quick|full]",
+     msomni::cli::run_health_check},
 };
 
 }  // namespace

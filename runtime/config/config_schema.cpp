@@ -286,6 +286,12 @@ void read_io(table_reader& r, io_section& s) {
   r.finish();
 }
 
+void read_health(table_reader& r, health_section& s) {
+  r.read("preflight", s.preflight, {"quick", "full", "off"});
+  read_within(r, "node_port", s.node_port, limits::cluster::port);
+  r.finish();
+}
+
 void read_scheduler(table_reader& r, scheduler_section& s) {
   read_within(r, "step_window", s.step_window, limits::scheduler::step_window);
   read_within(r, "idle_threshold", s.idle_threshold, limits::scheduler::idle_threshold);
@@ -446,6 +452,8 @@ void read_schema(const toml::table& root, reader_context& ctx, job_config& c) {
   read_memory(memory, c.memory);
   auto io = section("io");
   read_io(io, c.io);
+  auto health = section("health");
+  read_health(health, c.health);
   // [scheduler] configures msomni-sched (its --config file); a training job reads none of it.
   if (const auto* t = top.table("scheduler"))
     ctx.fail("scheduler", t,

@@ -120,6 +120,12 @@ struct io_section {
   std::map<std::string, double> modality_weights = {{"image", 1.0}, {"video", 1.0}, {"text", 1.0}};
 };
 
+// [health]: msomni-run's pre-flight check before a start (docs/health_check.md).
+struct health_section {
+  std::string preflight = "quick";  // quick | full | off
+  int64_t node_port = 0;            // a TCP port every [[cluster.nodes]] host must accept; 0: any answer counts
+};
+
 struct scheduler_section {
   int64_t step_window = 200;
   double idle_threshold = 0.35;
@@ -166,6 +172,7 @@ struct job_config {
   checkpoint_section checkpoint;
   memory_section memory;
   io_section io;
+  health_section health;
   cluster_section cluster;
   // "key.path = value" for every key the file left out and the loader filled in.
   std::vector<std::string> defaults_filled;

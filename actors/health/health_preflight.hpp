@@ -1,0 +1,16 @@
+// msomni-run's pre-flight: health.preflight's level of the checks, the report on `err`, and
+// the exit code: 0 to go on (warnings allowed), preflight_failed_exit when a check failed.
+#pragma once
+
+#include "config/job_config.hpp"
+
+#include <filesystem>
+#include <iosfwd>
+
+namespace msomni::health {
+
+inline constexpr int preflight_failed_exit = 5;
+
+int run_preflight(const config::job_config& cfg, const std::filesystem::path& checkpoint_dir, std::ostream& err);
+
+}  // namespace msomni::health
