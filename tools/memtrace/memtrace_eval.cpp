@@ -136,9 +136,10 @@ int run_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
                "forecast of the next steps' peak (see docs/memory_predictor.md).",
                "msomni-memtrace eval");
   command_line::set_conventions(app);
-  app.add_option("--trace", o.traces, "a rank's memory trace (JSONL, docs/memory_traces.md); repeatable")
+  app.add_option("--trace", o.traces, "one or more ranks' memory traces (JSONL, docs/memory_traces.md)")
       ->required()
-      ->expected(1, -1);
+      ->expected(1, -1)
+      ->type_name("FILE...");
   command_line::add_number(app, "--margin-gb", o.margin_gb, limits::safety_margin_gb,
                            "safety margin on top of the forecast ([memory] safety_margin_gb)");
   command_line::add_number(app, "--horizon", o.horizon, limits::horizon_steps,
