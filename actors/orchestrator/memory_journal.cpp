@@ -169,8 +169,8 @@ memory_hook::memory_hook(std::unique_ptr<memory_journal> journal, std::function<
                          prometheus::Counter* accepted, prometheus::Counter* refused)
     : journal_(std::move(journal)), attempt_(std::move(attempt)), accepted_(accepted), refused_(refused) {}
 
-bool memory_hook::take(const msg::memory_sample& s, const std::map<std::string, member_info>& members,
-                       uint64_t current_epoch) {
+memory_hook::outcome memory_hook::take(const msg::memory_sample& s, const std::map<std::string, member_info>& members,
+                                       uint64_t current_epoch) {
   const auto problem = memory_sample_problem(s, members, current_epoch, config::limits::memory::horizon_steps.max);
   if (!problem.empty()) {
     ++refused_total_;
@@ -179,10 +179,11 @@ bool memory_hook::take(const msg::memory_sample& s, const std::map<std::string, 
     if (refused_by_sender_[s.name]++ % 100 == 0) {
       MSOMNI_LOG(warn, "orchestrator") << "dropped a memory sample: " << problem;
     }
-    return true;
+    return outcome::refused;
   }
   if (accepted_) accepted_->Increment();
-  return !journal_ || journal_->record(s, attempt_ ? attempt_() : 1);
+  if (journal_ && !journal_->record(s, attempt_ ? attempt_() : 1)) return outcome::journal_failed;
+  return outcome::accepted;
 }
 
 std::unique_ptr<memory_hook> make_memory_hook(run_journal* journal, std::shared_ptr<metrics::metrics_registry> registry) {

@@ -117,8 +117,9 @@ class memory_hook {
   // `attempt`: the run journal's attempt now (null: always 1).
   memory_hook(std::unique_ptr<memory_journal> journal, std::function<uint64_t()> attempt, prometheus::Counter* accepted,
               prometheus::Counter* refused);
-  // False when the journal cannot be written (failure() says why): the job should stop.
-  bool take(const msg::memory_sample& s, const std::map<std::string, member_info>& members, uint64_t current_epoch);
+  enum class outcome { accepted, refused, journal_failed };
+  // journal_failed when the journal cannot be written (failure() says why): the job should stop.
+  outcome take(const msg::memory_sample& s, const std::map<std::string, member_info>& members, uint64_t current_epoch);
   void annotate(nlohmann::ordered_json& metrics_record, uint64_t step) const {
     if (journal_) journal_->annotate(metrics_record, step);
   }

@@ -398,7 +398,7 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
       // writes its line again (the trace marks it "resume"); a malformed or foreign one is dropped.
       [self, st](const msg::memory_sample& s) {
         if (st->done) return;
-        if (!st->memory->take(s, st->core.members(), st->core.epoch()))
+        if (st->memory->take(s, st->core.members(), st->core.epoch()) == memory_hook::outcome::journal_failed)
           execute(self, *st, {finish_job{false, st->memory->failure() + "; stopping rather than training without a record"}});
       },
       [self, st](tick_atom) {

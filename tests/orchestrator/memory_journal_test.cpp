@@ -219,10 +219,10 @@ TEST_CASE("the hook counts what it refuses and journals what it accepts") {
   memory_hook hook(std::make_unique<memory_journal>(dir.path() / "memory", 0, memory_journal_settings{}), nullptr, nullptr,
                    nullptr);
   const auto members = members_of({{"rank-0", member_state::active}});
-  CHECK(hook.take(sample(0, 1, 10, 20), members, 1));
+  CHECK(hook.take(sample(0, 1, 10, 20), members, 1) == memory_hook::outcome::accepted);
   auto foreign = sample(0, 2, 10, 20);
   foreign.name = "intruder";
-  CHECK(hook.take(foreign, members, 1));  // dropped, not a failure
+  CHECK(hook.take(foreign, members, 1) == memory_hook::outcome::refused);  // dropped, not a failure
   CHECK(hook.refused() == 1);
   CHECK(read_json_lines(dir.path() / "memory" / "rank-0.jsonl").size() == 1);
 }
