@@ -114,7 +114,7 @@ void job_runner_core::keep_of_deferred(uint32_t keep) {
   deferred_start_->replicas = keep;
 }
 
-actions job_runner_core::on_interrupted() {
+actions job_runner_core::on_interrupted(stop_signal forward) {
   actions out;
   if (interrupted_ || over_) return out;
   interrupted_ = true;
@@ -124,11 +124,13 @@ actions job_runner_core::on_interrupted() {
     finish(1, "interrupted", out);
     return out;
   }
-  out.push_back(say{"interrupted: stopping the command (SIGTERM; SIGKILL after " +
+  out.push_back(say{std::string("interrupted: stopping the command (") +
+                    (forward == stop_signal::interrupt ? "SIGINT" : "SIGTERM") + "; SIGKILL after " +
                     std::to_string(std::chrono::duration_cast<std::chrono::seconds>(command_stop_grace).count()) +
                     " s)"});
   why_ = stopping::no;  // it ends as the job's end, whatever was asked of it before
-  out.emplace_back(std::in_place_type<signal_command>, signal_command{stop_signal::terminate});
+  out.emplace_back(std::in_place_type<signal_command>,
+                   signal_command{forward == stop_signal::interrupt ? stop_signal::interrupt : stop_signal::terminate});
   out.push_back(kill_if_still_running{command_stop_grace, run_});
   return out;
 }

@@ -40,7 +40,7 @@ namespace msomni::job_runner {
 
 // Why the command was asked to stop (no: it runs, or ends by itself).
 enum class stopping : uint8_t { no, drain, shrink, evicted, killed };
-enum class stop_signal : uint8_t { terminate, kill };  // SIGTERM, SIGKILL
+enum class stop_signal : uint8_t { terminate, kill, interrupt };  // SIGTERM, SIGKILL, SIGINT
 
 // -- actions: what the shell does ---------------------------------------------------------------
 struct say {  // a line "msomni job ID: text"
@@ -145,7 +145,9 @@ class job_runner_core {
   // SIGKILL), and the job ends once it has; a command that stopped with a checkpoint (exit 3
   // or 4) is reported stopped, resumable, like one stopped by itself. From then on the scheduler's
   // commands are ignored. Idempotent.
-  actions on_interrupted();
+  // msomni job itself was asked to stop: `forward` is what its command gets (SIGINT for a
+  // person's Ctrl-C, so msomni-run ends "stopped"; SIGTERM for a manager's, "preempted").
+  actions on_interrupted(stop_signal forward = stop_signal::terminate);
 
   // The scheduler went away (the shell checked it is the current one).
   actions on_scheduler_lost(time_point now);

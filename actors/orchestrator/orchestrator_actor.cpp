@@ -30,6 +30,9 @@ namespace {
 
 using tick_atom = caf::atom_constant<caf::atom("otick")>;
 constexpr auto tick_interval = std::chrono::milliseconds(200);
+// Advice lines the journal takes from the memory watermark predictor; later ones are counted
+// in msomni_memory_advice_total only.
+constexpr uint64_t memory_advice_journaled_max = 1000;
 
 struct shell_state {
   shell_state(elastic_settings s, orchestrator_env e)
@@ -52,6 +55,7 @@ struct shell_state {
   std::map<caf::actor_addr, std::pair<bool, std::string>> watched;  // (is_agent, name)
   bool done = false;
   bool stop_sent = false;
+  uint64_t memory_advice_seen = 0;  // from the memory watermark predictor
   bool stop_by_sigterm = false;  // the first stop accepted came as SIGTERM (a preemption)
   record_lineage lineage;  // which step records around a rollback are the state's own
   std::unique_ptr<control_metrics> control;  // null: metrics off
@@ -398,8 +402,28 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
       // writes its line again (the trace marks it "resume"); a malformed or foreign one is dropped.
       [self, st](const msg::memory_sample& s) {
         if (st->done) return;
+        const auto refused_before = st->memory->refused();
         if (st->memory->take(s, st->core.members(), st->core.epoch()) == memory_hook::outcome::journal_failed)
           execute(self, *st, {finish_job{false, st->memory->failure() + "; stopping rather than training without a record"}});
+        else if (st->env.memory_predictor && !s.in_step && st->memory->refused() == refused_before)
+          self->send(st->env.memory_predictor, s);
+      },
+      // From the memory watermark predictor: journaled (the first memory_advice_journaled_max,
+      // then counted only; the predictor sends advice only when it is news).
+      [st](const msg::memory_advice& a) {
+        if (st->done) return;
+        if (++st->memory_advice_seen > memory_advice_journaled_max) return;
+        event_context ctx;
+        ctx.step = a.step;
+        ctx.epoch = st->core.epoch();
+        ctx.rank = a.rank_name;
+        ctx.fields = {{"action", a.kind == msg::advice_kind::evict ? "evict" : "reserve"},
+                      {"gb", a.gb},
+                      {"forecast_gb", a.forecast_gb},
+                      {"fits", a.fits}};
+        const auto detail = a.rank_name + ": " + a.reason;
+        if (st->env.journal) st->env.journal->event("memory_advice", detail, ctx);
+        if (st->control) st->control->on_event("memory_advice", detail);
       },
       [self, st](tick_atom) {
         stop_if_journal_failed(self, *st);

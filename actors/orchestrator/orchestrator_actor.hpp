@@ -55,6 +55,9 @@ struct orchestrator_env {
   // Null: metrics are off, pushed reports are dropped and "inspect" is refused.
   std::shared_ptr<metrics::job_metrics_collector> metrics;
   std::string job_name;
+  // The memory watermark predictor (memory.predictor_enabled): every accepted step sample
+  // goes to it, and its msg::memory_advice comes back to be journaled. Invalid: off.
+  caf::actor memory_predictor;
 };
 
 caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env);

@@ -20,6 +20,7 @@
 #include "messages/catalog.hpp"
 #include "metrics/job_metrics_collector.hpp"
 #include "metrics/metrics_endpoint.hpp"
+#include "memory_watermark_actor.hpp"
 #include "node_agent.hpp"
 #include "orchestrator_actor.hpp"
 #include "run_journal.hpp"
@@ -219,6 +220,19 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
                    secs(cfg.elasticity.scale_down_sustain_s),
                    secs(cfg.elasticity.autoscale_cooldown_s),
                    secs(cfg.elasticity.grace_period_s)};
+  // memory.predictor_enabled: the job's memory watermark predictor, fed by the orchestrator.
+  caf::actor memory_predictor;
+  if (cfg.memory.predictor_enabled) {
+    predict::watermark_settings w;
+    w.forecast.sequence_length = static_cast<size_t>(cfg.memory.sequence_length);
+    w.forecast.horizon_steps = static_cast<size_t>(cfg.memory.horizon_steps);
+    w.forecast.pca_dims = static_cast<size_t>(cfg.memory.pca_dims);
+    w.forecast.seed = static_cast<uint64_t>(cfg.training.seed);
+    w.margin_bytes = cfg.memory.safety_margin_gb * 1e9;
+    w.device_bytes = cfg.memory.device_memory_gb * 1e9;
+    memory_predictor = predict::spawn_memory_watermark(sys, w, job_metrics ? job_metrics->own() : nullptr);
+    env.memory_predictor = memory_predictor;
+  }
   auto orchestrator = orchestrator::spawn_orchestrator(sys, elastic_settings_from(cfg, resume), std::move(env));
   gw.publish("orchestrator", orchestrator);
   journal.event("control_started", "control at " + hub.node().address() + ", run directory " + run_dir.string());
@@ -248,6 +262,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   std::this_thread::sleep_for(300ms);
   if (local_agent) caf::anon_send_exit(local_agent, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(orchestrator, caf::exit_reason::user_shutdown);
+  if (memory_predictor) caf::anon_send_exit(memory_predictor, caf::exit_reason::user_shutdown);
   if (::isatty(2)) std::cerr << "\n";
   // How the run ended: finished 0, failed 1, stopped 3 (SIGINT or `msomni stop`), preempted 4
   // (SIGTERM: a manager took the resources back). Both stops are resumable alike.

@@ -87,7 +87,9 @@ void remove_scratch(runner_state& st) {
 }
 
 void signal_child(runner_state& st, job_runner::stop_signal sig) {
-  st.child.signal_group(sig == job_runner::stop_signal::kill ? SIGKILL : SIGTERM);
+  st.child.signal_group(sig == job_runner::stop_signal::kill        ? SIGKILL
+                        : sig == job_runner::stop_signal::interrupt ? SIGINT
+                                                                     : SIGTERM);
 }
 
 void finish(runner_actor* self, const job_runner::finish_job& f) {

@@ -3,9 +3,10 @@
 // the scheduler's decisions (see job_runner.hpp). Exit: the command's exit code when it
 // ran to its end (msomni-run's 3: it stopped with a checkpoint, reported "stopped", listed by
 // sched-status as stopped, and resumed from that step by the same job run again), 1 when the
-// scheduler is unreachable or went away for good, 2 usage, 3 rejected. Interrupted (Ctrl-C,
-// SIGTERM), it stops the command and ends with its code when that stopped with a checkpoint
-// (3 or 4), else 1.
+// scheduler is unreachable or went away for good, 2 usage, 3 rejected. Interrupted (Ctrl-C's
+// SIGINT, or SIGTERM), it passes the same signal to the command's group and ends with the
+// command's code when that stopped with a checkpoint (msomni-run: 3 for SIGINT, 4 for SIGTERM),
+// else 1.
 #include "commands.hpp"
 #include "job_runner.hpp"
 
@@ -100,9 +101,9 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       "Exit codes: the command's when it ran to its end (3 from msomni-run: stopped with a checkpoint, reported "
       "\"stopped\"; msomni sched-status lists it as stopped with that step, and running the same job again, same "
       "--id, resumes from it); 1 the scheduler is unreachable or went away for good; 2 usage; 3 rejected. Ctrl-C or "
-      "SIGTERM: the command gets SIGTERM (SIGKILL 10 s later), and the job ends with the command's code when it "
-      "stopped with a checkpoint (3, or msomni-run's 4 where it reports SIGTERM as a preemption: stopped and "
-      "resumable, as above), else 1.");
+      "SIGTERM: the command's group gets the same signal (SIGKILL 10 s later), and the job ends with the command's "
+      "code when it stopped with a checkpoint (msomni-run: 3 \"stopped\" for SIGINT, 4 \"preempted\" for SIGTERM; "
+      "both resumable as above), else 1.");
   add_flags(app, spec, info);
   if (const auto rc = command_line::parse(app, args, out, err)) return *rc;
   if (spec.command.empty()) return command_line::refuse(app, "a command after -- is required", err);
@@ -129,7 +130,7 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   while (fut.wait_for(100ms) != std::future_status::ready) {
     if (stop_signal::flag() && !interrupted) {  // the runner stops the command and tells the scheduler how it ended
       interrupted = true;
-      interrupt_job_runner(runner);
+      interrupt_job_runner(runner, stop_signal::number().load());  // SIGINT reaches the command as SIGINT
       err << "msomni job: interrupted\n";
     }
   }

@@ -96,7 +96,10 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
       [self](resize_poll_atom) { carry_out(self, self->state.core.on_resize_poll_due(self->state.clock.now())); },
       [self](quiet_atom) { carry_out(self, self->state.core.on_quiet_check()); },
       [self](stop_overdue_atom, uint64_t run) { carry_out(self, self->state.core.on_stop_overdue(run)); },
-      [self](interrupt_atom) { carry_out(self, self->state.core.on_interrupted()); },
+      [self](interrupt_atom, int sig) {
+        carry_out(self, self->state.core.on_interrupted(sig == SIGINT ? job_runner::stop_signal::interrupt
+                                                                       : job_runner::stop_signal::terminate));
+      },
       [self](poll_atom) {
         auto& s = self->state;
         // New step reports from RUN_DIR/metrics.jsonl go to a scheduler that knows this job.
@@ -143,6 +146,8 @@ caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, job_runner_en
   return sys.spawn(runner_detail::runner, std::move(spec), std::move(env), std::move(done));
 }
 
-void interrupt_job_runner(const caf::actor& runner) { caf::anon_send(runner, runner_detail::interrupt_atom::value); }
+void interrupt_job_runner(const caf::actor& runner, int sig) {
+  caf::anon_send(runner, runner_detail::interrupt_atom::value, sig);
+}
 
 }  // namespace msomni::cli

@@ -62,8 +62,9 @@ struct job_runner_env {
 
 caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, job_runner_env env,
                             std::function<void(int, const std::string&)> done);
-// msomni job was interrupted (Ctrl-C, SIGTERM): the command gets SIGTERM and its grace, the
-// scheduler hears how it ended (a stopped one stays resumable), then `done` is called.
-void interrupt_job_runner(const caf::actor& runner);
+// msomni job was interrupted by `sig` (Ctrl-C's SIGINT, or SIGTERM): the command's group gets
+// the same signal and its grace, the scheduler hears how it ended (a stopped one stays
+// resumable), then `done` is called.
+void interrupt_job_runner(const caf::actor& runner, int sig);
 
 }  // namespace msomni::cli

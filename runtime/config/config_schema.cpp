@@ -254,16 +254,22 @@ void read_memory(table_reader& r, memory_section& s) {
   read_within(r, "safety_margin_gb", s.safety_margin_gb, limits::memory::safety_margin_gb);
   read_within(r, "pca_dims", s.pca_dims, limits::memory::pca_dims);
   read_within(r, "device_memory_gb", s.device_memory_gb, limits::memory::device_memory_gb);
+  r.read("predictor_enabled", s.predictor_enabled);
   r.finish();
   // device_memory_gb is each rank's compute memory budget (on a GPU the smaller of it and the
-  // device) and sample_interval_ms the rank's in-step memory sampling; the rest waits for the
-  // predictor that reads the samples.
-  const memory_section d;
-  const std::string predictor = "the memory watermark predictor, so this key would change nothing";
-  refuse_unbuilt(r, "sequence_length", s.sequence_length, d.sequence_length, predictor);
-  refuse_unbuilt(r, "horizon_steps", s.horizon_steps, d.horizon_steps, predictor);
-  refuse_unbuilt(r, "safety_margin_gb", s.safety_margin_gb, d.safety_margin_gb, predictor);
-  refuse_unbuilt(r, "pca_dims", s.pca_dims, d.pca_dims, predictor);
+  // device) and sample_interval_ms the rank's in-step memory sampling. The memory watermark
+  // predictor (predictor_enabled) forecasts horizon_steps ahead from the last
+  // sequence_length step samples (its learned model compresses them to pca_dims) and advises
+  // reserving the forecast plus safety_margin_gb; switched off, those four keys would change
+  // nothing, so they must stay at their defaults then.
+  if (!s.predictor_enabled) {
+    const memory_section d;
+    const std::string off = "memory.predictor_enabled = false switches off the predictor that reads it";
+    refuse_changed(r, "sequence_length", s.sequence_length, d.sequence_length, off);
+    refuse_changed(r, "horizon_steps", s.horizon_steps, d.horizon_steps, off);
+    refuse_changed(r, "safety_margin_gb", s.safety_margin_gb, d.safety_margin_gb, off);
+    refuse_changed(r, "pca_dims", s.pca_dims, d.pca_dims, off);
+  }
 }
 
 void read_io(table_reader& r, io_section& s) {

@@ -105,6 +105,7 @@ struct memory_section {
   double safety_margin_gb = 3.5;
   int64_t pca_dims = 16;
   double device_memory_gb = 80.0;
+  bool predictor_enabled = true;  // the memory watermark predictor in the control process
 };
 
 struct io_section {

@@ -63,13 +63,20 @@ struct memory_sample {
 
 enum class advice_kind : uint8_t { none = 0, reserve = 1, evict = 2 };
 
-// VRAM predictor -> scheduler/mixer: `reserve {gb, rank}` or `evict {task}`.
+// memory watermark predictor -> orchestrator (and on to whoever acts on it): `reserve {gb,
+// rank}` for the forecast peak of the rank's next steps plus the safety margin, or `evict
+// {task}` when co-located work holds memory the reservation needs. `fits` false: even the
+// whole device is too small for the forecast.
 struct memory_advice {
   advice_kind kind = advice_kind::none;
-  double gb = 0;
-  uint32_t rank = 0;
-  std::string task;
+  double gb = 0;             // the reservation (reserve) or what must be freed (evict)
+  uint32_t rank = 0;         // the rank's index in its epoch's world
+  std::string task;          // evict: the co-located job
   std::string reason;
+  std::string rank_name;     // the rank process ("rank-1")
+  uint64_t step = 0;         // the step whose sample led to it
+  double forecast_gb = 0;    // the forecast peak over the horizon
+  bool fits = true;
   bool operator==(const memory_advice&) const = default;
 };
 

@@ -33,7 +33,8 @@ typename Inspector::result_type inspect(Inspector& f, memory_sample& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, memory_advice& x) {
-  return f(caf::meta::type_name("memory_advice"), x.kind, x.gb, x.rank, x.task, x.reason);
+  return f(caf::meta::type_name("memory_advice"), x.kind, x.gb, x.rank, x.task, x.reason, x.rank_name, x.step,
+           x.forecast_gb, x.fits);
 }
 
 }  // namespace msomni::msg

@@ -111,6 +111,13 @@ std::vector<family_spec> build() {
       {"msomni_memory_samples_total", k::counter,
        "Memory samples the ranks sent, by result (accepted; refused: malformed, stale or from no member)", {"result"},
        "control", {}},
+      {"msomni_memory_forecast_bytes", k::gauge,
+       "The memory watermark predictor's forecast peak of a rank's next memory.horizon_steps steps", {"target"},
+       "control", {}},
+      {"msomni_memory_advice_total", k::counter,
+       "Advice the memory watermark predictor sent, by action (reserve, evict; overflow: forecast + margin beyond the "
+       "device)",
+       {"action"}, "control", {}},
       {"msomni_metrics_reports_total", k::counter, "Metric reports pushed to the control process, by result",
        {"result"}, "control", {}},
 

@@ -540,6 +540,13 @@ TEST_CASE("msomni job interrupted: SIGTERM, then the scheduler hears how the com
   CHECK(told<msg::job_finished>(a) == msg::job_finished{"j1", 143, false, 0});
   CHECK(one<finish_job>(a).code == 1);
 
+  auto by_person = running();  // Ctrl-C on msomni job reaches the command as SIGINT (msomni-run: "stopped")
+  a = by_person.on_interrupted(stop_signal::interrupt);
+  CHECK(one<signal_command>(a).sig == stop_signal::interrupt);
+  bool said_sigint = false;
+  for (const auto& s : all<say>(a)) said_sigint |= s.text.rfind("interrupted: stopping the command (SIGINT", 0) == 0;
+  CHECK(said_sigint);
+
   job_runner_core waiting(spec());  // nothing runs yet: it ends at once
   waiting.start(t0);
   a = waiting.on_interrupted();

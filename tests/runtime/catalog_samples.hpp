@@ -33,7 +33,9 @@ inline msg::memory_sample sample(tag<msg::memory_sample>) {
   return {"rank-1", 3, 1, 2, 88, 123, false, 40ull << 30, 44ull << 30, 1 << 20, 80ull << 30,
           sample(tag<msg::batch_features>{}), {{0, 0, 2, 0, 0, 90, 48, 2}}};
 }
-inline msg::memory_advice sample(tag<msg::memory_advice>) { return {msg::advice_kind::reserve, 3.5, 1, "", "peak in 4 steps"}; }
+inline msg::memory_advice sample(tag<msg::memory_advice>) {
+  return {msg::advice_kind::reserve, 3.5, 1, "", "peak in 4 steps", "rank-1", 42, 3.1, true};
+}
 inline msg::stage_pressure sample(tag<msg::stage_pressure>) { return {2, 14, 16, 1, true}; }
 inline msg::agent_hello sample(tag<msg::agent_hello>) { return {"node-b", "rack2", "switch1", 4, 999}; }
 inline msg::spawn_rank sample(tag<msg::spawn_rank>) { return {"rank-5", {"job.toml", "--name", "rank-5"}}; }

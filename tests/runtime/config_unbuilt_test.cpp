@@ -10,9 +10,11 @@ using namespace msomni::config;
 
 namespace {
 
-std::vector<config_error> errors_with(const std::string& set) {
+std::vector<config_error> errors_with(const std::vector<std::string>& sets);
+std::vector<config_error> errors_with(const std::string& set) { return errors_with(std::vector<std::string>{set}); }
+std::vector<config_error> errors_with(const std::vector<std::string>& sets) {
   try {
-    (void)load_string(msomni::testing::valid_config_text(), "t.toml", {set});
+    (void)load_string(msomni::testing::valid_config_text(), "t.toml", sets);
   } catch (const config_errors& e) {
     return e.errors();
   }
@@ -23,8 +25,7 @@ std::vector<config_error> errors_with(const std::string& set) {
 
 TEST_CASE("a key of a feature not built yet is refused unless it is at its default") {
   for (const char* set :
-       {"memory.sequence_length=100", "memory.horizon_steps=5", "memory.safety_margin_gb=2", "memory.pca_dims=8",
-        "checkpoint.async=false", "checkpoint.incremental=true"}) {
+       {"checkpoint.async=false", "checkpoint.incremental=true"}) {
     INFO(set);
     const auto errors = errors_with(set);
     REQUIRE(errors.size() == 1);
@@ -52,6 +53,20 @@ TEST_CASE("the rank's memory budget and in-step sampling interval are built: any
   const auto errors = errors_with("memory.device_memory_gb=0.0005");
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].key == "memory.device_memory_gb");
+}
+
+TEST_CASE("the memory predictor's keys are accepted while it runs and refused when memory.predictor_enabled is false") {
+  for (const char* set : {"memory.sequence_length=100", "memory.horizon_steps=5", "memory.safety_margin_gb=2",
+                          "memory.pca_dims=8"}) {
+    INFO(set);
+    CHECK(errors_with(set).empty());
+    const auto errors = errors_with(std::vector<std::string>{"memory.predictor_enabled=false", set});
+    REQUIRE(errors.size() == 1);
+    CHECK(std::string(set).rfind(errors[0].key + "=", 0) == 0);
+    CHECK(errors[0].reason.find("memory.predictor_enabled = false") != std::string::npos);
+    CHECK(errors[0].file == "--set[2]");
+  }
+  CHECK(errors_with(std::vector<std::string>{"memory.predictor_enabled=false"}).empty());
 }
 
 TEST_CASE("the autoscale keys are refused while elasticity.autoscale is false and accepted with it") {
