@@ -36,7 +36,7 @@ struct sample_identity {
 };
 
 struct memory_probe_settings {
-  std::chrono::milliseconds interval{100};  // memory.sample_interval_ms
+  std::chrono::microseconds interval{100'000};  // memory.sample_interval_ms
   uint32_t max_in_step = 100;               // in-step samples per step at most
 };
 

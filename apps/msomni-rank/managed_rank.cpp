@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <thread>
 #include <filesystem>
@@ -104,7 +105,7 @@ class managed_rank {
     probe_ = std::make_unique<rank_worker::memory_probe>(
         sys_, orchestrator_, kernels::process_memory_account(), batch_memory_,
         rank_worker::memory_probe_settings{
-            std::chrono::milliseconds(std::max<int64_t>(1, static_cast<int64_t>(cfg_.memory.sample_interval_ms))), 100});
+            std::chrono::microseconds(std::max<int64_t>(1, std::llround(cfg_.memory.sample_interval_ms * 1000))), 100});
     msg::rank_ready ready{o_.name, o_.node, hub_.node().address(), static_cast<int64_t>(::getpid()), false, 0};
     {
       ckpt::checkpoint_store store(o_.ckpt_dir);
