@@ -101,7 +101,8 @@ check_result judge_gemm_speed(const gemm_fact& f, double min_gflops) {
 std::string no_gpu_reason(const gpu_fact& f) {
   if (!f.cuda_compiled) return "no GPU: built without CUDA";
   if (f.status.empty()) return "no GPU: none found";
-  return f.status.rfind("no ", 0) == 0 ? "no GPU: " + f.status.substr(3) : "no GPU: " + f.status;
+  const std::string prefix = "no usable GPU: ";  // device_info's own wording
+  return "no GPU: " + (f.status.rfind(prefix, 0) == 0 ? f.status.substr(prefix.size()) : f.status);
 }
 
 check_result judge_gpu(const gpu_fact& f) {

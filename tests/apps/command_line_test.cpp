@@ -114,6 +114,7 @@ TEST_CASE("command line: msomni's subcommands refuse bad values naming the flag 
                             "Exit codes"});
   check_help(cli + " sched-status", {"--scheduler-info", "--json"});
   check_help(cli + " ckpt export", {"DIR", "--out", "--step", "--rank", "--prefix"});
+  check_help(cli + " health-check", {"CONFIG", "--set", "--json", "--level", "--run-dir", "Exit 0"});
 }
 
 namespace {
@@ -173,7 +174,8 @@ TEST_CASE("command line: every msomni subcommand and every program documents eve
   const std::string cli = MSOMNI_CLI_BINARY;
   const auto commands = msomni_commands(cli);
   CAPTURE(commands.size());
-  for (const char* expected : {"ckpt", "status", "scale-down", "scale-up", "stop", "job", "sched-status", "dataset"})
+  for (const char* expected : {"ckpt", "status", "scale-down", "scale-up", "stop", "job", "sched-status", "dataset",
+                               "health-check"})
     CHECK(std::find(commands.begin(), commands.end(), expected) != commands.end());
   const fs::path cli_sources = source_root / "apps" / "msomni";
   const std::set<std::string> control_verbs{"status", "scale-down", "scale-up", "stop"};

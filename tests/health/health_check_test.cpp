@@ -1,0 +1,298 @@
+// `msomni health-check` and msomni-run's pre-flight as an operator meets them, each check
+// broken for real: a missing shard, a corrupt image, a damaged latest checkpoint of a real
+// run, a model too big for this machine's memory, a cluster node where nothing listens, a
+// port already taken. A full disk is faked through the core (health_core_test.cpp): it
+// cannot be made here without mounting a filesystem.
+#include "media_encode.hpp"
+#include "scene.hpp"
+#include "tar_format.hpp"
+
+#include "core/rng.hpp"
+#include "support/process_runner.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+namespace fs = std::filesystem;
+using msomni::testing::read_text;
+using msomni::testing::run_command;
+using msomni::testing::temp_dir;
+
+namespace {
+
+const std::string cli = MSOMNI_CLI_BINARY;
+const std::string run = MSOMNI_RUN_BINARY;
+const fs::path source_root = fs::path(__FILE__).parent_path().parent_path().parent_path();
+
+std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+
+// A one-rank job on the given sources (TOML of [[data.sources]] tables) and extra tables.
+std::string job_text(const std::string& sources, const std::string& extra = "") {
+  return "[job]\nname = \"health\"\n[model]\nd_model = 16\nn_heads = 2\nd_ff = 32\nmax_seq_len = 64\n" + sources +
+         "[training]\nglobal_batch = 2\nmicro_batch = 2\nsteps = 2\nseed = 3\n"
+         "[elasticity]\nreplicas = 1\nmin_replicas = 1\nmax_replicas = 1\n" + extra;
+}
+
+const std::string synthetic_source = "[[data.sources]]\nname = \"shapes\"\nuri = \"synthetic://shapes\"\nmodality = \"image\"\n";
+
+nlohmann::json check_json(const std::string& args, int& exit_code) {
+  const auto r = run_command(cli + " health-check --json " + args + " 2>/dev/null");
+  exit_code = r.exit_code;
+  CAPTURE(r.output);
+  const auto j = nlohmann::json::parse(r.output, nullptr, false);
+  REQUIRE(!j.is_discarded());
+  return j;
+}
+
+const nlohmann::json* find_check(const nlohmann::json& report, const std::string& id) {
+  for (const auto& c : report["checks"])
+    if (c["id"] == id) return &c;
+  return nullptr;
+}
+
+std::vector<uint8_t> image(int seed) {
+  msomni::gen::quiet_ffmpeg_logs();
+  auto rng = msomni::rng_stream::derive(uint64_t(seed), "test.health_check");
+  std::vector<uint8_t> rgb;
+  msomni::gen::render(msomni::gen::random_scene(rng, false), 32, 0, 1, rgb);
+  return msomni::gen::encode_image(rgb, 32, msomni::gen::image_format::png);
+}
+
+std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
+
+// A port nothing listens on now (bound, read and released).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace
+
+TEST_CASE("health-check: a healthy quickstart passes, each skip and warning with its reason, ids as documented") {
+  temp_dir dir;
+  int rc = -1;
+  const auto report = check_json((source_root / "configs" / "quickstart.toml").string() + " --run-dir " +
+                                     quoted(dir.path() / "run"),
+                                 rc);
+  CHECK(rc == 0);
+  CHECK(report["verdict"] != "fail");
+  CHECK(report["level"] == "quick");
+  CHECK(!report["node"].get<std::string>().empty());
+  const std::string doc = read_text(source_root / "docs" / "health_check.md");
+  for (const char* field : {"node", "verdict", "level", "config", "checks"}) {
+    CHECK(report.contains(field));
+    CHECK(doc.find(std::string("`") + field + "`") != std::string::npos);
+  }
+  CHECK(report["checks"].size() >= 16);
+  for (const auto& c : report["checks"]) {
+    const std::string id = c["id"], status = c["status"], reason = c["reason"];
+    CAPTURE(id);
+    CAPTURE(reason);
+    for (const char* field : {"id", "status", "value", "threshold", "unit", "reason", "ms"}) {
+      CHECK(c.contains(field));
+      CHECK(doc.find(std::string("`") + field + "`") != std::string::npos);
+    }
+    // Per-source ids are documented by their prefix (data.source.NAME).
+    const std::string documented = std::regex_replace(id, std::regex("^(data\\.source|data\\.decode|comm\\.node)\\..*"), "$1.NAME");
+    CHECK(doc.find("`" + documented + "`") != std::string::npos);
+    CHECK(!reason.empty());
+    // The one warning a healthy machine may show: a kernel clock without NTP discipline.
+    if (id == "host.clock") CHECK(status != "fail");
+    else CHECK((status == "pass" || status == "skipped"));
+  }
+  CHECK(find_check(report, "compute.gemm.parity")->at("status") == "pass");
+  CHECK(find_check(report, "comm.ucx.loopback")->at("status") == "pass");
+  CHECK(find_check(report, "comm.allreduce")->at("status") == "pass");
+  // Nothing left behind: no run directory was created and no temporary remains.
+  CHECK(!fs::exists(dir.path() / "run"));
+  CHECK(fs::is_empty(dir.path()));
+}
+
+TEST_CASE("health-check: exit 2 for bad usage or an unreadable config, 1 for a config the schema refuses") {
+  CHECK(run_command(cli + " health-check --help").exit_code == 0);
+  CHECK(run_command(cli + " health-check /nonexistent/job.toml").exit_code == 2);
+  CHECK(run_command(cli + " health-check " + (source_root / "configs" / "quickstart.toml").string() + " --level slow")
+            .exit_code == 2);
+  temp_dir dir;
+  const auto cfg = dir.write("bad.toml", job_text(synthetic_source) + "[model2]\nx = 1\n");
+  int rc = -1;
+  const auto report = check_json(cfg, rc);
+  CHECK(rc == 1);
+  REQUIRE(find_check(report, "config.schema"));
+  CHECK(find_check(report, "config.schema")->at("status") == "fail");
+  CHECK(find_check(report, "config.schema")->at("reason").get<std::string>().find("model2") != std::string::npos);
+}
+
+TEST_CASE("health-check: a source pattern that matches no shard fails data.source with the reason") {
+  temp_dir dir;
+  const auto cfg = dir.write("job.toml", job_text("[[data.sources]]\nname = \"gone\"\nuri = \"" +
+                                                   (dir.path() / "shards" / "shard-00000?.tar").string() +
+                                                   "\"\nmodality = \"image\"\n"));
+  int rc = -1;
+  const auto report = check_json(cfg + " --run-dir " + quoted(dir.path() / "run"), rc);
+  CHECK(rc == 1);
+  REQUIRE(find_check(report, "data.source.gone"));
+  CHECK(find_check(report, "data.source.gone")->at("status") == "fail");
+  CHECK(find_check(report, "data.source.gone")->at("reason").get<std::string>().find("matches no shard") !=
+        std::string::npos);
+  CHECK(find_check(report, "data.decode.gone")->at("status") == "skipped");
+}
+
+TEST_CASE("pre-flight: a corrupt image fails data.decode, msomni-run exits 5 with nothing started and starts with health.preflight=off") {
+  temp_dir dir;
+  const fs::path shards = dir.path() / "shards";
+  fs::create_directories(shards);
+  {
+    msomni::data::tar_writer w((shards / "shard-000000.tar").string());
+    auto garbage = image(1);
+    for (size_t i = 8; i < garbage.size(); ++i) garbage[i] = uint8_t(i * 37);  // a PNG signature, then noise
+    w.add("000000.png", garbage);
+    w.add("000000.txt", bytes("a damaged shape"));
+    for (int i = 1; i < 6; ++i) {
+      w.add("00000" + std::to_string(i) + ".png", image(i + 1));
+      w.add("00000" + std::to_string(i) + ".txt", bytes("a good shape"));
+    }
+    w.finish();
+  }
+  const auto cfg = dir.write("job.toml", job_text("[[data.sources]]\nname = \"pics\"\nuri = \"" + shards.string() +
+                                                   "\"\nmodality = \"image\"\n"));
+  int rc = -1;
+  const auto report = check_json(cfg + " --run-dir " + quoted(dir.path() / "probe"), rc);
+  CHECK(rc == 1);
+  REQUIRE(find_check(report, "data.decode.pics"));
+  const auto& decode = *find_check(report, "data.decode.pics");
+  CHECK(decode["status"] == "fail");
+  CHECK(decode["reason"].get<std::string>().find("shard-000000.tar/000000") != std::string::npos);
+  CHECK(decode["reason"].get<std::string>().find("corrupt_image") != std::string::npos);
+  CHECK(report["verdict"] == "fail");
+
+  const fs::path run_dir = dir.path() / "run";
+  const auto refused = run_command(run + " " + cfg + " --run-dir " + quoted(run_dir));
+  CAPTURE(refused.output);
+  CHECK(refused.exit_code == 5);
+  CHECK(refused.output.find("pre-flight check failed; nothing was started") != std::string::npos);
+  CHECK(refused.output.find("data.decode.pics") != std::string::npos);
+  CHECK(!fs::exists(run_dir / "logs"));
+  CHECK(!fs::exists(run_dir / "checkpoints"));
+
+  // --dry-run reports the same failure.
+  CHECK(run_command(run + " " + cfg + " --dry-run --run-dir " + quoted(run_dir)).exit_code == 5);
+
+  // Switched off, the job starts (the ranks' repair rule replaces the damaged sample) and trains.
+  const auto started = run_command(run + " " + cfg + " --set health.preflight=off --run-dir " + quoted(run_dir));
+  CAPTURE(started.output);
+  CHECK(started.exit_code == 0);
+  CHECK(fs::exists(run_dir / "logs" / "rank-0.log"));
+  CHECK(started.output.find("pre-flight") == std::string::npos);
+}
+
+TEST_CASE("pre-flight: a flipped byte in the latest checkpoint of a real run fails storage.checkpoint.latest") {
+  temp_dir dir;
+  const auto cfg = dir.write("job.toml", job_text(synthetic_source, "[checkpoint]\ninterval_steps = 1\n"));
+  const fs::path run_dir = dir.path() / "run";
+  const auto first = run_command(run + " " + cfg + " --run-dir " + quoted(run_dir));
+  CAPTURE(first.output);
+  REQUIRE(first.exit_code == 0);
+  int rc = -1;
+  auto report = check_json(cfg + " --run-dir " + quoted(run_dir), rc);
+  CHECK(rc == 0);
+  CHECK(find_check(report, "storage.checkpoint.latest")->at("status") == "pass");
+  CHECK(find_check(report, "storage.checkpoint.latest")->at("value") == "2");
+  CHECK(find_check(report, "storage.checkpoint.config")->at("status") == "pass");
+
+  // Flip one byte in the middle of a shard of the latest checkpoint.
+  fs::path shard;
+  for (const auto& e : fs::directory_iterator(run_dir / "checkpoints" / "step-00000002"))
+    if (e.path().extension() == ".bin" || e.path().filename().string().rfind("shard", 0) == 0) shard = e.path();
+  REQUIRE(!shard.empty());
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    const auto size = fs::file_size(shard);
+    f.seekg(std::streamoff(size / 2));
+    char c = 0;
+    f.read(&c, 1);
+    c = char(c ^ 0x5a);
+    f.seekp(std::streamoff(size / 2));
+    f.write(&c, 1);
+  }
+  report = check_json(cfg + " --run-dir " + quoted(run_dir), rc);
+  CHECK(rc == 1);
+  const auto& latest = *find_check(report, "storage.checkpoint.latest");
+  CHECK(latest["status"] == "fail");
+  CHECK(latest["reason"].get<std::string>().find("does not verify") != std::string::npos);
+
+  // A resume on it stops before any rank starts.
+  const auto lines_before = read_text(run_dir / "logs" / "rank-0.log").size();
+  const auto resumed = run_command(run + " " + cfg + " --set training.steps=4 --run-dir " + quoted(run_dir));
+  CAPTURE(resumed.output);
+  CHECK(resumed.exit_code == 5);
+  CHECK(resumed.output.find("storage.checkpoint.latest") != std::string::npos);
+  CHECK(read_text(run_dir / "logs" / "rank-0.log").size() == lines_before);
+}
+
+TEST_CASE("health-check: a model whose estimate exceeds MemAvailable fails host.memory") {
+  temp_dir dir;
+  const auto cfg = dir.write("job.toml", job_text(synthetic_source));
+  int rc = -1;
+  const auto report = check_json(cfg + " --set model.d_model=8192 --set model.n_layers=64 --set model.d_ff=32768 "
+                                       "--run-dir " + quoted(dir.path() / "run"), rc);
+  CHECK(rc == 1);
+  const auto& mem = *find_check(report, "host.memory");
+  CHECK(mem["status"] == "fail");
+  CHECK(mem["reason"].get<std::string>().find("MemAvailable cannot hold") != std::string::npos);
+  CHECK(mem["unit"] == "MiB");
+}
+
+TEST_CASE("health-check: a cluster node where nothing listens on health.node_port fails comm.node") {
+  temp_dir dir;
+  const int port = free_port();
+  const auto cfg = dir.write("job.toml", job_text(synthetic_source,
+                                                  "[health]\nnode_port = " + std::to_string(port) +
+                                                      "\n[[cluster.nodes]]\nname = \"far\"\nhost = \"127.0.0.9\"\nslots = 1\n"));
+  int rc = -1;
+  const auto report = check_json(cfg + " --run-dir " + quoted(dir.path() / "run"), rc);
+  CHECK(rc == 1);
+  REQUIRE(find_check(report, "comm.node.far"));
+  const auto& node = *find_check(report, "comm.node.far");
+  CHECK(node["status"] == "fail");
+  CHECK(node["value"] == "127.0.0.9:" + std::to_string(port));
+  CHECK(node["reason"].get<std::string>().find("connection refused") != std::string::npos);
+}
+
+TEST_CASE("health-check: a control port already taken fails host.port.control") {
+  temp_dir dir;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(fd, 1) == 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const int port = ntohs(a.sin_port);
+  const auto cfg = dir.write("job.toml", job_text(synthetic_source, "[cluster]\ncontrol_port = " + std::to_string(port) + "\n"));
+  int rc = -1;
+  const auto report = check_json(cfg + " --run-dir " + quoted(dir.path() / "run"), rc);
+  ::close(fd);
+  CHECK(rc == 1);
+  const auto& p = *find_check(report, "host.port.control");
+  CHECK(p["status"] == "fail");
+  CHECK(p["reason"].get<std::string>().find("is not free") != std::string::npos);
+}
