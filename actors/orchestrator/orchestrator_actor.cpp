@@ -402,10 +402,10 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
       // writes its line again (the trace marks it "resume"); a malformed or foreign one is dropped.
       [self, st](const msg::memory_sample& s) {
         if (st->done) return;
-        const auto refused_before = st->memory->refused();
-        if (st->memory->take(s, st->core.members(), st->core.epoch()) == memory_hook::outcome::journal_failed)
+        const auto taken = st->memory->take(s, st->core.members(), st->core.epoch());
+        if (taken == memory_hook::outcome::journal_failed)
           execute(self, *st, {finish_job{false, st->memory->failure() + "; stopping rather than training without a record"}});
-        else if (st->env.memory_predictor && !s.in_step && st->memory->refused() == refused_before)
+        else if (taken == memory_hook::outcome::accepted && st->env.memory_predictor && !s.in_step)
           self->send(st->env.memory_predictor, s);
       },
       // From the memory watermark predictor: journaled (the first memory_advice_journaled_max,

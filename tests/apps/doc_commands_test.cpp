@@ -88,7 +88,7 @@ std::vector<doc_block> all_doc_blocks() {
 std::string programs_path() {
   std::string path;
   for (const char* dir : {"apps/msomni", "apps/msomni-run", "apps/msomni-rank", "apps/msomni-agent", "apps/msomni-sched",
-                          "tools/sim", "tools/dataset_gen"})
+                          "tools/sim", "tools/dataset_gen", "tools/memtrace"})
     path += (build_root / dir).string() + ":";
   const char* system = std::getenv("PATH");
   return path + (system ? system : "/usr/bin:/bin");

@@ -1,6 +1,6 @@
-// msomni-memtrace eval end to end: a trace written by the test gives a row per predictor,
+// msomni-memtrace end to end: eval on a trace written by the test gives a row per predictor,
 // --json parses with one entry per predictor, a malformed line gives FILE:LINE and exit 1,
-// a bad command line exit 2.
+// a bad command line exit 2; record runs a real quickstart job and collects its traces.
 #include "memory_trace.hpp"
 #include "sawtooth_trace.hpp"
 #include "support/process_runner.hpp"
@@ -85,4 +85,30 @@ TEST_CASE("msomni-memtrace refuses a bad command line with exit 2") {
   const auto short_run = run_command(tool + " eval --trace " + a + " --horizon 30");
   CHECK(short_run.exit_code == 0);
   CHECK(short_run.output.find("too short to score") != std::string::npos);
+}
+
+TEST_CASE("msomni-memtrace record runs a real job and collects one trace per rank that eval reads") {
+  temp_dir dir;
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+  const auto out = dir.path() / "rec";
+  const auto r = run_command(tool + " record " + MSOMNI_SOURCE_DIR + "/configs/quickstart.toml --out " + out.string() +
+                             " --set training.steps=5");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("2 trace(s) in " + (out / "traces").string()) != std::string::npos);
+  const auto record = nlohmann::json::parse(msomni::testing::read_text(out / "record.json"));
+  CHECK(record.at("msomni_run_exit_code") == 0);
+  REQUIRE(record.at("traces").size() == 2);
+  for (const auto& t : record.at("traces")) {
+    const auto path = t.get<std::string>();
+    const auto samples = msomni::predict::parse_memory_trace(msomni::testing::read_text(path), path);
+    CHECK(samples.size() == 5);
+    CHECK(samples.front().peak_bytes > 0);
+  }
+  const auto eval = run_command(tool + " eval --trace " + record.at("traces")[0].get<std::string>() + " --json");
+  CHECK(eval.exit_code == 0);
+  // A directory that holds anything is never written into.
+  const auto again = run_command(tool + " record " + MSOMNI_SOURCE_DIR + "/configs/quickstart.toml --out " + out.string());
+  CHECK(again.exit_code == 2);
+  CHECK(again.output.find("is not an empty directory") != std::string::npos);
 }

@@ -1,6 +1,7 @@
 // msomni-memtrace: tools for the memory traces of training ranks. The first argument names
 // the subcommand; each lives in its own file.
 #include "memtrace_eval.hpp"
+#include "memtrace_record.hpp"
 
 #include <iostream>
 #include <string>
@@ -15,6 +16,7 @@ struct subcommand {
 };
 
 constexpr subcommand subcommands[] = {
+    {"record", "run a job for real and collect its ranks' memory traces", msomni::memtrace::run_record},
     {"eval", "replay traces through the memory predictors and score their forecasts", msomni::memtrace::run_eval},
 };
 
