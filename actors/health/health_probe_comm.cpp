@@ -12,6 +12,9 @@
 #include "ucx/ucx_node.hpp"
 
 #include <ucp/api/ucp.h>
+#ifdef MSOMNI_WITH_NCCL
+#include <nccl.h>
+#endif
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -201,6 +204,20 @@ allreduce_fact probe_allreduce(int64_t ranks, int64_t elements) {
   return f;
 }
 
+// One NCCL communicator over the first device, made and destroyed: "" when it worked.
+std::string nccl_init_problem(int device) {
+#ifdef MSOMNI_WITH_NCCL
+  ncclComm_t comm = nullptr;
+  int devices[1] = {device};
+  const ncclResult_t r = ncclCommInitAll(&comm, 1, devices);
+  if (r != ncclSuccess) return std::string("ncclCommInitAll on device ") + std::to_string(device) + ": " + ncclGetErrorString(r);
+  ncclCommDestroy(comm);
+  return "";
+#else
+  return "built without NCCL";
+#endif
+}
+
 // A non-blocking TCP connect with a deadline: connected, refused (the host is up), or why not.
 reach_fact probe_reach(const config::cluster_node& n, int64_t port, bool required, std::chrono::milliseconds timeout) {
   reach_fact f;
@@ -276,15 +293,16 @@ void probe_communication(const config::job_config& cfg, const health_options& o,
     }
   }
   const auto be = transport::probe_backends();
-  if (kernels::probe_devices().gpus.empty())
+  const auto gpus = kernels::probe_devices().gpus;
+  if (gpus.empty()) {
     add(skipped("comm.nccl", "no GPU: NCCL needs one"));
-  else if (!be.nccl_compiled)
+  } else if (!be.nccl_compiled) {
     add(skipped("comm.nccl", "built without NCCL"));
-  else if (be.nccl_version.empty())
-    add(judge_problems("comm.nccl", {"ncclGetVersion failed: the NCCL library cannot be used"}, ""));
-  else {
+  } else if (const auto problem = nccl_init_problem(gpus.front().index); !problem.empty()) {
+    add(judge_problems("comm.nccl", {problem}, ""));
+  } else {
     auto r = judge_problems("comm.nccl", {}, be.nccl_version);
-    r.reason = "NCCL library loaded (a communicator is made by the ranks)";
+    r.reason = "NCCL " + be.nccl_version + ": a one-device communicator was made and destroyed";
     add(r);
   }
   const int64_t port = cfg.health.node_port > 0 ? cfg.health.node_port : default_probe_port;
