@@ -48,6 +48,9 @@ int run_health_check(const std::vector<std::string>& args, std::ostream& out, st
     std::vector<std::string> problems;
     for (const auto& p : e.errors()) problems.push_back(p.to_string());
     report = health::config_failed_report(config_path, problems, level);
+  } catch (const std::exception& e) {
+    err << "msomni health-check: " << e.what() << "\n";
+    return exit_usage;
   }
   if (json) out << health::to_json(report).dump(2) << "\n";
   else out << health::render_table(report);
