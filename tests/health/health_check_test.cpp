@@ -125,6 +125,25 @@ TEST_CASE("health-check: a healthy quickstart passes, each skip and warning with
   CHECK(fs::is_empty(dir.path()));
 }
 
+TEST_CASE("health-check: --level full measures the loopback bandwidth, decodes more and reduces a million floats") {
+  temp_dir dir;
+  int rc = -1;
+  const auto report = check_json((source_root / "configs" / "quickstart.toml").string() + " --level full --run-dir " +
+                                     quoted(dir.path() / "run"),
+                                 rc);
+  CHECK(rc == 0);
+  CHECK(report["level"] == "full");
+  const auto* bw = find_check(report, "comm.ucx.bandwidth");
+  REQUIRE(bw);
+  CAPTURE(bw->dump());
+  // A busy machine may be slow (warn); the transfer itself must have worked.
+  CHECK((bw->at("status") == "pass" || bw->at("status") == "warn"));
+  CHECK(bw->at("unit") == "MB/s");
+  CHECK(find_check(report, "comm.allreduce")->at("reason").get<std::string>().find("1048577 floats") != std::string::npos);
+  CHECK(find_check(report, "storage.write_fsync")->at("reason").get<std::string>().find("64.0 MiB") != std::string::npos);
+  CHECK(fs::is_empty(dir.path()));
+}
+
 TEST_CASE("health-check: exit 2 for bad usage or an unreadable config, 1 for a config the schema refuses") {
   CHECK(run_command(cli + " health-check --help").exit_code == 0);
   CHECK(run_command(cli + " health-check /nonexistent/job.toml").exit_code == 2);
