@@ -159,7 +159,8 @@ TEST_CASE("saves that fail on a full tmpfs leave no staging behind and succeed a
   std::ofstream(disk.path() / "ballast", std::ios::binary) << std::string(4700 * 1024, 'x');
   const auto cfg = dir.write("job.toml", job_text(600, 10, "dir = \"" + root.string() +
                                                       "\"\nkeep = 1\nmax_consecutive_failures = 1000\n"));
-  msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
+  // The pre-flight would refuse a disk this full before the start; here the saves must meet it.
+  msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string(), "--set", "health.preflight=\"off\""});
   const auto events = [&] { return read_json_lines(run_dir / "events.jsonl"); };
   REQUIRE(msomni::testing::wait_for([&] { return has_event(events(), "checkpoint_failed"); }, 120s));
   // Rank 0 reports a failure only after removing that save's staging directory.
@@ -193,7 +194,8 @@ TEST_CASE("max_consecutive_failures failed saves in a row end the job with exit 
   const auto root = disk.path() / "ckpt";
   const auto cfg = dir.write("job.toml", job_text(100000, 10, "dir = \"" + root.string() +
                                                          "\"\nmax_consecutive_failures = 3\n"));
-  msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
+  // The pre-flight would refuse a disk this small before the start; here the saves must meet it.
+  msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string(), "--set", "health.preflight=\"off\""});
   auto out = job.read_until("job failed: ", 120s);
   CHECK(job.wait(60s) == 1);
   REQUIRE(out);

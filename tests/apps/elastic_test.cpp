@@ -39,10 +39,12 @@ std::string read_file(const fs::path& p) { return msomni::testing::read_text(p);
 // default data path; the shards are rendered into `dir`'s own cache. Videos are never
 // downgraded: a downgrade follows live timing, so a downgraded video's frames (and every
 // loss after it) would differ from the static run the elastic run is compared with.
-std::string elastic_config(const msomni::testing::temp_dir& dir, int64_t steps, int64_t replicas, int64_t grad_accum) {
+std::string elastic_config(const msomni::testing::temp_dir& dir, int64_t steps, int64_t replicas, int64_t grad_accum,
+                           int64_t d_model = 64) {
   ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);  // this test process and its children
   return "[job]\nname = \"elastic\"\n"
-         "[model]\nname = \"fuyu-tiny\"\nd_model = 64\nn_layers = 2\nn_heads = 4\nd_ff = 128\nimage_size = 16\n"
+         "[model]\nname = \"fuyu-tiny\"\nd_model = " + std::to_string(d_model) + "\nn_layers = 2\nn_heads = 4\nd_ff = " +
+         std::to_string(2 * d_model) + "\nimage_size = 16\n"
          "patch_size = 8\nvideo_frames = 2\nmax_seq_len = 64\n"
          "[[data.sources]]\nname = \"shapes\"\nuri = \"generated://quickstart/images\"\nmodality = \"image\"\nweight = 2.0\n"
          "[[data.sources]]\nname = \"moving\"\nuri = \"generated://quickstart/videos\"\nmodality = \"video\"\nweight = 1.0\n"
@@ -93,7 +95,8 @@ std::string cli(const std::string& args) { return std::string(MSOMNI_CLI_BINARY)
 TEST_CASE("scale-down to 2 and back up to 4 while training: each step once and the losses of a static run") {
   msomni::testing::temp_dir dir;
   const int64_t steps = 240;
-  const auto cfg = dir.write("elastic.toml", elastic_config(dir, steps, 4, 1));
+  // A wider model: its steps are slow enough for both resizes to land while it trains.
+  const auto cfg = dir.write("elastic.toml", elastic_config(dir, steps, 4, 1, 128));
   const auto run_dir = dir.path() / "elastic";
   const auto static_dir = dir.path() / "static";
 

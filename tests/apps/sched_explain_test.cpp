@@ -76,7 +76,7 @@ TEST_CASE("a best-effort job's SIGTERM trap runs before it is killed and no gran
   // The trap takes a second before it writes its file: with no drain period the command would
   // be killed first. One grandchild ignores SIGTERM: only the group's end stops it.
   const std::string script = dir.write(
-      "be.sh", "trap 'sleep 1; echo trapped >> " + (d / "trapped").string() + "; exit 0' TERM\n" +
+      "be.sh", "trap 'sleep 1; echo trapped >> " + (d / "trapped").string() + "; exit 0' TERM INT\n" +
                    "(trap '' TERM; exec sleep 300) &\necho $! > " + (d / "stubborn.pid").string() + "\n" +
                    "sleep 300 &\necho $! > " + (d / "plain.pid").string() + "\n" +
                    "echo up >> " + (d / "ready").string() + "\nwait\n");
@@ -105,8 +105,8 @@ TEST_CASE("a best-effort job's SIGTERM trap runs before it is killed and no gran
   CHECK_MESSAGE(crit_row, status.output);
   CHECK(crit->wait(20s) == 0);
 
-  // After the critical job the best-effort job runs again; interrupting `msomni job` stops its
-  // command's group the same way.
+  // After the critical job the best-effort job runs again; interrupting `msomni job` (Ctrl-C)
+  // passes SIGINT to its command's group: the trap runs the same way, nothing survives.
   REQUIRE_MESSAGE(be->read_until("msomni job be: started", 20s), be->log);
   REQUIRE(appears_within_20s(d / "ready"));
   for (int i = 0; i < 2000 && count_of(read_text(d / "ready"), "up") < 2; ++i) std::this_thread::sleep_for(10ms);
