@@ -9,12 +9,14 @@
 
 namespace msomni::health {
 
-int run_preflight(const config::job_config& cfg, const std::filesystem::path& checkpoint_dir, std::ostream& err) {
+int run_preflight(const config::job_config& cfg, const std::filesystem::path& checkpoint_dir, std::ostream& err,
+                  nlohmann::ordered_json* report_json) {
   if (cfg.health.preflight == "off") return 0;
   health_options o;
   o.level = parse_level(cfg.health.preflight).value_or(health_level::quick);
   o.checkpoint_dir = checkpoint_dir;
   const auto report = run_health_checks(cfg, o);
+  if (report_json) *report_json = to_json(report);
   const auto v = verdict(report);
   if (v == check_status::fail) {
     err << render_table(report);  // the whole report: what failed, beside what was fine

@@ -106,7 +106,7 @@ orchestrator::elastic_settings elastic_settings_from(const config::job_config& c
 }  // namespace
 
 int launch_job(const config::job_config& cfg, const run_paths& paths, const run_options& opts,
-               const std::optional<resume_check>& resume_from) {
+               const std::optional<resume_check>& resume_from, const nlohmann::ordered_json& preflight) {
   const fs::path& run_dir = paths.run_dir;
   const fs::path& ckpt_dir = paths.checkpoint_dir;
   const auto started_ms = unix_ms();
@@ -119,6 +119,26 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   }
   orchestrator::run_journal journal(run_dir);
   for (const auto& n : claim.notes) journal.event("run_dir_lock", n);
+  // The pre-flight ran before the run directory was ours: its report is kept here now.
+  if (preflight.is_object()) {
+    if (const auto err = replace_file(run_dir / "preflight.json", json_text(preflight) + "\n"); !err.empty())
+      std::cerr << "msomni-run: the pre-flight report was not saved: " << err << "\n";
+    orchestrator::event_context ctx;
+    ctx.fields["verdict"] = preflight.value("verdict", "");
+    ctx.fields["level"] = preflight.value("level", "");
+    auto& warned = ctx.fields["warned"] = nlohmann::ordered_json::array();
+    size_t passed = 0, skipped = 0;
+    for (const auto& c : preflight.value("checks", nlohmann::ordered_json::array())) {
+      const auto status = c.value("status", "");
+      if (status == "warn") warned.push_back(c.value("id", ""));
+      passed += status == "pass";
+      skipped += status == "skipped";
+    }
+    journal.event("preflight", "pre-flight " + ctx.fields["verdict"].get<std::string>() + ": " + std::to_string(passed) +
+                                   " passed, " + std::to_string(warned.size()) + " warned, " + std::to_string(skipped) +
+                                   " skipped (preflight.json)",
+                  ctx);
+  }
   ensure_generated_datasets(cfg, std::cerr);
   const bool resume = !opts.fresh && fs::exists(ckpt_dir / "latest");
   // Which checkpoint the ranks resume from is theirs to find (the newest that verifies); their

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "config/job_config.hpp"
+#include <nlohmann/json.hpp>
 #include "resume_check.hpp"
 #include "run_options.hpp"
 #include "run_paths.hpp"
@@ -13,7 +14,9 @@ namespace msomni::apps {
 
 // `paths` passed check_run_paths; launch_job claims them (markers, locks) before writing.
 // `resume_from`: what check_resume found (its accepted changes go into the resume event).
+// `preflight`: the pre-flight's report (null when it was off), kept as RUN_DIR/preflight.json
+// and journaled as a "preflight" event once the run directory is claimed.
 int launch_job(const config::job_config& cfg, const run_paths& paths, const run_options& opts,
-               const std::optional<resume_check>& resume_from);
+               const std::optional<resume_check>& resume_from, const nlohmann::ordered_json& preflight = {});
 
 }  // namespace msomni::apps

@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
     }
   }
   // The pre-flight health check at health.preflight's level: a failed check starts nothing.
-  if (const int rc = msomni::health::run_preflight(cfg, paths.checkpoint_dir, std::cerr); rc != 0) return rc;
+  nlohmann::ordered_json preflight;
+  if (const int rc = msomni::health::run_preflight(cfg, paths.checkpoint_dir, std::cerr, &preflight); rc != 0) return rc;
   if (opts.dry_run) {
     std::cout << msomni::config::render_plan(cfg, gpus);
     std::cout << msomni::apps::render_model_summary(model, cfg);
@@ -118,7 +119,7 @@ int main(int argc, char** argv) {
     return exit_ok;
   }
   try {
-    return msomni::apps::launch_job(cfg, paths, opts, resume_from);
+    return msomni::apps::launch_job(cfg, paths, opts, resume_from, preflight);
   } catch (const msomni::apps::run_paths_refused& e) {
     std::cerr << "msomni-run: " << e.what() << "; nothing was started.\n";
     return exit_config;

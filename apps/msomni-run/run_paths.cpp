@@ -30,7 +30,8 @@ const char* marker_of(dir_role role) { return role == dir_role::run ? run_marker
 // The entries a run directory's own writers create (kept in step with launch_job and the
 // node agent); remove_job_outputs deletes only these.
 bool is_journal_file(const std::string& name) {
-  return name == "metrics.jsonl" || name == "events.jsonl" || name == "attempt" || name == "control.json";
+  return name == "metrics.jsonl" || name == "events.jsonl" || name == "attempt" || name == "control.json" ||
+         name == "summary.json" || name == "summary.txt" || name == "preflight.json";
 }
 
 std::optional<std::string> read_marker(const fs::path& file) {

@@ -1,6 +1,7 @@
 // A resume whose config changes what the checkpoint's state means is refused before any rank
 // starts (exit 2, --dry-run too), naming each key where the config gives it; keys that may
-// change on a resume are accepted and listed in the resume event. Real msomni-run runs.
+// change on a resume are accepted and listed in the resume event. Real msomni-run runs; the
+// first also keeps its pre-flight report (preflight.json and a "preflight" event).
 #include "support/job_probe.hpp"
 #include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
@@ -39,6 +40,14 @@ TEST_CASE("an incompatible resume exits 2 before any rank starts and names the k
   const auto first = run_command(run(run_dir, "--set training.steps=4"));
   CAPTURE(first.output);
   REQUIRE(first.exit_code == 0);
+  // The pre-flight's report is kept in the run directory and journaled.
+  const auto preflight = nlohmann::json::parse(read_text(run_dir / "preflight.json"));
+  CHECK(preflight.at("level") == "quick");
+  CHECK(preflight.at("verdict") != "fail");
+  bool journaled = false;
+  for (const auto& e : read_json_lines(run_dir / "events.jsonl"))
+    if (e.at("kind") == "preflight") journaled = e.at("verdict") == preflight.at("verdict") && e.at("level") == "quick";
+  CHECK(journaled);
   const auto events_before = read_text(run_dir / "events.jsonl");
   const auto log_before = read_text(run_dir / "logs" / "rank-0.log");
 

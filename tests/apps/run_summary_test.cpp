@@ -84,7 +84,7 @@ TEST_CASE("a finished run leaves summary.json and summary.txt, structured events
     CHECK(e.contains("attempt"));
     const auto kind = e.at("kind").get<std::string>();
     if (kind == "run_dir_lock" || kind == "attempt_started" || kind == "resume" || kind == "metrics" ||
-        kind == "control_started" || kind == "peer_refused")
+        kind == "control_started" || kind == "peer_refused" || kind == "preflight")
       continue;  // written before the orchestrator has a step
     CHECK(e.contains("step"));
     CHECK(e.contains("epoch"));
