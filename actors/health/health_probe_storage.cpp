@@ -45,6 +45,14 @@ write_fact write_sample(const fs::path& dir, uint64_t bytes) {
     f.error = "cannot create a temporary file in " + dir.string() + ": " + std::strerror(errno);
     return f;
   }
+  // Removed at once, while `name` is still the file mkstemp just created exclusively (nothing
+  // else can have taken the name yet); the sample writes through the open descriptor, and the
+  // space goes back when it is closed. Nothing is left behind even if the probe is killed.
+  if (::unlink(name.c_str()) != 0) {
+    f.error = "cannot remove the temporary file " + name + " it created: " + std::strerror(errno);
+    ::close(fd);
+    return f;
+  }
   std::vector<char> block(size_t{1} << 20, 'x');
   const auto t0 = clock_type::now();
   for (uint64_t done = 0; done < bytes && f.error.empty();) {
@@ -55,7 +63,6 @@ write_fact write_sample(const fs::path& dir, uint64_t bytes) {
   if (f.error.empty() && ::fsync(fd) != 0) f.error = std::string("fsync of ") + name + ": " + std::strerror(errno);
   f.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
   ::close(fd);
-  ::unlink(name.c_str());
   return f;
 }
 
