@@ -61,11 +61,15 @@ struct shell_state {
   std::unique_ptr<control_metrics> control;  // null: metrics off
   // The newest journaled events, for `msomni inspect`'s elastic timeline (bounded).
   std::deque<ordered_json> timeline;
+  // The newest memory_advice and memory_fit events, for `msomni inspect`'s memory view: apart
+  // from the timeline, which a run of fits every step would otherwise fill (bounded).
+  std::deque<ordered_json> memory_events;
   std::map<std::string, uint64_t> refused_reports;  // per source, for logging the first of each
   std::unique_ptr<memory_hook> memory;  // the ranks' memory samples (memory_journal.hpp)
 };
 
 constexpr size_t timeline_capacity = 200;
+constexpr size_t memory_events_capacity = 20;
 
 void execute(metrics::accounted_actor* self, shell_state& st, std::vector<action> acts);
 std::string health_summary(const shell_state& st);
@@ -205,6 +209,20 @@ std::string status_reply_json(const shell_state& st) {
 
 // What `msomni inspect` shows: the status (the same fields as `msomni status --json`), every
 // metric family of the job, the elastic timeline and the job's idle-window forecast.
+void remember_memory_event(shell_state& st, const char* kind, const std::string& detail, uint64_t step,
+                           const std::string& rank) {
+  ordered_json e = ordered_json::object();
+  e["time_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch()).count();
+  e["kind"] = kind;
+  e["epoch"] = st.core.epoch();
+  e["step"] = step;
+  e["rank"] = rank;
+  e["detail"] = detail;
+  st.memory_events.push_back(std::move(e));
+  if (st.memory_events.size() > memory_events_capacity) st.memory_events.pop_front();
+}
+
 std::string inspect_reply_json(const shell_state& st) {
   auto j = orchestrator::status_json(st.core.status(), st.progress.bad_samples_by_reason());
   j["metrics"] = metrics::families_json(st.env.metrics->collect());
@@ -222,6 +240,14 @@ std::string inspect_reply_json(const shell_state& st) {
     put_number(row, "length_s", w.length_s);
     windows.push_back(std::move(row));
   }
+  const auto& ms = st.env.memory;
+  auto& memory = j["memory"] = ordered_json::object();
+  memory["predictor_enabled"] = ms.predictor_enabled;
+  put_number(memory, "safety_margin_gb", ms.safety_margin_gb);
+  put_number(memory, "device_memory_gb", ms.device_memory_gb);
+  memory["horizon_steps"] = ms.horizon_steps;
+  auto& memory_events = memory["events"] = ordered_json::array();
+  for (const auto& e : st.memory_events) memory_events.push_back(e);
   return json_text(j);
 }
 
@@ -412,6 +438,7 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
       // then counted only; the predictor sends advice only when it is news).
       [st](const msg::memory_advice& a) {
         if (st->done) return;
+        remember_memory_event(*st, "memory_advice", a.rank_name + ": " + a.reason, a.step, a.rank_name);
         if (++st->memory_advice_seen > memory_advice_journaled_max) return;
         event_context ctx;
         ctx.step = a.step;

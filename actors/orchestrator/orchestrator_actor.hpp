@@ -58,6 +58,13 @@ struct orchestrator_env {
   // The memory watermark predictor (memory.predictor_enabled): every accepted step sample
   // goes to it, and its msg::memory_advice comes back to be journaled. Invalid: off.
   caf::actor memory_predictor;
+  // The [memory] settings the "inspect" reply carries, so `msomni inspect` can set a rank's
+  // forecast plus the margin against its budget.
+  struct memory_settings {
+    bool predictor_enabled = false;
+    double safety_margin_gb = 0, device_memory_gb = 0;
+    int64_t horizon_steps = 0;
+  } memory;
 };
 
 caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env);

@@ -232,6 +232,8 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   env.max_data_wait_ms = cfg.io.max_data_wait_ms;
   env.metrics = job_metrics;
   env.job_name = cfg.job.name;
+  env.memory = {cfg.memory.predictor_enabled, cfg.memory.safety_margin_gb, cfg.memory.device_memory_gb,
+                cfg.memory.horizon_steps};
   const auto secs = [](double s) { return std::chrono::duration_cast<nanos>(std::chrono::duration<double>(s)); };
   env.autoscale = {cfg.elasticity.autoscale,
                    cfg.elasticity.scale_up_utilization,

@@ -92,8 +92,8 @@ int run_inspect(const std::vector<std::string>& args, std::ostream& out, std::os
   std::string run_dir, scheduler_info;
   double interval_s = 1;
   bool once = false, as_json = false;
-  CLI::App app{"The actor inspector console: a running job's actors, ranks, data stages, elastic timeline and "
-               "idle-window forecast, and msomni-sched's jobs, refreshed live.",
+  CLI::App app{"The actor inspector console: a running job's actors, ranks, data stages, elastic timeline, "
+               "idle-window forecast and memory forecast, and msomni-sched's jobs, refreshed live.",
                "msomni inspect"};
   command_line::set_conventions(app);
   app.add_option("--run-dir", run_dir, "the job's run directory (msomni-run's --run-dir)")->type_name("DIR");

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <iterator>
 
 namespace msomni::cli::inspect {
@@ -66,6 +67,28 @@ cell bytes_cell(std::optional<double> bytes) {
     ++u;
   }
   return {(u == 0 ? fixed(v, 0) : fixed(v, 1)) + units[u], bytes};
+}
+
+cell si_bytes_cell(std::optional<double> bytes) {
+  if (!bytes || !std::isfinite(*bytes)) return {"-", std::nullopt};
+  static const char* const units[] = {"B", "kB", "MB", "GB", "TB"};
+  double v = *bytes;
+  size_t u = 0;
+  while (std::fabs(v) >= 1000 && u + 1 < std::size(units)) {
+    v /= 1000;
+    ++u;
+  }
+  return {(u == 0 ? fixed(v, 0) : fixed(v, std::fabs(v) < 10 ? 2 : 1)) + units[u], bytes};
+}
+
+std::string clock_text(std::optional<double> time_ms) {
+  if (!time_ms) return "-";
+  const auto t = static_cast<std::time_t>(*time_ms / 1000);
+  std::tm tm{};
+  if (!::localtime_r(&t, &tm)) return "-";
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+  return buf;
 }
 
 cell fill_bar(std::optional<double> fill, std::optional<double> capacity, size_t width) {

@@ -51,6 +51,10 @@ inline cell text_cell(std::string s) { return {std::move(s), std::nullopt}; }
 cell number_cell(std::optional<double> v, int decimals);
 // 512B, 12.0K, 340.5M, 1.2G (powers of 1024).
 cell bytes_cell(std::optional<double> bytes);
+// 512B, 12.0kB, 4.19MB, 340.5MB, 1.20GB (powers of 1000: the [memory] settings' GB).
+cell si_bytes_cell(std::optional<double> bytes);
+// HH:MM:SS of a Unix time in ms, in the local time zone; "-" without one.
+std::string clock_text(std::optional<double> time_ms);
 // "[#####     ] 50%" for `fill` of `capacity` with a bar `width` wide; sorts by the ratio.
 cell fill_bar(std::optional<double> fill, std::optional<double> capacity, size_t width);
 

@@ -37,14 +37,14 @@ bool cell_less(const cell& a, const cell& b, bool numeric) {
 }
 
 std::string view_label(view v) {
-  static const char* const keys[] = {"1", "2", "3", "4", "5", "6"};
+  static const char* const keys[] = {"1", "2", "3", "4", "5", "6", "7"};
   return std::string(keys[static_cast<size_t>(v)]) + " " + view_name(v);
 }
 
 }  // namespace
 
 const char* view_name(view v) {
-  static const char* const names[] = {"actors", "ranks", "data", "elastic", "predictor", "scheduler"};
+  static const char* const names[] = {"actors", "ranks", "data", "elastic", "predictor", "scheduler", "memory"};
   return names[static_cast<size_t>(v)];
 }
 
@@ -103,7 +103,7 @@ std::vector<std::string> layout_table(const table& t, size_t width, size_t max_r
 }
 
 key_effect on_key(console_state& st, int key, size_t columns) {
-  static const char view_keys[] = {'a', 'r', 'd', 'e', 'p', 's'};
+  static const char view_keys[] = {'a', 'r', 'd', 'e', 'p', 's', 'm'};
   for (size_t i = 0; i < view_count; ++i)
     if (key == '1' + static_cast<int>(i) || key == view_keys[i]) {
       st.current = static_cast<view>(i);

@@ -8,6 +8,8 @@
 //   elastic   epoch, phase, world/target and the newest journal events
 //   predictor the job's next idle windows and the forecast's confidence
 //   scheduler msomni-sched's queue and jobs (with --scheduler-info)
+//   memory    per rank: compute memory in use, the step's peak, the budget, the memory
+//             predictor's forecast and the headroom; its advice/fit/sample counts and events
 // Every view is built from whatever families are present: a family nobody exports yet
 // gives no rows, never an error. Layout drops columns from the right and cuts rows to fit.
 #pragma once
@@ -25,8 +27,8 @@ namespace msomni::cli::inspect {
 // Ordered: `--once --json` prints the reply with its keys in the order the job wrote them.
 using json = nlohmann::ordered_json;
 
-enum class view : unsigned char { actors, ranks, data, elastic, predictor, scheduler };
-inline constexpr size_t view_count = 6;
+enum class view : unsigned char { actors, ranks, data, elastic, predictor, scheduler, memory };
+inline constexpr size_t view_count = 7;
 const char* view_name(view v);
 
 // One value of a table: the text shown, and what it sorts by (numbers numerically, the rest
@@ -83,7 +85,7 @@ struct console_state {
 };
 
 enum class key_effect { none, redraw, quit };
-// 1-6 or a/r/d/e/p/s pick a view, Tab the next one, o the next sort column of the current
+// 1-7 or a/r/d/e/p/s/m pick a view, Tab the next one, o the next sort column of the current
 // view's first table (which has `columns` columns), O reverses it, q quits.
 key_effect on_key(console_state& st, int key, size_t columns);
 

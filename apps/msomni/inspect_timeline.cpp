@@ -2,8 +2,6 @@
 #include "inspect_model.hpp"
 #include "inspect_format.hpp"
 
-#include <ctime>
-
 namespace msomni::cli::inspect {
 
 namespace {
@@ -13,17 +11,6 @@ const json& array_at(const json& o, const char* key) {
   if (!o.is_object()) return none;
   const auto it = o.find(key);
   return it != o.end() && it->is_array() ? *it : none;
-}
-
-// HH:MM:SS of a Unix time in ms, in the local time zone.
-std::string clock_text(std::optional<double> time_ms) {
-  if (!time_ms) return "-";
-  const auto t = static_cast<std::time_t>(*time_ms / 1000);
-  std::tm tm{};
-  if (!::localtime_r(&t, &tm)) return "-";
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
-  return buf;
 }
 
 }  // namespace

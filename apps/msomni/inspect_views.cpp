@@ -152,6 +152,7 @@ view_content data_view(const snapshot& now, const snapshot* before);
 view_content elastic_view(const snapshot& now);
 view_content predictor_view(const snapshot& now);
 view_content scheduler_view(const snapshot& now);
+view_content memory_view(const snapshot& now);
 
 view_content build_view(view v, const snapshot& now, const snapshot* before) {
   if (v != view::scheduler && !now.job.is_object()) return {{"no job watched (give --run-dir DIR)"}, {}};
@@ -162,6 +163,7 @@ view_content build_view(view v, const snapshot& now, const snapshot* before) {
     case view::elastic: return elastic_view(now);
     case view::predictor: return predictor_view(now);
     case view::scheduler: return scheduler_view(now);
+    case view::memory: return memory_view(now);
   }
   return {};
 }

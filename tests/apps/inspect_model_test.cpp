@@ -60,6 +60,37 @@ json job_reply(double scale) {
   return j;
 }
 
+// job_reply with the memory predictor's series: a 2 GB budget and a 0.5 GB margin; rank-0's
+// forecast 1.2 GB leaves 0.8 GB (fits), rank-1's 1.8 GB leaves 0.2 GB (over budget - margin).
+json memory_reply() {
+  json j = job_reply(1);
+  auto& m = j["metrics"];
+  const auto rank = [](const char* r, const char* kind) {
+    return json{{"job", "demo"}, {"rank", r}, {"node", "local"}, {"kind", kind}};
+  };
+  const auto control = [](const char* k, const char* v) { return json{{"job", "demo"}, {"node", "control"}, {k, v}}; };
+  m["msomni_rank_compute_memory_bytes"] =
+      json::array({series(rank("rank-0", "in_use"), 0.9e9), series(rank("rank-0", "peak"), 1.1e9),
+                   series(rank("rank-0", "budget"), 2e9), series(rank("rank-1", "in_use"), 1.0e9),
+                   series(rank("rank-1", "peak"), 1.7e9), series(rank("rank-1", "budget"), 2e9)});
+  m["msomni_memory_forecast_bytes"] =
+      json::array({series(control("target", "rank-0"), 1.2e9), series(control("target", "rank-1"), 1.8e9)});
+  m["msomni_memory_advice_total"] = json::array({series(control("action", "reserve"), 5), series(control("action", "overflow"), 2)});
+  m["msomni_memory_fits_total"] = json::array({series(control("result", "requested"), 3), series(control("result", "split"), 2),
+                                               series(control("result", "unfit"), 1)});
+  m["msomni_memory_samples_total"] = json::array({series(control("result", "accepted"), 40), series(control("result", "refused"), 1)});
+  m["msomni_rank_fit_requests_total"] =
+      json::array({series({{"job", "demo"}, {"rank", "rank-0"}, {"node", "local"}, {"result", "taken"}}, 2),
+                   series({{"job", "demo"}, {"rank", "rank-1"}, {"node", "local"}, {"result", "taken"}}, 1)});
+  const auto event = [](double t, const char* kind, int step, const char* rank, const char* detail) {
+    return json{{"time_ms", t}, {"kind", kind}, {"epoch", 1}, {"step", step}, {"rank", rank}, {"detail", detail}};
+  };
+  j["memory"] = {{"predictor_enabled", true}, {"safety_margin_gb", 0.5}, {"device_memory_gb", 2.0}, {"horizon_steps", 10},
+                 {"events", json::array({event(3000, "memory_advice", 20, "rank-1", "rank-1: forecast peak 1.8 GB"),
+                                         event(4000, "memory_fit", 31, "rank-1", "step 31: ran 2 parts")})}};
+  return j;
+}
+
 table first_table(const view_content& v) {  // a copy: views are often temporaries
   REQUIRE_FALSE(v.tables.empty());
   return v.tables.front();
@@ -171,6 +202,8 @@ TEST_CASE("inspect model: o cycles the sort column, O reverses it, numbers sort 
   on_key(st, '6', 0);
   CHECK(st.current == view::scheduler);
   on_key(st, '\t', 0);
+  CHECK(st.current == view::memory);
+  on_key(st, '\t', 0);
   CHECK(st.current == view::actors);
   on_key(st, 'd', 0);
   CHECK(st.current == view::data);
@@ -237,10 +270,114 @@ TEST_CASE("inspect model: elastic timeline newest first, predictor windows, sche
   CHECK(cell_text(first_table(p), "1", "30.0", "LENGTH_S") == "12.5");
   CHECK(first_table(build_view(view::scheduler, now, nullptr)).rows.at(0)[0].text == "a");
   const auto text = render_text(now);
-  for (const char* part : {"== actors ==", "== ranks ==", "== data ==", "== elastic ==", "== predictor ==", "== scheduler =="})
+  for (const char* part : {"== actors ==", "== ranks ==", "== data ==", "== elastic ==", "== predictor ==", "== scheduler ==",
+                           "== memory =="})
     CHECK(text.find(part) != std::string::npos);
   const snapshot job_only{job_reply(1), nullptr, 10};
   CHECK(render_text(job_only).find("== scheduler ==") == std::string::npos);
   const snapshot sched_only{nullptr, sched, 10};
   CHECK(render_text(sched_only).find("== actors ==") == std::string::npos);
+}
+
+TEST_CASE("inspect model: memory view sets each rank's forecast plus the margin against its budget") {
+  const snapshot now{memory_reply(), nullptr, 10};
+  const auto v = build_view(view::memory, now, nullptr);
+  REQUIRE(v.tables.size() == 2);
+  const auto& ranks = v.tables[0];
+  REQUIRE(ranks.rows.size() == 2);
+  const auto at = [&](const char* rank, const char* column) {
+    for (const auto& row : ranks.rows)
+      if (row[0].text == rank) return row[column_of(ranks, column)];
+    FAIL("no row " << rank);
+    return cell{};
+  };
+  CHECK(at("rank-0", "IN_USE").text == "900.0MB");
+  CHECK(at("rank-0", "PEAK").text == "1.10GB");
+  CHECK(at("rank-0", "BUDGET").text == "2.00GB");
+  CHECK(at("rank-0", "FORECAST").text == "1.20GB");
+  CHECK(at("rank-0", "HEADROOM").text == "800.0MB");
+  CHECK(*at("rank-0", "HEADROOM").number == doctest::Approx(0.8e9));
+  CHECK(at("rank-0", "FIT").text == "ok");
+  CHECK(at("rank-1", "HEADROOM").text == "200.0MB");
+  CHECK(at("rank-1", "FIT").text == "OVER");  // 1.8 + 0.5 > 2
+  CHECK(at("rank-0", "HOST").text == "3.22GB");  // 3 GiB resident
+  CHECK(at("rank-1", "HOST").text == "-");
+  REQUIRE(v.lines.size() == 6);
+  CHECK(v.lines[0] == "forecast: peak of the next 10 steps, margin 0.500 GB, device 2.000 GB");
+  CHECK(v.lines[1] == "forecast + margin over the budget: 1 of 2 ranks");
+  CHECK(v.lines[2] == "advice: reserve 5, evict 0, overflow 2");
+  CHECK(v.lines[3] == "fits: requested 3, replayed 0, split 2, keyframe 0, unchanged 0, unfit 1");
+  CHECK(v.lines[4] == "rank fit requests: taken 3, dropped 0, stale 0, superseded 0");
+  CHECK(v.lines[5] == "samples: accepted 40, refused 1");
+  const auto& events = v.tables[1];
+  REQUIRE(events.rows.size() == 2);
+  CHECK(events.rows[0][1].text == "memory_fit");  // newest first
+  CHECK(events.rows[0][column_of(events, "STEP")].text == "31");
+  CHECK(events.rows[1][column_of(events, "DETAIL")].text == "rank-1: forecast peak 1.8 GB");
+
+  // A negative headroom shows as such; the margin is what decides the marker.
+  json tight = memory_reply();
+  tight["metrics"]["msomni_memory_forecast_bytes"][0]["value"] = 2.5e9;
+  tight["memory"]["safety_margin_gb"] = 0;
+  const auto t2 = build_view(view::memory, snapshot{tight, nullptr, 10}, nullptr).tables[0];
+  CHECK(t2.rows[0][column_of(t2, "HEADROOM")].text == "-500.0MB");
+  CHECK(t2.rows[0][column_of(t2, "FIT")].text == "OVER");
+  CHECK(t2.rows[1][column_of(t2, "FIT")].text == "ok");  // 1.8 GB within 2 GB, no margin
+}
+
+TEST_CASE("inspect model: memory view without the settings, the predictor off, or only the timeline's events") {
+  // No "memory" object (an older job): no margin, so no marker; the rank's budget still counts.
+  json old = memory_reply();
+  old.erase("memory");
+  old["timeline"].push_back(json{{"time_ms", 5000}, {"kind", "memory_advice"}, {"epoch", 1}, {"step", 7},
+                                 {"rank", "rank-0"}, {"detail", "rank-0: reserve"}});
+  const auto v = build_view(view::memory, snapshot{old, nullptr, 10}, nullptr);
+  const auto& ranks = v.tables[0];
+  CHECK(ranks.rows[0][column_of(ranks, "HEADROOM")].text == "800.0MB");
+  CHECK(ranks.rows[0][column_of(ranks, "FIT")].text == "-");
+  CHECK(v.lines[0].find("margin ?") != std::string::npos);
+  CHECK(v.lines[1].find("advice: ") == 0);  // no over-budget count without the margin
+  REQUIRE(v.tables[1].rows.size() == 1);  // the timeline's memory event, not its others
+  CHECK(v.tables[1].rows[0][1].text == "memory_advice");
+
+  // A rank that reports no budget (0) takes memory.device_memory_gb.
+  json no_budget = memory_reply();
+  for (auto& s : no_budget["metrics"]["msomni_rank_compute_memory_bytes"])
+    if (s["labels"]["kind"] == "budget") s["value"] = 0;
+  no_budget["memory"]["device_memory_gb"] = 4.0;
+  const auto t = build_view(view::memory, snapshot{no_budget, nullptr, 10}, nullptr).tables[0];
+  CHECK(t.rows[0][column_of(t, "BUDGET")].text == "4.00GB");
+  CHECK(t.rows[1][column_of(t, "FIT")].text == "ok");
+
+  // The predictor off: said so, no forecast; a bare reply gives rows from the status only.
+  json off = job_reply(1);
+  off["memory"] = {{"predictor_enabled", false}, {"safety_margin_gb", 3.5}, {"device_memory_gb", 80.0},
+                   {"horizon_steps", 10}, {"events", json::array()}};
+  const auto o = build_view(view::memory, snapshot{off, nullptr, 10}, nullptr);
+  CHECK(o.lines[0].find("memory predictor off") == 0);
+  REQUIRE(o.tables[0].rows.size() == 2);
+  CHECK(o.tables[0].rows[0][column_of(o.tables[0], "FORECAST")].text == "-");
+  CHECK(o.tables[0].rows[0][column_of(o.tables[0], "FIT")].text == "-");
+  CHECK(o.tables[1].rows.empty());
+
+  // A forecast for a rank the status no longer lists still gets its row, after the others.
+  json gone = memory_reply();
+  gone["metrics"]["msomni_memory_forecast_bytes"].push_back(
+      series({{"job", "demo"}, {"node", "control"}, {"target", "rank-2"}}, 1e9));
+  const auto g = build_view(view::memory, snapshot{gone, nullptr, 10}, nullptr).tables[0];
+  REQUIRE(g.rows.size() == 3);
+  CHECK(g.rows[2][0].text == "rank-2");
+
+  // Keys 7 and m pick it; --once prints it.
+  console_state st;
+  CHECK(on_key(st, '7', 0) == key_effect::redraw);
+  CHECK(st.current == view::memory);
+  on_key(st, 'a', 0);
+  on_key(st, 'm', 0);
+  CHECK(st.current == view::memory);
+  const auto text = render_text(snapshot{memory_reply(), nullptr, 10});
+  CHECK(text.find("== memory ==") != std::string::npos);
+  CHECK(text.find("OVER") != std::string::npos);
+  const auto screen = render_screen(st, snapshot{memory_reply(), nullptr, 10}, nullptr, 120, 40);
+  CHECK(screen[1].find("[7 memory]") != std::string::npos);
 }

@@ -1,7 +1,8 @@
 // msomni inspect against a real job: the live console in a tmux pane (ranks stepping, the
 // actors and data views, a video downgrade under a throttled decoder, q exits 0), --once
 // --json with the same status keys as `msomni status --json`, --once as plain text, a wrong
-// token refused, a finished job and a job with metrics off reported with exit 1.
+// token refused, a finished job and a job with metrics off reported with exit 1; the memory
+// view of a quickstart job showing the predictor's forecast for each of its ranks.
 #include "core/child_process.hpp"
 #include "support/json_lines.hpp"
 #include "support/job_probe.hpp"
@@ -162,7 +163,8 @@ TEST_CASE("msomni inspect: the live console under tmux, --once --json against st
   const auto inspect = msomni::testing::parse_json(once_run.output);
   for (const auto& [key, value] : status.items()) CHECK_MESSAGE(inspect.contains(key), key);
   for (const auto& [key, value] : inspect.items())
-    CHECK_MESSAGE((status.contains(key) || key == "metrics" || key == "timeline" || key == "predictor"), key);
+    CHECK_MESSAGE((status.contains(key) || key == "metrics" || key == "timeline" || key == "predictor" || key == "memory"),
+                  key);
   for (const char* key : {"world", "target", "total_steps", "grad_accum", "epoch", "phase", "agents"})
     CHECK(inspect.at(key) == status.at(key));
   REQUIRE(inspect.at("ranks").size() == status.at("ranks").size());
@@ -170,6 +172,7 @@ TEST_CASE("msomni inspect: the live console under tmux, --once --json against st
     for (const char* key : {"name", "node", "pid"}) CHECK(inspect["ranks"][i].at(key) == status["ranks"][i].at(key));
   CHECK(inspect.at("metrics").contains("msomni_job_world_size"));
   CHECK(inspect.at("predictor").contains("windows"));
+  CHECK(inspect.at("memory").contains("safety_margin_gb"));
 
   const auto text = run_command(cli("inspect --once --run-dir " + run_dir.string()));
   CHECK(text.exit_code == 0);
@@ -212,4 +215,53 @@ TEST_CASE("msomni inspect: a job with metrics off refuses the inspect request, e
   CHECK(r.output.find("refused: metrics are off") != std::string::npos);
   REQUIRE(run_command(cli("stop --run-dir " + run_dir.string())).exit_code == 0);
   ended_after_stop(*job);
+}
+
+TEST_CASE("msomni inspect: the memory view shows the memory predictor's forecast of each rank of a quickstart job") {
+  msomni::testing::temp_dir dir;
+  const auto run_dir = dir.path() / "run";
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+  // A budget of 2 GB and a margin of 1 GB: the tiny model's forecast fits with room to spare.
+  msomni::child_process job(MSOMNI_RUN_BINARY,
+                            {std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml", "--run-dir", run_dir.string(),
+                             "--set", "cluster.metrics_port=auto", "--set", "training.steps=100000", "--set",
+                             "memory.device_memory_gb=2", "--set", "memory.safety_margin_gb=1"});
+  wait_for([&] { return job_is_training(run_dir) || job.exited(); }, 240s);
+  REQUIRE(job_is_training(run_dir));
+
+  // The predictor forecasts each rank after its first step sample; the ranks push their compute
+  // memory about once a second (zeros until a push after their first step).
+  std::string memory;
+  const auto shown = [&](const char* column) {
+    return column_value(memory, column, "rank-0") > 0 && column_value(memory, column, "rank-1") > 0;
+  };
+  const bool forecasts = wait_for([&] {
+    const auto r = run_command(cli("inspect --once --run-dir " + run_dir.string()));
+    const auto at = r.output.find("== memory ==");
+    memory = at == std::string::npos ? std::string() : r.output.substr(at);
+    return r.exit_code == 0 && shown("FORECAST") && shown("IN_USE") && memory.find("memory_advice") != std::string::npos;
+  }, 120s);
+  CAPTURE(memory);
+  CHECK(forecasts);
+  CHECK(memory.find("margin 1.000 GB, device 2.000 GB") != std::string::npos);
+  CHECK(memory.find("forecast + margin over the budget: 0 of 2 ranks") != std::string::npos);
+  for (const char* rank : {"rank-0", "rank-1"}) {
+    CHECK(column_value(memory, "BUDGET", rank) == doctest::Approx(2.0));  // "2.00GB"
+    CHECK(column_value(memory, "PEAK", rank) > 0);
+    CHECK(column_value(memory, "HEADROOM", rank) > 0);
+  }
+  CHECK(memory.find("advice: reserve ") != std::string::npos);
+
+  // --once --json carries the settings and the events the view reads.
+  const auto once = run_command(cli("inspect --once --json --run-dir " + run_dir.string()));
+  REQUIRE(once.exit_code == 0);
+  const auto reply = msomni::testing::parse_json(once.output);
+  CHECK(reply.at("memory").at("predictor_enabled") == true);
+  CHECK(reply.at("memory").at("safety_margin_gb") == 1.0);
+  CHECK(reply.at("memory").at("device_memory_gb") == 2.0);
+  CHECK_FALSE(reply.at("memory").at("events").empty());
+  CHECK(reply.at("metrics").contains("msomni_memory_forecast_bytes"));
+
+  REQUIRE(run_command(cli("stop --run-dir " + run_dir.string())).exit_code == 0);
+  ended_after_stop(job);
 }
