@@ -64,7 +64,7 @@ std::string scheduler_core::no_lending_reason(const std::string& host) const {
 }
 
 void scheduler_core::evict_guest(const std::string& guest_id, double now_s, std::string reason,
-                                 std::vector<command>& out) {
+                                 eviction_cause cause, std::vector<command>& out) {
   job_state& guest = jobs_.at(guest_id);
   const std::string host = guest.host;
   auto& list = guests_of_[host];
@@ -74,18 +74,22 @@ void scheduler_core::evict_guest(const std::string& guest_id, double now_s, std:
   c.host = host;
   c.reason = std::move(reason);
   to_pending(guest);
+  guest.memory_hold_host.clear();
+  ++evictions_[static_cast<size_t>(cause)];
   emit(now_s, std::move(c), out);
 }
 
 void scheduler_core::evict_guests_of(const std::string& host, double now_s, const std::string& reason,
-                                     std::vector<command>& out) {
+                                     eviction_cause cause, std::vector<command>& out) {
   auto it = guests_of_.find(host);
   if (it == guests_of_.end()) return;
-  for (const std::string& g : std::vector<std::string>(it->second)) evict_guest(g, now_s, reason, out);
+  for (const std::string& g : std::vector<std::string>(it->second)) evict_guest(g, now_s, reason, cause, out);
 }
 
 // Packs pending preemptible jobs into the host's GPUs that no guest uses yet, in queue order
-// (a job too big for what is left is skipped, a smaller one behind it may still fit).
+// (a job too big for what is left is skipped, a smaller one behind it may still fit). With a
+// memory forecast of the host, a job whose need passes its headroom is skipped too (a memory
+// hold, logged once per job and host).
 void scheduler_core::place_guests(const job_state& host, double share, double now_s,
                                   std::vector<command>& out) {
   std::vector<uint32_t> unused = host.gpus;
@@ -102,6 +106,16 @@ void scheduler_core::place_guests(const job_state& host, double share, double no
     if (++scanned > guest_scan_limit) break;
     job_state& j = jobs_.at(std::get<3>(*it));
     if (j.req.klass == job_class::critical || j.req.gpus > unused.size()) continue;
+    if (hold_note h = memory_misfit(j, host); h.reason != hold_reason::none) {
+      ++memory_skips_;
+      j.hold = h;  // sched-status says why until the next pass
+      j.hold_pass = pass_;
+      if (j.memory_hold_host != host.req.id) {
+        j.memory_hold_host = host.req.id;
+        emit_hold(now_s, j.req.id, j.epoch, h, out, "not placed as a guest: ");
+      }
+      continue;
+    }
     pending_.erase(it);
     set_phase(j, job_phase::guest);
     j.host = host.req.id;
@@ -120,6 +134,11 @@ void scheduler_core::place_guests(const job_state& host, double share, double no
     c.reason = params_.policy == policy_kind::omni
                    ? "host's predicted idle share passes the threshold"
                    : "greedy: host left GPUs idle in its last step";
+    if (int64_t headroom = 0; memory_headroom(host, headroom))
+      c.reason += "; memory: the host's forecast leaves " + gb_text(static_cast<double>(headroom)) + " of its " +
+                  gb_text(static_cast<double>(host.memory_device_bytes)) + " device, the guest needs " +
+                  gb_text(static_cast<double>(memory_need(j)));
+    j.memory_hold_host.clear();
     emit(now_s, std::move(c), out);
   }
 }
@@ -140,13 +159,13 @@ std::vector<command> scheduler_core::window(double now_s) {
   for (const auto& host : hosts) {
     double share = guest_share(host);
     if (share <= 0) {
-      evict_guests_of(host, now_s, no_lending_reason(host), out);
+      evict_guests_of(host, now_s, no_lending_reason(host), eviction_cause::lending, out);
       continue;
     }
     for (const std::string& id : std::vector<std::string>(guests_of_.at(host))) {
       job_state& guest = jobs_.at(id);
       if (pending_.empty() && place_.free_count() >= guest.req.gpus) {
-        evict_guest(id, now_s, "free GPUs: run alone", out);
+        evict_guest(id, now_s, "free GPUs: run alone", eviction_cause::free_gpus, out);
       } else if (share != guest.share) {
         guest.share = share;
         command c = make_command(command_kind::set_share, guest.req.id, guest.epoch);

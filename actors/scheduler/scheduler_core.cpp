@@ -159,7 +159,7 @@ std::vector<command> scheduler_core::finished(const std::string& job, double now
     schedule(now_s, out);
     return out;
   }
-  evict_guests_of(job, now_s, "host finished", out);
+  evict_guests_of(job, now_s, "host finished", eviction_cause::host_ended, out);
   if (j.phase == job_phase::guest) {
     auto& list = guests_of_[j.host];
     list.erase(std::remove(list.begin(), list.end(), job), list.end());

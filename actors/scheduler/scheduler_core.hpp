@@ -65,7 +65,18 @@ struct job_state {
   // A running critical job: why it lent nothing in the last window (none: it lent), and
   // what the log last said.
   hold_reason lending_hold = hold_reason::none, lending_logged = hold_reason::none;
+  // Its newest memory report (report_memory): forecast peak plus margin over its ranks, and
+  // the device each rank has (0: none reported). Kept while it waits: an evicted guest's
+  // forecast still says what it needs.
+  uint64_t memory_forecast_bytes = 0;
+  uint64_t memory_device_bytes = 0;
+  // A pending guest: the host its memory hold was last logged for (logged again only for
+  // another host, or after it ran).
+  std::string memory_hold_host;
 };
+
+// What a guest needs of a host's device: what it declared, or its own forecast when higher.
+inline uint64_t memory_need(const job_state& j) { return std::max(j.req.memory_bytes, j.memory_forecast_bytes); }
 
 // How many jobs are where (for status and metrics).
 struct queue_counts {
@@ -121,6 +132,18 @@ class scheduler_core {
   enum class lending : uint8_t { over_budget, low_confidence, below_threshold, qualifies };
   lending lending_of(const std::string& host) const;
   bool has_guests(const std::string& host) const { return guests_of_.count(host) != 0; }
+  // A job's memory report: `forecast_peak_bytes` (its ranks' largest forecast peak plus the
+  // safety margin; 0: none yet) on devices of `device_bytes` (0: unknown). For a critical
+  // host, each guest whose need (memory_need) passes what the forecast leaves of the device
+  // is evicted at once (cause memory; guests sit on GPUs of their own, so each is judged
+  // alone); for a guest, its need rises to its forecast and it is evicted when its host no
+  // longer leaves that much. A job the core does not know: false, nothing done.
+  bool report_memory(const std::string& job, uint64_t forecast_peak_bytes, uint64_t device_bytes, double now_s,
+                     std::vector<command>& out);
+  // What a host's latest memory report leaves of its device (device - forecast peak; may be
+  // negative), or false when it has none (no forecast or no device): then guests are placed
+  // by the idle share alone.
+  bool memory_headroom(const job_state& host, int64_t& headroom) const;
 
   const job_state* find(const std::string& job) const;
   // Why `j` waits or does not grow after the latest pass (reason none: it does neither).
@@ -152,6 +175,11 @@ class scheduler_core {
   // Reservation windows in which a critical host lent nothing because it was past its
   // slowdown budget: one per such host and window (omni).
   uint64_t budget_hold_windows() const noexcept { return budget_hold_windows_; }
+  // Guests evicted so far, by cause (eviction_cause as the index).
+  const std::array<uint64_t, eviction_cause_count>& guest_evictions() const noexcept { return evictions_; }
+  // Guests not placed on a host because its memory forecast left less than they need (one
+  // per guest, host and window).
+  uint64_t memory_skips() const noexcept { return memory_skips_; }
   // Jobs by class and phase, kept as they change (no scan of the queue).
   const class_phase_counts& jobs_by_class_phase() const noexcept { return by_class_phase_; }
   queue_counts counts() const;
@@ -258,10 +286,14 @@ class scheduler_core {
   uint64_t& count_of(const job_state& j) {
     return by_class_phase_[std::min<size_t>(static_cast<size_t>(j.req.klass), 2)][static_cast<size_t>(j.phase)];
   }
-  void evict_guest(const std::string& guest, double now_s, std::string reason,
+  void evict_guest(const std::string& guest, double now_s, std::string reason, eviction_cause cause,
                    std::vector<command>& out);
-  void evict_guests_of(const std::string& host, double now_s, const std::string& reason,
+  void evict_guests_of(const std::string& host, double now_s, const std::string& reason, eviction_cause cause,
                        std::vector<command>& out);
+  // Evicts the guests of `host` its memory forecast no longer leaves room for; true when any.
+  bool evict_for_memory(const job_state& host, double now_s, std::vector<command>& out);
+  // Why guest `g` does not fit beside `host` (a memory hold), or reason none when it does.
+  hold_note memory_misfit(const job_state& g, const job_state& host) const;
   void place_guests(const job_state& host, double share, double now_s, std::vector<command>& out);
   // Why `host` lends nothing in the next window (guest_share() is 0), for the decision log.
   std::string no_lending_reason(const std::string& host) const;
@@ -293,6 +325,8 @@ class scheduler_core {
   uint64_t reserve_deferrals_ = 0;
   uint64_t budget_holds_ = 0;
   uint64_t budget_hold_windows_ = 0;
+  std::array<uint64_t, eviction_cause_count> evictions_{};
+  uint64_t memory_skips_ = 0;
   uint64_t rejected_ = 0;
   class_phase_counts by_class_phase_{};
   uint64_t pass_ = 0;       // scheduling passes so far (hold_pass)

@@ -1,6 +1,8 @@
 // Names of the scheduler's enums, for logs, JSON and the command line.
 #include "scheduler_types.hpp"
 
+#include <cstdio>
+
 namespace msomni::sched {
 
 const char* to_string(job_class c) {
@@ -59,8 +61,25 @@ const char* to_string(hold_reason r) {
     case hold_reason::low_confidence: return "low_confidence";
     case hold_reason::over_budget: return "over_budget";
     case hold_reason::queue_bound: return "queue_bound";
+    case hold_reason::memory: return "memory";
   }
   return "?";
+}
+
+const char* to_string(eviction_cause c) {
+  switch (c) {
+    case eviction_cause::memory: return "memory";
+    case eviction_cause::lending: return "lending";
+    case eviction_cause::free_gpus: return "free_gpus";
+    case eviction_cause::host_ended: return "host_ended";
+  }
+  return "?";
+}
+
+std::string gb_text(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
+  return buf;
 }
 
 std::string explain(const hold_note& h) {
@@ -90,6 +109,10 @@ std::string explain(const hold_note& h) {
       return text + h.by + " is past its slowdown budget: it lends nothing to guests";
     case hold_reason::queue_bound:
       return text + "the queue holds " + wanted + " jobs, its queue_capacity: submissions are refused";
+    case hold_reason::memory:
+      return text + h.by + "'s memory forecast leaves " + gb_text(static_cast<double>(h.headroom_bytes)) +
+             " of its " + gb_text(static_cast<double>(h.device_bytes)) + " device; it needs " +
+             gb_text(static_cast<double>(h.need_bytes)) + " as a guest";
   }
   return text;
 }

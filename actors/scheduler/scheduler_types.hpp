@@ -31,6 +31,9 @@ struct job_request {
   // takes its place in the queue as of then. 0: now. At most max_submitted_ago_s counts.
   double submitted_ago_s = 0;
   static constexpr double max_submitted_ago_s = 30 * 86400.0;
+  // Device memory it needs on each GPU to run as a guest (0: not declared). Its own memory
+  // reports (scheduler_core::report_memory) raise it when they forecast more.
+  uint64_t memory_bytes = 0;
 };
 
 // A replica's GPUs (at least 1), and the replicas of the job at full size (at least 1).
@@ -106,6 +109,16 @@ enum class command_kind : uint8_t {
 };
 const char* to_string(command_kind k);
 
+// Why a guest left its host (evict_guest), as counted by scheduler_core::guest_evictions().
+enum class eviction_cause : uint8_t {
+  memory,      // the host's memory forecast no longer leaves the guest's need on the device
+  lending,     // the host lends no idle share in the next window (threshold, confidence, budget)
+  free_gpus,   // free GPUs: the guest runs alone
+  host_ended,  // the host finished
+};
+inline constexpr size_t eviction_cause_count = 4;
+const char* to_string(eviction_cause c);
+
 // Why a job waits (or a shrunk one does not grow) after a scheduling pass; for a running
 // critical job, why it lends nothing to guests in this window.
 enum class hold_reason : uint8_t {
@@ -120,6 +133,7 @@ enum class hold_reason : uint8_t {
   low_confidence,    // ... its forecast is missing or under min_confidence
   over_budget,       // ... it is past critical_slowdown_budget
   queue_bound,       // the queue is at queue_capacity: submissions are refused
+  memory,            // a guest: the host's memory forecast leaves less of the device than it needs
 };
 const char* to_string(hold_reason r);
 
@@ -130,9 +144,15 @@ struct hold_note {
   uint32_t gpus_wanted = 0;  // what the job needs to start, or to grow by one replica
   uint32_t reserve = 0;      // omni's critical reserve (GPUs)
   std::string by;            // the job in front of it, the critical job it waits for, or the host
+  // memory: what the guest needs, what the host's forecast leaves of its device, and the device.
+  uint64_t need_bytes = 0;
+  int64_t headroom_bytes = 0;
+  uint64_t device_bytes = 0;
 };
 // One line for the decision log and sched-status.
 std::string explain(const hold_note& h);
+// "12.50 GB" (bytes / 1e9, as [memory] counts gigabytes).
+std::string gb_text(double bytes);
 
 struct command {
   command_kind kind = command_kind::start;
