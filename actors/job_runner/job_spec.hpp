@@ -23,6 +23,9 @@ struct job_spec {
   // scale-down / scale-up requests to its control endpoint, applied at its next barrier,
   // instead of a restart. A request that fails falls back to the restart.
   bool resize_in_place = false;
+  // Device memory the job needs on each GPU to run as a guest (--memory-gb, in bytes; 0: not
+  // declared). Its run's own memory reports raise it at the scheduler when they forecast more.
+  uint64_t memory_bytes = 0;
 };
 
 // GPUs per replica: the whole job's when not given.

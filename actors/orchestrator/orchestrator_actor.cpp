@@ -19,6 +19,7 @@
 #include <caf/actor_system.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
 #include <iostream>
 #include <map>
@@ -33,6 +34,8 @@ constexpr auto tick_interval = std::chrono::milliseconds(200);
 // Advice lines the journal takes from the memory watermark predictor; later ones are counted
 // in msomni_memory_advice_total only.
 constexpr uint64_t memory_advice_journaled_max = 1000;
+// Replayed memory fit decisions sent to one rank before a plan (the rank's inbox holds as many).
+constexpr size_t memory_fit_replay_max = 1024;
 
 struct shell_state {
   shell_state(elastic_settings s, orchestrator_env e)
@@ -40,6 +43,7 @@ struct shell_state {
         tally(s.total_steps), env(std::move(e)) {
     if (env.metrics) control = std::make_unique<control_metrics>(*env.metrics->own(), env.job_name);
     memory = make_memory_hook(env.journal, env.metrics ? env.metrics->own() : nullptr);
+    if (!env.fit_replay) env.fit_replay = std::make_shared<memory_fit_replay>();
   }
   elastic_core core;
   progress_core progress;
@@ -107,6 +111,27 @@ void stop_if_journal_failed(metrics::accounted_actor* self, shell_state& st) {
                                            "); stopping rather than training without a record"}});
 }
 
+void count_fit(shell_state& st, const char* result) {
+  if (st.env.metrics) st.env.metrics->own()->counter("msomni_memory_fits_total", {{"result", result}}).Increment();
+}
+
+// Before a plan that restores a checkpoint: the memory fit decisions of `member`'s slot for the
+// steps after the checkpoint, so the steps it runs again are fitted as they were (sent first,
+// they are in the rank's inbox before the plan starts its steps).
+void send_fit_replays(metrics::accounted_actor* self, shell_state& st, const caf::actor& worker,
+                      const msg::join_world& plan, const std::string& member) {
+  const auto at = std::find(plan.members.begin(), plan.members.end(), member);
+  if (at == plan.members.end() || !st.env.fit_replay) return;
+  const auto rank = static_cast<uint32_t>(at - plan.members.begin());
+  const auto world = static_cast<uint32_t>(plan.members.size());
+  const uint64_t from = st.env.latest_checkpoint_step ? st.env.latest_checkpoint_step() : 0;
+  for (auto& f : st.env.fit_replay->for_slot(rank, world, from, memory_fit_replay_max)) {
+    f.rank_name = member;
+    self->send(worker, f);
+    count_fit(st, "replayed");
+  }
+}
+
 void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
   if (auto* p = std::get_if<send_plan>(&a)) {
     if (p->plan.source == static_cast<uint8_t>(msg::state_source::checkpoint) && st.env.latest_checkpoint_step) {
@@ -120,8 +145,12 @@ void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
                                                 std::to_string(reached) + " are repeated (fewer if the ranks commit a "
                                                 "checkpoint at this barrier; their JOINED lines name the step they load)");
     }
+    const bool restores = p->plan.source == static_cast<uint8_t>(msg::state_source::checkpoint);
     for (const auto& to : p->to)
-      if (auto it = st.workers.find(to); it != st.workers.end()) self->send(it->second, p->plan);
+      if (auto it = st.workers.find(to); it != st.workers.end()) {
+        if (restores) send_fit_replays(self, st, it->second, p->plan, to);
+        self->send(it->second, p->plan);
+      }
   } else if (auto* s = std::get_if<spawn_on_agent>(&a)) {
     auto it = st.agents.find(s->node);
     if (it == st.agents.end()) {
@@ -330,6 +359,10 @@ void journal_step(metrics::accounted_actor* self, shell_state& st, const msg::st
 
 caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell_state> st) {
   self->account_as("orchestrator", st->env.metrics ? st->env.metrics->own() : nullptr);
+  // Every outcome of a memory fit is a series from the start, at 0 until it happens.
+  if (st->env.metrics)
+    for (const char* result : {"unfit", "keyframe", "split", "unchanged"})
+      st->env.metrics->own()->counter("msomni_memory_fits_total", {{"result", result}});
   self->set_down_handler([self, st](caf::down_msg& d) {
     auto it = st->watched.find(d.source);
     if (it == st->watched.end()) return;
@@ -382,6 +415,7 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
       // after the same step, e.g. its checkpoints kept failing): the job ends with that reason.
       [self, st](const msg::rank_left& r) {
         if (st->done) return true;
+        if (st->env.memory_predictor) self->send(st->env.memory_predictor, r);  // its forecast goes
         for (const auto& h : st->lineage.on_rank_left(r)) journal_step(self, *st, h);
         if (r.reason.rfind("failed: ", 0) == 0) {
           std::vector<action> end;
@@ -413,6 +447,7 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
       },
       [self, st](const msg::rank_exited& r) {
         if (st->done) return;  // the job is over; ranks exiting now are not failures to recover from
+        if (st->env.memory_predictor) self->send(st->env.memory_predictor, r);
         const auto it = st->core.members().find(r.name);
         if (it == st->core.members().end()) return;
         const auto state = it->second.state;
@@ -434,6 +469,31 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
         else if (taken == memory_hook::outcome::accepted && st->env.memory_predictor && !s.in_step)
           self->send(st->env.memory_predictor, s);
       },
+      // From the memory watermark predictor: a coming step of a rank will not fit; on to the rank.
+      [self, st](const msg::memory_fit& f) {
+        if (st->done) return;
+        if (auto it = st->workers.find(f.rank_name); it != st->workers.end()) self->send(it->second, f);
+      },
+      // From a rank: what a step did under its memory fit request. Journaled (every one: a resume
+      // replays them) and kept for a rollback in this process.
+      [st](const msg::memory_fit_done& d) {
+        if (st->done) return;
+        st->env.fit_replay->record(d.fit);
+        count_fit(*st, !d.fits ? "unfit" : d.keyframe_cuts > 0 ? "keyframe" : d.micro_batches_split > 0 ? "split" : "unchanged");
+        event_context ctx;
+        ctx.step = d.fit.step;
+        ctx.epoch = d.epoch;
+        ctx.rank = d.fit.rank_name;
+        ctx.fields = memory_fit_fields(d);
+        char gb[96];
+        std::snprintf(gb, sizeof gb, "forecast %.3f GB over the budget %.3f GB; ran ", d.fit.forecast_bytes / 1e9,
+                      d.fit.budget_bytes / 1e9);
+        const auto detail = "step " + std::to_string(d.fit.step) + (d.fit.replay ? " (replayed)" : "") + ": " + gb + d.detail +
+                            "; peak " + std::to_string(d.peak_bytes) + " B";
+        if (st->env.journal) st->env.journal->event("memory_fit", detail, ctx);
+        remember_memory_event(*st, "memory_fit", detail, d.fit.step, d.fit.rank_name);
+        if (st->control) st->control->on_event("memory_fit", detail);
+      },
       // From the memory watermark predictor: journaled (the first memory_advice_journaled_max,
       // then counted only; the predictor sends advice only when it is news).
       [st](const msg::memory_advice& a) {
@@ -447,7 +507,10 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
         ctx.fields = {{"action", a.kind == msg::advice_kind::evict ? "evict" : "reserve"},
                       {"gb", a.gb},
                       {"forecast_gb", a.forecast_gb},
-                      {"fits", a.fits}};
+                      {"fits", a.fits},
+                      // what `msomni job` reports to msomni-sched: forecast + margin of the device
+                      {"margin_gb", st->env.memory.safety_margin_gb},
+                      {"device_gb", st->env.memory.device_memory_gb}};
         const auto detail = a.rank_name + ": " + a.reason;
         if (st->env.journal) st->env.journal->event("memory_advice", detail, ctx);
         if (st->control) st->control->on_event("memory_advice", detail);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "elastic_core.hpp"
+#include "memory_fit_replay.hpp"
 #include "run_journal.hpp"
 #include "run_summary.hpp"
 #include "autoscale_core.hpp"
@@ -18,6 +19,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,10 @@ struct orchestrator_env {
   // The memory watermark predictor (memory.predictor_enabled): every accepted step sample
   // goes to it, and its msg::memory_advice comes back to be journaled. Invalid: off.
   caf::actor memory_predictor;
+  // The memory fit decisions of the run's earlier attempts (from its events.jsonl); the shell
+  // adds this attempt's and sends a rank those of its slot before a plan that restores a
+  // checkpoint. Null: none yet.
+  std::shared_ptr<memory_fit_replay> fit_replay;
   // The [memory] settings the "inspect" reply carries, so `msomni inspect` can set a rank's
   // forecast plus the margin against its budget.
   struct memory_settings {

@@ -5,6 +5,7 @@
 #include "messages/catalog.hpp"
 #include "metrics/accounted_actor.hpp"
 
+#include <cblas.h>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 
@@ -37,6 +38,31 @@ memory_sample sample_of(const msg::memory_sample& m, int64_t first_ns) {
   return s;
 }
 
+msg::batch_features features_msg(const batch_features& b) {
+  msg::batch_features m;
+  m.image_samples = static_cast<uint32_t>(b.image_samples);
+  m.video_samples = static_cast<uint32_t>(b.video_samples);
+  m.text_samples = static_cast<uint32_t>(b.text_samples);
+  m.image_patches = static_cast<uint64_t>(b.image_patches);
+  m.video_patches = static_cast<uint64_t>(b.video_patches);
+  m.text_tokens = static_cast<uint64_t>(b.text_tokens);
+  m.seq_len = static_cast<uint32_t>(b.seq_len);
+  m.micro_batch = static_cast<uint32_t>(b.micro_batch);
+  return m;
+}
+
+msg::memory_fit fit_message(const fit_request& f) {
+  msg::memory_fit m;
+  m.rank_name = f.rank_name;
+  m.rank = f.rank;
+  m.world_size = static_cast<uint32_t>(f.world_size);
+  m.step = static_cast<uint64_t>(f.step);
+  m.forecast_bytes = f.forecast_bytes;
+  m.budget_bytes = f.budget_bytes;
+  m.batch = features_msg(f.batch);
+  return m;
+}
+
 struct watermark_state {
   watermark_state(watermark_settings s, std::shared_ptr<metrics::metrics_registry> r)
       : core(std::move(s)), registry(std::move(r)) {}
@@ -51,6 +77,7 @@ void count(watermark_state& st, const std::string& action) {
 
 caf::behavior memory_watermark(metrics::accounted_actor* self, std::shared_ptr<watermark_state> st) {
   self->account_as("memory_predictor", st->registry);
+  if (st->registry) st->registry->counter("msomni_memory_fits_total", {{"result", "requested"}});  // 0 until asked
   return {
       [self, st](const msg::memory_sample& m) {
         if (m.in_step) return;  // the forecast is of step peaks
@@ -65,6 +92,12 @@ caf::behavior memory_watermark(metrics::accounted_actor* self, std::shared_ptr<w
         if (st->registry)
           st->registry->gauge("msomni_memory_forecast_bytes", {{"target", m.name}})
               .Set(st->core.forecasts().at(m.name).max_bytes);
+        // To whoever forwarded the sample (the orchestrator), which passes them on to the rank.
+        const auto to = caf::actor_cast<caf::actor>(self->current_sender());
+        for (auto& f : st->core.take_fits()) {
+          if (st->registry) st->registry->counter("msomni_memory_fits_total", {{"result", "requested"}}).Increment();
+          if (to) self->send(to, fit_message(f));
+        }
         if (!a) return;
         count(*st, to_string(a->advice.action));
         if (!a->advice.fits) count(*st, "overflow");
@@ -77,9 +110,11 @@ caf::behavior memory_watermark(metrics::accounted_actor* self, std::shared_ptr<w
         out.step = a->step;
         out.forecast_gb = a->forecast.max_bytes / 1e9;
         out.fits = a->advice.fits;
-        // To whoever forwarded the sample (the orchestrator).
-        if (auto to = caf::actor_cast<caf::actor>(self->current_sender())) self->send(to, std::move(out));
+        if (to) self->send(to, std::move(out));
       },
+      // A rank that left or died: its window and forecast go with it.
+      [st](const msg::rank_left& l) { st->core.forget(l.name); },
+      [st](const msg::rank_exited& e) { st->core.forget(e.name); },
   };
 }
 
@@ -87,6 +122,11 @@ caf::behavior memory_watermark(metrics::accounted_actor* self, std::shared_ptr<w
 
 caf::actor spawn_memory_watermark(caf::actor_system& sys, watermark_settings settings,
                                   std::shared_ptr<metrics::metrics_registry> registry) {
+  // One BLAS thread in the control process. The predictor's matrices are 91 x 91, too small to
+  // gain from threads, and the process forks rank processes: OpenBLAS's fork handler shuts its
+  // thread pool down, so a threaded call running in the predictor at that moment waits forever
+  // on workers that are gone (seen: dsyev spinning after a replacement rank was started).
+  openblas_set_num_threads(1);
   return sys.spawn(memory_watermark, std::make_shared<watermark_state>(std::move(settings), std::move(registry)));
 }
 

@@ -2,6 +2,7 @@
 #include "watermark_core.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -40,6 +41,7 @@ std::optional<watermark_advice> watermark_core::on_sample(const std::string& ran
   ++counts_.samples;
   const auto forecast = r.core->forecast();
   last_forecast_[rank_name] = forecast;
+  request_fits(rank_name, rank, s, forecast, r);
   const auto advice = advise_memory(forecast, rank, s_.margin_bytes, s_.device_bytes);
   if (!advice.fits) ++counts_.overflow_forecasts;
   if (!is_news(r, advice)) return std::nullopt;
@@ -47,6 +49,29 @@ std::optional<watermark_advice> watermark_core::on_sample(const std::string& ran
   ++counts_.advice_sent;
   return watermark_advice{rank_name, static_cast<uint64_t>(s.step), advice, forecast,
                           advice_reason(advice, forecast, s_.margin_bytes, s_.device_bytes, s_.forecast.horizon_steps)};
+}
+
+void watermark_core::request_fits(const std::string& rank_name, uint32_t rank, const memory_sample& s,
+                                  const memory_forecast& f, rank_state& r) {
+  r.fits_sent.erase(r.fits_sent.begin(), r.fits_sent.upper_bound(s.step));  // those steps ran
+  const double budget = s_.device_bytes - s_.margin_bytes;
+  const size_t known = std::min(f.peak_bytes.size(), s.upcoming.size());
+  for (size_t i = 0; i < known; ++i) {
+    const double peak = f.peak_bytes[i];
+    if (peak <= budget) continue;
+    const int64_t step = s.step + 1 + static_cast<int64_t>(i);
+    const auto sent = r.fits_sent.find(step);
+    if (sent != r.fits_sent.end() && peak <= sent->second + s_.change_fraction * s_.device_bytes) continue;
+    r.fits_sent[step] = peak;
+    pending_fits_.push_back({rank_name, rank, s.world_size, step, peak, budget, s.upcoming[i]});
+    ++counts_.fit_requests;
+  }
+}
+
+std::vector<fit_request> watermark_core::take_fits() {
+  std::vector<fit_request> out;
+  out.swap(pending_fits_);
+  return out;
 }
 
 void watermark_core::forget(const std::string& rank_name) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace msomni::predict {
 
@@ -35,10 +36,24 @@ struct watermark_advice {
   std::string reason;
 };
 
+// A step the forecast says will not fit: its peak plus the margin passes the device. Only for
+// steps whose batch the rank's pipeline already holds (the sample's upcoming batches), which
+// the rank can still change (rank_worker/batch_fit.hpp).
+struct fit_request {
+  std::string rank_name;
+  uint32_t rank = 0;
+  int64_t world_size = 0;
+  int64_t step = 0;
+  double forecast_bytes = 0;
+  double budget_bytes = 0;  // device less the margin
+  batch_features batch;
+};
+
 struct watermark_counts {
   uint64_t samples = 0;
   uint64_t advice_sent = 0;
   uint64_t overflow_forecasts = 0;  // steps whose forecast + margin exceeded the device
+  uint64_t fit_requests = 0;
 };
 
 class watermark_core {
@@ -47,6 +62,9 @@ class watermark_core {
 
   // A step sample of `rank_name` (predict::memory_sample's fields); advice when it is news.
   std::optional<watermark_advice> on_sample(const std::string& rank_name, uint32_t rank, memory_sample s);
+  // The fit requests of the samples since the last call, in order. A step is asked again only
+  // when a newer forecast for it is higher by more than `change_fraction` of the device.
+  std::vector<fit_request> take_fits();
   // The rank left the job: its window goes with it.
   void forget(const std::string& rank_name);
 
@@ -61,12 +79,16 @@ class watermark_core {
     int64_t last_step = -1;
     int64_t last_world = 0;
     std::optional<memory_advice> last_sent;
+    std::map<int64_t, double> fits_sent;  // step -> forecast asked for; steps past only
   };
+  void request_fits(const std::string& rank_name, uint32_t rank, const memory_sample& s, const memory_forecast& f,
+                    rank_state& r);
   bool is_news(const rank_state& r, const memory_advice& a) const;
 
   watermark_settings s_;
   std::map<std::string, rank_state> ranks_;
   std::map<std::string, memory_forecast> last_forecast_;
+  std::vector<fit_request> pending_fits_;
   watermark_counts counts_;
 };
 

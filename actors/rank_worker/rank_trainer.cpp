@@ -19,6 +19,8 @@ trainer_settings settings_from(const config::job_config& cfg) {
   s.optimizer.lr = cfg.training.lr;
   s.optimizer.weight_decay = cfg.training.weight_decay;
   s.optimizer.grad_clip = cfg.training.grad_clip;
+  s.patches_per_frame = (cfg.model.image_size / std::max<int64_t>(1, cfg.model.patch_size)) *
+                        (cfg.model.image_size / std::max<int64_t>(1, cfg.model.patch_size));
   return s;
 }
 
@@ -42,15 +44,31 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   const auto bad_before = data_->bad_sample_totals();
   const float scale = 1.0f / static_cast<float>(settings_.grad_accum);
   last_batch_ = {};
+  last_fit_.reset();
+  if (fit_source_)
+    if (auto target = fit_source_(step_ + 1)) {
+      step_fit f;
+      f.target = *target;
+      f.allow_bytes = activation_allowance(f.target, activations());
+      f.cut_allow_bytes = cut_allowance(f.target, activations());
+      last_fit_ = std::move(f);
+    }
   for (int64_t k = 0; k < settings_.grad_accum; ++k) {
     const auto before = clock_.now();
     const auto batch = data_->next();
     data_wait += clock_.now() - before;
     add_micro_batch(last_batch_, features_of(batch));
-    const auto rep = model_.forward_backward(batch, scale);
-    loss_sum += rep.loss * static_cast<double>(rep.target_tokens);
-    targets += static_cast<double>(rep.target_tokens);
-    inputs += static_cast<double>(rep.input_tokens);
+    auto run = [&](const model::micro_batch& mb, float s) {
+      const auto rep = model_.forward_backward(mb, s);
+      loss_sum += rep.loss * static_cast<double>(rep.target_tokens);
+      targets += static_cast<double>(rep.target_tokens);
+      inputs += static_cast<double>(rep.input_tokens);
+    };
+    if (!last_fit_) {
+      run(batch, scale);
+      continue;
+    }
+    run_fitted(batch, scale, run);
   }
   // Gradients: a sum over ranks, scaled by 1/W inside the optimizer.
   auto grads = model_.gradient_data();
@@ -105,6 +123,33 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   r.epoch = comm_->epoch();
   last_step_finite_ = std::isfinite(r.loss) && std::isfinite(r.grad_norm) && !rep.skipped;
   return r;
+}
+
+activation_bytes_fn rank_trainer::activations() const {
+  return [&m = model_](int64_t rows, int64_t seq_len) { return m.estimate_memory(rows, seq_len).activation_bytes; };
+}
+
+void rank_trainer::run_fitted(const model::micro_batch& batch, float scale,
+                              const std::function<void(const model::micro_batch&, float)>& run) {
+  auto& f = *last_fit_;
+  const auto plan = plan_fit(batch, f.allow_bytes, f.cut_allow_bytes, activations(), settings_.patches_per_frame);
+  if (!plan.fits) f.fits = false;
+  if (!plan.changed()) {
+    ++f.parts;
+    run(batch, scale);
+    return;
+  }
+  ++f.micro_batches_split;
+  f.parts += static_cast<uint32_t>(plan.parts.size());
+  f.keyframe_cuts += static_cast<uint32_t>(plan.keyframe_cuts.size());
+  if (f.detail.empty()) f.detail = describe(plan);
+  // Each part's gradient weighs as its share of the micro-batch's loss targets, so together
+  // they are the micro-batch's mean-loss gradient.
+  const auto whole = static_cast<double>(batch.target_tokens());
+  for (const auto& part : split_micro_batch(batch, plan, batch.patches.get_allocator().resource())) {
+    const auto share = whole > 0 ? static_cast<double>(part.target_tokens()) / whole : 0.0;
+    run(part, static_cast<float>(static_cast<double>(scale) * share));
+  }
 }
 
 model::model_state rank_trainer::save_state() const {

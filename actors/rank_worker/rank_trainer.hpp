@@ -5,6 +5,7 @@
 // from an injected clock. Deterministic: same seed, data and world size -> same bits.
 #pragma once
 
+#include "batch_fit.hpp"
 #include "batch_source.hpp"
 #include "collectives/communicator.hpp"
 #include "core/clock.hpp"
@@ -13,6 +14,9 @@
 #include "model/model.hpp"
 
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace msomni::rank_worker {
@@ -21,6 +25,19 @@ struct trainer_settings {
   int64_t grad_accum = 1;
   int64_t warmup_steps = 0;
   model::optimizer_settings optimizer;  // lr is the peak; gradient_scale is set per step
+  int64_t patches_per_frame = 0;        // what a video cut to its keyframe keeps (batch_fit.hpp)
+};
+
+// What the trainer did to make one step fit the memory forecast for it (batch_fit.hpp).
+struct step_fit {
+  fit_target target;
+  double allow_bytes = 0;            // the activation allowance it gave each part
+  double cut_allow_bytes = 0;        // the allowance under the device, which decides a keyframe cut
+  uint32_t micro_batches_split = 0;  // micro-batches run as parts
+  uint32_t parts = 0;                // parts run in all (micro-batches that were not split count 1)
+  uint32_t keyframe_cuts = 0;        // videos cut to their first frame
+  bool fits = true;                  // false: some part was over the allowance even so
+  std::string detail;                // the first changed micro-batch's plan, described
 };
 
 trainer_settings settings_from(const config::job_config& cfg);
@@ -66,6 +83,13 @@ class rank_trainer {
   // What the last step's micro-batches asked of memory together (memory_features.hpp).
   const msg::batch_features& last_step_batch() const { return last_batch_; }
 
+  // Where the trainer learns, at the start of step N, the memory forecast it must fit (none:
+  // the step runs as it is). Called on the training thread.
+  using fit_source = std::function<std::optional<fit_target>(uint64_t step)>;
+  void set_fit_source(fit_source source) { fit_source_ = std::move(source); }
+  // What the last step did under its fit target; none when it had none.
+  const std::optional<step_fit>& last_fit() const { return last_fit_; }
+
   // Everything needed to continue exactly: model state plus "trainer/step" and "data/position".
   model::model_state save_state() const;
   // Returns false when the state carries no data position, or one the data source cannot
@@ -77,6 +101,10 @@ class rank_trainer {
 
  private:
   double lr_at(uint64_t step) const;
+  activation_bytes_fn activations() const;
+  // One micro-batch under the step's fit target: as it is, or as the parts batch_fit plans.
+  void run_fitted(const model::micro_batch& batch, float scale,
+                  const std::function<void(const model::micro_batch&, float)>& run);
 
   model::trainable_model& model_;
   transport::communicator* comm_;
@@ -90,6 +118,8 @@ class rank_trainer {
   allreduce_cost last_allreduce_;
   msg::batch_features last_batch_;
   std::vector<float> host_grads_;  // staging when the model keeps gradients on a GPU
+  fit_source fit_source_;
+  std::optional<step_fit> last_fit_;
 };
 
 }  // namespace msomni::rank_worker

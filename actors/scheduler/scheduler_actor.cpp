@@ -105,6 +105,7 @@ void publish_counts(const shell_state& st) {
   st.env.metrics->set_counts(core.jobs_by_class_phase(), core.gpus().total(), core.gpus().free_count(),
                              core.budget_hold_windows());
   st.env.metrics->set_ended(core.ended());
+  st.env.metrics->set_memory(core.guest_evictions(), core.memory_skips());
 }
 
 // What a command means for the metrics: a full preemption notice, or a job's first start
@@ -271,7 +272,8 @@ bool refuse_unknown_class(caf::event_based_actor* self, shell_state& st, const m
 }
 
 job_request request_of(const msg::job_submit& s) {
-  return {s.job, static_cast<job_class>(s.job_class), s.gpus, s.gpus_per_replica, s.min_replicas, s.submitted_ago_s};
+  return {s.job,          static_cast<job_class>(s.job_class), s.gpus, s.gpus_per_replica, s.min_replicas,
+          s.submitted_ago_s, s.memory_bytes};
 }
 
 void take_submit(caf::event_based_actor* self, shell_state& st, const msg::job_submit& s, const caf::actor& handle) {
@@ -322,6 +324,15 @@ caf::behavior scheduler(metrics::accounted_actor* self, std::shared_ptr<shell_st
         st->last_report_s[r.job] = st->now_s();
         // The series follow the job's steps, not only the reservation windows.
         publish_forecast(*st, r.job, st->core.params().reservation_window_s);
+      },
+      // A job's memory forecast (msomni job, from its run's memory advice): a host's bounds
+      // its guests, a guest's raises its need; guests that no longer fit are evicted at once.
+      [self, st](const msg::job_memory_report& r) {
+        std::vector<command> out;
+        const bool taken = st->jobs.count(r.job) &&
+                           st->core.report_memory(r.job, r.forecast_peak_bytes, r.device_bytes, st->now_s(), out);
+        if (st->env.metrics) st->env.metrics->memory_report(taken);
+        execute(self, *st, out);
       },
       [self, st](const msg::job_released& r) {
         const job_state* j = st->core.find(r.job);

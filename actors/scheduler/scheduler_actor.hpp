@@ -11,6 +11,9 @@
 //                     instance gave it; core.adopt keeps it there or requeues it. The sender
 //                     becomes the job's handle; a repeat of a known job is ignored
 //   job_step_report   running job -> scheduler, per step; a report of an unknown job is dropped
+//   job_memory_report job -> scheduler when its memory forecast changed (core.report_memory:
+//                     a host's evicts the guests it no longer leaves room for; a guest's raises
+//                     its need); an unknown job's is dropped and counted
 //   job_released      victim -> scheduler after its drain checkpoint; idempotent (epoch)
 //   job_finished      job -> scheduler: finished, failed, or stopped at a checkpoint step (kept
 //                     in the core's history of ended jobs; the same id submitted again resumes

@@ -46,7 +46,23 @@ scheduler_metrics::scheduler_metrics(std::shared_ptr<metrics::metrics_registry> 
     ended_[e] = &r.gauge("msomni_sched_ended_jobs", {{"end", to_string(static_cast<job_end>(e))}});
   ended_capacity_ = &r.gauge("msomni_sched_ended_jobs_capacity");
   ended_dropped_ = &r.counter("msomni_sched_ended_jobs_dropped_total");
+  for (size_t c = 0; c < eviction_cause_count; ++c)
+    evictions_[c] = &r.counter("msomni_sched_guest_evictions_total", {{"reason", to_string(static_cast<eviction_cause>(c))}});
+  memory_skips_ = &r.counter("msomni_sched_guest_memory_skips_total");
+  memory_reports_taken_ = &r.counter("msomni_sched_memory_reports_total", {{"result", "taken"}});
+  memory_reports_unknown_ = &r.counter("msomni_sched_memory_reports_total", {{"result", "unknown"}});
 }
+
+void scheduler_metrics::set_memory(const std::array<uint64_t, eviction_cause_count>& evictions, uint64_t memory_skips) {
+  for (size_t c = 0; c < eviction_cause_count; ++c) {
+    if (evictions[c] > evictions_seen_[c]) evictions_[c]->Increment(static_cast<double>(evictions[c] - evictions_seen_[c]));
+    evictions_seen_[c] = std::max(evictions_seen_[c], evictions[c]);
+  }
+  if (memory_skips > memory_skips_seen_) memory_skips_->Increment(static_cast<double>(memory_skips - memory_skips_seen_));
+  memory_skips_seen_ = std::max(memory_skips_seen_, memory_skips);
+}
+
+void scheduler_metrics::memory_report(bool taken) { (taken ? memory_reports_taken_ : memory_reports_unknown_)->Increment(); }
 
 void scheduler_metrics::set_ended(const ended_jobs& ended) {
   for (size_t e = 0; e < job_end_count; ++e) ended_[e]->Set(static_cast<double>(ended.count(static_cast<job_end>(e))));

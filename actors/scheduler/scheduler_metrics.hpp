@@ -39,6 +39,10 @@ class scheduler_metrics {
                   uint64_t budget_hold_windows);
   // The core's history of ended jobs after an event.
   void set_ended(const ended_jobs& ended);
+  // The core's guest evictions by cause and memory skips after an event (counters follow them).
+  void set_memory(const std::array<uint64_t, eviction_cause_count>& evictions, uint64_t memory_skips);
+  // A job's memory report: taken (the core knows the job) or not (unknown).
+  void memory_report(bool taken);
   // A job of class `c` was told to give all its GPUs back (a preemption notice).
   void preempted(job_class c);
   // A job of class `c` started for the first time, `waited_s` after it was submitted.
@@ -72,6 +76,12 @@ class scheduler_metrics {
   prometheus::Gauge* ended_capacity_ = nullptr;
   prometheus::Counter* ended_dropped_ = nullptr;
   uint64_t ended_dropped_seen_ = 0;
+  std::array<prometheus::Counter*, eviction_cause_count> evictions_{};
+  std::array<uint64_t, eviction_cause_count> evictions_seen_{};
+  prometheus::Counter* memory_skips_ = nullptr;
+  uint64_t memory_skips_seen_ = 0;
+  prometheus::Counter* memory_reports_taken_ = nullptr;
+  prometheus::Counter* memory_reports_unknown_ = nullptr;
   mutable std::mutex forecast_mutex_;
   std::map<std::string, forecast> forecasts_;
 };

@@ -21,6 +21,7 @@
 #include "memory_features.hpp"
 #include "memory_probe.hpp"
 #include "pipeline_source.hpp"
+#include "fit_inbox.hpp"
 #include "plan_inbox.hpp"
 #include "rank_checkpointer.hpp"
 #include "rank_compute.hpp"
@@ -79,6 +80,9 @@ class managed_rank {
   int run() {
     gw_.publish("worker", sys_.spawn([this](metrics::accounted_actor* self) -> caf::behavior {
       self->account_as("worker", metrics_registry());
+      if (auto* r = metrics_registry().get())  // every outcome a series from the start
+        for (const char* result : {"taken", "dropped", "stale", "superseded"})
+          r->counter("msomni_rank_fit_requests_total", {{"result", result}});
       return {[this](msg::join_world& p) {
                 // A rollback supersedes the running epoch at once: collectives of older epochs
                 // fail here instead of waiting on live peers that already stalled.
@@ -86,6 +90,8 @@ class managed_rank {
                   hub_.mailbox().abort_below(p.epoch, "epoch " + std::to_string(p.epoch) + ": " + p.reason);
                 inbox_.push(std::move(p));
               },
+              // From the orchestrator: a coming step the memory forecast says will not fit.
+              [this](msg::memory_fit& f) { fits_.push(std::move(f)); },
               [](const msg::heartbeat&) {}};
     }));
     hub_.node().connect(o_.control);
@@ -152,6 +158,19 @@ class managed_rank {
                                             metrics_ ? metrics_->data() : rank_worker::data_watch{});
     std::cout << "DATA " << rank_worker::describe_batch_source(cfg_) << std::endl;
     t.trainer = std::make_unique<rank_worker::rank_trainer>(*t.model, *ring_, *t.data, clock_, rank_worker::settings_from(cfg_));
+    t.trainer->set_fit_source([this, model = t.model.get()](uint64_t step) -> std::optional<rank_worker::fit_target> {
+      fit_ = fits_.take(step, identity_.rank, identity_.world_size);
+      if (!fit_) return std::nullopt;
+      // What stays beside the batch, exactly: the memory in use once the model let its last
+      // batch's buffers go (weights, gradients, optimizer state, the data stages' buffers).
+      model->release_batch_buffers();
+      return rank_worker::fit_target{fit_->forecast_bytes,
+                                     fit_->budget_bytes,
+                                     cfg_.memory.device_memory_gb * 1e9,
+                                     static_cast<double>(kernels::process_memory_account()->in_use()),
+                                     static_cast<int64_t>(fit_->batch.micro_batch),
+                                     static_cast<int64_t>(fit_->batch.seq_len)};
+    });
     return t;
   }
 
@@ -208,7 +227,8 @@ class managed_rank {
         probe_->step_aborted();
         throw;
       }
-      send_memory_sample();
+      const auto peak = send_memory_sample();
+      report_fit(t, peak);
       if (metrics_) metrics_->on_step(record_, t.last_allreduce());
       std::cout << step_line(step_fields(record_)) << std::endl;
       command = protocol_.on_step_done(t.steps_done(), t.last_announced(), clock_.now());
@@ -263,7 +283,7 @@ class managed_rank {
 
   // Every rank, after every step, before rank 0's step record goes out: its exact memory with
   // the step's batch and the upcoming ones the data pipeline holds (memory.horizon_steps steps).
-  void send_memory_sample() {
+  uint64_t send_memory_sample() {
     const auto& t = *tr_.trainer;
     const auto horizon = static_cast<size_t>(cfg_.memory.horizon_steps);
     const auto accum = t.grad_accum();
@@ -271,6 +291,42 @@ class managed_rank {
                                           accum, horizon);
     const auto sample = probe_->step_ended(t.last_step_batch(), std::move(upcoming));
     if (metrics_) metrics_->on_memory(sample);
+    return sample.peak_bytes;
+  }
+
+  // What the step did under its memory fit request, to the orchestrator (which journals it so
+  // that a resume replays it), and the inbox's counts to the rank's metrics.
+  void report_fit(const rank_worker::rank_trainer& t, uint64_t peak_bytes) {
+    if (const auto& f = t.last_fit(); f && fit_) {
+      msg::memory_fit_done d;
+      d.fit = *fit_;
+      d.epoch = identity_.epoch;
+      d.micro_batches_split = f->micro_batches_split;
+      d.parts = f->parts;
+      d.keyframe_cuts = f->keyframe_cuts;
+      d.fits = f->fits;
+      d.peak_bytes = peak_bytes;
+      d.detail = f->detail.empty() ? "as is" : f->detail;
+      std::cout << "MEMORY_FIT step " << fit_->step << (fit_->replay ? " (replayed)" : "") << ": forecast "
+                << fit_->forecast_bytes << " B over budget " << fit_->budget_bytes << " B: " << d.detail << "; peak "
+                << peak_bytes << " B" << std::endl;
+      caf::anon_send(orchestrator_, std::move(d));
+    }
+    fit_.reset();
+    const auto now = fits_.totals();
+    if (now.stale > fit_counts_.stale)  // loud: a forecast that came too late protected nothing
+      std::cout << "MEMORY_FIT " << (now.stale - fit_counts_.stale)
+                << " request(s) came after their step had started (stale; " << now.stale << " in all)" << std::endl;
+    auto* r = metrics_registry().get();
+    auto bump = [r](const char* result, uint64_t value, uint64_t& seen) {
+      if (r && value > seen)
+        r->counter("msomni_rank_fit_requests_total", {{"result", result}}).Increment(static_cast<double>(value - seen));
+      seen = value;
+    };
+    bump("taken", now.taken, fit_counts_.taken);
+    bump("dropped", now.dropped, fit_counts_.dropped);
+    bump("stale", now.stale, fit_counts_.stale);
+    bump("superseded", now.superseded, fit_counts_.superseded);
   }
 
   void apply(const rank_worker::join_as& join) {
@@ -394,6 +450,9 @@ class managed_rank {
   caf::actor pusher_;
   model::model_registry registry_;
   rank_worker::plan_inbox inbox_;
+  rank_worker::fit_inbox fits_;                 // memory fit requests, by step
+  std::optional<msg::memory_fit> fit_;          // the running step's (training thread only)
+  rank_worker::fit_inbox::counts fit_counts_;   // as last added to the metrics
   caf::actor orchestrator_;
   std::atomic<bool> control_lost_{false};
   real_clock clock_;

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <filesystem>
 #include <future>
 #include <thread>
@@ -219,6 +220,18 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     return args;
   };
   env.latest_checkpoint_step = [ckpt_dir] { return ckpt::latest_step(ckpt_dir).value_or(0); };
+  if (resume) {
+    // The memory fit decisions of the earlier attempts: the steps they changed run the same way
+    // again after the checkpoint.
+    std::ifstream events(run_dir / "events.jsonl");
+    uint64_t skipped = 0;
+    env.fit_replay = std::make_shared<orchestrator::memory_fit_replay>(
+        orchestrator::memory_fit_replay::from_events(events, 100'000, skipped));
+    if (env.fit_replay->size() > 0 || skipped > 0)
+      journal.event("memory_fit_replay", std::to_string(env.fit_replay->size()) +
+                                             " memory fit decisions of earlier attempts are replayed" +
+                                             (skipped ? "; " + std::to_string(skipped) + " unreadable lines skipped" : ""));
+  }
   env.on_finish = [&outcome](const orchestrator::job_outcome& o) { outcome.set_value(o); };
   env.journal = &journal;
   env.token = token;

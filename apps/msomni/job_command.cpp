@@ -18,6 +18,7 @@
 #include <caf/send.hpp>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <future>
 #include <iostream>
@@ -32,8 +33,10 @@ namespace limits = config::limits;
 
 // How long a job waits for a restarted msomni-sched, at most.
 constexpr limits::range<double> reconnect_s_limit{0.0, 7 * 86400.0};
+// Device memory a guest declares it needs per GPU (GB), at most.
+constexpr limits::range<double> memory_gb_limit{0.0, 100000.0};
 
-void add_flags(CLI::App& app, job_spec& spec, std::string& info) {
+void add_flags(CLI::App& app, job_spec& spec, std::string& info, double& memory_gb) {
   using command_line::add_number;
   using command_line::within;
   app.add_option("--scheduler-info", info, "the file msomni-sched wrote (\"ADDRESS TOKEN\")")
@@ -87,6 +90,13 @@ void add_flags(CLI::App& app, job_spec& spec, std::string& info) {
          "restart (a failed request falls back to the restart)")
       ->check(CLI::IsMember({"yes", "no"}))
       ->default_str("no");
+  app.add_option("--memory-gb", memory_gb,
+                 "device memory (GB, per GPU) the job needs to run as a guest: it is placed only beside a critical "
+                 "job whose memory forecast leaves that much of the device (0: not declared; the run's own memory "
+                 "forecast, from RUN_DIR/events.jsonl, raises it once known)")
+      ->type_name("GB")
+      ->transform(within(memory_gb_limit))
+      ->capture_default_str();
   app.add_option("COMMAND", spec.command, "the command and its arguments, after --");
 }
 
@@ -104,8 +114,10 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       "SIGTERM: the command's group gets the same signal (SIGKILL 10 s later), and the job ends with the command's "
       "code when it stopped with a checkpoint (msomni-run: 3 \"stopped\" for SIGINT, 4 \"preempted\" for SIGTERM; "
       "both resumable as above), else 1.");
-  add_flags(app, spec, info);
+  double memory_gb = 0;
+  add_flags(app, spec, info, memory_gb);
   if (const auto rc = command_line::parse(app, args, out, err)) return *rc;
+  spec.memory_bytes = static_cast<uint64_t>(std::llround(memory_gb * 1e9));
   if (spec.command.empty()) return command_line::refuse(app, "a command after -- is required", err);
   const auto ep = read_scheduler_info(info);
   if (!ep) {

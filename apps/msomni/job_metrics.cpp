@@ -36,23 +36,41 @@ metrics_follower::metrics_follower(std::string run_dir, std::string job)
     : path_(run_dir.empty() ? std::string() : (std::filesystem::path(run_dir) / "metrics.jsonl").string()),
       job_(std::move(job)) {}
 
-std::vector<msg::job_step_report> metrics_follower::poll(size_t max) {
-  std::vector<msg::job_step_report> out;
-  if (path_.empty()) return out;
+namespace {
+
+// The complete lines of `path` from `offset` on (at most `max`), moving `offset` past them; a
+// file shorter than `offset` is read from its start.
+std::vector<std::string> new_lines(const std::string& path, uint64_t& offset, size_t max) {
+  std::vector<std::string> out;
+  if (path.empty()) return out;
   std::error_code ec;
-  const uint64_t size = std::filesystem::file_size(path_, ec);
-  if (ec || size == offset_) return out;  // nothing new: no need to open it
-  if (size < offset_) offset_ = 0;       // a fresh run started the file again
-  std::ifstream in(path_, std::ios::binary);
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec || size == offset) return out;  // nothing new: no need to open it
+  if (size < offset) offset = 0;        // a fresh run started the file again
+  std::ifstream in(path, std::ios::binary);
   if (!in) return out;
-  in.seekg(static_cast<std::streamoff>(offset_));
+  in.seekg(static_cast<std::streamoff>(offset));
   std::string line;
   for (size_t n = 0; n < max && std::getline(in, line) && !in.eof(); ++n) {  // eof: no newline yet
-    offset_ += line.size() + 1;
-    if (auto r = step_report_from(job_, line)) out.push_back(std::move(*r));
+    offset += line.size() + 1;
+    out.push_back(std::move(line));
   }
   return out;
 }
+
+}  // namespace
+
+std::vector<msg::job_step_report> metrics_follower::poll(size_t max) {
+  std::vector<msg::job_step_report> out;
+  for (const auto& line : new_lines(path_, offset_, max))
+    if (auto r = step_report_from(job_, line)) out.push_back(std::move(*r));
+  return out;
+}
+
+events_follower::events_follower(std::string run_dir)
+    : path_(run_dir.empty() ? std::string() : (std::filesystem::path(run_dir) / "events.jsonl").string()) {}
+
+std::vector<std::string> events_follower::poll(size_t max) { return new_lines(path_, offset_, max); }
 
 void metrics_follower::rewind(size_t lines) {
   if (path_.empty() || offset_ == 0 || lines == 0) return;

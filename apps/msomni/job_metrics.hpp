@@ -36,4 +36,17 @@ class metrics_follower {
   uint64_t offset_ = 0;  // bytes of complete lines already reported
 };
 
+// RUN_DIR/events.jsonl as lines: the complete lines written since the last poll, at most
+// `max` (the rest at the next poll); a file shorter than what was read is read again from its
+// start. `msomni job` gives them to its memory_report_tracker (job_runner/job_memory.hpp).
+class events_follower {
+ public:
+  explicit events_follower(std::string run_dir);  // empty: nothing is followed
+  std::vector<std::string> poll(size_t max = 256);
+
+ private:
+  std::string path_;
+  uint64_t offset_ = 0;
+};
+
 }  // namespace msomni::cli

@@ -39,6 +39,7 @@ void find_scheduler(runner_actor* self) {
   }
   if (!found) return carry_out(self, s.core.on_scheduler_not_found(error));
   s.scheduler = found;
+  s.memory.resend();  // a restarted scheduler knows no memory forecast of this job
   self->monitor(found);
   carry_out(self, s.core.on_scheduler_found(s.clock.now()));
 }
@@ -55,6 +56,8 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
                      std::function<void(int, const std::string&)> done) {
   auto& st = self->state;
   st.metrics = metrics_follower(spec.run_dir, spec.id);
+  st.events = events_follower(spec.run_dir);
+  st.memory = job_runner::memory_report_tracker(spec.id);
   st.core = job_runner::job_runner_core(std::move(spec));
   st.scheduler = env.scheduler;
   st.find_scheduler = std::move(env.find_scheduler);
@@ -103,8 +106,12 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
       [self](poll_atom) {
         auto& s = self->state;
         // New step reports from RUN_DIR/metrics.jsonl go to a scheduler that knows this job.
-        if (s.core.registered())
+        if (s.core.registered()) {
           for (auto& r : s.metrics.poll()) self->send(s.scheduler, std::move(r));
+          // The run's memory forecast: one report per poll at most, and only when it changed.
+          for (const auto& line : s.events.poll()) s.memory.take_line(line);
+          if (auto m = s.memory.due()) self->send(s.scheduler, std::move(*m));
+        }
         if (s.child.running()) {
           if (const auto status = s.child.poll()) command_ended(self, status->shell_code());
         } else if (s.start_failed) {

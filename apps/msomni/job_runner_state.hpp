@@ -7,6 +7,7 @@
 
 #include "job_metrics.hpp"
 #include "job_runner.hpp"
+#include "job_memory.hpp"
 #include "job_runner_core.hpp"
 
 #include "core/clock.hpp"
@@ -42,6 +43,8 @@ struct runner_state {
   process::child child;  // the command, running() until reaped
   bool start_failed = false;  // it could not start: it ends as 127, as a shell reports that
   metrics_follower metrics{"", ""};  // RUN_DIR/metrics.jsonl
+  events_follower events{""};       // RUN_DIR/events.jsonl: the run's memory advice
+  job_runner::memory_report_tracker memory{""};
   static inline const char* name = "job_runner";
 };
 

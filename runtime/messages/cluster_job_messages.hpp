@@ -24,6 +24,10 @@ struct job_submit {
   // a restarted scheduler sends how long it has been in line, so that it keeps its place in
   // the queue (measured on the job's own steady clock: no clock sync needed).
   double submitted_ago_s = 0;
+  // Device memory the job needs on each of its GPUs to run as a guest (msomni job
+  // --memory-gb; 0: not declared). A guest is placed only on a host whose memory forecast
+  // leaves at least this much of the device.
+  uint64_t memory_bytes = 0;
   bool operator==(const job_submit&) const = default;
 };
 

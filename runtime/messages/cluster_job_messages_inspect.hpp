@@ -12,7 +12,7 @@ namespace msomni::msg {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_submit& x) {
   return f(caf::meta::type_name("job_submit"), x.job, x.job_class, x.gpus, x.gpus_per_replica,
-           x.min_replicas, x.submitted_ago_s);
+           x.min_replicas, x.submitted_ago_s, x.memory_bytes);
 }
 
 template <class Inspector>

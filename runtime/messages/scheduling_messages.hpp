@@ -26,6 +26,19 @@ struct job_released {
   bool operator==(const job_released&) const = default;
 };
 
+// job (`msomni job`, from its run's memory advice) -> scheduler: the job's device memory as its
+// memory watermark predictor sees it. forecast_peak_bytes: the largest over its ranks of the
+// forecast peak plus the safety margin (0: no forecast yet); device_bytes: the device budget
+// each rank has (memory.device_memory_gb; 0: unknown). Sent only when either changed. A host's
+// report bounds what its guests may hold on its GPUs; a guest's raises its own need.
+struct job_memory_report {
+  std::string job;
+  uint64_t forecast_peak_bytes = 0;
+  uint64_t device_bytes = 0;
+  uint64_t step = 0;  // the newest step the forecast is of
+  bool operator==(const job_memory_report&) const = default;
+};
+
 // What a step's batch asks of memory: its micro-batches together (counts summed, seq_len and
 // micro_batch the largest). Part of memory_sample.
 struct batch_features {
@@ -78,6 +91,38 @@ struct memory_advice {
   double forecast_gb = 0;    // the forecast peak over the horizon
   bool fits = true;
   bool operator==(const memory_advice&) const = default;
+};
+
+// memory watermark predictor -> orchestrator -> the rank's "worker" actor: step `step` of the
+// rank (index `rank` in a world of `world_size`) is forecast to peak at `forecast_bytes`, which
+// with the safety margin passes the device; `budget_bytes` is the device less the margin and
+// `batch` the step's batch as the forecast saw it. The rank runs that step's micro-batches in
+// parts that fit (rank_worker/batch_fit.hpp). replay: a decision an earlier attempt of the run
+// took for this step, sent again before the rank runs it, so a resumed run repeats it.
+struct memory_fit {
+  std::string rank_name;
+  uint32_t rank = 0;
+  uint32_t world_size = 0;
+  uint64_t step = 0;
+  double forecast_bytes = 0;
+  double budget_bytes = 0;
+  batch_features batch;
+  bool replay = false;
+  bool operator==(const memory_fit&) const = default;
+};
+
+// rank -> orchestrator, after a step that had a memory_fit: what it did (journaled as a
+// memory_fit event, which a resume replays). Not acknowledged.
+struct memory_fit_done {
+  memory_fit fit;
+  uint64_t epoch = 0;
+  uint32_t micro_batches_split = 0;
+  uint32_t parts = 0;
+  uint32_t keyframe_cuts = 0;
+  bool fits = true;           // false: a part was over the allowance even so
+  uint64_t peak_bytes = 0;    // the step's measured peak
+  std::string detail;         // "2 parts (3+1 samples)"
+  bool operator==(const memory_fit_done&) const = default;
 };
 
 }  // namespace msomni::msg

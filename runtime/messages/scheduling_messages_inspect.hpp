@@ -10,6 +10,11 @@
 namespace msomni::msg {
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_memory_report& x) {
+  return f(caf::meta::type_name("job_memory_report"), x.job, x.forecast_peak_bytes, x.device_bytes, x.step);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, preempt_notice& x) {
   return f(caf::meta::type_name("preempt_notice"), x.job, x.epoch, x.drain_s, x.reason);
 }
@@ -35,6 +40,18 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, memory_advice& x) {
   return f(caf::meta::type_name("memory_advice"), x.kind, x.gb, x.rank, x.task, x.reason, x.rank_name, x.step,
            x.forecast_gb, x.fits);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, memory_fit& x) {
+  return f(caf::meta::type_name("memory_fit"), x.rank_name, x.rank, x.world_size, x.step, x.forecast_bytes,
+           x.budget_bytes, x.batch, x.replay);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, memory_fit_done& x) {
+  return f(caf::meta::type_name("memory_fit_done"), x.fit, x.epoch, x.micro_batches_split, x.parts, x.keyframe_cuts,
+           x.fits, x.peak_bytes, x.detail);
 }
 
 }  // namespace msomni::msg

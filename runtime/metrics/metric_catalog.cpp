@@ -118,6 +118,15 @@ std::vector<family_spec> build() {
        "Advice the memory watermark predictor sent, by action (reserve, evict; overflow: forecast + margin beyond the "
        "device)",
        {"action"}, "control", {}},
+      {"msomni_memory_fits_total", k::counter,
+       "Steps the memory forecast said would not fit, by result (requested: sent to the rank; replayed: an earlier "
+       "attempt's decision sent again on resume; split, keyframe: what the rank did; unchanged: the step's batch fit "
+       "as it was; unfit: over the budget even so)",
+       {"result"}, "control", {}},
+      {"msomni_rank_fit_requests_total", k::counter,
+       "Memory fit requests a rank received, by result (taken by a step; dropped: the bounded inbox was full; stale: "
+       "for a step already run or another slot; superseded: a live request for a step a replayed one decides)",
+       {"result"}, "rank", {}},
       {"msomni_metrics_reports_total", k::counter, "Metric reports pushed to the control process, by result",
        {"result"}, "control", {}},
 
@@ -136,6 +145,16 @@ std::vector<family_spec> build() {
        "scheduler", {}},
       {"msomni_sched_idle_confidence", k::gauge, "Confidence of a running job's idle-window prediction (0-1)",
        {"job"}, "scheduler", {}},
+      {"msomni_sched_guest_evictions_total", k::counter,
+       "Guests evicted from their host, by reason (memory: the host's memory forecast no longer leaves the guest's "
+       "need; lending: the host lends no idle share; free_gpus: the guest runs alone; host_ended)",
+       {"reason"}, "scheduler", {}},
+      {"msomni_sched_guest_memory_skips_total", k::counter,
+       "Guests not placed beside a host because its memory forecast left less of the device than they need",
+       {}, "scheduler", {}},
+      {"msomni_sched_memory_reports_total", k::counter,
+       "Memory forecasts jobs reported, by result (taken; unknown: of no job the scheduler knows)", {"result"},
+       "scheduler", {}},
       {"msomni_sched_ended_jobs", k::gauge,
        "Ended jobs the scheduler keeps, by how they ended (finished, failed, stopped and resumable, lost)", {"end"},
        "scheduler", {}},

@@ -117,6 +117,13 @@ class trainable_model {
   virtual void load_state(const model_state& state) = 0;
 
   virtual memory_estimate estimate_memory(int64_t micro_batch, int64_t seq_len) const = 0;
+
+  // Frees what the model keeps of its last micro-batch (its inputs and activation workspace,
+  // kept to be reused by a batch of the same shape); the next forward allocates them anew.
+  // Afterwards the memory in use is what the model holds between batches, which is how a rank
+  // measures what a step the forecast says will not fit leaves for its batch. Optional: a model
+  // that keeps nothing between batches (or does not say) does nothing.
+  virtual void release_batch_buffers() {}
 };
 
 }  // namespace msomni::model

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
+
 using namespace msomni::predict;
 
 namespace {
@@ -76,4 +78,42 @@ TEST_CASE("a step that goes back is a restart, a repeat without one is never tra
 TEST_CASE("settings that cannot advise are refused") {
   CHECK_THROWS_AS(watermark_core(settings(0, 1)), std::invalid_argument);
   CHECK_THROWS_AS(watermark_core(settings(10, -1)), std::invalid_argument);
+}
+
+TEST_CASE("a coming step forecast over the budget is a fit request, once, for a batch the rank holds") {
+  // Peaks follow the batch; the video batches (about 18 GB) pass a 13 GB device with a 1 GB
+  // margin, the others (at most about 10.7 GB) do not.
+  watermark_core c(settings(13, 1));
+  std::vector<fit_request> fits;
+  for (int64_t step = 1; step <= 60; ++step) {
+    memory_sample s;
+    s.step = step;
+    s.t_ms = static_cast<double>(step) * 100;
+    s.batch = msomni::testing::sawtooth_batch(step);
+    s.peak_bytes = msomni::testing::sawtooth_peak_bytes(s.batch, step);
+    s.in_use_bytes = 6'000'000'000;
+    s.world_size = 2;
+    for (int64_t k = 1; k <= 3; ++k) s.upcoming.push_back(msomni::testing::sawtooth_batch(step + k));
+    c.on_sample("rank-1", 1, s);
+    for (auto& f : c.take_fits()) fits.push_back(std::move(f));
+    CHECK(c.take_fits().empty());  // taken once
+  }
+  REQUIRE_FALSE(fits.empty());
+  CHECK(c.counts().fit_requests == fits.size());
+  std::map<int64_t, int> asked;
+  for (const auto& f : fits) {
+    CHECK(f.rank_name == "rank-1");
+    CHECK(f.rank == 1);
+    CHECK(f.world_size == 2);
+    CHECK(f.budget_bytes == doctest::Approx(12e9));
+    CHECK(f.forecast_bytes > f.budget_bytes);
+    CHECK(f.batch == msomni::testing::sawtooth_batch(f.step));  // the batch the forecast saw
+    ++asked[f.step];
+  }
+  // Late in the run the forecast has learned the mix: the steps asked are the video batches.
+  size_t late = 0, late_video = 0;
+  for (const auto& [step, n] : asked)
+    if (step > 40) ++late, late_video += msomni::testing::sawtooth_batch(step).video_samples > 0;
+  CHECK(late > 0);
+  CHECK(late_video == late);
 }

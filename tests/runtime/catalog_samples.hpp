@@ -36,6 +36,12 @@ inline msg::memory_sample sample(tag<msg::memory_sample>) {
 inline msg::memory_advice sample(tag<msg::memory_advice>) {
   return {msg::advice_kind::reserve, 3.5, 1, "", "peak in 4 steps", "rank-1", 42, 3.1, true};
 }
+inline msg::memory_fit sample(tag<msg::memory_fit>) {
+  return {"rank-1", 1, 4, 57, 1.25e7, 1.1e7, {1, 2, 0, 16, 64, 90, 120, 3}, true};
+}
+inline msg::memory_fit_done sample(tag<msg::memory_fit_done>) {
+  return {sample(tag<msg::memory_fit>{}), 3, 1, 2, 1, false, 10'500'000, "2 parts (2+1 samples)"};
+}
 inline msg::stage_pressure sample(tag<msg::stage_pressure>) { return {2, 14, 16, 1, true}; }
 inline msg::agent_hello sample(tag<msg::agent_hello>) { return {"node-b", "rack2", "switch1", 4, 999}; }
 inline msg::spawn_rank sample(tag<msg::spawn_rank>) { return {"rank-5", {"job.toml", "--name", "rank-5"}}; }
@@ -44,9 +50,10 @@ inline msg::rank_exited sample(tag<msg::rank_exited>) { return {"rank-5", "node-
 inline msg::control_request sample(tag<msg::control_request>) { return {"0123abcd", "scale-down", 2, 120, "cli:root"}; }
 inline msg::control_reply sample(tag<msg::control_reply>) { return {false, "refused: below min_replicas", "{}"}; }
 
-inline msg::job_submit sample(tag<msg::job_submit>) { return {"crit-1", 0, 16, 8, 2, 42.5}; }
+inline msg::job_submit sample(tag<msg::job_submit>) { return {"crit-1", 0, 16, 8, 2, 42.5, 20'000'000'000}; }
 inline msg::job_rejoin sample(tag<msg::job_rejoin>) { return {{"reg-3", 1, 16, 8, 1}, {8, 9, 10, 11, 12, 13, 14, 15}, 1, 5}; }
 inline msg::job_step_report sample(tag<msg::job_step_report>) { return {"crit-1", 30.5, 4.25, 120, 0.2}; }
+inline msg::job_memory_report sample(tag<msg::job_memory_report>) { return {"crit-1", 41'500'000'000, 80'000'000'000, 1200}; }
 inline msg::job_finished sample(tag<msg::job_finished>) { return {"crit-1"}; }
 inline msg::job_command sample(tag<msg::job_command>) {
   return {3, "be-17", 4, {0, 1, 2, 3}, 4, 0, 600, "", 0.25, 4400, 7200.5, "no job_released within the drain period"};

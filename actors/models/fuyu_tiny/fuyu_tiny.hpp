@@ -40,6 +40,10 @@ class fuyu_tiny final : public model::trainable_model {
   model::model_state save_state() const override;
   void load_state(const model::model_state& state) override;
   model::memory_estimate estimate_memory(int64_t micro_batch, int64_t seq_len) const override;
+  void release_batch_buffers() override {
+    work_.reset();
+    inputs_.reset();
+  }
 
   const fuyu_layout& layout() const { return layout_; }
   kernels::ops& backend() const { return *ops_; }

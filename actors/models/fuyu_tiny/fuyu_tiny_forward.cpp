@@ -69,6 +69,7 @@ void fuyu_tiny::prepare(const model::micro_batch& mb) {
   const int64_t B = mb.batch, T = mb.text_len, N = B * S;
   if (!inputs_ || inputs_->batch != B || inputs_->max_patches != mb.max_patches ||
       inputs_->text_len != T) {
+    inputs_.reset();  // the old buffers go before the new ones are allocated: the peak is one set
     auto in = std::make_shared<batch_inputs>();
     in->batch = B;
     in->max_patches = mb.max_patches;
@@ -113,6 +114,9 @@ void fuyu_tiny::prepare(const model::micro_batch& mb) {
     const size_t nd = static_cast<size_t>(N * D), n = static_cast<size_t>(N);
     const size_t nf = static_cast<size_t>(N * F);
     const size_t att = static_cast<size_t>(B * d.heads * S * S);
+    // The old workspace is freed before the new one is allocated, so a change of shape peaks at
+    // the larger of the two, not at their sum.
+    work_.reset();
     auto w = std::make_shared<workspace>();
     w->batch = B;
     w->seq_len = S;
@@ -135,7 +139,6 @@ void fuyu_tiny::prepare(const model::micro_batch& mb) {
     w->d_qkv = device_buffer<float>(*ops_, 3 * nd);
     w->d_ff = device_buffer<float>(*ops_, nf);
     w->d_scores = device_buffer<float>(*ops_, att);
-    work_.reset();  // free the old workspace before the new one is kept
     work_ = std::move(w);
   }
 }
