@@ -38,7 +38,8 @@ bool memory_report_tracker::take_line(const std::string& line) {
   const auto forecast = gb_field(j, "forecast_gb"), margin = gb_field(j, "margin_gb"), gb = gb_field(j, "gb");
   std::optional<uint64_t> peak;
   if (forecast && margin) peak = *forecast + *margin;
-  else if (gb && j.value("action", "") == "reserve") peak = gb;  // an older line: the reservation (capped at the device)
+  else if (!j.contains("forecast_gb") && gb && j.value("action", "") == "reserve")
+    peak = gb;  // an older line, without the forecast: its reservation (capped at the device)
   if (!peak || *peak == 0) return false;
   per_rank_[rank->get<std::string>()] = *peak;
   if (const auto device = gb_field(j, "device_gb")) device_ = *device;

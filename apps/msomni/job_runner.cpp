@@ -105,12 +105,14 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
       },
       [self](poll_atom) {
         auto& s = self->state;
-        // New step reports from RUN_DIR/metrics.jsonl go to a scheduler that knows this job.
+        // New step reports from RUN_DIR/metrics.jsonl go to a scheduler that knows this job,
+        // after the run's memory forecast (one report per poll at most, and only when it
+        // changed): a step report can make the job lend its GPUs, and the scheduler must know
+        // by then how much of their memory the job needs.
         if (s.core.registered()) {
-          for (auto& r : s.metrics.poll()) self->send(s.scheduler, std::move(r));
-          // The run's memory forecast: one report per poll at most, and only when it changed.
           for (const auto& line : s.events.poll()) s.memory.take_line(line);
           if (auto m = s.memory.due()) self->send(s.scheduler, std::move(*m));
+          for (auto& r : s.metrics.poll()) self->send(s.scheduler, std::move(r));
         }
         if (s.child.running()) {
           if (const auto status = s.child.poll()) command_ended(self, status->shell_code());

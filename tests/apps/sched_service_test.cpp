@@ -192,6 +192,70 @@ TEST_CASE("msomni-sched over UCX: checkpoint phases in a critical job's metrics 
   CHECK(sched->log.find("colocate be gpus=2: host's predicted idle share passes the threshold") != std::string::npos);
 }
 
+namespace {
+
+// A memory_advice line of msomni-run's events.jsonl: the forecast peak over the horizon, the
+// safety margin and the device, in GB.
+std::string advice_line(int step, double forecast_gb, double margin_gb, double device_gb) {
+  return json{{"time_ms", 1},           {"event", "memory_advice"}, {"kind", "memory_advice"}, {"step", step},
+              {"rank", "rank-0"},       {"action", "reserve"},      {"gb", forecast_gb + margin_gb},
+              {"forecast_gb", forecast_gb}, {"margin_gb", margin_gb}, {"device_gb", device_gb},
+              {"fits", true},           {"attempt", 1}}
+             .dump() +
+         "\n";
+}
+
+}  // namespace
+
+TEST_CASE("msomni-sched over UCX: a guest is placed only where the host's memory forecast leaves it room, and is evicted when a new forecast needs the memory") {
+  temp_dir dir;
+  auto sched = start_scheduler(dir, {"--reservation-window-s", "1"});
+  const std::string info = (dir.path() / "info").string(), marker = (dir.path() / "guest-runs").string();
+  // The critical job lends (idle share 0.5) and forecasts 40 + 3.5 GB of its 80 GB devices:
+  // 36.5 GB of headroom. Once its guest runs, its forecast rises to 70 + 3.5 GB.
+  const auto run_dir = dir.path() / "crit-run";
+  std::filesystem::create_directories(run_dir);
+  const std::string events = (run_dir / "events.jsonl").string();
+  const std::string low = dir.write("advice-low", advice_line(1, 40, 3.5, 80));
+  const std::string high = dir.write("advice-high", advice_line(41, 70, 3.5, 80));
+  const std::string steps = dir.write("steps", metrics_lines(40, 500));
+  child_process crit(MSOMNI_CLI_BINARY,
+                     {"job", "--scheduler-info", info, "--id", "crit", "--class", "critical", "--gpus", "8", "--run-dir",
+                      run_dir.string(), "--", "sh", "-c",
+                      "cat " + low + " >> " + events + "; cat " + steps + " >> " + (run_dir / "metrics.jsonl").string() +
+                          "; for i in $(seq 300); do [ -e " + marker + " ] && break; sleep 0.1; done; cat " + high +
+                          " >> " + events + "; exec sleep 6"});
+  REQUIRE_MESSAGE(crit.read_until("msomni job crit: started", 20s), crit.log);
+
+  // Needs 50 GB as a guest: more than the headroom, so it waits for GPUs of its own.
+  child_process big(MSOMNI_CLI_BINARY, {"job", "--scheduler-info", info, "--id", "big", "--class", "best-effort", "--gpus",
+                                        "2", "--memory-gb", "50", "--", "sh", "-c", "echo host=$MSOMNI_JOB_HOST"});
+  // Needs 20 GB: placed beside the critical job, then evicted by its new forecast.
+  child_process small(MSOMNI_CLI_BINARY,
+                      {"job", "--scheduler-info", info, "--id", "small", "--class", "best-effort", "--gpus", "2",
+                       "--memory-gb", "20", "--", "sh", "-c",
+                       "if [ -n \"$MSOMNI_JOB_HOST\" ]; then touch " + marker + "; exec sleep 60; fi"});
+  REQUIRE_MESSAGE(small.read_until("msomni job small: started as a guest of crit", 30s), small.log);
+  const auto evicted = small.read_until("msomni job small: evicted as a guest", 20s);
+  REQUIRE_MESSAGE(evicted, small.log);
+  CHECK(evicted->find("memory forecast leaves") != std::string::npos);
+  CHECK(evicted->find("it needs 20") != std::string::npos);
+  // Both run once the critical job is done, on GPUs of their own; the big one never as a guest.
+  CHECK(small.wait(30s) == 0);
+  CHECK(big.wait(30s) == 0);
+  CHECK(count_of(small.log, "started as a guest of crit") == 1);
+  CHECK(big.log.find("started as a guest") == std::string::npos);
+  CHECK(crit.read_until("msomni job crit: finished", 20s));
+  stop_scheduler(*sched);
+  INFO(sched->log);
+  CHECK(sched->log.find("colocate small gpus=2: host's predicted idle share passes the threshold; memory: the host's "
+                        "forecast leaves 36.50 GB of its 80.00 GB device, the guest needs 20.00 GB") != std::string::npos);
+  CHECK(sched->log.find("hold big: not placed as a guest: memory: crit's memory forecast leaves 36.50 GB of its 80.00 "
+                        "GB device; it needs 50.00 GB as a guest") != std::string::npos);
+  CHECK(sched->log.find("evict_guest small: memory: crit's memory forecast leaves 6.50 GB of its 80.00 GB device; it "
+                        "needs 20.00 GB as a guest") != std::string::npos);
+}
+
 TEST_CASE("msomni-sched over UCX: a critical job its guest slows past the slowdown budget stops lending") {
   temp_dir dir;
   auto sched = start_scheduler(dir, {"--reservation-window-s", "1"});
