@@ -1,14 +1,15 @@
 // `msomni health-check` and msomni-run's pre-flight as an operator meets them, each check
 // broken for real: a missing shard, a corrupt image, a damaged latest checkpoint of a real
 // run, a model too big for this machine's memory, a cluster node where nothing listens, a
-// port already taken. A full disk is faked through the core (health_core_test.cpp): it
-// cannot be made here without mounting a filesystem.
+// port already taken, a tiny tmpfs as the run (and checkpoint) directory (mounted by the test
+// when it may mount, skipped with the reason otherwise).
 #include "media_encode.hpp"
 #include "scene.hpp"
 #include "tar_format.hpp"
 
 #include "core/rng.hpp"
 #include "support/process_runner.hpp"
+#include "support/test_skip.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -16,9 +17,12 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -314,4 +318,34 @@ TEST_CASE("health-check: a control port already taken fails host.port.control") 
   const auto& p = *find_check(report, "host.port.control");
   CHECK(p["status"] == "fail");
   CHECK(p["reason"].get<std::string>().find("is not free") != std::string::npos);
+}
+
+TEST_CASE("pre-flight: a tiny tmpfs as the checkpoint directory fails storage.free_space and msomni-run does not start") {
+  temp_dir dir;
+  const auto mnt = dir.path() / "tiny";
+  fs::create_directories(mnt);
+  // 64 KiB: less than two checkpoints of this model's parameters and optimizer state.
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=64k") != 0)
+    MSOMNI_SKIP_TEST("cannot mount a tmpfs here (" + std::string(std::strerror(errno)) + "): needs root or CAP_SYS_ADMIN");
+  struct unmount_at_end {  // the mount goes before the temp dir does, whatever happens
+    fs::path at;
+    ~unmount_at_end() { ::umount2(at.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  const auto cfg = dir.write("job.toml", job_text(synthetic_source));
+  const std::string model = " --set model.d_model=64 --set model.d_ff=256";
+  int rc = -1;
+  const auto report = check_json(cfg + model + " --run-dir " + quoted(mnt / "run"), rc);
+  CHECK(rc == 1);
+  REQUIRE(find_check(report, "storage.free_space"));
+  const auto& space = *find_check(report, "storage.free_space");
+  CHECK(space["status"] == "fail");
+  CHECK(space["reason"].get<std::string>().find("not enough free space for") != std::string::npos);
+  CHECK(space["unit"] == "MiB");
+  // msomni-run refuses to start on it: the pre-flight's exit code, no rank log, no step.
+  const auto r = run_command(run + " " + cfg + model + " --run-dir " + quoted(mnt / "run2") + " 2>&1");
+  CAPTURE(r.output);
+  CHECK(r.exit_code == 5);
+  CHECK(r.output.find("storage.free_space") != std::string::npos);
+  CHECK_FALSE(fs::exists(mnt / "run2" / "logs" / "rank-0.log"));
+  CHECK_FALSE(fs::exists(mnt / "run2" / "metrics.jsonl"));
 }
