@@ -75,6 +75,11 @@ void count(watermark_state& st, const std::string& action) {
   if (st.registry) st.registry->counter("msomni_memory_advice_total", {{"action", action}}).Increment();
 }
 
+void forget(watermark_state& st, const std::string& rank_name) {
+  st.core.forget(rank_name);
+  if (st.registry) st.registry->remove_gauge("msomni_memory_forecast_bytes", {{"target", rank_name}});
+}
+
 caf::behavior memory_watermark(metrics::accounted_actor* self, std::shared_ptr<watermark_state> st) {
   self->account_as("memory_predictor", st->registry);
   if (st->registry) st->registry->counter("msomni_memory_fits_total", {{"result", "requested"}});  // 0 until asked
@@ -113,8 +118,9 @@ caf::behavior memory_watermark(metrics::accounted_actor* self, std::shared_ptr<w
         if (to) self->send(to, std::move(out));
       },
       // A rank that left or died: its window and forecast go with it.
-      [st](const msg::rank_left& l) { st->core.forget(l.name); },
-      [st](const msg::rank_exited& e) { st->core.forget(e.name); },
+      // A rank that is gone: its forecast (and its series) go with it.
+      [st](const msg::rank_left& l) { forget(*st, l.name); },
+      [st](const msg::rank_exited& e) { forget(*st, e.name); },
   };
 }
 

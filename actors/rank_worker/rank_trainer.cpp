@@ -57,8 +57,11 @@ msg::step_record rank_trainer::step(uint64_t announce) {
     const auto before = clock_.now();
     const auto batch = data_->next();
     data_wait += clock_.now() - before;
-    add_micro_batch(last_batch_, features_of(batch));
     auto run = [&](const model::micro_batch& mb, float s) {
+      // The step's features are those of what ran: a fitted micro-batch counts as its parts,
+      // so the memory sample's peak and its features agree, and the predictor learns what an
+      // unsplit batch of the pipeline costs instead of the split one's lower peak.
+      add_micro_batch(last_batch_, features_of(mb));
       const auto rep = model_.forward_backward(mb, s);
       loss_sum += rep.loss * static_cast<double>(rep.target_tokens);
       targets += static_cast<double>(rep.target_tokens);

@@ -51,6 +51,14 @@ prometheus::Gauge& metrics_registry::gauge(std::string_view family, const labels
   return family_in(gauges_, spec, prometheus::BuildGauge(), *registry_).Add(l);
 }
 
+void metrics_registry::remove_gauge(std::string_view family, const labels& l) {
+  checked(family, metric_kind::gauge, l);
+  std::lock_guard lock(mutex_);
+  const auto it = gauges_.find(family);
+  if (it == gauges_.end() || !it->second->Has(l)) return;
+  it->second->Remove(&it->second->Add(l));
+}
+
 prometheus::Histogram& metrics_registry::histogram(std::string_view family, const labels& l) {
   const auto& spec = checked(family, metric_kind::histogram, l);
   std::lock_guard lock(mutex_);

@@ -36,6 +36,9 @@ class metrics_registry {
   prometheus::Counter& counter(std::string_view family, const labels& l = {});
   prometheus::Gauge& gauge(std::string_view family, const labels& l = {});
   prometheus::Histogram& histogram(std::string_view family, const labels& l = {});
+  // Drops the gauge series of `family` with `l` (a target that is gone, so that its last value
+  // is not exported as if it were current); nothing when there is none. Checked like gauge().
+  void remove_gauge(std::string_view family, const labels& l);
 
   // Runs the refreshers, then returns every family with its series.
   std::vector<prometheus::MetricFamily> collect();

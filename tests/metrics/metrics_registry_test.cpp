@@ -90,6 +90,19 @@ TEST_CASE("a series looked up twice is the same series") {
   CHECK(b.Value() == 2);
 }
 
+TEST_CASE("a removed gauge series is no longer collected, the family's others stay") {
+  metrics_registry r;
+  r.gauge("msomni_memory_forecast_bytes", {{"target", "rank-0"}}).Set(1);
+  r.gauge("msomni_memory_forecast_bytes", {{"target", "rank-1"}}).Set(2);
+  r.remove_gauge("msomni_memory_forecast_bytes", {{"target", "rank-0"}});
+  r.remove_gauge("msomni_memory_forecast_bytes", {{"target", "rank-9"}});  // none: nothing happens
+  const auto fams = r.collect();
+  CHECK_FALSE(find_series(fams, "msomni_memory_forecast_bytes", {{"target", "rank-0"}}));
+  REQUIRE(find_series(fams, "msomni_memory_forecast_bytes", {{"target", "rank-1"}}));
+  CHECK(find_series(fams, "msomni_memory_forecast_bytes", {{"target", "rank-1"}})->gauge.value == 2);
+  CHECK_THROWS_AS(r.remove_gauge("msomni_rank_steps_total", {}), std::logic_error);
+}
+
 TEST_CASE("refreshers run before each collection until their handle goes") {
   metrics_registry r;
   int runs = 0;
