@@ -219,7 +219,8 @@ class elastic_core {
   std::vector<action> top_up(time_point now);
   std::vector<action> maybe_finish();
   // elastic_recovery.cpp
-  std::vector<action> rollback(std::string why, time_point now);  // by value: callers pass rollback_pending_
+  // by value: callers pass rollback_pending_; same_incident: continues the rollback plan that is out
+  std::vector<action> rollback(std::string why, time_point now, bool same_incident = false);
   std::vector<action> recover_from_loss(const std::string& node, const std::string& why, time_point now);
   std::string cannot_start_reason(const std::string& name, const std::string& why) const;
 
@@ -249,6 +250,7 @@ class elastic_core {
   // A first rank lost without a replacement while deferring: can the job start? (name, why)
   std::optional<std::pair<std::string, std::string>> deferred_start_;
   std::string rollback_pending_;  // why, while survivors wait for replacements to roll back with
+  bool rollback_pending_continues_ = false;  // that wait continues a recovery already journaled
   bool finished_ = false;
 };
 

@@ -90,9 +90,15 @@ std::string elastic_core::cannot_start_reason(const std::string& name, const std
 }
 
 // A rollback of the survivors, then replacements placed near the lost rank's node to get
-// back to the target.
+// back to the target. A member lost while a rollback plan is still out (no step of its epoch
+// yet) is part of the incident that rollback answers: a rank that saw its send to the dead
+// peer fail reports its stall before the peer's own loss arrives. The plan is made again
+// without the lost member, and the recovery is not counted twice. Losses are bounded by the
+// members there are, so this cannot go round for ever; stalls are always counted.
 std::vector<action> elastic_core::recover_from_loss(const std::string& node, const std::string& why, time_point now) {
-  auto out = rollback(why, now);
+  const bool same_incident =
+      phase_ == phase::recovering && rollback_pending_.empty() && rollback_epoch_ > 0 && rollback_epoch_ == epoch_;
+  auto out = rollback(why, now, same_incident);
   const int64_t missing = target_ - world() - static_cast<int64_t>(joining_.size());
   const int64_t replacements = std::min(missing, free_slots());
   if (phase_ == phase::recovering && replacements > 0) {
@@ -128,7 +134,7 @@ std::vector<action> elastic_core::on_rank_failed(const msg::rank_failed& r, time
   return out;
 }
 
-std::vector<action> elastic_core::rollback(std::string why, time_point now) {
+std::vector<action> elastic_core::rollback(std::string why, time_point now, bool same_incident) {
   std::vector<action> out;
   std::vector<std::string> survivors;
   for (const auto& n : ring_) {
@@ -150,7 +156,10 @@ std::vector<action> elastic_core::rollback(std::string why, time_point now) {
     }
   }
   const int64_t w = largest_world_at_most(static_cast<int64_t>(staying.size()));
-  const bool counted = !rollback_pending_.empty();  // this recovery was counted when it started waiting
+  // Counted already: when it started waiting for replacements, or by the rollback it continues.
+  const bool counted = !rollback_pending_.empty() || same_incident;
+  // Journaled as "recovery" once per counted recovery: not again when it continues one.
+  const bool replanned = same_incident || (!rollback_pending_.empty() && rollback_pending_continues_);
   if (w == 0 && (counted || recoveries_ < s_.max_recoveries)) {
     // Too few survivors: start replacements (placed near the survivors) and roll back once
     // they are ready, if the agents have the slots.
@@ -163,6 +172,7 @@ std::vector<action> elastic_core::rollback(std::string why, time_point now) {
     const int64_t more = need - static_cast<int64_t>(staying.size()) - static_cast<int64_t>(still_joining.size());
     if (need > 0 && more <= free_slots()) {
       if (!counted) ++recoveries_;
+      rollback_pending_continues_ = replanned;
       rollback_pending_ = why;
       joining_ = still_joining;
       phase_ = phase::recovering;
@@ -194,6 +204,7 @@ std::vector<action> elastic_core::rollback(std::string why, time_point now) {
   }
   if (!counted) ++recoveries_;
   rollback_pending_.clear();
+  rollback_pending_continues_ = false;
   awaiting_join_ = false;
   joining_ = still_joining;
   for (const auto& n : staying) members_.at(n).state = member_state::active;
@@ -206,9 +217,12 @@ std::vector<action> elastic_core::rollback(std::string why, time_point now) {
   change_started_ = now;
   plan_epoch_ = epoch_;
   rollback_epoch_ = epoch_;
-  out.push_back(journal_event{"recovery", why + "; " + std::to_string(w) + " replicas roll back to the last checkpoint (epoch " +
-                                              std::to_string(epoch_) + ", recovery " + std::to_string(recoveries_) + " of at most " +
-                                              std::to_string(s_.max_recoveries) + ")"});
+  // A continued rollback is journaled as its own kind: "recovery" events are the recoveries counted.
+  out.push_back(journal_event{replanned ? "recovery_replanned" : "recovery",
+                              why + "; " + std::to_string(w) + " replicas roll back to the last checkpoint (epoch " +
+                                  std::to_string(epoch_) + ", recovery " + std::to_string(recoveries_) +
+                                  (replanned ? " continued" : "") + " of at most " +
+                                  std::to_string(s_.max_recoveries) + ")"});
   out.push_back(std::move(plan));
   return out;
 }

@@ -15,7 +15,8 @@ const std::set<std::string>& elastic_kinds() {
   static const std::set<std::string> kinds{
       "scale_down",  "scale_down_done",      "scale_up",         "scale_up_done", "scale_up_join",
       "autoscale",   "rank_down",            "agent_down",       "recovery",      "recovered",
-      "replacement", "grace_period_expired", "scale_up_incomplete", "training_rollback"};
+      "replacement", "grace_period_expired", "scale_up_incomplete", "training_rollback",
+      "recovery_replanned"};
   return kinds;
 }
 

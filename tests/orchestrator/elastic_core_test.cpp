@@ -142,6 +142,47 @@ TEST_CASE("a dead rank triggers a rollback on the survivors and a replacement ne
   CHECK_FALSE(has_event(c.on_step(22, 2, time_point{35s}), "recovered"));  // already counted at step 21
 }
 
+TEST_CASE("a member lost while a rollback plan is out is part of that recovery, not another") {
+  std::vector<action> acts;
+  auto c = running_job(acts, 3);
+  c.on_step(20, 4, time_point{20s});
+  const auto members = all_of<send_plan>(acts).at(0).plan.members;
+  REQUIRE(members.size() == 4);
+  // A survivor's send to the killed peer failed first: its stall starts the recovery...
+  auto stalled = c.on_rank_stalled({members[0], 1, 21, "ring epoch 1: a send failed"}, time_point{21s});
+  REQUIRE(all_of<send_plan>(stalled).size() == 1);
+  CHECK(c.recoveries() == 1);
+  // ...then the peer's own loss arrives: the plan is made again without it, still recovery 1.
+  auto down = c.on_rank_down(members[3], "connection lost", time_point{22s});
+  const auto again = all_of<send_plan>(down);
+  REQUIRE(again.size() == 1);
+  const auto& planned = again[0].plan.members;
+  CHECK(std::find(planned.begin(), planned.end(), members[3]) == planned.end());
+  CHECK(c.recoveries() == 1);
+  bool continued = false;
+  for (const auto& e : all_of<journal_event>(down))
+    if (e.kind == "recovery_replanned") continued = e.detail.find("recovery 1 continued of at most") != std::string::npos;
+  CHECK(continued);
+  CHECK_FALSE(has_event(down, "recovery"));
+  // Once the rollback's epoch trains, a new loss is a new recovery.
+  CHECK(has_event(c.on_step(21, static_cast<uint32_t>(planned.size()), time_point{23s}), "recovered"));
+  CHECK(has_event(c.on_rank_down(planned[0], "connection lost", time_point{30s}), "recovery_waiting"));
+  CHECK(c.recoveries() == 2);
+}
+
+TEST_CASE("stalls in a rollback's own epoch are each counted, so a ring that never forms ends the job") {
+  std::vector<action> acts;
+  auto c = running_job(acts, 3);
+  c.on_step(20, 4, time_point{20s});
+  const auto members = all_of<send_plan>(acts).at(0).plan.members;
+  std::vector<action> last;
+  for (int i = 0; i < 4; ++i) last = c.on_rank_stalled({members[0], c.epoch(), 21, "a send failed"}, time_point{21s + i * 1s});
+  CHECK(c.recoveries() == 3);
+  const auto ends = all_of<finish_job>(last);
+  REQUIRE(ends.size() == 1);
+  CHECK(ends[0].reason.find("gave up after 3 recoveries") != std::string::npos);
+}
+
 TEST_CASE("refusals say why: below min_replicas and a batch that does not divide") {
   std::vector<action> acts;
   auto c = running_job(acts);
