@@ -82,6 +82,19 @@ caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_s
           self->send(st->orchestrator, msg::rank_exited{r.name, st->s.node, -1, e.what()});
         }
       },
+      [self, st](msg::node_check_request& r) -> caf::result<msg::node_check_report> {
+        if (!st->s.node_checker) return msg::node_check_report{st->s.node, "", ""};
+        auto rp = self->make_response_promise();
+        rp.delegate(st->s.node_checker, std::move(r));
+        return rp;
+      },
+      [self, st](msg::node_pair_probe& p) -> caf::result<msg::node_pair_result> {
+        if (!st->s.node_checker)
+          return msg::node_pair_result{p.pair, st->s.node, p.peer, 0.0, "this agent runs no node checks"};
+        auto rp = self->make_response_promise();
+        rp.delegate(st->s.node_checker, std::move(p));
+        return rp;
+      },
       [st](const msg::stop_rank& r) {
         if (auto it = st->ranks.find(r.name); it != st->ranks.end()) it->second->kill9();
       },

@@ -8,6 +8,9 @@
 //                  live rank holds, see node_slots.hpp); its end --> rank_exited
 //   stop_rank  --> SIGKILL
 //   every heartbeat_interval --> heartbeat; the orchestrator gone --> stop every rank, quit
+//   node_check_request, node_pair_probe --> delegated to node_checker (the pre-flight of this
+//                  node, msomni-agent's); without one, an empty report (the control process
+//                  says the agent runs no checks)
 #pragma once
 
 #include "metrics/metrics_registry.hpp"
@@ -32,6 +35,7 @@ struct agent_settings {
   std::chrono::milliseconds heartbeat_interval{10000};
   std::function<void()> on_orchestrator_lost;  // e.g. end the msomni-agent process
   std::shared_ptr<metrics::metrics_registry> metrics;  // the agent actor's accounting; null: metrics off
+  caf::actor node_checker;  // answers the control process's pre-flight of this node; invalid: none
 };
 
 caf::actor spawn_node_agent(caf::actor_system& sys, agent_settings s, caf::actor orchestrator);

@@ -278,7 +278,7 @@ void probe_communication(const config::job_config& cfg, const health_options& o,
     if (quick) add(skipped("comm.ucx.bandwidth", "--level quick: bandwidth is measured at --level full"));
     else if (!lf.error.empty()) add(skipped("comm.ucx.bandwidth", "the loopback connection failed"));
     else add(judge_loopback_bandwidth(lf, min_bandwidth_mb_s));
-    const int64_t ranks = std::min<int64_t>(ranks_on_this_node(cfg), 16);
+    const int64_t ranks = std::min<int64_t>(ranks_on_this_node(cfg, o.node), 16);
     if (ranks < 2) {
       add(skipped("comm.allreduce", "one rank on this node: nothing to reduce"));
     } else {

@@ -50,11 +50,14 @@ std::optional<model::memory_estimate> estimate_model_memory(const config::job_co
   }
 }
 
-int64_t ranks_on_this_node(const config::job_config& cfg) {
+int64_t ranks_on_this_node(const config::job_config& cfg, const std::string& node) {
   const int64_t replicas = cfg.elasticity.replicas;
   if (cfg.cluster.nodes.empty()) return replicas;
   const int64_t nodes = int64_t(cfg.cluster.nodes.size());
-  return std::min<int64_t>(cfg.cluster.nodes.front().slots, (replicas + nodes - 1) / nodes);
+  int64_t slots = cfg.cluster.nodes.front().slots;
+  for (const auto& n : cfg.cluster.nodes)
+    if (n.name == node) slots = n.slots;
+  return std::min<int64_t>(slots, (replicas + nodes - 1) / nodes);
 }
 
 namespace {

@@ -86,19 +86,24 @@ void probe_host(const config::job_config& cfg, const health_options& o, const ad
   else {
     mf.available_bytes = *available;
     mf.per_rank_bytes = uint64_t(estimate->total());
-    mf.ranks_on_node = ranks_on_this_node(cfg);
+    mf.ranks_on_node = ranks_on_this_node(cfg, o.node);
   }
   add(judge_memory(mf));
 
   const auto& c = cfg.cluster;
-  add(judge_port("host.port.control", "cluster.control_port", c.control_port,
-                 c.control_port > 0 ? port_bind_problem(c.control_host, c.control_port) : ""));
-  if (c.metrics_port == 0) add(skipped("host.port.metrics", "cluster.metrics_port = 0: metrics are off"));
-  else if (c.metrics_port == config::metrics_port_auto)
-    add(judge_port("host.port.metrics", "cluster.metrics_port = \"auto\"", 0, ""));
-  else
-    add(judge_port("host.port.metrics", "cluster.metrics_port", c.metrics_port,
-                   port_bind_problem(c.control_host, c.metrics_port)));
+  if (!o.node.empty()) {
+    for (const char* id : {"host.port.control", "host.port.metrics"})
+      add(skipped(id, "the control process's port: checked on the control node"));
+  } else {
+    add(judge_port("host.port.control", "cluster.control_port", c.control_port,
+                   c.control_port > 0 ? port_bind_problem(c.control_host, c.control_port) : ""));
+    if (c.metrics_port == 0) add(skipped("host.port.metrics", "cluster.metrics_port = 0: metrics are off"));
+    else if (c.metrics_port == config::metrics_port_auto)
+      add(judge_port("host.port.metrics", "cluster.metrics_port = \"auto\"", 0, ""));
+    else
+      add(judge_port("host.port.metrics", "cluster.metrics_port", c.metrics_port,
+                     port_bind_problem(c.control_host, c.metrics_port)));
+  }
 
   std::optional<std::string> governor;
   if (std::ifstream in("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"); in) {

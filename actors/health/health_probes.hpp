@@ -24,6 +24,10 @@ struct health_options {
   health_level level = health_level::quick;
   std::filesystem::path checkpoint_dir;  // resolved (msomni-run's rule: under the run directory)
   std::string peer_binary;               // msomni-health-peer; empty: found beside this program
+  // An agent's node, checked for the control process: its [[cluster.nodes]] entry says how
+  // many ranks it runs, and the control and metrics ports are the control node's to check.
+  // Empty: the node msomni-run or msomni health-check runs on.
+  std::string node;
 };
 
 // Every check, in a stable order. Never throws: a probe that throws becomes a failed check
@@ -40,8 +44,9 @@ using add_fn = std::function<void(check_result)>;
 // The model's memory estimate for one rank and one micro-batch of max_seq_len positions,
 // without allocating it; nullopt with `why` when it cannot be made (a plugin model).
 std::optional<model::memory_estimate> estimate_model_memory(const config::job_config& cfg, std::string& why);
-// The ranks this node would run: elasticity.replicas, spread over cluster.nodes' slots.
-int64_t ranks_on_this_node(const config::job_config& cfg);
+// The ranks a node would run: elasticity.replicas spread over cluster.nodes, at most the
+// node's slots (the named node's; the first's when `node` is empty or not listed).
+int64_t ranks_on_this_node(const config::job_config& cfg, const std::string& node = "");
 
 void probe_config_and_data(const config::job_config& cfg, const health_options& o, const add_fn& add);
 void probe_compute(const config::job_config& cfg, const health_options& o, const add_fn& add);

@@ -70,6 +70,11 @@ struct shell_state {
   std::deque<ordered_json> memory_events;
   std::map<std::string, uint64_t> refused_reports;  // per source, for logging the first of each
   std::unique_ptr<memory_hook> memory;  // the ranks' memory samples (memory_journal.hpp)
+  // The agents' pre-flight (node_preflight): null when the agents go to the core at once.
+  std::optional<node_preflight> preflight;
+  std::unique_ptr<health::node_check_core> node_checks;
+  std::map<std::string, msg::agent_hello> held_agents;  // joined, not admitted yet
+  bool preflight_failed = false;
 };
 
 constexpr size_t timeline_capacity = 200;
@@ -177,6 +182,7 @@ void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
     out.ok = f->ok;
     out.stopped = f->stopped;
     out.preempted = f->stopped && st.stop_by_sigterm;
+    out.preflight_failed = st.preflight_failed;
     out.reason = f->reason;
     out.text = summary;
     out.facts = st.tally.facts(st.progress.last_step(), st.progress.bad_samples_by_reason(), st.data.downgraded_total(),
@@ -357,6 +363,90 @@ void journal_step(metrics::accounted_actor* self, shell_state& st, const msg::st
   if (line && !st.done) judge_utilisation(self, st, r, now);
 }
 
+// An agent joins the elastic core: it offers its slots.
+void admit_agent(metrics::accounted_actor* self, shell_state& st, const msg::agent_hello& a) {
+  execute(self, st, st.core.on_agent({a.node, a.rack, a.switch_name, a.slots, true}, st.clock.now()));
+}
+
+// How long an agent may take over its node's checks (full level included), and one pair.
+constexpr auto node_check_timeout = std::chrono::seconds(300);
+constexpr auto pair_probe_timeout = std::chrono::seconds(90);
+
+std::string pass_list(const nlohmann::ordered_json& report) {
+  std::string out;
+  for (const auto& n : report.value("nodes", nlohmann::ordered_json::array()))
+    out += (out.empty() ? "" : ", ") + n.value("node", "?") + " " + n.value("verdict", "?");
+  if (report.contains("multinode")) out += "; multinode " + report["multinode"].value("verdict", "?");
+  return out;
+}
+
+// Carries out node_check_core's actions: requests to the agents, whose answers go back to it.
+void run_node_checks(metrics::accounted_actor* self, const std::shared_ptr<shell_state>& st,
+                     std::vector<health::node_checks::action> acts) {
+  namespace nc = health::node_checks;
+  for (auto& a : acts) {
+    if (st->done) return;
+    if (auto* c = std::get_if<nc::ask_check>(&a)) {
+      const auto node = c->node;
+      const auto it = st->agents.find(node);
+      if (it == st->agents.end()) {
+        run_node_checks(self, st, st->node_checks->on_no_report(node, "the agent is gone"));
+        continue;
+      }
+      self->request(it->second, node_check_timeout, st->preflight->request)
+          .then(
+              [self, st, node](const msg::node_check_report& r) {
+                const auto j = nlohmann::ordered_json::parse(r.report_json, nullptr, false);
+                journal(*st, "node_checked",
+                        node + ": " + (j.is_object() ? j.value("verdict", "?") : std::string("no report")), "", node);
+                run_node_checks(self, st, st->node_checks->on_report(node, r.report_json, r.probe_address));
+              },
+              [self, st, node](const caf::error& e) {
+                run_node_checks(self, st, st->node_checks->on_no_report(node, self->system().render(e)));
+              });
+    } else if (auto* p = std::get_if<nc::ask_pair>(&a)) {
+      const auto& s = st->preflight->settings;
+      for (const bool dial : {false, true}) {
+        const auto node = dial ? p->dialer : p->listener;
+        const auto pair = p->pair;
+        msg::node_pair_probe probe{pair, dial ? p->listener : p->dialer,
+                                   dial ? p->listener_address : p->dialer_address, dial, s.pair_elements, s.pair_rounds};
+        const auto it = st->agents.find(node);
+        if (it == st->agents.end()) {
+          run_node_checks(self, st, st->node_checks->on_pair_result(pair, node, 0, "the agent is gone"));
+          continue;
+        }
+        self->request(it->second, pair_probe_timeout, std::move(probe))
+            .then(
+                [self, st, node](const msg::node_pair_result& r) {
+                  run_node_checks(self, st, st->node_checks->on_pair_result(r.pair, node, r.median_ms, r.error));
+                },
+                [self, st, node, pair](const caf::error& e) {
+                  run_node_checks(self, st, st->node_checks->on_pair_result(pair, node, 0, self->system().render(e)));
+                });
+      }
+    } else if (auto* ad = std::get_if<nc::admit>(&a)) {
+      const auto it = st->held_agents.find(ad->node);
+      if (it == st->held_agents.end()) continue;
+      const auto hello = it->second;
+      st->held_agents.erase(it);
+      if (st->node_checks->over() && st->agents.count(hello.node)) admit_agent(self, *st, hello);
+    } else if (auto* r = std::get_if<nc::refuse>(&a)) {
+      journal(*st, "node_refused", r->node + " failed its pre-flight and gets no rank: " + r->reason, "", r->node);
+    } else if (auto* d = std::get_if<nc::done>(&a)) {
+      if (st->preflight->on_report) st->preflight->on_report(d->report);
+      journal(*st, "preflight_nodes",
+              "pre-flight of the agents' nodes: " + d->report.value("job_verdict", "?") + " (" + pass_list(d->report) +
+                  ")" + (d->failed ? ": " + d->reason : ""));
+      if (d->failed) {
+        st->preflight_failed = true;
+        execute(self, *st, {finish_job{false, "pre-flight failed on an agent's node, no rank was started: " + d->reason}});
+        return;
+      }
+    }
+  }
+}
+
 caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell_state> st) {
   self->account_as("orchestrator", st->env.metrics ? st->env.metrics->own() : nullptr);
   // Every outcome of a memory fit is a series from the start, at 0 until it happens.
@@ -372,6 +462,7 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
     const auto now = st->clock.now();
     if (is_agent) {
       st->agents.erase(name);
+      st->held_agents.erase(name);  // its pending check answers with an error
       execute(self, *st, st->core.on_agent_down(name, "connection lost: " + caf::to_string(d.reason), now));
     } else if (d.reason != caf::exit_reason::normal) {
       execute(self, *st, st->core.on_rank_down(name, "connection lost: " + caf::to_string(d.reason), now));
@@ -385,7 +476,12 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
         st->agents[a.node] = agent;
         self->monitor(agent);
         st->watched[agent.address()] = {true, a.node};
-        execute(self, *st, st->core.on_agent({a.node, a.rack, a.switch_name, a.slots, true}, st->clock.now()));
+        if (st->node_checks && a.node != st->env.in_process_agent) {
+          st->held_agents[a.node] = a;  // its node is checked first
+          run_node_checks(self, st, st->node_checks->on_agent(a.node));
+          return;
+        }
+        admit_agent(self, *st, a);
       },
       // From a node agent, every heartbeat_interval_s; idempotent (the core keeps the latest).
       [st](const msg::heartbeat& h) { st->core.on_heartbeat(h.node, st->clock.now()); },
@@ -547,10 +643,16 @@ bool same_token(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env) {
+caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env,
+                              std::optional<node_preflight> node_checks) {
   s.agent_silence_limit = env.agent_silence_limit;
   s.in_process_agent = env.in_process_agent;
-  return sys.spawn(orchestrator, std::make_shared<shell_state>(s, std::move(env)));
+  auto st = std::make_shared<shell_state>(s, std::move(env));
+  if (node_checks) {
+    st->node_checks = std::make_unique<health::node_check_core>(node_checks->settings, node_checks->control_report);
+    st->preflight = std::move(node_checks);
+  }
+  return sys.spawn(orchestrator, st);
 }
 
 }  // namespace msomni::orchestrator

@@ -11,6 +11,9 @@
 #include "autoscale_core.hpp"
 #include "training_health.hpp"
 
+#include "node_check_core.hpp"
+#include "messages/control_messages.hpp"
+
 #include "core/clock.hpp"
 #include "metrics/job_metrics_collector.hpp"
 
@@ -19,6 +22,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +34,7 @@ struct job_outcome {
   bool ok = true;
   bool stopped = false;  // asked to stop (resumable), not trained to its last step
   bool preempted = false;  // stopped, and the first stop asked was SIGTERM (a manager's)
+  bool preflight_failed = false;  // an agent's node failed its pre-flight: no rank started
   std::string reason;    // the finish reason alone
   std::string text;      // the reason and the end-of-job lines (progress, bad samples, data, checkpoint)
   run_facts facts;       // for summary.json
@@ -73,7 +78,18 @@ struct orchestrator_env {
   } memory;
 };
 
-caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env);
+// The pre-flight of the agents' nodes (health.preflight with [[cluster.nodes]]): each agent
+// that joins is asked to check its node (`request`), and the elastic core sees it only once
+// node_check_core admits it; the combined report goes to on_report (preflight.json).
+struct node_preflight {
+  health::node_check_settings settings;
+  nlohmann::ordered_json control_report;  // this node's own pre-flight
+  msg::node_check_request request;
+  std::function<void(const nlohmann::ordered_json&)> on_report;
+};
+
+caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env,
+                              std::optional<node_preflight> node_checks = std::nullopt);
 
 // Constant-time comparison for the control token.
 bool same_token(const std::string& a, const std::string& b);

@@ -26,6 +26,9 @@ inline constexpr int exit_finished = 0;
 inline constexpr int exit_failed = 1;
 inline constexpr int exit_stopped = 3;
 inline constexpr int exit_preempted = 4;
+// The pre-flight failed (on this node before anything started, or on an agent's node before
+// any rank did): nothing was trained.
+inline constexpr int exit_preflight_failed = 5;
 
 // The elastic events counted in the summary (and marked on `msomni plot`): membership changes
 // and what they caused.

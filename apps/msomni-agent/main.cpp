@@ -1,6 +1,7 @@
 // msomni-agent --join HOST:PORT --node NAME [options]: see --help.
 // A node agent for multi-node runs: joins the job's control process over UCX, offers its
 // slots, starts and stops msomni-rank processes on this node when the orchestrator says so,
+// runs the job's pre-flight checks of this node when the control process asks (node_checker),
 // and heartbeats. It proves the job's token (from --token-file, or $MSOMNI_JOB_TOKEN) to the
 // control process and hands it to its ranks in their environment. It ends (stopping its ranks) when the control process goes away or on
 // SIGINT/SIGTERM. Exit codes: 0 the job ended, 1 the control process never answered, 2 usage.
@@ -17,6 +18,7 @@
 #include "core/secret_file.hpp"
 #include "core/stop_signal.hpp"
 #include "node_agent.hpp"
+#include "node_checker.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -138,6 +140,7 @@ int main(int argc, char** argv) {
     }
     stop_signal::install();
     const auto orchestrator = gw.remote_actor("control", "orchestrator");
+    s.node_checker = health::spawn_node_checker(sys, {s.node, listen_host, s.job_token, ""});
     auto agent = agent::spawn_node_agent(sys, s, orchestrator);
     gw.publish("agent", agent);
     caf::actor pusher;
@@ -147,6 +150,7 @@ int main(int argc, char** argv) {
     while (!stop_signal::flag()) std::this_thread::sleep_for(100ms);
     caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
     if (pusher) caf::anon_send_exit(pusher, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(s.node_checker, caf::exit_reason::user_shutdown);
     std::cout << "msomni-agent: node " << s.node << " done" << std::endl;
   }
   return code;

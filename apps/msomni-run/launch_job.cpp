@@ -21,6 +21,7 @@
 #include "metrics/job_metrics_collector.hpp"
 #include "metrics/metrics_endpoint.hpp"
 #include "memory_watermark_actor.hpp"
+#include "health_preflight.hpp"
 #include "node_agent.hpp"
 #include "orchestrator_actor.hpp"
 #include "run_journal.hpp"
@@ -39,6 +40,7 @@
 #include <fstream>
 #include <filesystem>
 #include <future>
+#include <iterator>
 #include <thread>
 #include <iostream>
 
@@ -105,6 +107,9 @@ orchestrator::elastic_settings elastic_settings_from(const config::job_config& c
 }
 
 }  // namespace
+
+// A failed pre-flight exits alike whether this node's check failed or an agent's.
+static_assert(health::preflight_failed_exit == orchestrator::exit_preflight_failed);
 
 int launch_job(const config::job_config& cfg, const run_paths& paths, const run_options& opts,
                const std::optional<resume_check>& resume_from, const nlohmann::ordered_json& preflight) {
@@ -268,7 +273,28 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     memory_predictor = predict::spawn_memory_watermark(sys, w, job_metrics ? job_metrics->own() : nullptr);
     env.memory_predictor = memory_predictor;
   }
-  auto orchestrator = orchestrator::spawn_orchestrator(sys, elastic_settings_from(cfg, resume), std::move(env));
+  // With [[cluster.nodes]] and the pre-flight on, every agent's node is checked before it gets
+  // a rank; the combined report replaces preflight.json.
+  std::optional<orchestrator::node_preflight> node_checks;
+  if (!cfg.cluster.nodes.empty() && cfg.health.preflight != "off") {
+    orchestrator::node_preflight np;
+    for (const auto& n : cfg.cluster.nodes) np.settings.nodes.push_back(n.name);
+    np.control_report = preflight;
+    std::ifstream in(opts.config_path, std::ios::binary);
+    np.request.config_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) throw std::runtime_error("cannot read " + opts.config_path + " again for the agents");
+    np.request.level = cfg.health.preflight;
+    np.request.config_name = fs::absolute(opts.config_path).string();
+    np.request.overrides = opts.overrides;
+    np.request.checkpoint_dir = ckpt_dir.string();
+    np.on_report = [run_dir](const nlohmann::ordered_json& report) {
+      if (const auto err = replace_file(run_dir / "preflight.json", json_text(report) + "\n"); !err.empty())
+        std::cerr << "msomni-run: the pre-flight report was not saved: " << err << "\n";
+    };
+    node_checks = std::move(np);
+  }
+  auto orchestrator = orchestrator::spawn_orchestrator(sys, elastic_settings_from(cfg, resume), std::move(env),
+                                                       std::move(node_checks));
   gw.publish("orchestrator", orchestrator);
   journal.event("control_started", "control at " + hub.node().address() + ", run directory " + run_dir.string());
 
@@ -300,13 +326,15 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   if (memory_predictor) caf::anon_send_exit(memory_predictor, caf::exit_reason::user_shutdown);
   if (::isatty(2)) std::cerr << "\n";
   // How the run ended: finished 0, failed 1, stopped 3 (SIGINT or `msomni stop`), preempted 4
-  // (SIGTERM: a manager took the resources back). Both stops are resumable alike.
+  // (SIGTERM: a manager took the resources back), pre-flight failed on an agent's node 5
+  // (nothing trained). Both stops are resumable alike.
   orchestrator::run_end end;
   end.state = !result.ok || journal.failed() ? "failed"
               : result.preempted             ? "preempted"
               : result.stopped               ? "stopped"
                                              : "finished";
-  end.exit_code = end.state == "failed"      ? orchestrator::exit_failed
+  end.exit_code = result.preflight_failed     ? orchestrator::exit_preflight_failed
+                  : end.state == "failed"    ? orchestrator::exit_failed
                   : end.state == "preempted" ? orchestrator::exit_preempted
                   : end.state == "stopped"   ? orchestrator::exit_stopped
                                              : orchestrator::exit_finished;

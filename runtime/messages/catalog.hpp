@@ -61,6 +61,10 @@ CAF_ADD_TYPE_ID(msomni, (msomni::msg::metric_family_series))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::metrics_report))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::batch_features))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::job_memory_report))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::node_check_request))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::node_check_report))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::node_pair_probe))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::node_pair_result))
 CAF_END_TYPE_ID_BLOCK(msomni)
 
 namespace msomni {

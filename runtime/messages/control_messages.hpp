@@ -130,6 +130,49 @@ struct stop_rank {
   bool operator==(const stop_rank&) const = default;
 };
 
+// orchestrator -> agent (a request; answered with node_check_report): run the job's
+// pre-flight checks on the agent's node before it gets any rank. The config travels as its
+// text and overrides, so a node checks the same job whether or not it has the file.
+struct node_check_request {
+  std::string level;           // quick | full
+  std::string config_name;     // the file it came from (reports and errors name it)
+  std::string config_text;
+  std::vector<std::string> overrides;  // KEY=VALUE, as msomni-run's --set
+  std::string checkpoint_dir;  // the run's checkpoint root, as the ranks will write it
+  bool operator==(const node_check_request&) const = default;
+};
+
+// agent -> orchestrator: one node's report (the JSON object docs/health_check.md describes)
+// and where its pair probe listens for node_pair_probe ("" when it could not start one).
+struct node_check_report {
+  std::string node;
+  std::string report_json;
+  std::string probe_address;
+  bool operator==(const node_check_report&) const = default;
+};
+
+// orchestrator -> both agents of a pair (a request; answered with node_pair_result): a timed
+// all-reduce of `elements` floats between the two nodes, `rounds` times; `dial` is the end
+// that connects to the other's probe address.
+struct node_pair_probe {
+  uint64_t pair = 0;
+  std::string peer;
+  std::string peer_address;
+  bool dial = false;
+  int64_t elements = 0;
+  int64_t rounds = 0;
+  bool operator==(const node_pair_probe&) const = default;
+};
+
+struct node_pair_result {
+  uint64_t pair = 0;
+  std::string node;
+  std::string peer;
+  double median_ms = 0;  // the median round
+  std::string error;     // "" when every round gave the exact sum
+  bool operator==(const node_pair_result&) const = default;
+};
+
 // agent -> orchestrator: rank process `name` ended (exit code, or -signal).
 struct rank_exited {
   std::string name;

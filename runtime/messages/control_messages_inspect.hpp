@@ -68,6 +68,27 @@ typename Inspector::result_type inspect(Inspector& f, stop_rank& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_check_request& x) {
+  return f(caf::meta::type_name("node_check_request"), x.level, x.config_name, x.config_text, x.overrides,
+           x.checkpoint_dir);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_check_report& x) {
+  return f(caf::meta::type_name("node_check_report"), x.node, x.report_json, x.probe_address);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_pair_probe& x) {
+  return f(caf::meta::type_name("node_pair_probe"), x.pair, x.peer, x.peer_address, x.dial, x.elements, x.rounds);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_pair_result& x) {
+  return f(caf::meta::type_name("node_pair_result"), x.pair, x.node, x.peer, x.median_ms, x.error);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rank_exited& x) {
   return f(caf::meta::type_name("rank_exited"), x.name, x.node, x.status, x.log_tail);
 }

@@ -47,6 +47,14 @@ inline msg::agent_hello sample(tag<msg::agent_hello>) { return {"node-b", "rack2
 inline msg::spawn_rank sample(tag<msg::spawn_rank>) { return {"rank-5", {"job.toml", "--name", "rank-5"}}; }
 inline msg::stop_rank sample(tag<msg::stop_rank>) { return {"rank-5", "grace period of 120 s passed"}; }
 inline msg::rank_exited sample(tag<msg::rank_exited>) { return {"rank-5", "node-b", -9, "killed"}; }
+inline msg::node_check_request sample(tag<msg::node_check_request>) {
+  return {"quick", "job.toml", "[job]\nname = \"x\"\n", {"training.steps=5"}, "/runs/x/checkpoints"};
+}
+inline msg::node_check_report sample(tag<msg::node_check_report>) {
+  return {"node-b", "{\"verdict\":\"pass\"}", "127.0.0.1:4711"};
+}
+inline msg::node_pair_probe sample(tag<msg::node_pair_probe>) { return {3, "node-c", "127.0.0.1:4712", true, 262144, 5}; }
+inline msg::node_pair_result sample(tag<msg::node_pair_result>) { return {3, "node-b", "node-c", 12.5, ""}; }
 inline msg::control_request sample(tag<msg::control_request>) { return {"0123abcd", "scale-down", 2, 120, "cli:root"}; }
 inline msg::control_reply sample(tag<msg::control_reply>) { return {false, "refused: below min_replicas", "{}"}; }
 
