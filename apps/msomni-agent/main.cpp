@@ -61,8 +61,9 @@ int main(int argc, char** argv) {
   std::string join, token_file;
   double heartbeat_s = 10;
   namespace limits = config::limits;
-  CLI::App app{"A node agent for multi-node runs: joins the job's control process, offers its slots, starts and "
-               "stops msomni-rank processes on this node when the orchestrator says so, and heartbeats.",
+  CLI::App app{"A node agent for multi-node runs: joins the job's control process, checks this node when asked "
+               "(the job's pre-flight), offers its slots, starts and stops msomni-rank processes on this node when "
+               "the orchestrator says so, and heartbeats.",
                "msomni-agent"};
   command_line::set_conventions(app);
   app.footer("Exit codes: 0 the job ended, 1 the control process never answered, 2 usage.");

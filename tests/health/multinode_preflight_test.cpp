@@ -18,6 +18,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -126,6 +127,13 @@ TEST_CASE("multi-node pre-flight: two agents check their nodes, pair up, and the
   const auto events = job.events();
   CHECK(events.find("\"preflight_nodes\"") != std::string::npos);
   CHECK(events.find("\"job_finished\"") != std::string::npos);
+  // The combined report's fields and the pairings' check ids are documented.
+  const auto doc = read_text(fs::path(MSOMNI_SOURCE_DIR) / "docs" / "health_check.md");
+  for (const char* field : {"nodes", "multinode", "job_verdict"}) CHECK(doc.find(std::string("`") + field + "`") != std::string::npos);
+  for (const auto& c : multi) {
+    const auto id = std::regex_replace(c.at("id").get<std::string>(), std::regex("^multinode\\.allreduce\\..*"), "multinode.allreduce.NAME");
+    CHECK_MESSAGE(doc.find("`" + id + "`") != std::string::npos, id);
+  }
 }
 
 TEST_CASE("multi-node pre-flight: with three agents, the throttled one is flagged as the straggler") {
