@@ -6,6 +6,9 @@
 //   under_rate = share of steps with actual_t > forecast_t + margin (the reservation was short)
 //   overhead   = mean of max(0, forecast_t + margin - actual_t) (bytes reserved and not used)
 //   step_mae   = mean over t and k of |peak_{t+k} - forecast_t[k]| (the per-step shape)
+//   under_rate_at_overhead_of[q] = this predictor's under_rate when its margin is moved (up
+//                or down) as far as it may go while its overhead stays at or below q's: the
+//                comparison of two predictors' shortfalls at an equal reservation
 // Pure: the clock that times observe() is a parameter.
 #pragma once
 
@@ -16,6 +19,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace msomni::predict {
@@ -34,7 +38,13 @@ struct predictor_score {
   double step_mae_bytes = 0;
   double observe_ns_mean = 0;  // per observe() call, by the given clock (0 without one)
   double observe_ns_max = 0;
+  std::vector<std::pair<std::string, double>> under_rate_at_overhead_of;  // (other predictor, rate)
 };
+
+// The under rate of (forecast, actual) pairs whose margin is moved so that their overhead is
+// the largest one at or below `overhead_bytes` (bisection on the margin's shift).
+double under_rate_at_overhead(const std::vector<std::pair<double, double>>& forecast_actual, double margin_bytes,
+                              double overhead_bytes);
 
 using monotonic_ns_fn = std::function<int64_t()>;
 

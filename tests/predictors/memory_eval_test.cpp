@@ -109,3 +109,15 @@ TEST_CASE("with no batch known ahead the lstm's max output keeps its reservation
   CHECK(scores[1].mae_bytes < 0.25 * (1 << 30));
   CHECK(scores[1].under_rate < 0.01);
 }
+
+TEST_CASE("under rate at another's overhead: the margin moves until the overheads match") {
+  // Forecasts 10 under, 0 and 10 over their actuals; margin 5.
+  const std::vector<std::pair<double, double>> fa{{90, 100}, {100, 100}, {110, 100}};
+  // Overhead 7 allows a margin of 5.5: (0 + 5.5 + 15.5) / 3; short on 1 of 3.
+  CHECK(msomni::predict::under_rate_at_overhead(fa, 5, 7.0) == doctest::Approx(1.0 / 3));
+  // Allowed more overhead (an extra 5 on every step): the margin reaches 10, nobody is short.
+  CHECK(msomni::predict::under_rate_at_overhead(fa, 5, 35.0 / 3) == 0.0);
+  // Allowed less: the margin drops below 0 and the exact forecast is short too.
+  CHECK(msomni::predict::under_rate_at_overhead(fa, 5, 3.0) == doctest::Approx(2.0 / 3));
+  CHECK(msomni::predict::under_rate_at_overhead({}, 5, 1.0) == 0.0);
+}

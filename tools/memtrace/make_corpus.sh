@@ -65,6 +65,33 @@ print("| split | predictor | traces | MAE MiB | under-prediction rate | overhead
 print("|---|---|---|---|---|---|")
 for (split, name), (mae, under, over, n) in sorted(summary.items(), key=lambda kv: kv[0][0] != "held_out"):
     print(f"| {split} | {name} | {n} | {mae / n:.3f} | {under / n:.3f} | {over / n:.3f} |")
+# The default predictor against each other one at an equal reservation: its margin moved
+# until its overhead is at most the other's (under_rate_at_overhead_of), trace by trace.
+learned = "lstm_attention"
+print(f"\n`{learned}` against each other predictor at the other's overhead (its margin moved until it "
+      "reserves no more than the other), mean over the traces of each split:\n")
+print(f"| split | predictor | traces | its under-prediction rate | `{learned}`'s at that overhead | "
+      f"traces where `{learned}` is short no more often | traces where `{learned}` has the lower MAE |")
+print("|---|---|---|---|---|---|---|")
+duel = {}
+for entry in corpus["traces"]:
+    for rel in entry["traces"]:
+        path = f"{data}/{rel}"
+        peaks = [json.loads(line)["peak_bytes"] for line in open(path)]
+        margin = fraction * (max(peaks) - min(peaks))
+        out = subprocess.run([memtrace, "eval", "--json", "--horizon", "10", "--margin-gb", repr(margin / gib),
+                              "--trace", path], check=True, capture_output=True, text=True).stdout
+        preds = {p["name"]: p for p in json.loads(out)["traces"][0]["predictors"]}
+        mine = preds[learned]
+        for name, other in preds.items():
+            if name == learned:
+                continue
+            d = duel.setdefault((entry["split"], name), [0.0, 0.0, 0, 0, 0])
+            at = mine["under_rate_at_overhead_of"][name]
+            d[0] += other["under_rate"]; d[1] += at; d[2] += at <= other["under_rate"]
+            d[3] += mine["mae_bytes"] < other["mae_bytes"]; d[4] += 1
+for (split, name), (theirs, mine, short_wins, mae_wins, n) in sorted(duel.items(), key=lambda kv: kv[0][0] != "held_out"):
+    print(f"| {split} | {name} | {n} | {theirs / n:.3f} | {mine / n:.3f} | {short_wins} of {n} | {mae_wins} of {n} |")
 print("\nLowest MAE of each trace:\n")
 for split in ("held_out", "tuning"):
     print(f"- {split}: " + ", ".join(wins.get(split, [])))

@@ -105,7 +105,9 @@ nlohmann::ordered_json to_json(const eval_options& o, const std::vector<trace_re
   nlohmann::ordered_json traces = nlohmann::ordered_json::array();
   for (const auto& r : results) {
     nlohmann::ordered_json preds = nlohmann::ordered_json::array();
-    for (const auto& s : r.scores)
+    for (const auto& s : r.scores) {
+      nlohmann::ordered_json at = nlohmann::ordered_json::object();
+      for (const auto& [other, rate] : s.under_rate_at_overhead_of) at[other] = rate;
       preds.push_back({{"name", s.name},
                        {"forecasts", s.forecasts},
                        {"mae_bytes", s.mae_bytes},
@@ -113,7 +115,9 @@ nlohmann::ordered_json to_json(const eval_options& o, const std::vector<trace_re
                        {"overhead_bytes", s.overhead_bytes},
                        {"step_mae_bytes", s.step_mae_bytes},
                        {"observe_ns_mean", s.observe_ns_mean},
-                       {"observe_ns_max", s.observe_ns_max}});
+                       {"observe_ns_max", s.observe_ns_max},
+                       {"under_rate_at_overhead_of", at}});
+    }
     traces.push_back({{"trace", r.path},
                       {"steps", r.steps},
                       {"analytic_estimate",
