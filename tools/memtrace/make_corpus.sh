@@ -35,7 +35,7 @@ import json, subprocess, sys
 memtrace, data, fraction = sys.argv[1], sys.argv[2], float(sys.argv[3])
 corpus = json.load(open(f"{data}/corpus.json"))
 mib, gib = 2.0**20, 2.0**30
-rows, summary, wins = [], {}, {}
+rows, summary, wins, evaluated = [], {}, {}, []
 for entry in corpus["traces"]:
     per_rank = []
     for rel in entry["traces"]:
@@ -45,6 +45,7 @@ for entry in corpus["traces"]:
         out = subprocess.run([memtrace, "eval", "--json", "--horizon", "10", "--margin-gb", repr(margin / gib),
                               "--trace", path], check=True, capture_output=True, text=True).stdout
         per_rank.append((min(peaks), max(peaks), json.loads(out)["traces"][0]))
+        evaluated.append((entry["split"], per_rank[-1][2]))
         best = min(per_rank[-1][2]["predictors"], key=lambda p: p["mae_bytes"])
         wins.setdefault(entry["split"], []).append(f"{rel} {best['name']}")
     ranges = " / ".join(f"{lo / mib:.2f}-{hi / mib:.2f}" for lo, hi, _ in per_rank)
@@ -74,22 +75,16 @@ print(f"| split | predictor | traces | its under-prediction rate | `{learned}`'s
       f"traces where `{learned}` is short no more often | traces where `{learned}` has the lower MAE |")
 print("|---|---|---|---|---|---|---|")
 duel = {}
-for entry in corpus["traces"]:
-    for rel in entry["traces"]:
-        path = f"{data}/{rel}"
-        peaks = [json.loads(line)["peak_bytes"] for line in open(path)]
-        margin = fraction * (max(peaks) - min(peaks))
-        out = subprocess.run([memtrace, "eval", "--json", "--horizon", "10", "--margin-gb", repr(margin / gib),
-                              "--trace", path], check=True, capture_output=True, text=True).stdout
-        preds = {p["name"]: p for p in json.loads(out)["traces"][0]["predictors"]}
-        mine = preds[learned]
-        for name, other in preds.items():
-            if name == learned:
-                continue
-            d = duel.setdefault((entry["split"], name), [0.0, 0.0, 0, 0, 0])
-            at = mine["under_rate_at_overhead_of"][name]
-            d[0] += other["under_rate"]; d[1] += at; d[2] += at <= other["under_rate"]
-            d[3] += mine["mae_bytes"] < other["mae_bytes"]; d[4] += 1
+for split, trace in evaluated:
+    preds = {p["name"]: p for p in trace["predictors"]}
+    mine = preds[learned]
+    for name, other in preds.items():
+        if name == learned:
+            continue
+        d = duel.setdefault((split, name), [0.0, 0.0, 0, 0, 0])
+        at = mine["under_rate_at_overhead_of"][name]
+        d[0] += other["under_rate"]; d[1] += at; d[2] += at <= other["under_rate"]
+        d[3] += mine["mae_bytes"] < other["mae_bytes"]; d[4] += 1
 for (split, name), (theirs, mine, short_wins, mae_wins, n) in sorted(duel.items(), key=lambda kv: kv[0][0] != "held_out"):
     print(f"| {split} | {name} | {n} | {theirs / n:.3f} | {mine / n:.3f} | {short_wins} of {n} | {mae_wins} of {n} |")
 print("\nLowest MAE of each trace:\n")
