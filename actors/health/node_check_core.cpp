@@ -80,6 +80,11 @@ std::vector<action> node_check_core::on_report(const std::string& node, const st
   return {admit{node}};
 }
 
+std::string node_check_core::verdict_of(const std::string& node) const {
+  const auto it = nodes_.find(node);
+  return it == nodes_.end() ? "" : it->second.verdict;
+}
+
 std::vector<action> node_check_core::on_no_report(const std::string& node, const std::string& why) {
   return on_report(node, failed_report(node, "no report from the agent: " + why).dump(), "");
 }

@@ -83,6 +83,8 @@ class node_check_core {
                                                   const std::string& error);
 
   bool over() const { return over_; }  // the initial check ended (passed or failed)
+  // The verdict of the node's report as on_report read it ("" before one came in).
+  std::string verdict_of(const std::string& node) const;
 
   // The pairs a set of nodes runs, in order (exposed for the tests).
   static std::vector<std::pair<std::string, std::string>> plan_pairs(const std::vector<std::string>& nodes,

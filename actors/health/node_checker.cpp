@@ -120,9 +120,8 @@ using job_done_atom = caf::atom_constant<caf::atom("ncdone")>;
 struct checker_shell {
   std::shared_ptr<checker_state> st;
   std::thread worker;
-  std::deque<std::function<caf::message()>> queue;
-  std::map<uint64_t, caf::response_promise> promises;
-  std::deque<uint64_t> order;  // job ids, queued then running
+  std::deque<std::pair<uint64_t, std::function<caf::message()>>> queue;  // (job id, job)
+  std::map<uint64_t, caf::response_promise> promises;                     // queued and running
   uint64_t next_id = 0;
   bool busy = false;
   ~checker_shell() {
@@ -133,9 +132,9 @@ struct checker_shell {
 void start_next(caf::event_based_actor* self, checker_shell& sh) {
   if (sh.busy || sh.queue.empty()) return;
   if (sh.worker.joinable()) sh.worker.join();
-  auto job = std::move(sh.queue.front());
+  const uint64_t id = sh.queue.front().first;
+  auto job = std::move(sh.queue.front().second);
   sh.queue.pop_front();
-  const uint64_t id = sh.order.front();
   sh.busy = true;
   sh.worker = std::thread([job = std::move(job), id, me = self->address()] {
     auto result = job();
@@ -148,8 +147,7 @@ caf::response_promise enqueue(caf::event_based_actor* self, checker_shell& sh, F
   auto rp = self->make_response_promise();
   const uint64_t id = sh.next_id++;
   sh.promises.emplace(id, rp);
-  sh.order.push_back(id);
-  sh.queue.push_back([fn = std::move(fn)] { return caf::make_message(fn()); });
+  sh.queue.emplace_back(id, [fn = std::move(fn)] { return caf::make_message(fn()); });
   start_next(self, sh);
   return rp;
 }
@@ -168,7 +166,6 @@ caf::behavior node_checker(caf::stateful_actor<checker_shell>* self, std::shared
       [self](job_done_atom, uint64_t id, caf::message& result) {
         auto& sh = self->state;
         sh.busy = false;
-        if (!sh.order.empty() && sh.order.front() == id) sh.order.pop_front();
         if (auto it = sh.promises.find(id); it != sh.promises.end()) {
           it->second.deliver(std::move(result));
           sh.promises.erase(it);

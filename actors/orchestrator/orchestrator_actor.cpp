@@ -396,10 +396,9 @@ void run_node_checks(metrics::accounted_actor* self, const std::shared_ptr<shell
       self->request(it->second, node_check_timeout, st->preflight->request)
           .then(
               [self, st, node](const msg::node_check_report& r) {
-                const auto j = nlohmann::ordered_json::parse(r.report_json, nullptr, false);
-                journal(*st, "node_checked",
-                        node + ": " + (j.is_object() ? j.value("verdict", "?") : std::string("no report")), "", node);
-                run_node_checks(self, st, st->node_checks->on_report(node, r.report_json, r.probe_address));
+                auto acts = st->node_checks->on_report(node, r.report_json, r.probe_address);
+                journal(*st, "node_checked", node + ": " + st->node_checks->verdict_of(node), "", node);
+                run_node_checks(self, st, std::move(acts));
               },
               [self, st, node](const caf::error& e) {
                 run_node_checks(self, st, st->node_checks->on_no_report(node, self->system().render(e)));
@@ -426,11 +425,12 @@ void run_node_checks(metrics::accounted_actor* self, const std::shared_ptr<shell
                 });
       }
     } else if (auto* ad = std::get_if<nc::admit>(&a)) {
+      // A held agent is still connected: its loss erases it here.
       const auto it = st->held_agents.find(ad->node);
       if (it == st->held_agents.end()) continue;
       const auto hello = it->second;
       st->held_agents.erase(it);
-      if (st->node_checks->over() && st->agents.count(hello.node)) admit_agent(self, *st, hello);
+      admit_agent(self, *st, hello);
     } else if (auto* r = std::get_if<nc::refuse>(&a)) {
       journal(*st, "node_refused", r->node + " failed its pre-flight and gets no rank: " + r->reason, "", r->node);
     } else if (auto* d = std::get_if<nc::done>(&a)) {

@@ -40,7 +40,6 @@
 #include <fstream>
 #include <filesystem>
 #include <future>
-#include <iterator>
 #include <thread>
 #include <iostream>
 
@@ -280,9 +279,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     orchestrator::node_preflight np;
     for (const auto& n : cfg.cluster.nodes) np.settings.nodes.push_back(n.name);
     np.control_report = preflight;
-    std::ifstream in(opts.config_path, std::ios::binary);
-    np.request.config_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) throw std::runtime_error("cannot read " + opts.config_path + " again for the agents");
+    np.request.config_text = ckpt::read_text_file(opts.config_path);  // throws, naming the file
     np.request.level = cfg.health.preflight;
     np.request.config_name = fs::absolute(opts.config_path).string();
     np.request.overrides = opts.overrides;

@@ -65,6 +65,14 @@ struct multinode_job {
     }
   }
   json preflight() const { return json::parse(read_text(run_dir / "preflight.json"), nullptr, false); }
+  // Waits for msomni-run to exit with `code` and every agent to end with it; the report.
+  json ended_with(int code) {
+    CHECK_MESSAGE(run->wait(180s) == code, run->log);
+    for (auto& a : agents) CHECK(a->wait(30s) == 0);
+    auto r = preflight();
+    REQUIRE_MESSAGE(r.is_object(), events());
+    return r;
+  }
   std::string events() const { return read_text(run_dir / "events.jsonl"); }
 };
 
@@ -100,10 +108,7 @@ class throttle {
 
 TEST_CASE("multi-node pre-flight: two agents check their nodes, pair up, and the report has both") {
   multinode_job job({"node-a", "node-b"});
-  CHECK_MESSAGE(job.run->wait(180s) == 0, job.run->log);
-  for (auto& a : job.agents) CHECK(a->wait(30s) == 0);
-  const auto r = job.preflight();
-  REQUIRE_MESSAGE(r.is_object(), job.events());
+  const auto r = job.ended_with(0);
   CAPTURE(r.dump(1));
   REQUIRE(r.at("nodes").size() == 2);
   std::set<std::string> names;
@@ -147,10 +152,7 @@ TEST_CASE("multi-node pre-flight: with three agents, the throttled one is flagge
     const throttle slow(job.agents[2]->pid());
     for (int i = 0; i < 1200 && !seen("\"preflight_nodes\""); ++i) std::this_thread::sleep_for(50ms);
   }
-  CHECK_MESSAGE(job.run->wait(180s) == 0, job.run->log);
-  for (auto& a : job.agents) CHECK(a->wait(30s) == 0);
-  const auto r = job.preflight();
-  REQUIRE_MESSAGE(r.is_object(), job.events());
+  const auto r = job.ended_with(0);
   CAPTURE(r.dump(1));
   CHECK(r.at("nodes").size() == 3);
   const auto& multi = r.at("multinode").at("checks");
@@ -166,10 +168,7 @@ TEST_CASE("multi-node pre-flight: with three agents, the throttled one is flagge
 
 TEST_CASE("multi-node pre-flight: an agent whose node fails a check stops the start with exit 5, no rank spawned") {
   multinode_job job({"node-a", "node-b"}, {{"node-b", "MSOMNI_HEALTH_PEER=/nonexistent/msomni-health-peer"}});
-  CHECK_MESSAGE(job.run->wait(180s) == 5, job.run->log);
-  for (auto& a : job.agents) CHECK(a->wait(30s) == 0);
-  const auto r = job.preflight();
-  REQUIRE(r.is_object());
+  const auto r = job.ended_with(5);
   CAPTURE(r.dump(1));
   CHECK(r.at("job_verdict") == "fail");
   for (const auto& n : r.at("nodes")) {
