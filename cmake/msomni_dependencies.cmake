@@ -24,6 +24,7 @@ find_package(nlohmann_json 3.11 REQUIRED)
 find_package(CLI11 2.1 REQUIRED)
 # Metrics: the registry and the text serializer (prometheus-cpp core).
 find_package(prometheus-cpp REQUIRED)
+find_package(CURL REQUIRED)  # the control store client (etcd JSON gateway)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(FFMPEG REQUIRED IMPORTED_TARGET libavformat libavcodec libswscale libavutil)
 set(BLA_VENDOR OpenBLAS)

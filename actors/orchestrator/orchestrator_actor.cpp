@@ -61,6 +61,7 @@ struct shell_state {
   bool stop_sent = false;
   uint64_t memory_advice_seen = 0;  // from the memory watermark predictor
   bool stop_by_sigterm = false;  // the first stop accepted came as SIGTERM (a preemption)
+  bool stop_by_deposition = false;  // the first stop accepted came from losing the leadership
   record_lineage lineage;  // which step records around a rollback are the state's own
   std::unique_ptr<control_metrics> control;  // null: metrics off
   // The newest journaled events, for `msomni inspect`'s elastic timeline (bounded).
@@ -182,6 +183,7 @@ void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
     out.ok = f->ok;
     out.stopped = f->stopped;
     out.preempted = f->stopped && st.stop_by_sigterm;
+    out.deposed = f->stopped && st.stop_by_deposition;
     out.preflight_failed = st.preflight_failed;
     out.reason = f->reason;
     out.text = summary;
@@ -615,13 +617,18 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
         stop_if_journal_failed(self, *st);
         if (st->done) return;
         const auto now = st->clock.now();
-        if (st->env.stop_signal && *st->env.stop_signal && !st->stop_sent) {
+        const bool deposed = st->env.deposed && *st->env.deposed;
+        if (((st->env.stop_signal && *st->env.stop_signal) || deposed) && !st->stop_sent) {
           auto o = st->core.stop(now);
           if (o.ok) {
             st->stop_sent = true;
             const int sig = st->env.stop_signal_number ? st->env.stop_signal_number->load() : 0;
-            st->stop_by_sigterm = sig == SIGTERM;
-            const std::string name = sig == SIGTERM ? "SIGTERM (a preemption)" : sig == SIGINT ? "SIGINT" : "a stop signal";
+            st->stop_by_deposition = deposed;
+            st->stop_by_sigterm = !deposed && sig == SIGTERM;
+            const std::string name = deposed           ? "the loss of the job's leadership (another control process leads it)"
+                                     : sig == SIGTERM ? "SIGTERM (a preemption)"
+                                     : sig == SIGINT  ? "SIGINT"
+                                                      : "a stop signal";
             journal(*st, "stop", name + " received: " + o.text);
             execute(self, *st, std::move(o.actions));
           }

@@ -35,6 +35,7 @@ struct job_outcome {
   bool stopped = false;  // asked to stop (resumable), not trained to its last step
   bool preempted = false;  // stopped, and the first stop asked was SIGTERM (a manager's)
   bool preflight_failed = false;  // an agent's node failed its pre-flight: no rank started
+  bool deposed = false;  // this control process lost the job's leadership in the control store
   std::string reason;    // the finish reason alone
   std::string text;      // the reason and the end-of-job lines (progress, bad samples, data, checkpoint)
   run_facts facts;       // for summary.json
@@ -49,6 +50,9 @@ struct orchestrator_env {
   std::string token;
   std::atomic<bool>* stop_signal = nullptr;  // set by SIGINT/SIGTERM: stop gracefully
   const std::atomic<int>* stop_signal_number = nullptr;  // which of the two (SIGTERM: preempted)
+  // Set when another control process leads the job now ([control] store): stop gracefully,
+  // the new leader resumes it. Null: no store.
+  const std::atomic<bool>* deposed = nullptr;
   // Handed to the core (elastic_settings says what they mean): heartbeat_interval x misses,
   // and the node agent living in this process, if any.
   nanos agent_silence_limit{std::chrono::seconds(30)};

@@ -104,7 +104,14 @@ bool run_journal::event(const std::string& kind, const std::string& reason, cons
     for (const auto& [key, value] : ctx.fields.items())
       if (!line.contains(key)) line[key] = value;
   line["attempt"] = attempt_.load();
-  return append(events_fd_, json_text(line) + "\n", "events.jsonl");
+  const bool kept = append(events_fd_, json_text(line) + "\n", "events.jsonl");
+  if (kept && observer_) observer_(line);
+  return kept;
+}
+
+void run_journal::observe_events(std::function<void(const nlohmann::ordered_json&)> observer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  observer_ = std::move(observer);
 }
 
 uint64_t run_journal::begin_attempt(uint64_t from_step, const std::string& cause) {

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -52,6 +53,10 @@ class run_journal {
   // and the further fields only where `ctx` knows them.
   bool event(const std::string& kind, const std::string& reason, const event_context& ctx = {});
 
+  // Every event line written from now on also goes to `observer`, in journal order (called
+  // with the journal's lock held: it must not write to the journal).
+  void observe_events(std::function<void(const nlohmann::ordered_json&)> observer);
+
   // Starts the next attempt (a rollback: steps from `from_step` on are repeated) and
   // journals it; returns the new attempt number.
   uint64_t begin_attempt(uint64_t from_step, const std::string& cause);
@@ -72,6 +77,7 @@ class run_journal {
   std::atomic<uint64_t> attempt_{0};
   std::atomic<bool> failed_{false};
   std::string failure_;
+  std::function<void(const nlohmann::ordered_json&)> observer_;
 };
 
 }  // namespace msomni::orchestrator

@@ -29,6 +29,9 @@ inline constexpr int exit_preempted = 4;
 // The pre-flight failed (on this node before anything started, or on an agent's node before
 // any rank did): nothing was trained.
 inline constexpr int exit_preflight_failed = 5;
+// Another control process leads the job now ([control] store): this one stopped its ranks
+// with a final checkpoint and left; the new leader resumes the job.
+inline constexpr int exit_deposed = 6;
 
 // The elastic events counted in the summary (and marked on `msomni plot`): membership changes
 // and what they caused.

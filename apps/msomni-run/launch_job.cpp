@@ -26,6 +26,7 @@
 #include "orchestrator_actor.hpp"
 #include "run_journal.hpp"
 #include "run_summary.hpp"
+#include "control_leadership.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -105,13 +106,42 @@ orchestrator::elastic_settings elastic_settings_from(const config::job_config& c
   return s;
 }
 
+// The election that made this process the job's leader, and from now on every journal event
+// in the store's event log as well.
+void journal_leadership(orchestrator::run_journal& journal, control_role& control, const config::job_config& cfg) {
+  const auto& e = control.elected;
+  orchestrator::event_context ctx;
+  ctx.fields = {{"term", e.term},
+                {"store", cfg.control.store},
+                {"lease_ttl_s", cfg.control.lease_ttl_s},
+                {"leader", control.leadership->id()}};
+  const bool takeover = e.what == control::takeover::take_over;
+  if (takeover) {
+    ctx.fields["previous_leader"] = e.previous.leader;
+    ctx.fields["previous_term"] = e.previous.term;
+    ctx.fields["previous_step"] = e.previous.step;
+    ctx.fields["waited_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(e.waited).count();
+    ctx.step = e.previous.step;
+  }
+  journal.observe_events([leadership = control.leadership.get()](const nlohmann::ordered_json& line) {
+    leadership->record_event(line);
+  });
+  journal.event(takeover ? "control_takeover" : "control_elected",
+                takeover ? "took over the job from " + e.previous.leader + " (term " + std::to_string(e.previous.term) +
+                               ", last step " + std::to_string(e.previous.step) + ") as term " + std::to_string(e.term) +
+                               "; the ranks resume from the newest checkpoint"
+                         : "leads the job in the control store " + cfg.control.store + " (term " + std::to_string(e.term) + ")",
+                ctx);
+}
+
 }  // namespace
 
 // A failed pre-flight exits alike whether this node's check failed or an agent's.
 static_assert(health::preflight_failed_exit == orchestrator::exit_preflight_failed);
 
 int launch_job(const config::job_config& cfg, const run_paths& paths, const run_options& opts,
-               const std::optional<resume_check>& resume_from, const nlohmann::ordered_json& preflight) {
+               const std::optional<resume_check>& resume_from, const nlohmann::ordered_json& preflight,
+               control_role* control) {
   const fs::path& run_dir = paths.run_dir;
   const fs::path& ckpt_dir = paths.checkpoint_dir;
   const auto started_ms = unix_ms();
@@ -124,6 +154,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   }
   orchestrator::run_journal journal(run_dir);
   for (const auto& n : claim.notes) journal.event("run_dir_lock", n);
+  if (control) journal_leadership(journal, *control, cfg);
   // The pre-flight ran before the run directory was ours: its report is kept here now.
   if (preflight.is_object()) {
     if (const auto err = replace_file(run_dir / "preflight.json", json_text(preflight) + "\n"); !err.empty())
@@ -212,6 +243,9 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   metrics::metrics_registry::refresher_handle transport_series;
   if (job_metrics) transport_series = transport::watch_transport(*job_metrics->own(), hub, gw);
   write_control_file(run_dir, hub.node().address(), token, metrics_http ? metrics_http->address() : "");
+  if (control) control->leadership->announce(hub.node().address(), metrics_http ? metrics_http->address() : "");
+  if (job_metrics && control) control->leadership->attach_metrics(*job_metrics->own());
+  else if (job_metrics) control::embedded_control_series(*job_metrics->own());
 
   const auto config_path = fs::absolute(cfg.source_path).string();
   std::promise<orchestrator::job_outcome> outcome;
@@ -241,6 +275,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   env.token = token;
   env.stop_signal = &stop_signal::flag();
   env.stop_signal_number = &stop_signal::number();
+  if (control) env.deposed = &control->deposed;
   env.agent_silence_limit = heartbeat * std::max<int64_t>(1, cfg.elasticity.heartbeat_misses);
   env.progress_on_tty = ::isatty(2);
   if (cfg.cluster.nodes.empty()) env.in_process_agent = "local";  // started below
@@ -327,11 +362,13 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   // (nothing trained). Both stops are resumable alike.
   orchestrator::run_end end;
   end.state = !result.ok || journal.failed() ? "failed"
+              : result.deposed               ? "deposed"
               : result.preempted             ? "preempted"
               : result.stopped               ? "stopped"
                                              : "finished";
   end.exit_code = result.preflight_failed     ? orchestrator::exit_preflight_failed
                   : end.state == "failed"    ? orchestrator::exit_failed
+                  : end.state == "deposed"   ? orchestrator::exit_deposed
                   : end.state == "preempted" ? orchestrator::exit_preempted
                   : end.state == "stopped"   ? orchestrator::exit_stopped
                                              : orchestrator::exit_finished;
@@ -344,8 +381,14 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   end.run_dir = run_dir.string();
   end.checkpoint_dir = ckpt_dir.string();
   const bool saved = write_summary(run_dir, result.facts, end);
+  if (control && !control->leadership->finish(end.state))
+    std::cerr << "msomni-run: the job's end (" << end.state << ") was not committed to the control store"
+              << (control->deposed ? " (this process no longer leads it)" : "") << "\n";
   std::cout << (end.state == "failed" ? "job failed: " : "job ") << result.text << "\n";
-  if (end.state == "stopped" || end.state == "preempted")
+  if (end.state == "deposed")
+    std::cout << "  deposed: another control process leads the job now and resumes it from step "
+              << (end.resume_step ? std::to_string(*end.resume_step) : std::string("0")) << "; exit code " << end.exit_code << "\n";
+  else if (end.state == "stopped" || end.state == "preempted")
     std::cout << "  " << end.state << ": resume from " << (end.resume_step ? "step " + std::to_string(*end.resume_step) + " (" +
                                                                      (ckpt_dir / end.resume_checkpoint).string() + ")"
                                                                : std::string("step 0 (no checkpoint)"))

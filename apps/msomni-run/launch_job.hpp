@@ -6,6 +6,7 @@
 
 #include "config/job_config.hpp"
 #include <nlohmann/json.hpp>
+#include "control_election.hpp"
 #include "resume_check.hpp"
 #include "run_options.hpp"
 #include "run_paths.hpp"
@@ -16,7 +17,10 @@ namespace msomni::apps {
 // `resume_from`: what check_resume found (its accepted changes go into the resume event).
 // `preflight`: the pre-flight's report (null when it was off), kept as RUN_DIR/preflight.json
 // and journaled as a "preflight" event once the run directory is claimed.
+// `control`: the leadership this process holds in the control store (null: no store); its
+// journal events go to the store's event log, and losing it stops the job (exit_deposed).
 int launch_job(const config::job_config& cfg, const run_paths& paths, const run_options& opts,
-               const std::optional<resume_check>& resume_from, const nlohmann::ordered_json& preflight = {});
+               const std::optional<resume_check>& resume_from, const nlohmann::ordered_json& preflight = {},
+               control_role* control = nullptr);
 
 }  // namespace msomni::apps

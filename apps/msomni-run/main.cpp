@@ -1,4 +1,5 @@
 // msomni-run: validate a job config and run it (or, with --dry-run, print the plan).
+#include "control_election.hpp"
 #include "launch_job.hpp"
 #include "model_check.hpp"
 #include "resume_check.hpp"
@@ -82,6 +83,11 @@ int main(int argc, char** argv) {
     for (const auto& p : problems) std::cerr << p << "\n";
     return exit_config;
   }
+  // [control] store: stand for the job's leadership first; a standby waits here, and the
+  // resume check below then sees the checkpoints its dead leader left.
+  msomni::apps::control_role control;
+  if (!cfg.control.store.empty() && !opts.dry_run)
+    if (const auto rc = msomni::apps::stand_for_control(cfg, paths, opts, control, std::cerr)) return *rc;
   // A resume must keep every key that decides what the checkpoint's state means.
   std::optional<msomni::apps::resume_check> resume_from;
   if (!opts.fresh) {
@@ -119,7 +125,7 @@ int main(int argc, char** argv) {
     return exit_ok;
   }
   try {
-    return msomni::apps::launch_job(cfg, paths, opts, resume_from, preflight);
+    return msomni::apps::launch_job(cfg, paths, opts, resume_from, preflight, control.leadership ? &control : nullptr);
   } catch (const msomni::apps::run_paths_refused& e) {
     std::cerr << "msomni-run: " << e.what() << "; nothing was started.\n";
     return exit_config;

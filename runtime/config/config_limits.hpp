@@ -108,4 +108,8 @@ inline constexpr range<int64_t> gpus_per_node{1, 1024};
 inline constexpr range<int64_t> nodes_per_switch{1, 1 << 16};
 }  // namespace cluster
 
+namespace control {
+inline constexpr range<int64_t> lease_ttl_s{2, 300};
+}  // namespace control
+
 }  // namespace msomni::config::limits

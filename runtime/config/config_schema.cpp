@@ -4,6 +4,7 @@
 
 #include "config/config_limits.hpp"
 #include "config/plugin_library.hpp"
+#include "core/store_url.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -298,6 +299,16 @@ void read_health(table_reader& r, health_section& s) {
   r.finish();
 }
 
+void read_control(table_reader& r, control_section& s) {
+  r.read("store", s.store);
+  if (!s.store.empty()) {
+    std::string why;
+    if (parse_store_url(s.store, why).empty()) r.context().fail(r.key_path("store"), r.node("store"), why);
+  }
+  read_within(r, "lease_ttl_s", s.lease_ttl_s, limits::control::lease_ttl_s);
+  r.finish();
+}
+
 void read_scheduler(table_reader& r, scheduler_section& s) {
   read_within(r, "step_window", s.step_window, limits::scheduler::step_window);
   read_within(r, "idle_threshold", s.idle_threshold, limits::scheduler::idle_threshold);
@@ -465,6 +476,8 @@ void read_schema(const toml::table& root, reader_context& ctx, job_config& c) {
     ctx.fail("scheduler", t,
              "[scheduler] configures msomni-sched (msomni-sched --config FILE), not a training job; "
              "move it to the scheduler's file (configs/scheduler/) and remove it here");
+  auto control = section("control");
+  read_control(control, c.control);
   auto cluster = section("cluster");
   read_cluster(cluster, c.cluster);
   top.finish();

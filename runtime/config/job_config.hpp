@@ -127,6 +127,13 @@ struct health_section {
   int64_t node_port = 0;            // a TCP port every [[cluster.nodes]] host must accept; 0: any answer counts
 };
 
+// [control]: where the control plane keeps its durable state (docs/control_failover.md).
+struct control_section {
+  std::string store;      // "" = embedded (one control process, nothing kept outside the run
+                          // directory); "etcd://HOST:PORT[,HOST:PORT...]": leader and standbys
+  int64_t lease_ttl_s = 5;  // the leader's lease; a standby takes over within it plus a third
+};
+
 struct scheduler_section {
   int64_t step_window = 200;
   double idle_threshold = 0.35;
@@ -174,6 +181,7 @@ struct job_config {
   memory_section memory;
   io_section io;
   health_section health;
+  control_section control;
   cluster_section cluster;
   // "key.path = value" for every key the file left out and the loader filled in.
   std::vector<std::string> defaults_filled;

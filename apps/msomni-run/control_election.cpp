@@ -1,0 +1,111 @@
+// stand_for_control (see control_election.hpp).
+#include "control_election.hpp"
+
+#include "run_summary.hpp"
+
+#include "core/dir_lock.hpp"
+#include "core/stop_signal.hpp"
+#include "core/store_url.hpp"
+
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+namespace msomni::apps {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int exit_usage = 2;
+
+int exit_code_of_phase(const std::string& phase) {
+  if (phase == "finished") return orchestrator::exit_finished;
+  if (phase == "stopped") return orchestrator::exit_stopped;
+  if (phase == "preempted") return orchestrator::exit_preempted;
+  return orchestrator::exit_failed;
+}
+
+}  // namespace
+
+std::optional<int> stand_for_control(const config::job_config& cfg, const run_paths& paths, const run_options& opts,
+                                     control_role& role, std::ostream& err) {
+  std::string why;
+  control::leadership_options o;
+  o.endpoints = parse_store_url(cfg.control.store, why);  // checked with the config
+  o.job = cfg.job.name;
+  o.fingerprint = control::config_fingerprint(cfg.resolved_values);
+  o.run_dir = paths.run_dir.string();
+  o.ttl = std::chrono::seconds(cfg.control.lease_ttl_s);
+  role.leadership = std::make_unique<control::control_leadership>(o);
+  stop_signal::install();
+  role.elected = role.leadership->campaign(stop_signal::flag(), [&err](const std::string& line) {
+    err << "msomni-run: " << line << std::endl;
+  });
+  const auto& e = role.elected;
+  if (!e.elected) {
+    stop_signal::restore();
+    if (!e.problem.empty()) {
+      err << "msomni-run: " << e.problem << "; nothing was started.\n";
+      return orchestrator::exit_failed;
+    }
+    err << "msomni-run: stopped while standing by; nothing was started.\n";
+    return orchestrator::exit_stopped;
+  }
+  const auto& prev = e.previous;
+  switch (e.what) {
+    case control::takeover::other_config:
+      stop_signal::restore();
+      err << "msomni-run: the job \"" << cfg.job.name << "\" in the control store ran with another configuration "
+          << "(fingerprint " << prev.fingerprint << ", this one " << o.fingerprint
+          << "); every control process of a job needs the same config and --set values; nothing was started.\n";
+      return exit_usage;
+    case control::takeover::job_ended:
+      stop_signal::restore();
+      err << "msomni-run: the job ended under " << prev.leader << " (" << prev.phase << ", step " << prev.step
+          << "); this standby has nothing to take over.\n";
+      return exit_code_of_phase(prev.phase);
+    case control::takeover::take_over:
+      if (opts.fresh) {
+        stop_signal::restore();
+        err << "msomni-run: --fresh: the job's last leader (" << prev.leader << ") left it " << prev.phase
+            << " at step " << prev.step << "; a takeover resumes it and deletes nothing. Run without --fresh; "
+            << "nothing was started.\n";
+        return exit_usage;
+      }
+      break;
+    case control::takeover::start:
+      break;
+  }
+  role.leadership->serve([&role](const std::string&) {
+    role.deposed = true;
+    stop_signal::flag() = true;  // a standby's wait below ends too
+  });
+  err << "msomni-run: leading the job (term " << e.term << ")"
+      << (e.what == control::takeover::take_over ? ", taking over from " + prev.leader + " (last step " +
+                                                      std::to_string(prev.step) + ")"
+                                                : std::string())
+      << std::endl;
+  // A leader that was cut off may still hold the run directory while it stops its ranks: the
+  // takeover starts once it let go (the kernel drops the lock of a dead process at once).
+  bool said = false;
+  while (const auto holder = dir_lock::holder_of(paths.run_dir)) {
+    if (role.deposed || stop_signal::flag()) break;
+    if (!said) err << "msomni-run: waiting for " << holder->describe() << " to let go of " << paths.run_dir.string() << std::endl;
+    said = true;
+    std::this_thread::sleep_for(100ms);
+  }
+  const bool interrupted = stop_signal::flag() && !role.deposed;
+  stop_signal::restore();
+  if (role.deposed) {
+    err << "msomni-run: lost the leadership before starting; nothing was started.\n";
+    return orchestrator::exit_deposed;
+  }
+  if (interrupted) {
+    err << "msomni-run: stopped while waiting for the run directory; nothing was started.\n";
+    return orchestrator::exit_stopped;
+  }
+  return std::nullopt;
+}
+
+}  // namespace msomni::apps
