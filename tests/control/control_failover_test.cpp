@@ -1,0 +1,218 @@
+// Control failover with real processes: a real etcd server, two msomni-run processes on one
+// run directory ([control] store), the quickstart job. The leader SIGKILLed mid-run: the
+// standby takes over and the job completes, every step once on its effective curve. The leader
+// SIGSTOPped past its lease: the standby is elected but starts only once the old leader let go
+// of the run directory; the old leader, continued, finds itself deposed, stops and exits 6,
+// and the store's history shows nothing of its term committed after the next term began.
+#include "support/etcd_servers.hpp"
+#include "support/job_probe.hpp"
+#include "support/json_lines.hpp"
+#include "support/process_runner.hpp"
+
+#include "control_keys.hpp"
+#include "store/etcd_client.hpp"
+
+#include "core/process.hpp"
+
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <map>
+#include <set>
+#include <thread>
+
+using namespace msomni;
+using namespace std::chrono_literals;
+using msomni::testing::json;
+using msomni::testing::read_json_lines;
+using msomni::testing::read_text;
+using msomni::testing::temp_dir;
+using msomni::testing::wait_for;
+
+namespace {
+
+constexpr int steps = 900;
+
+struct control_process {
+  process::child child;
+  std::string log_path;
+  std::string log() const { return read_text(log_path); }
+};
+
+control_process start_control(const temp_dir& dir, const std::string& name, const std::string& store,
+                              const std::string& job) {
+  process::spawn_options o;
+  o.in = process::stream::null();
+  const auto log = (dir.path() / (name + ".log")).string();
+  o.out = process::stream::file(log);
+  o.err = process::stream::same_as_stdout();
+  o.parent_death_signal = SIGKILL;
+  return {process::spawn(MSOMNI_RUN_BINARY,
+                         {std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml", "--run-dir",
+                          (dir.path() / "run").string(), "--set", "control.store=" + store, "--set",
+                          "control.lease_ttl_s=3", "--set", "health.preflight=off", "--set",
+                          "training.steps=" + std::to_string(steps), "--set", "checkpoint.interval_steps=20", "--set",
+                          "job.name=" + job},
+                         o),
+          log};
+}
+
+std::vector<json> events_of(const temp_dir& dir) {
+  const auto p = dir.path() / "run" / "events.jsonl";
+  return std::filesystem::exists(p) ? read_json_lines(p) : std::vector<json>{};
+}
+
+std::vector<json> of_kind(const std::vector<json>& events, const std::string& kind) {
+  std::vector<json> out;
+  for (const auto& e : events)
+    if (e.value("kind", "") == kind) out.push_back(e);
+  return out;
+}
+
+size_t metric_lines(const temp_dir& dir) {
+  const auto p = dir.path() / "run" / "metrics.jsonl";
+  return std::filesystem::exists(p) ? read_json_lines(p).size() : 0;
+}
+
+// The effective curve: a line of a later attempt replaces every earlier line of its step or a
+// later one. Returns how often each step is on it (each exactly once when nothing is lost).
+std::map<uint64_t, int> effective_steps(const temp_dir& dir) {
+  std::map<uint64_t, std::pair<uint64_t, int>> curve;  // step -> (attempt, count)
+  for (const auto& m : read_json_lines(dir.path() / "run" / "metrics.jsonl")) {
+    if (!m.contains("step")) continue;
+    const uint64_t step = m["step"], attempt = m["attempt"];
+    for (auto it = curve.lower_bound(step); it != curve.end();)
+      it = it->second.first < attempt ? curve.erase(it) : std::next(it);
+    auto& c = curve[step];
+    c.first = attempt;
+    ++c.second;
+  }
+  std::map<uint64_t, int> out;
+  for (const auto& [step, c] : curve) out[step] = c.second;
+  return out;
+}
+
+void check_every_step_once(const temp_dir& dir) {
+  const auto curve = effective_steps(dir);
+  CHECK(curve.size() == static_cast<size_t>(steps));
+  std::vector<uint64_t> wrong;
+  for (uint64_t s = 1; s <= steps; ++s)
+    if (!curve.count(s) || curve.at(s) != 1) wrong.push_back(s);
+  CHECK_MESSAGE(wrong.empty(), wrong.size() << " steps missing or repeated on the effective curve, first " << (wrong.empty() ? 0 : wrong[0]));
+}
+
+bool pid_alive(int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; }
+
+}  // namespace
+
+TEST_CASE("control failover: the leader SIGKILLed mid-run, the standby takes over and the job completes") {
+  testing::etcd_servers etcd;
+  REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
+  temp_dir dir;
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+  auto leader = start_control(dir, "leader", etcd.url(), "failover-kill");
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "control_elected").empty(); }, 120s), leader.log());
+  auto standby = start_control(dir, "standby", etcd.url(), "failover-kill");
+  REQUIRE_MESSAGE(wait_for([&] { return standby.log().find("standby: ") != std::string::npos; }, 60s), standby.log());
+  // Past a committed checkpoint, well before the end.
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "checkpoint").empty() && metric_lines(dir) >= 50; }, 180s),
+                  leader.log());
+  REQUIRE_FALSE(leader.child.poll().has_value());
+  const auto ranks_of_leader = of_kind(events_of(dir), "rank_ready");
+  const auto killed_at = std::chrono::steady_clock::now();
+  leader.child.signal(SIGKILL);
+  leader.child.wait();
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "control_takeover").empty(); }, 60s), standby.log());
+  MESSAGE("the standby journaled its takeover "
+          << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed_at).count()
+          << " ms after the leader's SIGKILL (lease 3 s)");
+  const auto status = standby.child.wait_for(300s);
+  REQUIRE_MESSAGE(status.has_value(), standby.log());
+  CHECK_MESSAGE(status->shell_code() == 0, standby.log());
+
+  const auto events = events_of(dir);
+  const auto elected = of_kind(events, "control_elected");
+  const auto takeover = of_kind(events, "control_takeover");
+  REQUIRE(elected.size() == 1);
+  REQUIRE(takeover.size() == 1);
+  CHECK(takeover[0]["previous_term"] == elected[0]["term"]);
+  CHECK(takeover[0]["term"].get<int64_t>() > elected[0]["term"].get<int64_t>());
+  CHECK(takeover[0]["previous_leader"] == elected[0]["leader"]);
+  CHECK(of_kind(events, "job_finished").size() == 1);
+  check_every_step_once(dir);
+  // The dead leader's ranks went with it.
+  for (const auto& r : ranks_of_leader) CHECK_FALSE(pid_alive(r.value("pid", int64_t{0})));
+  // The store: the job finished under the second term, whose events are in its log.
+  store::etcd_client admin(etcd.endpoints(), 2000ms);
+  const control::job_keys keys("failover-kill");
+  const auto state = control::job_state::from_json(admin.get(keys.state())->value);
+  CHECK(state.phase == "finished");
+  CHECK(state.term == takeover[0]["term"].get<int64_t>());
+  std::set<std::string> stored_kinds;
+  for (const auto& kv : admin.get_prefix(keys.events())) stored_kinds.insert(json::parse(kv.value).value("kind", ""));
+  CHECK(stored_kinds.count("control_takeover") == 1);
+  CHECK(stored_kinds.count("job_finished") == 1);
+  CHECK_FALSE(admin.get(keys.leader()).has_value());  // the last leader resigned
+}
+
+TEST_CASE("control failover: a leader stopped past its lease is deposed and fenced; the standby starts once it let go") {
+  testing::etcd_servers etcd;
+  REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
+  temp_dir dir;
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+  auto leader = start_control(dir, "leader", etcd.url(), "failover-stop");
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "control_elected").empty(); }, 120s), leader.log());
+  auto standby = start_control(dir, "standby", etcd.url(), "failover-stop");
+  REQUIRE_MESSAGE(wait_for([&] { return standby.log().find("standby: ") != std::string::npos; }, 60s), standby.log());
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "checkpoint").empty() && metric_lines(dir) >= 50; }, 180s),
+                  leader.log());
+  leader.child.signal(SIGSTOP);
+  // The standby wins the election once the lease ran out, but the run directory is still the
+  // stopped leader's.
+  const bool elected = wait_for([&] { return standby.log().find("msomni-run: leading the job") != std::string::npos; }, 60s);
+  const bool waits = elected && wait_for([&] { return standby.log().find("to let go of") != std::string::npos; }, 30s);
+  CHECK(of_kind(events_of(dir), "control_takeover").empty());  // nothing started meanwhile
+  leader.child.signal(SIGCONT);
+  REQUIRE_MESSAGE(elected, standby.log());
+  CHECK_MESSAGE(waits, standby.log());
+  const auto old_status = leader.child.wait_for(120s);
+  REQUIRE_MESSAGE(old_status.has_value(), leader.log());
+  CHECK_MESSAGE(old_status->shell_code() == 6, leader.log());
+  const auto status = standby.child.wait_for(300s);
+  REQUIRE_MESSAGE(status.has_value(), standby.log());
+  CHECK_MESSAGE(status->shell_code() == 0, standby.log());
+
+  const auto events = events_of(dir);
+  const auto elected_events = of_kind(events, "control_elected");
+  const auto takeover = of_kind(events, "control_takeover");
+  REQUIRE(elected_events.size() == 1);
+  REQUIRE(takeover.size() == 1);
+  const int64_t old_term = elected_events[0]["term"], new_term = takeover[0]["term"];
+  CHECK(new_term > old_term);
+  check_every_step_once(dir);
+  // No split brain: of the old term, nothing landed in the store at or after the revision the
+  // new term began with; the old leader's own journal has events it could not commit.
+  store::etcd_client admin(etcd.endpoints(), 2000ms);
+  const control::job_keys keys("failover-stop");
+  size_t old_in_store = 0, new_in_store = 0;
+  for (const auto& kv : admin.get_prefix(keys.events())) {
+    const auto line = json::parse(kv.value);
+    if (line["term"] == old_term) {
+      ++old_in_store;
+      CHECK(kv.mod_revision < new_term);
+    } else {
+      CHECK(line["term"] == new_term);
+      ++new_in_store;
+    }
+  }
+  CHECK(old_in_store > 0);
+  CHECK(new_in_store > 0);
+  size_t old_in_journal = 0;
+  for (const auto& e : events)
+    if (e.value("attempt", 0) == elected_events[0].value("attempt", 0)) ++old_in_journal;
+  CHECK(old_in_journal > old_in_store);  // its stop and end were journaled, not committed
+  const auto stops = of_kind(events, "stop");
+  REQUIRE_FALSE(stops.empty());
+  CHECK_MESSAGE(stops[0].value("reason", "").find("the loss of the job's leadership") != std::string::npos, stops[0].dump());
+  for (const auto& s : stops) CHECK_MESSAGE(s["attempt"] == elected_events[0]["attempt"], s.dump());
+}
