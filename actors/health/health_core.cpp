@@ -1,6 +1,8 @@
 // The pre-flight rules (health_core.hpp): pure functions of measured facts.
 #include "health_core.hpp"
 
+#include <set>
+
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -282,6 +284,35 @@ check_result judge_governor(const std::optional<std::string>& governor) {
     return make(id, check_status::pass, *governor, "performance", "", "CPU frequency governor");
   return make(id, check_status::warn, *governor, "performance", "",
               "the CPU frequency governor may slow compute and data decoding");
+}
+
+check_result judge_store(const store_fact& f) {
+  const std::string id = "store.etcd";
+  if (f.url.empty()) return skipped(id, "control.store is not set: one control process, its state in the run directory");
+  size_t up = 0;
+  std::string down, version;
+  std::set<uint64_t> leaders;
+  for (const auto& m : f.members) {
+    if (m.up) {
+      ++up;
+      version = m.version;
+      leaders.insert(m.leader_id);
+    } else {
+      down += (down.empty() ? "" : "; ") + m.error;
+    }
+  }
+  const size_t n = f.members.size(), quorum = n / 2 + 1;
+  const auto value = std::to_string(up) + " of " + std::to_string(n) + " members";
+  const auto threshold = std::to_string(quorum) + " (a quorum)";
+  if (up < quorum)
+    return make(id, check_status::fail, value, threshold, "", "the control store " + f.url + " has no quorum: " + down);
+  if (leaders.count(0) || leaders.size() != 1)
+    return make(id, check_status::fail, value, threshold, "", "the members of " + f.url + " agree on no raft leader");
+  if (!f.writable) return make(id, check_status::fail, value, threshold, "", "no lease could be granted: " + f.write_error);
+  if (up < n)
+    return make(id, check_status::warn, value, threshold, "",
+                "a quorum answers and a lease was granted, but members are down (one more lost stops the store): " + down);
+  return make(id, check_status::pass, value, threshold, "", "etcd " + version + ": every member answers, a lease was granted");
 }
 
 }  // namespace msomni::health

@@ -168,4 +168,23 @@ check_result judge_port(std::string id, const std::string& key, int64_t port, co
 
 check_result judge_governor(const std::optional<std::string>& governor);
 
+// The control store ([control] store): each etcd member's answer to a status request, and
+// whether a lease could be granted (a write through the raft leader).
+struct store_member_fact {
+  std::string endpoint;
+  bool up = false;
+  std::string error;
+  std::string version;
+  uint64_t leader_id = 0;  // the raft leader this member follows (0: none)
+};
+struct store_fact {
+  std::string url;  // "" when [control] store is not set
+  std::vector<store_member_fact> members;
+  bool writable = false;
+  std::string write_error;
+};
+// Fails without a quorum of members answering, without a raft leader, or when a lease cannot
+// be granted; warns when a member is down but a quorum answers.
+check_result judge_store(const store_fact& f);
+
 }  // namespace msomni::health

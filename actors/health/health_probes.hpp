@@ -53,6 +53,7 @@ void probe_compute(const config::job_config& cfg, const health_options& o, const
 void probe_communication(const config::job_config& cfg, const health_options& o, const add_fn& add);
 void probe_storage(const config::job_config& cfg, const health_options& o, const add_fn& add);
 void probe_host(const config::job_config& cfg, const health_options& o, const add_fn& add);
+void probe_store(const config::job_config& cfg, const health_options& o, const add_fn& add);
 
 // The IPv4 bind probe of a port ("" when free), as msomni-run's environment check makes it.
 std::string port_bind_problem(const std::string& host, int64_t port);

@@ -43,7 +43,7 @@ health_report run_health_checks(const config::job_config& cfg, const health_opti
   };
   const std::pair<const char*, void (*)(const config::job_config&, const health_options&, const add_fn&)> probes[] = {
       {"config", probe_config_and_data}, {"compute", probe_compute}, {"comm", probe_communication},
-      {"storage", probe_storage},        {"host", probe_host}};
+      {"storage", probe_storage},        {"host", probe_host},           {"store", probe_store}};
   for (const auto& [group, probe] : probes) {
     try {
       probe(cfg, o, add);

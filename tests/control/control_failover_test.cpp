@@ -216,3 +216,34 @@ TEST_CASE("control failover: a leader stopped past its lease is deposed and fenc
   CHECK_MESSAGE(stops[0].value("reason", "").find("the loss of the job's leadership") != std::string::npos, stops[0].dump());
   for (const auto& s : stops) CHECK_MESSAGE(s["attempt"] == elected_events[0]["attempt"], s.dump());
 }
+
+TEST_CASE("msomni health-check: store.etcd passes on a healthy 3-member store, warns with one member down, fails without a quorum") {
+  testing::etcd_servers etcd(3);
+  REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
+  temp_dir dir;
+  const auto check = [&](int& rc) {
+    const auto r = testing::run_command(std::string(MSOMNI_CLI_BINARY) + " health-check " + MSOMNI_SOURCE_DIR +
+                                        "/configs/quickstart.toml --json --run-dir " + (dir.path() / "run").string() +
+                                        " --set control.store=" + etcd.url());
+    rc = r.exit_code;
+    // The report is the last line; msomni-health-peer and UCX may say things on stderr before it.
+    const auto last = r.output.rfind("\n{");
+    const auto doc = json::parse(last == std::string::npos ? r.output : r.output.substr(last + 1), nullptr, false);
+    if (doc.is_object() && doc.contains("checks"))
+      for (const auto& c : doc["checks"])
+        if (c["id"] == "store.etcd") return c;
+    return json{{"output", r.output}};
+  };
+  int rc = -1;
+  auto c = check(rc);
+  CHECK_MESSAGE(c["status"] == "pass", c.dump());
+  CHECK(c["value"] == "3 of 3 members");
+  etcd.stop(2);
+  c = check(rc);
+  CHECK_MESSAGE(c["status"] == "warn", c.dump());
+  CHECK(rc == 0);
+  etcd.stop(1);
+  c = check(rc);
+  CHECK_MESSAGE(c["status"] == "fail", c.dump());
+  CHECK(rc == 1);
+}

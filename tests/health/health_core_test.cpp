@@ -144,3 +144,24 @@ TEST_CASE("health core: the verdict is the worst status and the JSON has every d
   CHECK(j["checks"][2]["reason"] == "job.toml:3:1: model.x: unknown key");
   CHECK(render_table(r).find("verdict: fail (0 pass, 1 warn, 1 fail, 1 skipped)") != std::string::npos);
 }
+
+TEST_CASE("store.etcd: skipped without a store; a quorum, one raft leader and a granted lease pass; one member down warns") {
+  CHECK(judge_store({}).status == check_status::skipped);
+  const store_member_fact up_a{"a:1", true, "", "3.4.23", 7}, up_b{"b:1", true, "", "3.4.23", 7},
+      down_c{"c:1", false, "c:1: Couldn't connect to server", "", 0};
+  store_fact f{"etcd://a:1,b:1,c:1", {up_a, up_b, down_c}, true, ""};
+  auto r = judge_store(f);
+  CHECK(r.status == check_status::warn);
+  CHECK(r.value == "2 of 3 members");
+  CHECK(r.reason.find("c:1: Couldn't connect") != std::string::npos);
+  f.members[2] = {"c:1", true, "", "3.4.23", 7};
+  CHECK(judge_store(f).status == check_status::pass);
+  f.members[1].up = f.members[2].up = false;  // 1 of 3: no quorum
+  CHECK(judge_store(f).status == check_status::fail);
+  store_fact split{"etcd://a:1,b:1", {up_a, {"b:1", true, "", "3.4.23", 9}}, true, ""};
+  CHECK(judge_store(split).status == check_status::fail);  // two leaders seen
+  store_fact unwritable{"etcd://a:1", {up_a}, false, "etcd at a:1 refused /v3/lease/grant: no space"};
+  r = judge_store(unwritable);
+  CHECK(r.status == check_status::fail);
+  CHECK(r.reason.find("no space") != std::string::npos);
+}
