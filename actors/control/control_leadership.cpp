@@ -329,3 +329,61 @@ void embedded_control_series(metrics::metrics_registry& registry) {
   registry.counter("msomni_control_store_failovers_total");
 }
 }  // namespace msomni::control
+
+namespace msomni::control {
+
+control_view read_control_view(const std::vector<std::string>& endpoints, const std::string& job) {
+  control_view v;
+  const job_keys keys(job);
+  store::etcd_client client(endpoints, std::chrono::milliseconds(2000));
+  v.members = client.status_of_members();
+  try {
+    if (const auto leader = client.get(keys.leader())) {
+      v.has_leader = true;
+      v.term = leader->create_revision;
+      v.leader = leader_record::from_json(leader->value);
+      v.lease_left_s = leader->lease ? client.time_to_live(leader->lease) : 0;
+    }
+    for (const auto& kv : client.get_prefix(keys.standbys())) v.standbys.push_back(leader_record::from_json(kv.value));
+    if (const auto state = client.get(keys.state())) v.state = job_state::from_json(state->value);
+  } catch (const store::etcd_error& e) {
+    v.error = e.what();
+  }
+  return v;
+}
+
+nlohmann::ordered_json control_view::to_json() const {
+  nlohmann::ordered_json j;
+  j["leader"] = has_leader ? leader.to_json() : nlohmann::ordered_json();
+  j["term"] = term;
+  j["lease_left_s"] = lease_left_s;
+  j["standbys"] = nlohmann::ordered_json::array();
+  for (const auto& s : standbys) j["standbys"].push_back(s.to_json());
+  j["state"] = state.to_json();
+  j["store"] = nlohmann::ordered_json::array();
+  for (const auto& m : members)
+    j["store"].push_back({{"endpoint", m.endpoint}, {"up", m.up}, {"version", m.version}, {"error", m.error},
+                          {"raft_term", m.raft_term}, {"db_size", m.db_size}});
+  if (!error.empty()) j["error"] = error;
+  return j;
+}
+
+std::string control_view::to_text() const {
+  std::string t = "control plane:\n";
+  if (!error.empty()) t += "  the store did not answer: " + error + "\n";
+  if (has_leader)
+    t += "  leader   " + leader.id + " (term " + std::to_string(term) + ", control at " +
+         (leader.address.empty() ? std::string("- not serving yet") : leader.address) + "), lease " +
+         std::to_string(lease_left_s) + " s left of " + std::to_string(leader.ttl_s) + " s\n";
+  else if (error.empty())
+    t += "  leader   none now" + (state.leader.empty() ? std::string() : " (the last was " + state.leader + ", job " + state.phase + ")") + "\n";
+  for (const auto& s : standbys) t += "  standby  " + s.id + " (run directory " + s.run_dir + ")\n";
+  if (standbys.empty()) t += "  standby  none\n";
+  size_t up = 0;
+  for (const auto& m : members) up += m.up;
+  t += "  store    " + std::to_string(up) + " of " + std::to_string(members.size()) + " etcd members answer";
+  for (const auto& m : members) t += m.up ? "" : "; " + m.error;
+  return t + "\n";
+}
+
+}  // namespace msomni::control

@@ -52,15 +52,20 @@ struct election {
   std::string problem;
 };
 
-// What `msomni status` shows of the control plane.
+// What `msomni status` shows of the control plane, read from the store.
 struct control_view {
-  std::string role;  // leading | deposed | standby
-  int64_t term = 0;
-  double lease_left_s = 0;
+  bool has_leader = false;
+  int64_t term = 0;           // the leader key's create revision
+  int64_t lease_left_s = 0;   // the leader's lease as the store counts it
   leader_record leader;
   std::vector<leader_record> standbys;
+  job_state state;
   std::vector<store::member_status> members;
+  std::string error;          // the store did not answer (members then says who did)
+  nlohmann::ordered_json to_json() const;
+  std::string to_text() const;
 };
+control_view read_control_view(const std::vector<std::string>& endpoints, const std::string& job);
 
 class control_leadership {
  public:

@@ -52,12 +52,13 @@ using namespace std::chrono_literals;
 namespace {
 
 void write_control_file(const fs::path& run_dir, const std::string& address, const std::string& token,
-                        const std::string& metrics_address) {
+                        const std::string& metrics_address, const config::job_config& cfg) {
   nlohmann::ordered_json control;
   control["address"] = address;
   control["token"] = token;
   control["pid"] = ::getpid();
   if (!metrics_address.empty()) control["metrics_address"] = metrics_address;
+  if (!cfg.control.store.empty()) control["store"] = cfg.control.store, control["job"] = cfg.job.name;
   write_private_file((run_dir / "control.json").string(), json_text(control) + "\n");
 }
 
@@ -242,7 +243,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   transport::gateway gw(sys, hub);
   metrics::metrics_registry::refresher_handle transport_series;
   if (job_metrics) transport_series = transport::watch_transport(*job_metrics->own(), hub, gw);
-  write_control_file(run_dir, hub.node().address(), token, metrics_http ? metrics_http->address() : "");
+  write_control_file(run_dir, hub.node().address(), token, metrics_http ? metrics_http->address() : "", cfg);
   if (control) control->leadership->announce(hub.node().address(), metrics_http ? metrics_http->address() : "");
   if (job_metrics && control) control->leadership->attach_metrics(*job_metrics->own());
   else if (job_metrics) control::embedded_control_series(*job_metrics->own());

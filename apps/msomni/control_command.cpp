@@ -3,6 +3,8 @@
 // UCX as a short-lived node, sends one control_request and prints the reply.
 #include "commands.hpp"
 #include "control_file.hpp"
+#include "control_leadership.hpp"
+#include "core/store_url.hpp"
 
 #include "core/command_line.hpp"
 
@@ -52,6 +54,18 @@ struct control_args {
   bool json = false;
 };
 
+control::control_view store_view(const control_file& file) {
+  std::string why;
+  const auto endpoints = parse_store_url(file.store, why);
+  control::control_view v;
+  if (endpoints.empty()) return v.error = "control.json's store \"" + file.store + "\" " + why, v;
+  try {
+    return control::read_control_view(endpoints, file.job);
+  } catch (const std::exception& e) {
+    return v.error = e.what(), v;
+  }
+}
+
 // A run that has ended answers from its run directory at once: `status` prints its summary
 // (summary.json with --json) and exits 0; the other verbs are refused (exit 1).
 int answer_ended(const std::string& verb, const control_args& a, const std::string& summary_json, std::ostream& out,
@@ -87,6 +101,12 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
   }
   if (const auto summary = ended_run_summary(a.run_dir, *file)) return answer_ended(verb, a, *summary, out, err);
   if (control_process_gone(*file)) {
+    if (!file->store.empty()) {  // a standby may be taking over: say what the store knows
+      err << "msomni " << verb << ": the job's control process (pid " << file->pid << ") is gone and no leader serves it now\n";
+      const auto view = store_view(*file);
+      (a.json ? out : err) << (a.json ? view.to_json().dump() + "\n" : view.to_text());
+      return exit_failed;
+    }
     err << "msomni " << verb << ": the job has ended (its control process, pid " << file->pid
         << ", is gone) and left no summary.json in " << a.run_dir << "\n";
     return exit_failed;
@@ -123,8 +143,16 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
     self->request(orchestrator, 30s, req)
         .receive(
             [&](const msg::control_reply& r) {
-              if (a.json && !r.json.empty()) out << r.json << "\n";
-              else (r.ok ? out : err) << (r.ok ? "" : "msomni " + verb + ": ") << r.text << (r.text.ends_with("\n") ? "" : "\n");
+              // status of a job with a store: the control plane as the store has it, too.
+              const bool plane = verb == "status" && r.ok && !file->store.empty();
+              if (a.json && !r.json.empty()) {
+                auto j = nlohmann::ordered_json::parse(r.json, nullptr, false);
+                if (plane && j.is_object()) j["control_plane"] = store_view(*file).to_json();
+                out << (j.is_discarded() ? r.json : j.dump()) << "\n";
+              } else {
+                (r.ok ? out : err) << (r.ok ? "" : "msomni " + verb + ": ") << r.text << (r.text.ends_with("\n") ? "" : "\n");
+                if (plane) out << store_view(*file).to_text();
+              }
               code = r.ok ? exit_ok : exit_failed;
             },
             [&](caf::error& e) { err << "msomni " << verb << ": no reply: " << caf::to_string(e) << "\n"; });

@@ -21,8 +21,12 @@ std::optional<control_file> read_control_file(const std::string& run_dir) {
   const auto token = doc.find("token");
   if (address == doc.end() || !address->is_string() || token == doc.end() || !token->is_string()) return std::nullopt;
   const auto pid = doc.find("pid");
+  const auto text = [&doc](const char* key) {
+    const auto it = doc.find(key);
+    return it != doc.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
   return control_file{address->get<std::string>(), token->get<std::string>(),
-                      pid != doc.end() && pid->is_number_integer() ? pid->get<int64_t>() : 0};
+                      pid != doc.end() && pid->is_number_integer() ? pid->get<int64_t>() : 0, text("store"), text("job")};
 }
 
 bool control_process_gone(const control_file& file) {

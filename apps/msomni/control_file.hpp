@@ -1,5 +1,6 @@
 // RUN_DIR/control.json, which msomni-run writes (mode 0600) so that local clients can reach
-// its control endpoint: {"address":"HOST:PORT","token":"...","pid":N}.
+// its control endpoint: {"address":"HOST:PORT","token":"...","pid":N}, with "store" and "job"
+// when the job keeps its control state in a store ([control] store).
 #pragma once
 
 #include <caf/actor.hpp>
@@ -13,6 +14,7 @@ namespace msomni::cli {
 struct control_file {
   std::string address, token;
   int64_t pid = 0;  // msomni-run's; 0 when the file does not say
+  std::string store, job;  // [control] store and job.name when the job keeps its control state there
 };
 
 // msomni-run's orchestrator (its control endpoint, joined) and the run's token.

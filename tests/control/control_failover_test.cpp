@@ -118,11 +118,29 @@ TEST_CASE("control failover: the leader SIGKILLed mid-run, the standby takes ove
   REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "checkpoint").empty() && metric_lines(dir) >= 50; }, 180s),
                   leader.log());
   REQUIRE_FALSE(leader.child.poll().has_value());
+  // msomni status shows the control plane: the leader, its lease and the waiting standby.
+  const auto status_json = [&] {
+    const auto r = testing::run_command(std::string(MSOMNI_CLI_BINARY) + " status --json --run-dir " +
+                                        (dir.path() / "run").string() + " 2>/dev/null");
+    return json::parse(r.output, nullptr, false);
+  };
+  const auto before = status_json();
+  REQUIRE_MESSAGE(before.contains("control_plane"), before.dump());
+  const auto& plane = before["control_plane"];
+  CHECK(plane["leader"]["id"] == of_kind(events_of(dir), "control_elected")[0]["leader"]);
+  CHECK(plane["lease_left_s"].get<int64_t>() > 0);
+  CHECK(plane["standbys"].size() == 1);
+  CHECK(plane["store"][0]["up"] == true);
   const auto ranks_of_leader = of_kind(events_of(dir), "rank_ready");
   const auto killed_at = std::chrono::steady_clock::now();
   leader.child.signal(SIGKILL);
   leader.child.wait();
   REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "control_takeover").empty(); }, 60s), standby.log());
+  // The CLI follows the new leader (its control.json) and the store names it.
+  REQUIRE(wait_for([&] { return status_json().contains("control_plane"); }, 60s));
+  const auto after = status_json()["control_plane"];
+  CHECK(after["leader"]["id"] == of_kind(events_of(dir), "control_takeover")[0]["leader"]);
+  CHECK(after["standbys"].empty());
   MESSAGE("the standby journaled its takeover "
           << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed_at).count()
           << " ms after the leader's SIGKILL (lease 3 s)");

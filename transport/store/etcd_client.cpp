@@ -209,6 +209,11 @@ void etcd_client::revoke(int64_t lease) {
   }
 }
 
+int64_t etcd_client::time_to_live(int64_t lease) {
+  const auto doc = json::parse(post("/v3/lease/timetolive", json{{"ID", std::to_string(lease)}}.dump()));
+  return number_of(doc, "TTL");
+}
+
 std::optional<key_value> etcd_client::get(const std::string& key) {
   const auto doc = json::parse(post("/v3/kv/range", range_request(key, false).dump()));
   const auto kvs = doc.value("kvs", json::array());

@@ -87,6 +87,8 @@ class etcd_client {
   // The lease's time left in seconds after this renewal; 0 when etcd no longer has it.
   int64_t keep_alive(int64_t lease);
   void revoke(int64_t lease);  // a lease etcd no longer has is not an error
+  // The lease's time left in seconds without renewing it; 0 (or less) when it is gone.
+  int64_t time_to_live(int64_t lease);
 
   std::optional<key_value> get(const std::string& key);
   std::vector<key_value> get_prefix(const std::string& prefix);
