@@ -73,6 +73,11 @@ std::vector<bad_case> cases() {
        "@:12:7: data.sources[1].uri: path "},
       {"unsupported uri scheme", replaced(base, "uri = \"synthetic://text\"", "uri = \"s3://bucket/x\""), {},
        "@:12:7: data.sources[1].uri: unsupported scheme"},
+      {"control store not etcd://", base + "\n[control]\nstore = \"http://127.0.0.1:2379\"\n", {},
+       "@:29:9: control.store: must start with etcd://"},
+      {"control store without a port", base, {"control.store=etcd://127.0.0.1:2379,host"},
+       "--set[1]:1:15: control.store: \"host\" is not HOST:PORT"},
+      {"lease out of range", base, {"control.lease_ttl_s=1"}, "--set[1]:1:21: control.lease_ttl_s: value 1 is out of range"},
       {"unknown generated dataset", replaced(base, "uri = \"synthetic://text\"", "uri = \"generated://nope/text\""), {},
        "@:12:7: data.sources[1].uri: unknown generated dataset \"nope\" (known: quickstart, video-heavy)"},
   };
