@@ -173,7 +173,7 @@ TEST_CASE("control failover: the leader SIGKILLed mid-run, the standby takes ove
   CHECK_FALSE(admin.get(keys.leader()).has_value());  // the last leader resigned
 }
 
-TEST_CASE("control failover: a leader stopped past its lease is deposed and fenced; the standby starts once it let go") {
+TEST_CASE("control failover: a leader stopped past its lease is deposed and fenced, and the standby starts once it let go") {
   testing::etcd_servers etcd;
   REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
   temp_dir dir;

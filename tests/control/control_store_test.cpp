@@ -89,7 +89,7 @@ TEST_CASE("etcd client: no member answering is an error naming each member, afte
   CHECK_FALSE(s[0].up);
 }
 
-TEST_CASE("leadership: one leader at a time; a standby takes over the running job when the leader resigns") {
+TEST_CASE("leadership: one leader at a time, and a standby takes over the running job when the leader resigns") {
   etcd_servers etcd;
   require_ready(etcd);
   std::atomic<bool> never{false};
@@ -124,7 +124,7 @@ TEST_CASE("leadership: one leader at a time; a standby takes over the running jo
   MESSAGE("the standby was elected " << took.count() << " ms after the leader resigned");
 }
 
-TEST_CASE("leadership: a leader whose lease is gone is fenced out; nothing of its term lands after the next term began") {
+TEST_CASE("leadership: a leader whose lease is gone is fenced out, and nothing of its term lands after the next term began") {
   etcd_servers etcd;
   require_ready(etcd);
   std::atomic<bool> never{false};

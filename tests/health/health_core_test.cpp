@@ -145,7 +145,7 @@ TEST_CASE("health core: the verdict is the worst status and the JSON has every d
   CHECK(render_table(r).find("verdict: fail (0 pass, 1 warn, 1 fail, 1 skipped)") != std::string::npos);
 }
 
-TEST_CASE("store.etcd: skipped without a store; a quorum, one raft leader and a granted lease pass; one member down warns") {
+TEST_CASE("store.etcd: skipped without a store, a quorum with one raft leader and a granted lease passes, one member down warns") {
   CHECK(judge_store({}).status == check_status::skipped);
   const store_member_fact up_a{"a:1", true, "", "3.4.23", 7}, up_b{"b:1", true, "", "3.4.23", 7},
       down_c{"c:1", false, "c:1: Couldn't connect to server", "", 0};
