@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   prometheus-cpp-dev libcpp-httplib-dev prometheus libncurses-dev tmux
   libcurl4-openssl-dev etcd-server etcd-client
+  slurm-wlm munge
   python3-matplotlib
 )
 # Extra packages for a caller (e.g. benchmarks): MSOMNI_EXTRA_PACKAGES="python3-torch python3-av openmpi-bin"

@@ -16,9 +16,10 @@ namespace msomni::agent {
 
 namespace {
 
-process::spawn_options rank_options(const std::vector<std::string>& env) {
+process::spawn_options rank_options(const std::vector<std::string>& env, bool ignore_stop_signals) {
   process::spawn_options o;
   o.env = env;
+  if (ignore_stop_signals) o.ignored_signals = {SIGTERM, SIGINT};
   o.in = process::stream::null();
   o.out = process::stream::pipe();
   o.err = process::stream::same_as_stdout();
@@ -85,10 +86,10 @@ std::string utc_timestamp() {
 
 logged_process::logged_process(const std::string& binary, const std::vector<std::string>& args,
                                const std::string& log_path, const std::vector<std::string>& env,
-                               const std::string& about)
+                               const std::string& about, bool ignore_stop_signals)
     : log_path_(log_path), log_fd_(open_log(log_path)) {
   try {
-    child_ = process::spawn(binary, args, rank_options(env));
+    child_ = process::spawn(binary, args, rank_options(env, ignore_stop_signals));
   } catch (...) {
     ::close(log_fd_);
     throw;

@@ -28,8 +28,12 @@ class logged_process {
  public:
   // Throws process::spawn_error (a std::runtime_error) when the log cannot be opened or the
   // program cannot be started. `about` goes into the header (e.g. "rank-0, attempt 3").
+  // `ignore_stop_signals`: the process starts with SIGTERM and SIGINT ignored (it still ends
+  // by SIGKILL, how an agent stops it), for when a manager signals every process of the node
+  // at once and the control process, not the signal, decides when ranks stop.
   logged_process(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
-                 const std::vector<std::string>& env = {}, const std::string& about = {});
+                 const std::vector<std::string>& env = {}, const std::string& about = {},
+                 bool ignore_stop_signals = false);
   ~logged_process();
   logged_process(const logged_process&) = delete;
   logged_process& operator=(const logged_process&) = delete;

@@ -76,7 +76,7 @@ caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_s
                                        "MSOMNI_NODE_SLOTS=" + std::to_string(st->s.slots),
                                        // the rank's local index: which of the node's GPUs it binds
                                        "MSOMNI_NODE_SLOT=" + std::to_string(slot)},
-              r.name + " on node " + st->s.node + attempt_note(st->s.log_dir));
+              r.name + " on node " + st->s.node + attempt_note(st->s.log_dir), st->s.ranks_ignore_stop_signals);
           st->slot_of[r.name] = slot;
         } catch (const std::exception& e) {
           self->send(st->orchestrator, msg::rank_exited{r.name, st->s.node, -1, e.what()});

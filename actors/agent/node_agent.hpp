@@ -36,6 +36,9 @@ struct agent_settings {
   std::function<void()> on_orchestrator_lost;  // e.g. end the msomni-agent process
   std::shared_ptr<metrics::metrics_registry> metrics;  // the agent actor's accounting; null: metrics off
   caf::actor node_checker;  // answers the control process's pre-flight of this node; invalid: none
+  // Ranks start with SIGTERM and SIGINT ignored: under Slurm, which signals every process of
+  // the job's steps at once, the control process stops them at a barrier instead.
+  bool ranks_ignore_stop_signals = false;
 };
 
 caf::actor spawn_node_agent(caf::actor_system& sys, agent_settings s, caf::actor orchestrator);

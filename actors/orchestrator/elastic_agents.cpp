@@ -2,6 +2,7 @@
 // or silent), their free slots, and where a new rank starts (near a given node: same node,
 // rack, switch).
 #include "elastic_core.hpp"
+#include "number_text.hpp"
 
 #include <algorithm>
 #include <tuple>
@@ -63,6 +64,32 @@ std::vector<action> elastic_core::spawn(int64_t count, const std::string& near_n
   return out;
 }
 
+std::vector<std::string> elastic_core::idle_nodes() const {
+  std::vector<std::string> out;
+  if (phase_ != phase::running || !joining_.empty()) return out;
+  for (const auto& [node, a] : agents_) {
+    if (!a.alive || node == s_.in_process_agent) continue;
+    bool held_one = false, holds_one = false;
+    for (const auto& [n, m] : members_) {
+      if (m.node != node) continue;
+      held_one = true;
+      holds_one = holds_one || (m.state != member_state::left && m.state != member_state::dead);
+    }
+    if (held_one && !holds_one) out.push_back(node);
+  }
+  return out;
+}
+
+std::vector<action> elastic_core::on_agent_released(const std::string& node) {
+  std::vector<action> out;
+  const auto it = agents_.find(node);
+  if (it == agents_.end() || !it->second.alive) return out;
+  it->second.alive = false;
+  out.push_back(journal_event{"agent_released", node + " was given back to the cluster; no rank is placed there again",
+                              "", node});
+  return out;
+}
+
 std::vector<action> elastic_core::on_agent(const agent_info& a, time_point now) {
   std::vector<action> out;
   const bool known = agents_.count(a.node) > 0;
@@ -72,10 +99,27 @@ std::vector<action> elastic_core::on_agent(const agent_info& a, time_point now) 
     out.push_back(journal_event{"agent_joined", a.node + " (rack " + a.rack + ", switch " + a.switch_name + ", " +
                                                     std::to_string(a.slots) + " slots)",
                                 "", a.node});
-  if (phase_ == phase::starting && next_rank_id_ == 0 && free_slots() >= target_) {
-    auto more = spawn(target_, "", now);
-    out.insert(out.end(), more.begin(), more.end());
-  }
+  if (!first_agent_at_) first_agent_at_ = now;
+  auto more = maybe_place_first(now);
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
+// The first ranks: once the agents offer enough slots and every expected agent joined (or
+// agent_gather passed since the first did).
+std::vector<action> elastic_core::maybe_place_first(time_point now) {
+  std::vector<action> out;
+  if (phase_ != phase::starting || next_rank_id_ != 0 || free_slots() < target_ || !first_agent_at_) return out;
+  int64_t alive = 0;
+  for (const auto& [node, a] : agents_) alive += a.alive;
+  const bool all_in = alive >= s_.expected_agents;
+  if (!all_in && now - *first_agent_at_ < s_.agent_gather) return out;
+  if (!all_in)
+    out.push_back(journal_event{"placement_partial", std::to_string(alive) + " of the " + std::to_string(s_.expected_agents) +
+                                                         " expected node agents joined within " +
+                                                         seconds_text(s_.agent_gather) + " s; placing on those"});
+  auto more = spawn(target_, "", now);
+  out.insert(out.end(), more.begin(), more.end());
   return out;
 }
 

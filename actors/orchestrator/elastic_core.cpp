@@ -79,6 +79,10 @@ send_plan elastic_core::make_plan(std::vector<std::string> members, msg::state_s
 
 std::vector<action> elastic_core::on_tick(time_point now) {
   std::vector<action> out = declare_silent_agents_down(now);
+  {
+    auto first = maybe_place_first(now);
+    out.insert(out.end(), first.begin(), first.end());
+  }
   if (phase_ == phase::shrinking && now >= deadline_) {
     std::vector<std::string> late;
     for (const auto& [n, m] : members_)

@@ -49,6 +49,11 @@ struct elastic_settings {
   // the whole machine delays its heartbeats too, and its death is seen as an actor's down
   // anyway, so silence never declares it down.
   std::string in_process_agent;
+  // The agents the job expects (its configured or allocated nodes; 0: none in particular). The
+  // first ranks are placed once all of them joined, or `agent_gather` after the first did,
+  // so that placement sees every node (and its rack and switch), not the first to answer.
+  int64_t expected_agents = 0;
+  nanos agent_gather{std::chrono::seconds(10)};
 };
 
 enum class member_state { starting, ready, active, leaving, left, dead };
@@ -195,6 +200,12 @@ class elastic_core {
   bool finished() const { return finished_; }
   const std::map<std::string, member_info>& members() const { return members_; }
   const std::map<std::string, agent_info>& agents() const { return agents_; }
+  // Nodes whose agent is up and once held a rank but holds none now, while the job runs with
+  // no change under way (after a scale-down emptied them): what cluster.release_idle_nodes
+  // gives back to the cluster's engine. The in-process agent's node is never one.
+  std::vector<std::string> idle_nodes() const;
+  // `node` was given back: no rank is placed there again and its agent's end is no failure.
+  std::vector<action> on_agent_released(const std::string& node);
   // grad_accum for `world` replicas, or nullopt when the global batch does not divide.
   std::optional<int64_t> grad_accum_for(int64_t world) const;
 
@@ -213,6 +224,7 @@ class elastic_core {
   int64_t free_slots() const;
   int64_t free_slots_on(const agent_info& a) const;
   std::vector<action> declare_silent_agents_down(time_point now);
+  std::vector<action> maybe_place_first(time_point now);
   // elastic_phases.cpp
   std::vector<action> maybe_start();
   std::vector<action> maybe_join_new();
@@ -229,6 +241,7 @@ class elastic_core {
   std::map<std::string, member_info> members_;
   std::map<std::string, agent_info> agents_;
   std::map<std::string, time_point> agent_heard_;  // node -> its last hello or heartbeat
+  std::optional<time_point> first_agent_at_;       // when the first agent joined
   std::vector<std::string> ring_;     // members of the current epoch, in order
   std::vector<std::string> joining_;  // started for a scale-up or as replacements
   uint64_t epoch_ = 0;

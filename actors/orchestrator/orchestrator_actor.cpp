@@ -24,6 +24,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 
 namespace msomni::orchestrator {
 
@@ -62,6 +63,11 @@ struct shell_state {
   uint64_t memory_advice_seen = 0;  // from the memory watermark predictor
   bool stop_by_sigterm = false;  // the first stop accepted came as SIGTERM (a preemption)
   bool stop_by_deposition = false;  // the first stop accepted came from losing the leadership
+  // A stop signal the cluster's engine sent the agents' processes (agent_signalled): the
+  // signal and where it was seen; 0 before any.
+  int agent_signal = 0;
+  std::string agent_signal_from;
+  std::set<std::string> release_tried;  // nodes offered back to the cluster's engine, once each
   record_lineage lineage;  // which step records around a rollback are the state's own
   std::unique_ptr<control_metrics> control;  // null: metrics off
   // The newest journaled events, for `msomni inspect`'s elastic timeline (bounded).
@@ -485,6 +491,23 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
         }
         admit_agent(self, *st, a);
       },
+      // From a node agent whose processes the cluster's engine signalled: a stop as if this
+      // process had received the signal. From an agent of this job only, and the first counts.
+      [self, st](const msg::agent_signalled& a) {
+        const auto agent = st->agents.find(a.node);
+        if (agent == st->agents.end() || agent->second.address() != caf::actor_cast<caf::actor_addr>(self->current_sender())) {
+          MSOMNI_LOG(warn, "orchestrator") << "agent_signalled from " << a.node << " dropped: not that node's agent";
+          return;
+        }
+        if (a.signal != SIGTERM && a.signal != SIGINT) {
+          MSOMNI_LOG(warn, "orchestrator") << "agent_signalled from " << a.node << " dropped: signal " << a.signal
+                                           << " is not a stop signal";
+          return;
+        }
+        if (st->agent_signal != 0) return;
+        st->agent_signal = a.signal;
+        st->agent_signal_from = "node " + a.node + "'s agent" + (a.source.empty() ? "" : " (from " + a.source + ")");
+      },
       // From a node agent, every heartbeat_interval_s; idempotent (the core keeps the latest).
       [st](const msg::heartbeat& h) { st->core.on_heartbeat(h.node, st->clock.now()); },
       [self, st](const msg::rank_ready& r) {
@@ -618,22 +641,37 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
         if (st->done) return;
         const auto now = st->clock.now();
         const bool deposed = st->env.deposed && *st->env.deposed;
-        if (((st->env.stop_signal && *st->env.stop_signal) || deposed) && !st->stop_sent) {
+        const bool own_signal = st->env.stop_signal && *st->env.stop_signal;
+        if ((own_signal || deposed || st->agent_signal != 0) && !st->stop_sent) {
           auto o = st->core.stop(now);
           if (o.ok) {
             st->stop_sent = true;
-            const int sig = st->env.stop_signal_number ? st->env.stop_signal_number->load() : 0;
+            const int sig = own_signal && st->env.stop_signal_number ? st->env.stop_signal_number->load()
+                            : own_signal                             ? 0
+                                                                     : st->agent_signal;
             st->stop_by_deposition = deposed;
             st->stop_by_sigterm = !deposed && sig == SIGTERM;
+            const std::string at = !own_signal && !deposed ? " at " + st->agent_signal_from : "";
             const std::string name = deposed           ? "the loss of the job's leadership (another control process leads it)"
-                                     : sig == SIGTERM ? "SIGTERM (a preemption)"
-                                     : sig == SIGINT  ? "SIGINT"
+                                     : sig == SIGTERM ? "SIGTERM" + at + " (a preemption)"
+                                     : sig == SIGINT  ? "SIGINT" + at
                                                       : "a stop signal";
             journal(*st, "stop", name + " received: " + o.text);
             execute(self, *st, std::move(o.actions));
           }
         }
         execute(self, *st, st->core.on_tick(now));
+        if (st->env.release_node)
+          for (const auto& node : st->core.idle_nodes()) {
+            if (!st->release_tried.insert(node).second) continue;
+            const auto err = st->env.release_node(node);
+            if (!err.empty()) {
+              journal(*st, "node_release_failed", node + " holds no rank but stays with the job: " + err, "", node);
+              continue;
+            }
+            journal(*st, "node_released", node + " holds no rank after the scale-down and was given back to the cluster", "", node);
+            execute(self, *st, st->core.on_agent_released(node));
+          }
         if (st->control) st->control->on_status(st->core.status(), st->core.recoveries());
         forget_departed_sources(*st);
         self->delayed_send(self, tick_interval, tick_atom::value);

@@ -57,6 +57,9 @@ struct orchestrator_env {
   // and the node agent living in this process, if any.
   nanos agent_silence_limit{std::chrono::seconds(30)};
   std::string in_process_agent;
+  // cluster.release_idle_nodes: gives a node no rank needs any more back to the cluster's
+  // engine; "" when it took it, else why not. Null: nodes are kept to the end.
+  std::function<std::string(const std::string& node)> release_node;
   bool progress_on_tty = false;
   health_settings health;  // non-finite steps and loss spikes
   autoscale_settings autoscale;  // utilisation-driven scaling (off unless enabled)

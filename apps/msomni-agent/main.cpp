@@ -8,6 +8,11 @@
 // When the job has metrics on (its control.json, given as --token-file, names a
 // metrics_address), the agent pushes its own series (its actor, UCX node and gateway) to the
 // control process.
+// Under Slurm (--slurm-nodes, how msomni-run starts one agent per allocated node with srun)
+// the node is $SLURMD_NODENAME and its place and slots come from the table msomni-run read
+// from the allocation; SIGTERM and SIGINT, which Slurm sends every process of the job's steps
+// (preemption, `scancel --signal`, a time limit's warning), do not stop the agent or its ranks:
+// the agent tells the control process, which stops the job at a barrier with a final checkpoint.
 #include "gateway/gateway.hpp"
 #include "core/log.hpp"
 #include "hub/transport_hub.hpp"
@@ -29,6 +34,8 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cstdlib>
+#include <sstream>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -50,6 +57,30 @@ bool job_has_metrics(const std::string& token_file) {
   return address != doc.end() && address->is_string() && !address->get<std::string>().empty();
 }
 
+// "NAME:RACK:SWITCH:SLOTS,..." (msomni-run's table of a Slurm allocation): this node's row, or
+// why there is none.
+std::string slurm_row(const std::string& table, agent::agent_settings& s) {
+  const char* env = std::getenv("SLURMD_NODENAME");
+  if (!env || !*env) return "SLURMD_NODENAME is not set: --slurm-nodes is for an agent that srun started";
+  s.node = env;
+  std::stringstream rows(table);
+  std::string row;
+  while (std::getline(rows, row, ',')) {
+    std::stringstream cells(row);
+    std::string name, rack, sw, slots;
+    if (!std::getline(cells, name, ':') || !std::getline(cells, rack, ':') || !std::getline(cells, sw, ':') ||
+        !std::getline(cells, slots, ':') || slots.empty() || slots.find_first_not_of("0123456789") != std::string::npos ||
+        slots.size() > 6)
+      return "--slurm-nodes: \"" + row + "\" is not NAME:RACK:SWITCH:SLOTS";
+    if (name != s.node) continue;
+    s.rack = rack;
+    s.switch_name = sw;
+    s.slots = std::stol(slots);
+    return s.slots >= 1 ? "" : "--slurm-nodes gives node " + s.node + " no slot";
+  }
+  return "--slurm-nodes has no row for this node, " + s.node;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -58,7 +89,7 @@ int main(int argc, char** argv) {
   ::umask(077);
   agent::agent_settings s;
   s.slots = 1;
-  std::string join, token_file;
+  std::string join, token_file, slurm_nodes;
   double heartbeat_s = 10;
   namespace limits = config::limits;
   CLI::App app{"A node agent for multi-node runs: joins the job's control process, checks this node when asked "
@@ -70,9 +101,13 @@ int main(int argc, char** argv) {
   app.add_option("--join", join, "the control address msomni-run prints (also in RUN_DIR/control.json)")
       ->type_name("HOST:PORT")
       ->required();
-  app.add_option("--node", s.node, "this node's name (unique in the job; not \"local\")")
+  auto* slurm_opt = app.add_option("--slurm-nodes", slurm_nodes,
+                                   "started by msomni-run with srun in a Slurm allocation: the allocation's nodes as "
+                                   "NAME:RACK:SWITCH:SLOTS,...; this node is $SLURMD_NODENAME, and Slurm's stop "
+                                   "signals go to the control process instead of stopping this node")
+                        ->type_name("TABLE");
+  auto* node_opt = app.add_option("--node", s.node, "this node's name (unique in the job; not \"local\")")
       ->type_name("NAME")
-      ->required()
       ->check([](const std::string& v) -> std::string {
         if (v.empty()) return "must not be empty";
         return v == "local" ? "\"local\" names the control node" : "";
@@ -89,7 +124,15 @@ int main(int argc, char** argv) {
   command_line::add_number(app, "--heartbeat-s", heartbeat_s, limits::elasticity::heartbeat_interval_s,
                            "seconds between heartbeats (as elasticity.heartbeat_interval_s)");
   app.add_option("--log-dir", s.log_dir, "where rank logs go (default /tmp/msomni-agent-NODE)")->type_name("DIR");
+  node_opt->excludes(slurm_opt);
   if (const auto rc = command_line::parse(app, argc, argv)) return *rc;
+  const bool under_slurm = !slurm_nodes.empty();
+  if (under_slurm) {
+    if (const auto why = slurm_row(slurm_nodes, s); !why.empty()) return command_line::refuse(app, why);
+    s.ranks_ignore_stop_signals = true;
+  } else if (s.node.empty()) {
+    return command_line::refuse(app, "--node NAME is needed (or --slurm-nodes, under srun)");
+  }
   std::string listen_host;
   try {
     s.job_token = token_file.empty() ? take_secret_env(job_token_env) : read_secret_file(token_file);
@@ -105,7 +148,11 @@ int main(int argc, char** argv) {
                                          std::string(job_token_env));
   if (s.log_dir.empty()) s.log_dir = "/tmp/msomni-agent-" + s.node;
   s.heartbeat_interval = std::chrono::milliseconds(static_cast<int64_t>(heartbeat_s * 1000));
-  s.on_orchestrator_lost = [] { stop_signal::flag() = true; };
+  static std::atomic<bool> orchestrator_lost{false};
+  s.on_orchestrator_lost = [] {
+    orchestrator_lost = true;
+    stop_signal::flag() = true;
+  };
   try {
     s.rank_binary = agent::find_rank_binary();
   } catch (const std::exception& e) {
@@ -148,7 +195,17 @@ int main(int argc, char** argv) {
     if (s.metrics) pusher = metrics::spawn_metrics_pusher(sys, s.metrics, orchestrator, {s.node, "", s.node});
     std::cout << "msomni-agent: node " << s.node << " (rack " << s.rack << ", switch " << s.switch_name << ", "
               << s.slots << " slots) joined " << join << std::endl;
-    while (!stop_signal::flag()) std::this_thread::sleep_for(100ms);
+    for (;;) {
+      std::this_thread::sleep_for(100ms);
+      if (!stop_signal::flag()) continue;
+      if (!under_slurm || orchestrator_lost) break;
+      // Slurm signalled the job: the control process decides, its ranks stop at a barrier.
+      const int sig = stop_signal::number().exchange(0);
+      stop_signal::flag() = false;
+      std::cout << "msomni-agent: node " << s.node << " got signal " << sig
+                << " from Slurm; the control process stops the job at its next barrier" << std::endl;
+      caf::send_as(agent, orchestrator, msg::agent_signalled{s.node, sig, "slurm"});
+    }
     caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
     if (pusher) caf::anon_send_exit(pusher, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(s.node_checker, caf::exit_reason::user_shutdown);

@@ -104,6 +104,7 @@ orchestrator::elastic_settings elastic_settings_from(const config::job_config& c
   s.max_replicas = cfg.elasticity.max_replicas;
   s.grace_period = std::chrono::duration_cast<nanos>(std::chrono::duration<double>(cfg.elasticity.grace_period_s));
   s.resume = resume;
+  s.expected_agents = static_cast<int64_t>(cfg.cluster.nodes.size());
   return s;
 }
 
@@ -142,7 +143,7 @@ static_assert(health::preflight_failed_exit == orchestrator::exit_preflight_fail
 
 int launch_job(const config::job_config& cfg, const run_paths& paths, const run_options& opts,
                const std::optional<resume_check>& resume_from, const nlohmann::ordered_json& preflight,
-               control_role* control) {
+               control_role* control, const slurm_plan* slurm) {
   const fs::path& run_dir = paths.run_dir;
   const fs::path& ckpt_dir = paths.checkpoint_dir;
   const auto started_ms = unix_ms();
@@ -156,6 +157,8 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   orchestrator::run_journal journal(run_dir);
   for (const auto& n : claim.notes) journal.event("run_dir_lock", n);
   if (control) journal_leadership(journal, *control, cfg);
+  if (slurm)
+    for (const auto& n : slurm->notes) journal.event("slurm_allocation", n);
   // The pre-flight ran before the run directory was ours: its report is kept here now.
   if (preflight.is_object()) {
     if (const auto err = replace_file(run_dir / "preflight.json", json_text(preflight) + "\n"); !err.empty())
@@ -222,6 +225,8 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     journal.event("metrics", "Prometheus metrics at http://" + metrics_http->address() + "/metrics");
   }
 
+  // The agents' srun step outlives the control node below: its agents leave when it goes.
+  std::unique_ptr<slurm_agent_step> agent_step;
   caf::actor_system_config caf_cfg;
   caf::actor_system sys{configure_process(caf_cfg, 2)};
   // The job's token: the msomni CLI sends it with its requests, and every peer of the
@@ -280,6 +285,10 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   env.agent_silence_limit = heartbeat * std::max<int64_t>(1, cfg.elasticity.heartbeat_misses);
   env.progress_on_tty = ::isatty(2);
   if (cfg.cluster.nodes.empty()) env.in_process_agent = "local";  // started below
+  if (slurm && cfg.cluster.release_idle_nodes)
+    env.release_node = [&agent_step](const std::string& node) -> std::string {
+      return agent_step ? agent_step->release({node}) : "the agents' step is not running";
+    };
   env.health.max_nonfinite_steps = static_cast<uint64_t>(cfg.training.max_nonfinite_steps);
   env.health.loss_spike_factor = cfg.training.loss_spike_factor;
   env.max_data_wait_ms = cfg.io.max_data_wait_ms;
@@ -342,6 +351,22 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     a.heartbeat_interval = heartbeat;
     a.metrics = job_metrics ? job_metrics->own() : nullptr;  // in this process: its series are the control's
     local_agent = agent::spawn_node_agent(sys, a, orchestrator);
+  } else if (slurm) {
+    try {
+      agent_step = std::make_unique<slurm_agent_step>(*slurm, hub.node().address(), run_dir,
+                                                      cfg.elasticity.heartbeat_interval_s);
+    } catch (const std::exception& e) {
+      const auto why = std::string("the node agents cannot be started with srun: ") + e.what();
+      journal.event("slurm_agents_failed", why);
+      caf::anon_send_exit(orchestrator, caf::exit_reason::user_shutdown);
+      if (memory_predictor) caf::anon_send_exit(memory_predictor, caf::exit_reason::user_shutdown);
+      throw std::runtime_error(why);
+    }
+    {
+      journal.event("slurm_agents", "one msomni-agent per node of Slurm job " + slurm->alloc.job_id + ": " +
+                                        agent_step->command_line() + " (output in logs/slurm-agents.log)");
+      std::cerr << "msomni-run: node agents started with srun on " << slurm->alloc.node_list << "\n";
+    }
   } else {
     std::cerr << "msomni-run: waiting for node agents at " << hub.node().address() << ":\n";
     for (const auto& n : cfg.cluster.nodes)

@@ -10,6 +10,7 @@
 #include "resume_check.hpp"
 #include "run_options.hpp"
 #include "run_paths.hpp"
+#include "slurm_launch.hpp"
 
 namespace msomni::apps {
 
@@ -19,8 +20,10 @@ namespace msomni::apps {
 // and journaled as a "preflight" event once the run directory is claimed.
 // `control`: the leadership this process holds in the control store (null: no store); its
 // journal events go to the store's event log, and losing it stops the job (exit_deposed).
+// `slurm`: the Slurm allocation the job runs on (null: none); the agents are started on its
+// nodes with srun, and with cluster.release_idle_nodes a node a scale-down empties goes back.
 int launch_job(const config::job_config& cfg, const run_paths& paths, const run_options& opts,
                const std::optional<resume_check>& resume_from, const nlohmann::ordered_json& preflight = {},
-               control_role* control = nullptr);
+               control_role* control = nullptr, const slurm_plan* slurm = nullptr);
 
 }  // namespace msomni::apps

@@ -1,6 +1,7 @@
 // msomni-run: validate a job config and run it (or, with --dry-run, print the plan).
 #include "control_election.hpp"
 #include "launch_job.hpp"
+#include "slurm_launch.hpp"
 #include "model_check.hpp"
 #include "resume_check.hpp"
 #include "run_options.hpp"
@@ -63,6 +64,14 @@ int main(int argc, char** argv) {
     for (const auto& e : problems) std::cerr << e.to_string() << "\n";
     return exit_config;
   }
+  // Inside a Slurm allocation (cluster.slurm): its nodes replace [[cluster.nodes]].
+  std::vector<std::string> slurm_problems;
+  const auto slurm = msomni::apps::plan_slurm(cfg, slurm_problems);
+  if (!slurm_problems.empty()) {
+    std::cerr << "msomni-run: the job cannot run on this Slurm allocation; nothing was started.\n";
+    for (const auto& p : slurm_problems) std::cerr << "  " << p << "\n";
+    return exit_config;
+  }
   // Every local source must have a usable sample before a rank starts (headers only, cheap).
   const auto storage = msomni::data::make_local_storage();
   const auto usable = [&](const std::filesystem::path& p, msomni::modality kind, uint64_t max_bytes) {
@@ -105,6 +114,8 @@ int main(int argc, char** argv) {
   nlohmann::ordered_json preflight;
   if (const int rc = msomni::health::run_preflight(cfg, paths.checkpoint_dir, std::cerr, &preflight); rc != 0) return rc;
   if (opts.dry_run) {
+    if (slurm)
+      for (const auto& n : slurm->notes) std::cout << "  slurm: " << n << "\n";
     std::cout << msomni::config::render_plan(cfg, gpus);
     std::cout << msomni::apps::render_model_summary(model, cfg);
     std::cout << "  run directory: " << paths.run_dir.string() << "\n  checkpoint root: " << paths.checkpoint_dir.string()
@@ -125,7 +136,8 @@ int main(int argc, char** argv) {
     return exit_ok;
   }
   try {
-    return msomni::apps::launch_job(cfg, paths, opts, resume_from, preflight, control.leadership ? &control : nullptr);
+    return msomni::apps::launch_job(cfg, paths, opts, resume_from, preflight, control.leadership ? &control : nullptr,
+                                    slurm ? &*slurm : nullptr);
   } catch (const msomni::apps::run_paths_refused& e) {
     std::cerr << "msomni-run: " << e.what() << "; nothing was started.\n";
     return exit_config;

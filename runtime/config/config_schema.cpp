@@ -332,6 +332,11 @@ void read_cluster(table_reader& r, cluster_section& s) {
   read_within(r, "control_port", s.control_port, limits::cluster::port);
   r.read_integer_or_word("metrics_port", s.metrics_port, limits::cluster::port.min, limits::cluster::port.max, "auto",
                          metrics_port_auto);
+  r.read("slurm", s.slurm, {"auto", "off", "require"});
+  r.read("release_idle_nodes", s.release_idle_nodes);
+  if (s.release_idle_nodes && s.slurm == "off")
+    ctx.fail(r.key_path("release_idle_nodes"), r.node("release_idle_nodes"),
+             "gives nodes back to Slurm, but cluster.slurm = \"off\" runs outside Slurm");
   if (const auto* arr = r.array("nodes")) {
     std::set<std::string> names;
     for (size_t i = 0; i < arr->size(); ++i) {

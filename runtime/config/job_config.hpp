@@ -168,6 +168,13 @@ struct cluster_section {
   int64_t control_port = 0;    // 0 = pick a free port at start-up
   int64_t metrics_port = 0;    // the Prometheus endpoint (/metrics): 0 = off, metrics_port_auto = any free port
   std::vector<cluster_node> nodes;  // empty = one local node with enough slots
+  // Inside a Slurm allocation (SLURM_JOB_ID set): "auto" runs on its nodes (they replace
+  // `nodes`; msomni-run starts one msomni-agent per node with srun), "off" ignores Slurm,
+  // "require" refuses to start outside an allocation.
+  std::string slurm = "auto";
+  // After a scale-down leaves an allocated node without ranks, give it back to Slurm
+  // (`scontrol update JobId=... NodeList=...`). Needs the job to run on a Slurm allocation.
+  bool release_idle_nodes = false;
 };
 
 struct job_config {

@@ -156,6 +156,8 @@ child spawn(const std::vector<std::string>& argv_in, const spawn_options& o) {
       if (::prctl(PR_SET_PDEATHSIG, o.parent_death_signal) != 0) child_fails(report[1], "prctl");
       if (::getppid() != parent) ::_exit(127);  // the parent died before prctl: nobody to tell
     }
+    for (const int sig : o.ignored_signals)
+      if (::signal(sig, SIG_IGN) == SIG_ERR) child_fails(report[1], "signal");
     if (in.first >= 0 && !move_to(in.first, 0)) child_fails(report[1], "dup2 stdin");
     if (out.first >= 0 && !move_to(out.first, 1)) child_fails(report[1], "dup2 stdout");
     if (o.err.how == stream::kind::same_as_stdout ? !move_to(1, 2) : err.first >= 0 && !move_to(err.first, 2))

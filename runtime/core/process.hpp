@@ -53,6 +53,8 @@ struct spawn_options {
   // PR_SET_PDEATHSIG: sent to the child when the thread that spawned it ends; 0 for none. The
   // child checks its parent after setting it, so a parent that died just before is seen too.
   int parent_death_signal = 0;
+  // Signals the program starts with ignored (SIG_IGN survives exec; a handler would not).
+  std::vector<int> ignored_signals;
 };
 
 struct exit_status {

@@ -65,6 +65,7 @@ CAF_ADD_TYPE_ID(msomni, (msomni::msg::node_check_request))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::node_check_report))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::node_pair_probe))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::node_pair_result))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::agent_signalled))
 CAF_END_TYPE_ID_BLOCK(msomni)
 
 namespace msomni {

@@ -116,6 +116,18 @@ struct agent_hello {
   bool operator==(const agent_hello&) const = default;
 };
 
+// node agent -> orchestrator: the cluster's engine signalled the agent's processes (Slurm sends
+// SIGTERM to every process of a job's steps on preemption, on `scancel --signal=TERM` and as a
+// time limit's warning). The agent does not stop for it; the orchestrator takes `signal` as if
+// the control process had received it: SIGTERM a preemption, SIGINT a stop, each with a final
+// checkpoint at the next barrier. Idempotent: only the first stop counts.
+struct agent_signalled {
+  std::string node;
+  int32_t signal = 0;
+  std::string source;  // who sent it, in words ("slurm")
+  bool operator==(const agent_signalled&) const = default;
+};
+
 // orchestrator -> agent: start rank process `name` (msomni-rank with `args`).
 struct spawn_rank {
   std::string name;

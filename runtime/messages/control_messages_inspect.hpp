@@ -58,6 +58,11 @@ typename Inspector::result_type inspect(Inspector& f, agent_hello& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, agent_signalled& x) {
+  return f(caf::meta::type_name("agent_signalled"), x.node, x.signal, x.source);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, spawn_rank& x) {
   return f(caf::meta::type_name("spawn_rank"), x.name, x.args);
 }

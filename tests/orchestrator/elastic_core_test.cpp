@@ -324,3 +324,57 @@ TEST_CASE("a stall in the epoch a scale-down is leaving rolls back at once") {
   CHECK(plans[0].plan.source == static_cast<uint8_t>(msg::state_source::checkpoint));
   CHECK(plans[0].plan.members.size() == 2);
 }
+
+TEST_CASE("a node a scale-down empties is idle, and once released no rank is placed there again") {
+  std::vector<action> acts;
+  auto c = running_job(acts, 2);  // two ranks on n1, two on n2
+  CHECK(c.idle_nodes().empty());
+  c.on_step(10, 4, time_point{10s});
+  REQUIRE(c.scale_to(2, 0s, time_point{11s}).ok);
+  CHECK(c.idle_nodes().empty());  // not while the change is under way
+  for (const auto& [n, m] : c.members())
+    if (m.state == member_state::leaving) c.on_rank_left({n, 2, 11, "decommissioned", 0}, time_point{13s});
+  c.on_step(11, 4, time_point{13s});
+  c.on_step(12, 2, time_point{14s});
+  REQUIRE(c.world() == 2);
+  std::vector<std::string> empty_nodes;
+  for (const auto& [node, a] : c.agents()) {
+    bool holds = false;
+    for (const auto& [n, m] : c.members())
+      holds = holds || (m.node == node && m.state != member_state::left && m.state != member_state::dead);
+    if (!holds) empty_nodes.push_back(node);
+  }
+  REQUIRE(empty_nodes.size() == 1);
+  CHECK(c.idle_nodes() == empty_nodes);
+  const auto released = c.on_agent_released(empty_nodes[0]);
+  CHECK(has_event(released, "agent_released"));
+  CHECK(c.idle_nodes().empty());
+  CHECK(c.on_agent_released(empty_nodes[0]).empty());  // once
+  // Its agent's end later is no failure; a scale-up places only on the nodes still held.
+  CHECK(c.on_agent_down(empty_nodes[0], "its Slurm task ended", time_point{15s}).empty());
+  const auto up = c.scale_up(4, time_point{16s});
+  for (const auto& s : all_of<spawn_on_agent>(up.actions)) CHECK(s.node != empty_nodes[0]);
+}
+
+TEST_CASE("the first ranks wait for every expected agent, so placement sees all the racks") {
+  auto s = small_job(2, 1, 2);
+  s.expected_agents = 3;
+  s.agent_gather = 10s;
+  elastic_core c(s);
+  // n1 and n2 alone could hold the group, but n3 shares n1's rack.
+  CHECK(all_of<spawn_on_agent>(c.on_agent({"n1", "s1", "top", 1, true}, time_point{0s})).empty());
+  CHECK(all_of<spawn_on_agent>(c.on_agent({"n2", "s2", "top", 1, true}, time_point{1s})).empty());
+  const auto spawns = all_of<spawn_on_agent>(c.on_agent({"n3", "s1", "top", 1, true}, time_point{2s}));
+  REQUIRE(spawns.size() == 2);
+  CHECK(spawns[0].node == "n1");
+  CHECK(spawns[1].node == "n3");
+
+  // An expected agent that never comes: after agent_gather the ranks go where there is room.
+  elastic_core late(s);
+  late.on_agent({"n1", "s1", "top", 1, true}, time_point{0s});
+  late.on_agent({"n2", "s2", "top", 1, true}, time_point{1s});
+  CHECK(all_of<spawn_on_agent>(late.on_tick(time_point{9s})).empty());
+  const auto acts = late.on_tick(time_point{11s});
+  CHECK(all_of<spawn_on_agent>(acts).size() == 2);
+  CHECK(has_event(acts, "placement_partial"));
+}

@@ -4,6 +4,7 @@
 // paused (SIGSTOP) and continued, to cut the cluster or a client off.
 #pragma once
 
+#include "support/free_port.hpp"
 #include "support/http_get.hpp"
 #include "support/process_runner.hpp"
 
@@ -25,19 +26,6 @@
 namespace msomni::testing {
 
 inline const char* const etcd_binary = "/usr/bin/etcd";
-
-// A loopback port nobody listens on now (the kernel's pick for an ephemeral bind).
-inline uint16_t free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-  socklen_t len = sizeof a;
-  const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-  if (fd >= 0) ::close(fd);
-  return ok ? ntohs(a.sin_port) : 0;
-}
 
 inline bool healthy(uint16_t client_port) {
   try {

@@ -1,0 +1,292 @@
+// msomni-run inside a real Slurm allocation: a Slurm cluster started here (munged, slurmctld,
+// one slurmd per node on this machine), the shipped configs/slurm/train.sbatch submitted with
+// sbatch. The job's agents start with srun on the allocated nodes and train across them;
+// topology/tree keeps a data-parallel group under one switch; a node set DOWN mid-run is
+// recovered like a dead rank, on the nodes left; `scancel --signal=TERM` gives a final
+// checkpoint, the script requeues the job and it resumes with no step lost or repeated.
+#include "support/json_lines.hpp"
+#include "support/job_probe.hpp"
+#include "support/process_runner.hpp"
+#include "support/slurm_cluster.hpp"
+#include "support/test_skip.hpp"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+using namespace std::chrono_literals;
+using msomni::testing::json;
+using msomni::testing::read_json_lines;
+using msomni::testing::read_text;
+using msomni::testing::run_command;
+using msomni::testing::slurm_cluster;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string source_root = MSOMNI_SOURCE_DIR;
+
+// sbatch of the shipped script with `sbatch_flags`, the quickstart's model in `run` and the
+// msomni-run options `extra`; the job id.
+std::string submit(const fs::path& dir, const std::string& sbatch_flags, const std::string& extra, int steps) {
+  const auto cmd = "cd " + dir.string() + " && MSOMNI_RUN=" + std::string(MSOMNI_RUN_BINARY) +
+                   " sbatch --parsable --output=" + (dir / "job-%j.out").string() + " " + sbatch_flags + " " +
+                   source_root + "/configs/slurm/train.sbatch " + source_root +
+                   "/configs/slurm/multinode.toml --run-dir " + (dir / "run").string() +
+                   " --set health.preflight=off --set training.threads=1 --set training.steps=" +
+                   std::to_string(steps) + " " + extra;
+  const auto r = run_command(cmd);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  auto id = r.output;
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id.substr(0, id.find(';'));
+}
+
+// JobState= of `scontrol show job`.
+std::string job_state(const std::string& id) {
+  const auto r = run_command("scontrol -o show job " + id);
+  const auto at = r.output.find("JobState=");
+  if (at == std::string::npos) return "";
+  return r.output.substr(at + 9, r.output.find(' ', at) - at - 9);
+}
+
+// Until the job has ended (not pending, running, completing or requeued).
+std::string wait_job_end(const std::string& id, std::chrono::seconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  std::string s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    s = job_state(id);
+    if (s == "COMPLETED" || s == "FAILED" || s == "CANCELLED" || s == "TIMEOUT" || s == "NODE_FAIL" ||
+        s == "OUT_OF_MEMORY")
+      return s;
+    std::this_thread::sleep_for(500ms);
+  }
+  return "still " + s;
+}
+
+std::vector<json> events(const fs::path& dir) {
+  const auto p = dir / "run" / "events.jsonl";
+  return fs::exists(p) ? read_json_lines(p) : std::vector<json>{};
+}
+
+std::vector<json> of_kind(const std::vector<json>& ev, const std::string& kind) {
+  std::vector<json> out;
+  for (const auto& e : ev)
+    if (e.value("kind", "") == kind) out.push_back(e);
+  return out;
+}
+
+// Node -> ranks spawned there, from the rank_spawn events.
+std::map<std::string, int> spawned_on(const std::vector<json>& ev) {
+  std::map<std::string, int> out;
+  for (const auto& e : of_kind(ev, "rank_spawn")) ++out[e.value("node", "")];
+  return out;
+}
+
+std::string job_output(const fs::path& dir, const std::string& id) { return read_text(dir / ("job-" + id + ".out")); }
+
+// The whole story of a failed case: the job's output, its events, Slurm's logs.
+std::string story(const slurm_cluster& c, const fs::path& dir, const std::string& id) {
+  return "---- job output\n" + job_output(dir, id) + "---- events.jsonl\n" + read_text(dir / "run" / "events.jsonl") +
+         "---- slurm-agents.log\n" + read_text(dir / "run" / "logs" / "slurm-agents.log") + c.logs();
+}
+
+#define SLURM_OR_SKIP()                                                     \
+  do {                                                                      \
+    if (const auto why = slurm_cluster::unavailable(); !why.empty()) {     \
+      MESSAGE("Slurm test skipped: " << why);                               \
+      MSOMNI_SKIP_TEST("no Slurm cluster can run here: " + why);            \
+    }                                                                       \
+  } while (0)
+
+}  // namespace
+
+TEST_CASE("slurm: sbatch runs the job across both allocated nodes") {
+  SLURM_OR_SKIP();
+  slurm_cluster cluster({{"n1"}, {"n2"}});
+  REQUIRE_MESSAGE(cluster.wait_ready(), cluster.logs());
+  msomni::testing::temp_dir dir;
+  const auto id = submit(dir.path(), "--nodes=2", "", 120);
+  const auto state = wait_job_end(id, 240s);
+  const auto ev = events(dir.path());
+  INFO(story(cluster, dir.path(), id));
+  CHECK(state == "COMPLETED");
+  const auto on = spawned_on(ev);
+  CHECK(on.size() == 2);
+  CHECK(on.count("n1") == 1);
+  CHECK(on.count("n2") == 1);
+  CHECK(of_kind(ev, "agent_joined").size() == 2);
+  CHECK(of_kind(ev, "slurm_agents").size() == 1);
+  const auto summary = msomni::testing::parse_json(read_text(dir.path() / "run" / "summary.json"));
+  CHECK(summary.dump().find("\"finished\"") != std::string::npos);
+  CHECK(job_output(dir.path(), id).find("job finished") != std::string::npos);
+}
+
+TEST_CASE("slurm: with topology/tree a data-parallel group is placed under one switch") {
+  SLURM_OR_SKIP();
+  // n2 sits alone under s2; n1 and n3 share s1. By name alone the group would take n1 and n2.
+  slurm_cluster cluster({{"n1"}, {"n2"}, {"n3"}}, {{"s1", {"n1", "n3"}}, {"s2", {"n2"}}});
+  REQUIRE_MESSAGE(cluster.wait_ready(), cluster.logs());
+  msomni::testing::temp_dir dir;
+  const auto id = submit(dir.path(), "--nodes=3", "", 60);
+  const auto state = wait_job_end(id, 240s);
+  const auto ev = events(dir.path());
+  INFO(story(cluster, dir.path(), id));
+  CHECK(state == "COMPLETED");
+  const auto on = spawned_on(ev);
+  CHECK(on.size() == 2);
+  CHECK(on.count("n1") == 1);
+  CHECK(on.count("n3") == 1);
+  CHECK(on.count("n2") == 0);
+  bool told = false;
+  for (const auto& e : of_kind(ev, "slurm_allocation"))
+    told = told || e.value("reason", "").find("topology/tree") != std::string::npos;
+  CHECK(told);
+  for (const auto& e : of_kind(ev, "agent_joined"))
+    if (e.value("node", "") == "n3") CHECK(e.value("reason", "").find("rack s1, switch top") != std::string::npos);
+}
+
+TEST_CASE("slurm: a node set DOWN mid-run is recovered like a dead rank, on the nodes left") {
+  SLURM_OR_SKIP();
+  slurm_cluster cluster({{"n1"}, {"n2"}, {"n3"}});
+  REQUIRE_MESSAGE(cluster.wait_ready(), cluster.logs());
+  msomni::testing::temp_dir dir;
+  constexpr int steps = 900;
+  const auto id = submit(dir.path(), "--nodes=3", "--set checkpoint.interval_steps=50", steps);
+  // Both ranks stepping, then the node of one of them goes DOWN.
+  std::string victim;
+  const bool stepping = msomni::testing::wait_for([&] {
+    const auto ev = events(dir.path());
+    if (of_kind(ev, "rank_ready").size() < 2 || !fs::exists(dir.path() / "run" / "metrics.jsonl")) return false;
+    if (read_json_lines(dir.path() / "run" / "metrics.jsonl").size() < 60) return false;
+    for (const auto& [node, n] : spawned_on(ev))
+      if (node != "n1") victim = node;  // not the batch node, where msomni-run itself runs
+    return !victim.empty();
+  }, 120s);
+  REQUIRE_MESSAGE(stepping, story(cluster, dir.path(), id));
+  const auto down = run_command("scontrol update NodeName=" + victim + " State=DOWN Reason=msomni-test");
+  REQUIRE_MESSAGE(down.exit_code == 0, down.output);
+  const auto state = wait_job_end(id, 300s);
+  const auto ev = events(dir.path());
+  INFO("node set DOWN: " << victim);
+  for (const auto& e : ev)
+    if (e.value("kind", "") != "rank_step_slow")
+      MESSAGE(e.value("kind", "") << " " << e.value("node", "") << " step " << e.value("step", 0) << ": "
+                                  << e.value("reason", "").substr(0, 140));
+  INFO(story(cluster, dir.path(), id));
+  CHECK(state == "COMPLETED");
+  bool agent_down = false;
+  for (const auto& e : of_kind(ev, "agent_down")) agent_down = agent_down || e.value("node", "") == victim;
+  CHECK(agent_down);
+  CHECK(!of_kind(ev, "rank_down").empty());
+  // The replacement started on a node still in the job, never on the one that went DOWN.
+  const auto spawns = of_kind(ev, "rank_spawn");
+  REQUIRE(spawns.size() >= 3);
+  CHECK(spawns.back().value("node", "") != victim);
+  const auto summary = read_text(dir.path() / "run" / "summary.json");
+  CHECK(summary.find("\"finished\"") != std::string::npos);
+}
+
+TEST_CASE("slurm: scancel --signal=TERM gives a final checkpoint, and the requeued job resumes with no step lost or repeated") {
+  SLURM_OR_SKIP();
+  slurm_cluster cluster({{"n1"}, {"n2"}});
+  REQUIRE_MESSAGE(cluster.wait_ready(), cluster.logs());
+  msomni::testing::temp_dir dir;
+  constexpr int steps = 600;
+  const auto id = submit(dir.path(), "--nodes=2", "--set checkpoint.interval_steps=1000", steps);
+  const bool stepping = msomni::testing::wait_for([&] {
+    const auto p = dir.path() / "run" / "metrics.jsonl";
+    return fs::exists(p) && read_json_lines(p).size() >= 80;
+  }, 120s);
+  REQUIRE_MESSAGE(stepping, story(cluster, dir.path(), id));
+  // Slurm's way: SIGTERM to every process of the job's steps (here: the agents and ranks).
+  const auto term = run_command("scancel --signal=TERM " + id);
+  REQUIRE_MESSAGE(term.exit_code == 0, term.output);
+  // The script requeues the job on exit 4 (preempted); it runs again and finishes.
+  bool resumed = false, hurried = false;
+  const auto deadline = std::chrono::steady_clock::now() + 360s;
+  std::string state;
+  while (std::chrono::steady_clock::now() < deadline) {
+    state = job_state(id);
+    if (state == "PENDING" && !hurried) {
+      // Slurm holds a requeued job back for a while (its BeginTime); that wait is Slurm's,
+      // not the resume's, so the test lets it start now.
+      MESSAGE("requeued: " << run_command("scontrol -o show job " + id).output.substr(0, 400));
+      hurried = run_command("scontrol update JobId=" + id + " StartTime=now").exit_code == 0;
+    }
+    const auto ev = events(dir.path());
+    resumed = !of_kind(ev, "resume").empty();
+    if (resumed && state == "COMPLETED") break;
+    if (state == "FAILED" || state == "CANCELLED") break;
+    std::this_thread::sleep_for(500ms);
+  }
+  const auto ev = events(dir.path());
+  INFO(story(cluster, dir.path(), id));
+  for (const auto& e : ev)
+    MESSAGE(e.value("time_ms", 0) << " " << e.value("kind", "") << " " << e.value("node", "") << " step "
+                                  << e.value("step", 0) << ": " << e.value("reason", "").substr(0, 140));
+  MESSAGE(job_output(dir.path(), id));
+  CHECK(resumed);
+  CHECK(state == "COMPLETED");
+  bool stopped_for_term = false;
+  for (const auto& e : of_kind(ev, "stop"))
+    stopped_for_term = stopped_for_term || e.value("reason", "").find("SIGTERM at node") != std::string::npos;
+  CHECK(stopped_for_term);
+  CHECK(job_output(dir.path(), id).find("requeueing job " + id) != std::string::npos);
+  // No step lost or repeated: every step 1..steps has exactly one metrics line, across both runs.
+  std::map<uint64_t, int> seen;
+  for (const auto& m : read_json_lines(dir.path() / "run" / "metrics.jsonl"))
+    if (m.contains("step")) ++seen[m["step"].get<uint64_t>()];
+  std::vector<uint64_t> wrong;
+  for (uint64_t s = 1; s <= steps; ++s)
+    if (seen[s] != 1) wrong.push_back(s);
+  CHECK(seen.size() == static_cast<size_t>(steps));
+  CHECK_MESSAGE(wrong.empty(), wrong.size() << " steps missing or repeated, first " << (wrong.empty() ? 0 : wrong[0]));
+  // The first run ended preempted, after a final checkpoint the second one started from.
+  std::set<uint64_t> attempts;
+  for (const auto& e : ev) attempts.insert(e.value("attempt", 0));
+  CHECK(attempts.size() >= 2);
+}
+
+TEST_CASE("slurm: a node a scale-down empties is given back to Slurm with release_idle_nodes") {
+  SLURM_OR_SKIP();
+  slurm_cluster cluster({{"n1"}, {"n2"}});
+  REQUIRE_MESSAGE(cluster.wait_ready(), cluster.logs());
+  msomni::testing::temp_dir dir;
+  const auto id = submit(dir.path(), "--nodes=2", "--set cluster.release_idle_nodes=true", 900);
+  const bool stepping = msomni::testing::wait_for([&] {
+    const auto p = dir.path() / "run" / "metrics.jsonl";
+    return fs::exists(p) && read_json_lines(p).size() >= 60;
+  }, 120s);
+  REQUIRE_MESSAGE(stepping, story(cluster, dir.path(), id));
+  const auto down = run_command(std::string(MSOMNI_CLI_BINARY) + " scale-down --run-dir " + (dir.path() / "run").string() +
+                                " --replicas 1");
+  REQUIRE_MESSAGE(down.exit_code == 0, down.output);
+  // The rank that left ran on n2 (the leaver is the last of the ring), n1 runs msomni-run.
+  const bool released = msomni::testing::wait_for([&] { return !of_kind(events(dir.path()), "node_released").empty(); }, 60s);
+  const auto nodes_now = run_command("scontrol -o show job " + id).output;
+  const auto state = wait_job_end(id, 240s);
+  const auto ev = events(dir.path());
+  INFO(story(cluster, dir.path(), id));
+  REQUIRE(released);
+  CHECK(of_kind(ev, "node_released")[0].value("node", "") == "n2");
+  CHECK(of_kind(ev, "node_release_failed").empty());
+  CHECK(nodes_now.find(" NodeList=n1 ") != std::string::npos);
+  CHECK(nodes_now.find("NumNodes=1 ") != std::string::npos);
+  CHECK(state == "COMPLETED");
+  // The released node's agent ended with it: no recovery followed.
+  CHECK(of_kind(ev, "recovery").empty());
+  CHECK(read_text(dir.path() / "run" / "summary.json").find("\"finished\"") != std::string::npos);
+}
+
+TEST_CASE("slurm: cluster.slurm = require refuses to start outside an allocation") {
+  const auto r = run_command("env -u SLURM_JOB_ID " + std::string(MSOMNI_RUN_BINARY) + " " + source_root +
+                             "/configs/slurm/multinode.toml --dry-run");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("cluster.slurm = \"require\"") != std::string::npos);
+  CHECK(r.output.find("nothing was started") != std::string::npos);
+}
