@@ -252,6 +252,58 @@ TEST_CASE("slurm: scancel --signal=TERM gives a final checkpoint, and the requeu
   CHECK(attempts.size() >= 2);
 }
 
+TEST_CASE("slurm: preemption with GraceTime gives a final checkpoint, and the requeued job resumes with no step lost or repeated") {
+  SLURM_OR_SKIP();
+  slurm_cluster cluster({{"n1"}, {"n2"}}, {}, 60);
+  REQUIRE_MESSAGE(cluster.wait_ready(), cluster.logs());
+  msomni::testing::temp_dir dir;
+  constexpr int steps = 600;
+  const auto id = submit(dir.path(), "--nodes=2", "--set checkpoint.interval_steps=1000", steps);
+  const bool stepping = msomni::testing::wait_for([&] {
+    const auto p = dir.path() / "run" / "metrics.jsonl";
+    return fs::exists(p) && read_json_lines(p).size() >= 80;
+  }, 120s);
+  REQUIRE_MESSAGE(stepping, story(cluster, dir.path(), id));
+  // A job of the higher partition wants both nodes: Slurm preempts ours.
+  const auto high = run_command("sbatch --parsable -p high --nodes=2 --output=" + (dir.path() / "high-%j.out").string() +
+                                " --wrap 'sleep 2'");
+  REQUIRE_MESSAGE(high.exit_code == 0, high.output);
+  bool resumed = false, hurried = false;
+  const auto deadline = std::chrono::steady_clock::now() + 360s;
+  std::string state;
+  while (std::chrono::steady_clock::now() < deadline) {
+    state = job_state(id);
+    if (state == "PENDING" && !hurried && !run_command("squeue -h -p high -o %i").output.empty()) {
+      std::this_thread::sleep_for(500ms);
+      continue;
+    }
+    if (state == "PENDING" && !hurried) {
+      MESSAGE("requeued: " << run_command("scontrol -o show job " + id).output.substr(0, 400));
+      hurried = run_command("scontrol update JobId=" + id + " StartTime=now").exit_code == 0;
+    }
+    resumed = !of_kind(events(dir.path()), "resume").empty();
+    if (resumed && state == "COMPLETED") break;
+    if (state == "FAILED" || state == "CANCELLED") break;
+    std::this_thread::sleep_for(500ms);
+  }
+  const auto ev = events(dir.path());
+  INFO(story(cluster, dir.path(), id));
+  for (const auto& e : ev)
+    MESSAGE(e.value("kind", "") << " " << e.value("node", "") << " step " << e.value("step", 0) << ": "
+                                << e.value("reason", "").substr(0, 140));
+  MESSAGE(job_output(dir.path(), id));
+  CHECK(resumed);
+  CHECK(state == "COMPLETED");
+  CHECK(!of_kind(ev, "job_stopped").empty());
+  std::map<uint64_t, int> seen;
+  for (const auto& m : read_json_lines(dir.path() / "run" / "metrics.jsonl"))
+    if (m.contains("step")) ++seen[m["step"].get<uint64_t>()];
+  std::vector<uint64_t> wrong;
+  for (uint64_t s = 1; s <= steps; ++s)
+    if (seen[s] != 1) wrong.push_back(s);
+  CHECK_MESSAGE(wrong.empty(), wrong.size() << " steps missing or repeated, first " << (wrong.empty() ? 0 : wrong[0]));
+}
+
 TEST_CASE("slurm: a node a scale-down empties is given back to Slurm with release_idle_nodes") {
   SLURM_OR_SKIP();
   slurm_cluster cluster({{"n1"}, {"n2"}});

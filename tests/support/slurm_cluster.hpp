@@ -46,9 +46,11 @@ class slurm_cluster {
   }
 
   // `switches`: leaf switch -> its nodes (a topology.conf of those switches under one top
-  // switch); empty: no topology plugin.
+  // switch); empty: no topology plugin. `preemption`: two partitions on every node, "low"
+  // (the default) preempted by "high" with PreemptMode=REQUEUE and GraceTime of that many
+  // seconds; 0: one partition, "test", and no preemption.
   explicit slurm_cluster(std::vector<slurm_node_spec> nodes,
-                         std::map<std::string, std::vector<std::string>> switches = {})
+                         std::map<std::string, std::vector<std::string>> switches = {}, int preemption = 0)
       : nodes_(std::move(nodes)) {
     const auto d = dir_.path();
     std::filesystem::create_directories(d / "spool");
@@ -99,7 +101,13 @@ class slurm_cluster {
            << " CPUs=" << n.cpus << " State=UNKNOWN\n";
       all += (all.empty() ? "" : ",") + n.name;
     }
-    conf << "PartitionName=test Nodes=" << all << " Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO\n";
+    if (preemption > 0)
+      conf << "PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\n"
+           << "PartitionName=low Nodes=" << all << " Default=YES MaxTime=INFINITE State=UP PriorityTier=1 GraceTime="
+           << preemption << "\n"
+           << "PartitionName=high Nodes=" << all << " MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF\n";
+    else
+      conf << "PartitionName=test Nodes=" << all << " Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO\n";
     conf.close();
     if (!switches.empty()) {
       std::ofstream topo(d / "topology.conf");
