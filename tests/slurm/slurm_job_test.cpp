@@ -68,6 +68,15 @@ std::string wait_job_end(const std::string& id, std::chrono::seconds within) {
   return "still " + s;
 }
 
+// A job that shows FAILED or CANCELLED and still does 10 s later: a requeue from its own
+// script races with the script's exit, so the state passes through FAILED on the way back
+// to PENDING.
+bool ended_for_good(const std::string& id, const std::string& state) {
+  if (state != "FAILED" && state != "CANCELLED") return false;
+  std::this_thread::sleep_for(10s);
+  return job_state(id) == state;
+}
+
 std::vector<json> events(const fs::path& dir) {
   const auto p = dir / "run" / "events.jsonl";
   return fs::exists(p) ? read_json_lines(p) : std::vector<json>{};
@@ -221,7 +230,7 @@ TEST_CASE("slurm: scancel --signal=TERM gives a final checkpoint, and the requeu
     const auto ev = events(dir.path());
     resumed = !of_kind(ev, "resume").empty();
     if (resumed && state == "COMPLETED") break;
-    if (state == "FAILED" || state == "CANCELLED") break;
+    if (ended_for_good(id, state)) break;
     std::this_thread::sleep_for(500ms);
   }
   const auto ev = events(dir.path());
@@ -283,7 +292,7 @@ TEST_CASE("slurm: preemption with GraceTime gives a final checkpoint, and the re
     }
     resumed = !of_kind(events(dir.path()), "resume").empty();
     if (resumed && state == "COMPLETED") break;
-    if (state == "FAILED" || state == "CANCELLED") break;
+    if (ended_for_good(id, state)) break;
     std::this_thread::sleep_for(500ms);
   }
   const auto ev = events(dir.path());
