@@ -47,6 +47,14 @@ shard_record checkpoint_store::write_shard(const checkpoint_meta& meta, uint32_t
 
 manifest checkpoint_store::commit(const checkpoint_meta& meta, std::vector<shard_record> written,
                                   checkpoint_kind kind, uint64_t base_step) {
+  auto m = commit_durable(meta, std::move(written), kind, base_step);
+  const auto plan = cleanup();
+  for (const auto& why : plan.reasons) MSOMNI_LOG(debug, "checkpoint") << "removed " << why;
+  return m;
+}
+
+manifest checkpoint_store::commit_durable(const checkpoint_meta& meta, std::vector<shard_record> written,
+                                          checkpoint_kind kind, uint64_t base_step) {
   const std::string final_name = checkpoint_dir_name(meta.step);
   const fs::path staging = root_ / staging_dir_name(meta.step, meta.epoch);
   manifest m{meta, kind, kind == checkpoint_kind::incremental ? base_step : 0, {}};
@@ -101,8 +109,6 @@ manifest checkpoint_store::commit(const checkpoint_meta& meta, std::vector<shard
   durable_rename(staging, final_path, opts_.faults);
   write_file_atomically(root_ / latest_file, final_name + "\n", next_temp_name("latest"),
                         opts_.faults);
-  const auto plan = cleanup();
-  for (const auto& why : plan.reasons) MSOMNI_LOG(debug, "checkpoint") << "removed " << why;
   return m;
 }
 

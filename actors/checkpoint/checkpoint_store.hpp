@@ -58,6 +58,11 @@ class checkpoint_store {
   // changed ranks' for an incremental one (the rest are taken from base_step's manifest).
   manifest commit(const checkpoint_meta& meta, std::vector<shard_record> written,
                   checkpoint_kind kind = checkpoint_kind::full, uint64_t base_step = 0);
+  // commit() up to its commit point and `latest`, without the cleanup that follows: for a
+  // coordinator that tells the ranks first and then runs cleanup() off their path. A failure
+  // of that later cleanup does not undo the commit.
+  manifest commit_durable(const checkpoint_meta& meta, std::vector<shard_record> written,
+                          checkpoint_kind kind = checkpoint_kind::full, uint64_t base_step = 0);
 
   // After a failed save: removes that save's own staging directory (and nothing else), so a
   // full disk gets its space back for the next try. Idempotent; true when it was there.

@@ -18,13 +18,21 @@ namespace {
 
 constexpr char header_magic[8] = {'M', 'S', 'O', 'S', 'H', 'R', 'D', '1'};
 constexpr char footer_magic[8] = {'M', 'S', 'O', 'S', 'H', 'E', 'N', 'D'};
-constexpr uint32_t format_version = 1;
+constexpr uint32_t format_version = 2;      // written
+constexpr uint32_t oldest_read_version = 1;  // version 1: no codec byte, every frame zstd
 constexpr size_t header_bytes = 32;
 constexpr size_t footer_bytes = 32;
 constexpr size_t max_name_bytes = 4096;
 constexpr size_t max_dims = 16;
 // Frames at least this large are written while the next entry compresses.
 constexpr size_t async_write_min_bytes = 256 << 10;
+// Entries at least this large are probed before compressing: three samples of probe_bytes
+// (start, middle, end) compressed alone; unless they shrink to compress_pays of their size,
+// the entry is stored raw. Trained fp32 weights and optimizer moments barely shrink, and on
+// few cores compressing them is slower than writing them.
+constexpr size_t probe_min_bytes = 256 << 10;
+constexpr size_t probe_bytes = 16 << 10;
+constexpr double compress_pays = 0.90;
 
 template <class T>
 void put(std::string& out, T v) {
@@ -70,21 +78,40 @@ uint64_t xxh3_of(std::span<const uint8_t> bytes) {
 
 struct shard_encoder::impl {
   ZSTD_CCtx* cctx = nullptr;
+  ZSTD_CCtx* probe = nullptr;  // single-threaded, for the samples
+  std::vector<uint8_t> probe_buf;
   std::vector<uint8_t> buf[2];  // compress into one while the other is being written
   XXH3_state_t* file_hash = nullptr;
 };
 
 shard_encoder::shard_encoder(codec_options opts) : impl_(std::make_unique<impl>()) {
   impl_->cctx = ZSTD_createCCtx();
+  impl_->probe = ZSTD_createCCtx();
   impl_->file_hash = XXH3_createState();
-  if (!impl_->cctx || !impl_->file_hash) throw checkpoint_error("out of memory creating encoder");
+  if (!impl_->cctx || !impl_->probe || !impl_->file_hash) throw checkpoint_error("out of memory creating encoder");
   MSOMNI_CHECK_ZSTD(ZSTD_CCtx_setParameter(impl_->cctx, ZSTD_c_compressionLevel, opts.zstd_level));
+  MSOMNI_CHECK_ZSTD(ZSTD_CCtx_setParameter(impl_->probe, ZSTD_c_compressionLevel, opts.zstd_level));
+  impl_->probe_buf.resize(ZSTD_compressBound(probe_bytes));
   MSOMNI_CHECK_ZSTD(ZSTD_CCtx_setParameter(impl_->cctx, ZSTD_c_nbWorkers, opts.zstd_threads));
 }
 
 shard_encoder::~shard_encoder() {
   ZSTD_freeCCtx(impl_->cctx);
+  ZSTD_freeCCtx(impl_->probe);
   XXH3_freeState(impl_->file_hash);
+}
+
+// Whether zstd shrinks `raw` enough to pay for itself, judged on samples of it.
+bool shard_encoder::compression_pays(const void* raw, size_t raw_size) {
+  if (raw_size < probe_min_bytes) return true;  // cheap to try whole; kept raw if it does not shrink
+  const auto* p = static_cast<const uint8_t*>(raw);
+  size_t sampled = 0, compressed = 0;
+  for (const size_t at : {size_t{0}, raw_size / 2 - probe_bytes / 2, raw_size - probe_bytes}) {
+    compressed += MSOMNI_CHECK_ZSTD(
+        ZSTD_compress2(impl_->probe, impl_->probe_buf.data(), impl_->probe_buf.size(), p + at, probe_bytes));
+    sampled += probe_bytes;
+  }
+  return static_cast<double>(compressed) <= compress_pays * static_cast<double>(sampled);
 }
 
 shard_summary shard_encoder::encode(const rank_state& state, uint32_t rank, uint64_t step,
@@ -152,25 +179,42 @@ shard_summary shard_encoder::encode(const rank_state& state, uint32_t rank, uint
   auto add_entry = [&](const std::string& name, entry_kind kind, const std::vector<int64_t>& shape,
                        const void* raw, size_t raw_size) {
     if (shape.size() > max_dims) throw checkpoint_error(who + ": '" + name + "' has too many dims");
-    std::vector<uint8_t>& buf = impl_->buf[which];
-    which ^= 1;
-    const size_t bound = ZSTD_compressBound(raw_size);
-    if (buf.size() < bound) buf.resize(bound);
-    const size_t csize = MSOMNI_CHECK_ZSTD(
-        ZSTD_compress2(impl_->cctx, buf.data(), buf.size(), raw, raw_size));
-    const uint64_t frame_xxh3 = XXH3_64bits(buf.data(), csize);
+    const uint64_t raw_xxh3 = XXH3_64bits(raw, raw_size);
+    // The frame: zstd's, unless it does not pay; then the entry's own bytes, written from
+    // where they are (the state outlives the encode) and hashed once.
+    const void* frame = raw;
+    size_t csize = raw_size;
+    frame_codec codec = frame_codec::raw;
+    if (compression_pays(raw, raw_size)) {
+      std::vector<uint8_t>& buf = impl_->buf[which];
+      const size_t bound = ZSTD_compressBound(raw_size);
+      if (buf.size() < bound) {
+        settle();  // the buffer may be the one a write in flight still reads
+        buf.resize(bound);
+      }
+      const size_t n = MSOMNI_CHECK_ZSTD(ZSTD_compress2(impl_->cctx, buf.data(), buf.size(), raw, raw_size));
+      if (n < raw_size) {
+        which ^= 1;
+        frame = buf.data();
+        csize = n;
+        codec = frame_codec::zstd;
+      }
+    }
+    const uint64_t frame_xxh3 = codec == frame_codec::raw ? raw_xxh3 : XXH3_64bits(frame, csize);
     const uint64_t offset = sum.bytes;
-    emit(buf.data(), csize, csize >= async_write_min_bytes);
+    emit(frame, csize, csize >= async_write_min_bytes);
     put(index, static_cast<uint16_t>(name.size()));
     index += name;
     put(index, static_cast<uint8_t>(kind));
+    put(index, static_cast<uint8_t>(codec));
     put(index, static_cast<uint8_t>(shape.size()));
     for (int64_t d : shape) put(index, d);
     put(index, offset);
     put(index, static_cast<uint64_t>(csize));
     put(index, static_cast<uint64_t>(raw_size));
     put(index, frame_xxh3);
-    put(index, XXH3_64bits(raw, raw_size));
+    put(index, raw_xxh3);
+    sum.stored_raw += codec == frame_codec::raw;
     sum.raw_bytes += raw_size;
     ++sum.entries;
   };
@@ -221,9 +265,9 @@ shard_layout read_shard_layout(std::span<const uint8_t> bytes, const std::string
   shard_layout out;
   reader hr(bytes.subspan(8, header_bytes - 8), where);
   const auto version = hr.get<uint32_t>();
-  if (version != format_version)
-    throw checkpoint_error(where + ": shard format version " + std::to_string(version) +
-                           ", this build reads " + std::to_string(format_version));
+  if (version < oldest_read_version || version > format_version)
+    throw checkpoint_error(where + ": shard format version " + std::to_string(version) + ", this build reads " +
+                           std::to_string(oldest_read_version) + " to " + std::to_string(format_version));
   out.rank = hr.get<uint32_t>();
   out.step = hr.get<uint64_t>();
   const auto count = hr.get<uint32_t>();
@@ -234,6 +278,11 @@ shard_layout read_shard_layout(std::span<const uint8_t> bytes, const std::string
     const auto kind = r.get<uint8_t>();
     if (kind > 1) throw checkpoint_error(where + ": entry '" + e.name + "' has unknown kind");
     e.kind = static_cast<entry_kind>(kind);
+    if (version >= 2) {
+      const auto codec = r.get<uint8_t>();
+      if (codec > 1) throw checkpoint_error(where + ": entry '" + e.name + "' has unknown codec " + std::to_string(codec));
+      e.codec = static_cast<frame_codec>(codec);
+    }
     const auto ndim = r.get<uint8_t>();
     for (uint8_t d = 0; d < ndim; ++d) e.shape.push_back(r.get<int64_t>());
     e.offset = r.get<uint64_t>();
@@ -244,6 +293,8 @@ shard_layout read_shard_layout(std::span<const uint8_t> bytes, const std::string
     if (e.offset < header_bytes || e.offset > index_offset ||
         e.compressed_size > index_offset - e.offset)
       throw checkpoint_error(where + ": entry '" + e.name + "' frame out of bounds");
+    if (e.codec == frame_codec::raw && (e.compressed_size != e.raw_size || e.frame_xxh3 != e.raw_xxh3))
+      throw checkpoint_error(where + ": entry '" + e.name + "' is stored raw but its sizes or checksums differ");
     out.entries.push_back(std::move(e));
   }
   if (!r.done()) throw checkpoint_error(where + ": trailing bytes after the index");
@@ -262,12 +313,16 @@ rank_state decode_shard(std::span<const uint8_t> bytes, const std::string& where
         throw checkpoint_error(where + ": entry '" + e.name + "' frame checksum mismatch: expected " +
                                hex64(e.frame_xxh3) + ", actual " + hex64(fh));
       std::vector<uint8_t> raw(e.raw_size);
-      const size_t n = ZSTD_decompressDCtx(dctx, raw.data(), raw.size(), frame, e.compressed_size);
-      if (ZSTD_isError(n) || n != e.raw_size)
-        throw checkpoint_error(where + ": entry '" + e.name + "' does not decompress to " +
-                               std::to_string(e.raw_size) + " bytes" +
-                               (ZSTD_isError(n) ? std::string(": ") + ZSTD_getErrorName(n) : ""));
-      const uint64_t rh = XXH3_64bits(raw.data(), raw.size());
+      if (e.codec == frame_codec::raw) {
+        if (e.raw_size) std::memcpy(raw.data(), frame, e.raw_size);  // its checksum is the frame's, checked above
+      } else {
+        const size_t n = ZSTD_decompressDCtx(dctx, raw.data(), raw.size(), frame, e.compressed_size);
+        if (ZSTD_isError(n) || n != e.raw_size)
+          throw checkpoint_error(where + ": entry '" + e.name + "' does not decompress to " +
+                                 std::to_string(e.raw_size) + " bytes" +
+                                 (ZSTD_isError(n) ? std::string(": ") + ZSTD_getErrorName(n) : ""));
+      }
+      const uint64_t rh = e.codec == frame_codec::raw ? fh : XXH3_64bits(raw.data(), raw.size());
       if (rh != e.raw_xxh3)
         throw checkpoint_error(where + ": entry '" + e.name + "' content checksum mismatch: expected " +
                                hex64(e.raw_xxh3) + ", actual " + hex64(rh));

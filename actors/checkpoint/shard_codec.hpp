@@ -1,9 +1,13 @@
-// One rank's shard file: a header, one zstd frame per entry, an index, a footer.
+// One rank's shard file: a header, one frame per entry, an index, a footer.
 //
-//   header  32 B  "MSOSHRD1" u32 version u32 rank u64 step u32 entry_count u32 flags(0)
-//   frames        entry i's zstd frame at index[i].offset
-//   index         per entry: u16 name_len, name, u8 kind, u8 ndim, i64 dims[ndim],
-//                 u64 offset, u64 compressed_size, u64 raw_size, u64 frame_xxh3, u64 raw_xxh3
+//   header  32 B  "MSOSHRD1" u32 version(2) u32 rank u64 step u32 entry_count u32 flags(0)
+//   frames        entry i's frame at index[i].offset: a zstd frame, or the raw bytes where
+//                 compression does not pay (a probe of the entry says its bytes will not
+//                 shrink, or the zstd frame came out no smaller)
+//   index         per entry: u16 name_len, name, u8 kind, u8 codec (0 zstd, 1 stored raw),
+//                 u8 ndim, i64 dims[ndim], u64 offset, u64 compressed_size (the frame's
+//                 bytes), u64 raw_size, u64 frame_xxh3, u64 raw_xxh3
+//                 (version 1, still read: no codec byte, every frame zstd)
 //   footer  32 B  u64 index_offset u64 index_size u64 meta_xxh3(header+index) "MSOSHEND"
 //
 // Every byte is covered by a checksum (header+index by meta_xxh3, frames by frame_xxh3,
@@ -24,10 +28,12 @@
 namespace msomni::ckpt {
 
 enum class entry_kind : uint8_t { tensor_f32 = 0, blob = 1 };
+enum class frame_codec : uint8_t { zstd = 0, raw = 1 };
 
 struct entry_index {
   std::string name;
   entry_kind kind = entry_kind::blob;
+  frame_codec codec = frame_codec::zstd;
   std::vector<int64_t> shape;
   uint64_t offset = 0;
   uint64_t compressed_size = 0;
@@ -41,6 +47,7 @@ struct shard_summary {
   uint64_t xxh3 = 0;        // XXH3_64bits of the whole file
   uint64_t raw_bytes = 0;   // uncompressed payload
   uint32_t entries = 0;
+  uint32_t stored_raw = 0;  // entries whose frame is their raw bytes
 };
 
 struct codec_options {
@@ -60,6 +67,7 @@ class shard_encoder {
   shard_summary encode(const rank_state& state, uint32_t rank, uint64_t step, byte_sink& out);
 
  private:
+  bool compression_pays(const void* raw, size_t raw_size);
   struct impl;
   std::unique_ptr<impl> impl_;
 };

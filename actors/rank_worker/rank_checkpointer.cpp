@@ -159,7 +159,7 @@ void rank_checkpointer::finish(transport::communicator& comm) {
     msg::checkpoint_done report{pending_->step, 0, false, 0, 0, why};
     if (why.empty()) {
       try {
-        store_.commit(*pending_, records);
+        store_.commit_durable(*pending_, records);  // retention runs once the ranks know
         verdict[0] = 1;
         report.ok = true;
         for (const auto& r : records) report.bytes += r.bytes;
@@ -184,6 +184,16 @@ void rank_checkpointer::finish(transport::communicator& comm) {
   reason.resize(verdict[1]);
   if (verdict[1] > 0) comm.broadcast(std::as_writable_bytes(std::span<char>(reason)), 0);
   const bool committed = verdict[0] == 1;
+  if (committed && rank_ == 0) {
+    // Retention and temporaries after the ranks have their verdict: deleting older
+    // checkpoints is not on the save's path. A failure here leaves the commit standing.
+    try {
+      const auto plan = store_.cleanup();
+      for (const auto& r : plan.reasons) MSOMNI_LOG(debug, "checkpoint") << "removed " << r;
+    } catch (const std::exception& e) {
+      MSOMNI_LOG(warn, "checkpoint") << "cleanup after the commit of step " << pending_->step << " failed: " << e.what();
+    }
+  }
   if (!committed && rank_ != 0) {
     try {
       store_.abandon(*pending_);  // storage not shared with rank 0; a no-op when it is

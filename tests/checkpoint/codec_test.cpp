@@ -5,6 +5,11 @@
 #include "test_states.hpp"
 
 #include <doctest/doctest.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include <cstring>
+#include <map>
 
 using namespace msomni::ckpt;
 using msomni::ckpt::testing::make_state;
@@ -150,4 +155,107 @@ TEST_CASE("checkpoint directory names have one spelling per step") {
   CHECK(parse_checkpoint_dir_name("step-5") == std::nullopt);
   CHECK(parse_checkpoint_dir_name("step-000000x5") == std::nullopt);
   CHECK(parse_checkpoint_dir_name("step-123456789") == 123456789u);
+}
+
+TEST_CASE("incompressible entries are stored raw and compressible ones as zstd frames, both verified") {
+  rank_state s;
+  auto r = msomni::rng_stream::derive(5, "ckpt.raw", 0);
+  std::vector<float> noise(300'000), zeros(300'000, 0.0f), small_noise(64);
+  for (auto& x : noise) x = r.normal() * 0.02f;
+  for (auto& x : small_noise) x = r.normal();
+  s.put_tensor("param/noise", {300'000}, noise);
+  s.put_tensor("param/zeros", {300'000}, zeros);
+  s.put_tensor("param/small", {64}, small_noise);
+  s.put_blob("empty", {});
+  shard_encoder enc({});
+  memory_sink sink;
+  const auto sum = enc.encode(s, 0, 1, sink);
+  const auto layout = read_shard_layout(sink.bytes, "mem");
+  std::map<std::string, entry_index> by_name;
+  for (const auto& e : layout.entries) by_name[e.name] = e;
+  // Noise does not shrink: its frame is its bytes, and probing cost one sample, not a pass.
+  CHECK(by_name["param/noise"].codec == frame_codec::raw);
+  CHECK(by_name["param/noise"].compressed_size == by_name["param/noise"].raw_size);
+  CHECK(by_name["param/noise"].frame_xxh3 == by_name["param/noise"].raw_xxh3);
+  CHECK(by_name["param/zeros"].codec == frame_codec::zstd);
+  CHECK(by_name["param/zeros"].compressed_size < by_name["param/zeros"].raw_size / 100);
+  // A small entry that zstd cannot shrink is kept raw rather than stored larger.
+  CHECK(by_name["param/small"].codec == frame_codec::raw);
+  CHECK(by_name["empty"].compressed_size == 0);
+  CHECK(sum.stored_raw == 3);
+  CHECK(decode_shard(sink.bytes, "mem") == s);
+  // A flipped bit in a raw frame is caught by its checksum, naming the entry.
+  auto bad = sink.bytes;
+  bad[by_name["param/noise"].offset + 1000] ^= 0x01;
+  CHECK_THROWS_WITH_AS(decode_shard(bad, "mem"), doctest::Contains("'param/noise' frame checksum mismatch"),
+                       checkpoint_error);
+}
+
+namespace {
+
+template <class T>
+void put_le(std::vector<uint8_t>& out, T v) {
+  uint8_t b[sizeof v];
+  std::memcpy(b, &v, sizeof v);
+  out.insert(out.end(), b, b + sizeof v);
+}
+
+// A version-1 shard as builds before the raw codec wrote it: every frame zstd, no codec byte.
+std::vector<uint8_t> version1_shard(const std::string& name, const std::vector<float>& values, uint32_t version = 1) {
+  std::vector<uint8_t> file;
+  const char magic[8] = {'M', 'S', 'O', 'S', 'H', 'R', 'D', '1'};
+  file.insert(file.end(), magic, magic + 8);
+  put_le<uint32_t>(file, version);
+  put_le<uint32_t>(file, 0);   // rank
+  put_le<uint64_t>(file, 9);   // step
+  put_le<uint32_t>(file, 1);   // entries
+  put_le<uint32_t>(file, 0);   // flags
+  const size_t raw_size = values.size() * sizeof(float);
+  std::vector<uint8_t> frame(ZSTD_compressBound(raw_size));
+  frame.resize(ZSTD_compress(frame.data(), frame.size(), values.data(), raw_size, 1));
+  const uint64_t offset = file.size();
+  file.insert(file.end(), frame.begin(), frame.end());
+  std::vector<uint8_t> index;
+  put_le<uint16_t>(index, static_cast<uint16_t>(name.size()));
+  index.insert(index.end(), name.begin(), name.end());
+  put_le<uint8_t>(index, 0);  // tensor_f32
+  put_le<uint8_t>(index, 1);  // ndim
+  put_le<int64_t>(index, static_cast<int64_t>(values.size()));
+  put_le<uint64_t>(index, offset);
+  put_le<uint64_t>(index, frame.size());
+  put_le<uint64_t>(index, raw_size);
+  put_le<uint64_t>(index, XXH3_64bits(frame.data(), frame.size()));
+  put_le<uint64_t>(index, XXH3_64bits(values.data(), raw_size));
+  const uint64_t index_offset = file.size();
+  file.insert(file.end(), index.begin(), index.end());
+  XXH3_state_t* h = XXH3_createState();
+  XXH3_64bits_reset(h);
+  XXH3_64bits_update(h, file.data(), 32);
+  XXH3_64bits_update(h, index.data(), index.size());
+  const uint64_t meta = XXH3_64bits_digest(h);
+  XXH3_freeState(h);
+  put_le<uint64_t>(file, index_offset);
+  put_le<uint64_t>(file, index.size());
+  put_le<uint64_t>(file, meta);
+  const char end[8] = {'M', 'S', 'O', 'S', 'H', 'E', 'N', 'D'};
+  file.insert(file.end(), end, end + 8);
+  return file;
+}
+
+}  // namespace
+
+TEST_CASE("version-1 shards (every frame zstd, no codec byte) still load") {
+  std::vector<float> v(5000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.5f;
+  const auto old = version1_shard("param/w", v);
+  const auto layout = read_shard_layout(old, "v1");
+  REQUIRE(layout.entries.size() == 1);
+  CHECK(layout.entries[0].codec == frame_codec::zstd);
+  CHECK(layout.step == 9);
+  const auto back = decode_shard(old, "v1");
+  REQUIRE(back.tensors.size() == 1);
+  CHECK(back.tensors[0].values == v);
+  // And a version from the future is refused, saying which versions this build reads.
+  const auto future = version1_shard("param/w", v, 3);
+  CHECK_THROWS_WITH_AS(read_shard_layout(future, "v3"), doctest::Contains("this build reads 1 to 2"), checkpoint_error);
 }
