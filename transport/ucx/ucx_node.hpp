@@ -56,6 +56,10 @@ struct ucx_node_options {
   std::string secret;
   std::chrono::milliseconds hello_timeout{10000};  // an accepted peer not up by then is refused
   size_t max_pending_peers = 64;                   // accepted connections not yet up, at most
+  // Latency mode: after any traffic the progress thread keeps polling the worker this long
+  // before it sleeps on the event fd, so a reply that comes soon is taken without a wake-up
+  // (bounded: an idle node sleeps). 0: sleep as soon as there is nothing to do.
+  std::chrono::microseconds busy_poll{50};
 };
 
 struct ucx_node_handlers {

@@ -1,6 +1,7 @@
 // ucx_node's progress loop: run the queued commands, progress the worker, close endpoints
-// of departed peers, check liveness, then sleep on the worker's event fd and the wake fd
-// (no busy polling). Sending lives here too: every send goes through do_send.
+// of departed peers, check liveness, then, once opt.busy_poll has passed without traffic,
+// sleep on the worker's event fd and the wake fd. Sending lives here too: every send goes
+// through do_send.
 #include "ucx/ucx_node_impl.hpp"
 #include "ucx/ucx_endpoint_close.hpp"
 
@@ -21,12 +22,20 @@ void send_done(void* request, ucs_status_t status, void* user) {
 }  // namespace
 
 void ucx_node::impl::run() {
+  auto last_traffic = steady::now();
   while (!stopping.load()) {
-    drain_commands();
-    while (ucp_worker_progress(worker) != 0) {
+    bool traffic = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      traffic = !commands.empty();
     }
+    drain_commands();
+    while (ucp_worker_progress(worker) != 0) traffic = true;
     close_endpoints();
     check_keepalives();
+    const auto now = steady::now();
+    if (traffic) last_traffic = now;
+    if (opt.busy_poll.count() > 0 && now - last_traffic < opt.busy_poll) continue;  // a reply may be near
     {
       std::lock_guard<std::mutex> lock(mutex);
       if (!commands.empty()) continue;
@@ -40,6 +49,7 @@ void ucx_node::impl::run() {
         uint64_t v;
         [[maybe_unused]] auto r = ::read(wake_fd, &v, sizeof v);
       }
+    if (n > 0) last_traffic = steady::now();
   }
   shutdown();
 }
