@@ -164,6 +164,7 @@ int main(int argc, char** argv) {
   int code = 0;
   {
     transport::ucx_node_options opt;
+    opt.busy_poll = transport::control_plane_busy_poll;
     opt.name = "agent-" + s.node;
     opt.secret = s.job_token;
     opt.listen_host = listen_host;  // where the control process can reach this node

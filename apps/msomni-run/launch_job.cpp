@@ -237,6 +237,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   node_opt.secret = token;
   node_opt.listen_host = cfg.cluster.control_host;
   node_opt.listen_port = static_cast<uint16_t>(cfg.cluster.control_port);
+  node_opt.busy_poll = transport::control_plane_busy_poll;
   // elasticity.heartbeat_*: keep-alives on every UCX endpoint; silence this long means down.
   const auto heartbeat = std::chrono::milliseconds(static_cast<int64_t>(cfg.elasticity.heartbeat_interval_s * 1000));
   node_opt.keepalive_interval = heartbeat;

@@ -221,6 +221,7 @@ int main(int argc, char** argv) {
   caf::actor_system_config cfg;
   caf::actor_system sys{configure_process(cfg, 2)};
   transport::ucx_node_options opt;
+  opt.busy_poll = transport::control_plane_busy_poll;
   opt.name = "sched";
   if (!listen.empty()) {  // HOST:PORT, checked by the parser
     const auto colon = listen.rfind(':');

@@ -117,6 +117,7 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
   caf::actor_system sys{configure_process(cfg, 1)};
   try {
     transport::ucx_node_options opt;
+    opt.busy_poll = transport::control_plane_busy_poll;
     opt.name = "cli-" + std::to_string(::getpid());
     opt.listen_host = transport::local_address_towards(address.substr(0, address.rfind(':')));  // and loopback
     std::atomic<bool> refused{false};  // outlives the hub that sets it

@@ -9,6 +9,7 @@ namespace msomni::cli {
 namespace {
 transport::ucx_node_options node_options(const std::string& node, const std::string& scheduler_address) {
   transport::ucx_node_options opt;
+  opt.busy_poll = transport::control_plane_busy_poll;
   opt.name = node;
   // UCX listens only on loopback and the interface that reaches the scheduler (loopback
   // alone while the scheduler's address is not known yet).

@@ -25,9 +25,10 @@ using namespace msomni::transport;
 using namespace std::chrono_literals;
 
 // A node with the defaults and this name (the benchmarks run without a job secret).
-static ucx_node_options node_named(const std::string& name) {
+static ucx_node_options node_named(const std::string& name, int64_t busy_poll_us) {
   ucx_node_options o;
   o.name = name;
+  o.busy_poll = std::chrono::microseconds(busy_poll_us);
   return o;
 }
 
@@ -38,14 +39,18 @@ int main(int argc, char** argv) {
   command_line::set_conventions(app);
   app.add_option("NAME", name, "this node's name; the first by name answers, the other measures")
       ->capture_default_str();
+  int64_t busy_poll_us = 0;
+  app.add_option("--busy-poll-us", busy_poll_us,
+                 "the progress thread's latency mode (ucx_node_options::busy_poll); the control plane runs 50")
+      ->capture_default_str();
   if (const auto rc = command_line::parse(app, argc, argv)) return *rc;
   caf::actor_system_config cfg;
   register_catalog(cfg);
   cfg.set("scheduler.max-threads", 1);
   caf::actor_system sys{cfg};
   // Raw frames and the gateway each need the hub's actor-frame handler, so each gets a node.
-  transport_hub hub(node_named(name));
-  transport_hub actor_hub(node_named(name + "-gw"));
+  transport_hub hub(node_named(name, busy_poll_us));
+  transport_hub actor_hub(node_named(name + "-gw", busy_poll_us));
   gateway gw(sys, actor_hub);
   gw.publish("echo", sys.spawn([](caf::event_based_actor*) -> caf::behavior {
     return {[](const msg::scale_request& r) { return msg::scale_reply{r.request_id, true, ""}; }};

@@ -6,8 +6,8 @@ import subprocess
 
 
 @contextlib.contextmanager
-def node_mesh(binary, names):
-    procs = [subprocess.Popen([binary, name], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def node_mesh(binary, names, extra_args=()):
+    procs = [subprocess.Popen([binary, name, *extra_args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
              for name in names]
     try:
         addrs = [p.stdout.readline().strip() for p in procs]
