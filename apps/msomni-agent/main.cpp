@@ -24,6 +24,7 @@
 #include "core/stop_signal.hpp"
 #include "node_agent.hpp"
 #include "node_checker.hpp"
+#include "slurm/slurm_allocation.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -35,7 +36,6 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <sstream>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -57,28 +57,21 @@ bool job_has_metrics(const std::string& token_file) {
   return address != doc.end() && address->is_string() && !address->get<std::string>().empty();
 }
 
-// "NAME:RACK:SWITCH:SLOTS,..." (msomni-run's table of a Slurm allocation): this node's row, or
-// why there is none.
-std::string slurm_row(const std::string& table, agent::agent_settings& s) {
+// Under srun: this node is $SLURMD_NODENAME, its place and slots its row of msomni-run's
+// table (slurm::agent_table). "" when found, else why not.
+std::string take_slurm_row(const std::string& table, agent::agent_settings& s) {
   const char* env = std::getenv("SLURMD_NODENAME");
   if (!env || !*env) return "SLURMD_NODENAME is not set: --slurm-nodes is for an agent that srun started";
-  s.node = env;
-  std::stringstream rows(table);
-  std::string row;
-  while (std::getline(rows, row, ',')) {
-    std::stringstream cells(row);
-    std::string name, rack, sw, slots;
-    if (!std::getline(cells, name, ':') || !std::getline(cells, rack, ':') || !std::getline(cells, sw, ':') ||
-        !std::getline(cells, slots, ':') || slots.empty() || slots.find_first_not_of("0123456789") != std::string::npos ||
-        slots.size() > 6)
-      return "--slurm-nodes: \"" + row + "\" is not NAME:RACK:SWITCH:SLOTS";
-    if (name != s.node) continue;
-    s.rack = rack;
-    s.switch_name = sw;
-    s.slots = std::stol(slots);
-    return s.slots >= 1 ? "" : "--slurm-nodes gives node " + s.node + " no slot";
+  try {
+    const auto row = slurm::agent_row(table, env);
+    s.node = row.name;
+    s.rack = row.rack;
+    s.switch_name = row.switch_name;
+    s.slots = row.slots;
+    return {};
+  } catch (const slurm::list_error& e) {
+    return std::string("--slurm-nodes: ") + e.what();
   }
-  return "--slurm-nodes has no row for this node, " + s.node;
 }
 
 }  // namespace
@@ -128,7 +121,7 @@ int main(int argc, char** argv) {
   if (const auto rc = command_line::parse(app, argc, argv)) return *rc;
   const bool under_slurm = !slurm_nodes.empty();
   if (under_slurm) {
-    if (const auto why = slurm_row(slurm_nodes, s); !why.empty()) return command_line::refuse(app, why);
+    if (const auto why = take_slurm_row(slurm_nodes, s); !why.empty()) return command_line::refuse(app, why);
     s.ranks_ignore_stop_signals = true;
   } else if (s.node.empty()) {
     return command_line::refuse(app, "--node NAME is needed (or --slurm-nodes, under srun)");

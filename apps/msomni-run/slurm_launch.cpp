@@ -3,7 +3,6 @@
 
 #include "core/sibling_binary.hpp"
 #include "hub/transport_hub.hpp"
-#include "slurm/slurm_hostlist.hpp"
 
 #include <netdb.h>
 #include <arpa/inet.h>
@@ -26,15 +25,24 @@ std::optional<std::string> from_environment(const std::string& name) {
   return v ? std::optional<std::string>(v) : std::nullopt;
 }
 
-// "NodeAddr=" of `scontrol -o show node NAME`, "" when Slurm does not say.
-std::string node_address(const std::string& node) {
-  const auto out = run_tool({"scontrol", "-o", "show", "node", node});
-  if (out.code != 0) return {};
-  std::istringstream words(out.text);
-  std::string w;
-  while (words >> w)
-    if (w.rfind("NodeAddr=", 0) == 0) return w.substr(9);
-  return {};
+// Node -> its NodeAddr, from one `scontrol -o show node LIST` (a line per node); the nodes
+// Slurm does not describe are left out.
+std::map<std::string, std::string> node_addresses(const std::string& node_list) {
+  std::map<std::string, std::string> out;
+  const auto listed = run_tool({"scontrol", "-o", "show", "node", node_list});
+  if (listed.code != 0) return out;
+  std::istringstream lines(listed.text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string w, name, addr;
+    while (words >> w) {
+      if (w.rfind("NodeName=", 0) == 0) name = w.substr(9);
+      if (w.rfind("NodeAddr=", 0) == 0) addr = w.substr(9);
+    }
+    if (!name.empty() && !addr.empty()) out[name] = addr;
+  }
+  return out;
 }
 
 // An IPv4 address for `host` (a name or an address), "" when it does not resolve.
@@ -47,13 +55,6 @@ std::string ipv4_of(const std::string& host) {
   ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, text, sizeof text);
   ::freeaddrinfo(res);
   return text;
-}
-
-std::string agent_table(const slurm::allocation& a) {
-  std::string t;
-  for (const auto& n : a.nodes)
-    t += (t.empty() ? "" : ",") + n.name + ":" + n.rack + ":" + n.switch_name + ":" + std::to_string(n.slots);
-  return t;
 }
 
 }  // namespace
@@ -109,10 +110,9 @@ std::optional<slurm_plan> plan_slurm(config::job_config& cfg, std::vector<std::s
                          " of [[cluster.nodes]]");
   cfg.cluster.nodes.clear();
   // A node's host (for health.node_port's check): its NodeAddr, else its name.
-  std::map<std::string, std::string> addresses;
+  auto addresses = node_addresses(a.node_list);
   for (const auto& n : a.nodes) {
-    auto addr = node_address(n.name);
-    addresses[n.name] = addr.empty() ? n.name : addr;
+    addresses.emplace(n.name, n.name);
     cfg.cluster.nodes.push_back({n.name, addresses[n.name], n.rack, n.switch_name, n.slots});
   }
   if (a.total_slots() < cfg.elasticity.replicas)
@@ -154,24 +154,20 @@ slurm_agent_step::slurm_agent_step(const slurm_plan& plan, const std::string& co
   const auto agent = find_sibling_binary("MSOMNI_AGENT_BINARY", {"msomni-agent", "../msomni-agent/msomni-agent"});
   const auto n = std::to_string(alloc_.nodes.size());
   int64_t min_cpus = 0;
-  if (const char* cpus = std::getenv("SLURM_JOB_CPUS_PER_NODE")) {
-    try {
-      for (const auto c : slurm::expand_counts(cpus)) min_cpus = min_cpus == 0 ? c : std::min(min_cpus, c);
-    } catch (const std::exception&) {
-    }
-  }
+  for (const auto& node : alloc_.nodes)
+    if (node.cpus > 0) min_cpus = min_cpus == 0 ? node.cpus : std::min(min_cpus, node.cpus);
   std::vector<std::string> argv{"srun", "--job-name=msomni-agents", "--nodes=" + n, "--ntasks=" + n,
                                 "--ntasks-per-node=1", "--nodelist=" + alloc_.node_list,
                                 // a node lost takes its agent, not the step: the job recovers on the rest
                                 "--no-kill", "--kill-on-bad-exit=0", "--label", "--unbuffered"};
   // The agent's step holds every CPU (and GPU) of its node, for the ranks it starts.
   if (min_cpus > 0) argv.push_back("--cpus-per-task=" + std::to_string(min_cpus));
-  if (alloc_.slots_from.rfind("GPUs", 0) == 0) argv.push_back("--gpus-per-task=" + std::to_string(alloc_.nodes.front().slots));
+  if (alloc_.gpu_slots) argv.push_back("--gpus-per-task=" + std::to_string(alloc_.nodes.front().slots));
   const auto logs = run_dir / "logs";
   fs::create_directories(logs);
   std::ostringstream hb;
   hb << heartbeat_s;
-  argv.insert(argv.end(), {agent, "--join", control_address, "--slurm-nodes", agent_table(alloc_), "--token-file",
+  argv.insert(argv.end(), {agent, "--join", control_address, "--slurm-nodes", slurm::agent_table(alloc_.nodes), "--token-file",
                            (run_dir / "control.json").string(), "--heartbeat-s", hb.str(), "--log-dir",
                            logs.string()});
   for (const auto& a : argv) command_line_ += (command_line_.empty() ? "" : " ") + a;

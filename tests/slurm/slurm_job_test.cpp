@@ -12,6 +12,7 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -104,6 +105,62 @@ std::string story(const slurm_cluster& c, const fs::path& dir, const std::string
          "---- slurm-agents.log\n" + read_text(dir / "run" / "logs" / "slurm-agents.log") + c.logs();
 }
 
+// Whether the job's metrics.jsonl has at least `lines` lines within `within`.
+bool wait_metric_lines(const fs::path& dir, size_t lines, std::chrono::seconds within = 120s) {
+  return msomni::testing::wait_for([&] {
+    const auto p = dir / "run" / "metrics.jsonl";
+    return fs::exists(p) && read_json_lines(p).size() >= lines;
+  }, within);
+}
+
+// After a stop that requeues the job: until its second run has resumed and completed (or it
+// ended for good, or 360 s). Slurm holds a requeued job back for a while (its BeginTime); that
+// wait is Slurm's, not the resume's, so the job is let start at once, once `may_start` says
+// its nodes are free. Returns the last state; `resumed` says whether a resume was journaled.
+std::string wait_requeued_run(const std::string& id, const fs::path& dir, bool& resumed,
+                              const std::function<bool()>& may_start = [] { return true; }) {
+  resumed = false;
+  bool hurried = false;
+  const auto deadline = std::chrono::steady_clock::now() + 360s;
+  std::string state;
+  while (std::chrono::steady_clock::now() < deadline) {
+    state = job_state(id);
+    if (state == "PENDING" && !hurried && may_start()) {
+      MESSAGE("requeued: " << run_command("scontrol -o show job " + id).output.substr(0, 400));
+      hurried = run_command("scontrol update JobId=" + id + " StartTime=now").exit_code == 0;
+    }
+    resumed = !of_kind(events(dir), "resume").empty();
+    if (resumed && state == "COMPLETED") break;
+    if (ended_for_good(id, state)) break;
+    std::this_thread::sleep_for(500ms);
+  }
+  return state;
+}
+
+// How often each step has a metrics line, across every run of the job.
+std::map<uint64_t, int> step_counts(const fs::path& dir) {
+  std::map<uint64_t, int> seen;
+  for (const auto& m : read_json_lines(dir / "run" / "metrics.jsonl"))
+    if (m.contains("step")) ++seen[m["step"].get<uint64_t>()];
+  return seen;
+}
+
+// The steps of 1..steps without exactly one line in `seen`.
+std::vector<uint64_t> steps_not_once(std::map<uint64_t, int> seen, int steps) {
+  std::vector<uint64_t> wrong;
+  for (uint64_t s = 1; s <= static_cast<uint64_t>(steps); ++s)
+    if (seen[s] != 1) wrong.push_back(s);
+  return wrong;
+}
+
+// The job's events, one line each, shown with -s (doctest's --success) and on failure.
+void show_events(const std::vector<json>& ev) {
+  for (const auto& e : ev)
+    if (e.value("kind", "") != "rank_step_slow")
+      MESSAGE(e.value("kind", "") << " " << e.value("node", "") << " step " << e.value("step", 0) << ": "
+                                  << e.value("reason", "").substr(0, 140));
+}
+
 #define SLURM_OR_SKIP()                                                     \
   do {                                                                      \
     if (const auto why = slurm_cluster::unavailable(); !why.empty()) {     \
@@ -182,10 +239,7 @@ TEST_CASE("slurm: a node set DOWN mid-run is recovered like a dead rank, on the 
   const auto state = wait_job_end(id, 300s);
   const auto ev = events(dir.path());
   INFO("node set DOWN: " << victim);
-  for (const auto& e : ev)
-    if (e.value("kind", "") != "rank_step_slow")
-      MESSAGE(e.value("kind", "") << " " << e.value("node", "") << " step " << e.value("step", 0) << ": "
-                                  << e.value("reason", "").substr(0, 140));
+  show_events(ev);
   INFO(story(cluster, dir.path(), id));
   CHECK(state == "COMPLETED");
   bool agent_down = false;
@@ -207,37 +261,17 @@ TEST_CASE("slurm: scancel --signal=TERM gives a final checkpoint, and the requeu
   msomni::testing::temp_dir dir;
   constexpr int steps = 600;
   const auto id = submit(dir.path(), "--nodes=2", "--set checkpoint.interval_steps=1000", steps);
-  const bool stepping = msomni::testing::wait_for([&] {
-    const auto p = dir.path() / "run" / "metrics.jsonl";
-    return fs::exists(p) && read_json_lines(p).size() >= 80;
-  }, 120s);
+  const bool stepping = wait_metric_lines(dir.path(), 80);
   REQUIRE_MESSAGE(stepping, story(cluster, dir.path(), id));
   // Slurm's way: SIGTERM to every process of the job's steps (here: the agents and ranks).
   const auto term = run_command("scancel --signal=TERM " + id);
   REQUIRE_MESSAGE(term.exit_code == 0, term.output);
   // The script requeues the job on exit 4 (preempted); it runs again and finishes.
-  bool resumed = false, hurried = false;
-  const auto deadline = std::chrono::steady_clock::now() + 360s;
-  std::string state;
-  while (std::chrono::steady_clock::now() < deadline) {
-    state = job_state(id);
-    if (state == "PENDING" && !hurried) {
-      // Slurm holds a requeued job back for a while (its BeginTime); that wait is Slurm's,
-      // not the resume's, so the test lets it start now.
-      MESSAGE("requeued: " << run_command("scontrol -o show job " + id).output.substr(0, 400));
-      hurried = run_command("scontrol update JobId=" + id + " StartTime=now").exit_code == 0;
-    }
-    const auto ev = events(dir.path());
-    resumed = !of_kind(ev, "resume").empty();
-    if (resumed && state == "COMPLETED") break;
-    if (ended_for_good(id, state)) break;
-    std::this_thread::sleep_for(500ms);
-  }
+  bool resumed = false;
+  const auto state = wait_requeued_run(id, dir.path(), resumed);
   const auto ev = events(dir.path());
   INFO(story(cluster, dir.path(), id));
-  for (const auto& e : ev)
-    MESSAGE(e.value("time_ms", 0) << " " << e.value("kind", "") << " " << e.value("node", "") << " step "
-                                  << e.value("step", 0) << ": " << e.value("reason", "").substr(0, 140));
+  show_events(ev);
   MESSAGE(job_output(dir.path(), id));
   CHECK(resumed);
   CHECK(state == "COMPLETED");
@@ -247,12 +281,8 @@ TEST_CASE("slurm: scancel --signal=TERM gives a final checkpoint, and the requeu
   CHECK(stopped_for_term);
   CHECK(job_output(dir.path(), id).find("requeueing job " + id) != std::string::npos);
   // No step lost or repeated: every step 1..steps has exactly one metrics line, across both runs.
-  std::map<uint64_t, int> seen;
-  for (const auto& m : read_json_lines(dir.path() / "run" / "metrics.jsonl"))
-    if (m.contains("step")) ++seen[m["step"].get<uint64_t>()];
-  std::vector<uint64_t> wrong;
-  for (uint64_t s = 1; s <= steps; ++s)
-    if (seen[s] != 1) wrong.push_back(s);
+  const auto seen = step_counts(dir.path());
+  const auto wrong = steps_not_once(seen, steps);
   CHECK(seen.size() == static_cast<size_t>(steps));
   CHECK_MESSAGE(wrong.empty(), wrong.size() << " steps missing or repeated, first " << (wrong.empty() ? 0 : wrong[0]));
   // The first run ended preempted, after a final checkpoint the second one started from.
@@ -268,48 +298,24 @@ TEST_CASE("slurm: preemption with GraceTime gives a final checkpoint, and the re
   msomni::testing::temp_dir dir;
   constexpr int steps = 600;
   const auto id = submit(dir.path(), "--nodes=2", "--set checkpoint.interval_steps=1000", steps);
-  const bool stepping = msomni::testing::wait_for([&] {
-    const auto p = dir.path() / "run" / "metrics.jsonl";
-    return fs::exists(p) && read_json_lines(p).size() >= 80;
-  }, 120s);
+  const bool stepping = wait_metric_lines(dir.path(), 80);
   REQUIRE_MESSAGE(stepping, story(cluster, dir.path(), id));
   // A job of the higher partition wants both nodes: Slurm preempts ours.
   const auto high = run_command("sbatch --parsable -p high --nodes=2 --output=" + (dir.path() / "high-%j.out").string() +
                                 " --wrap 'sleep 2'");
   REQUIRE_MESSAGE(high.exit_code == 0, high.output);
-  bool resumed = false, hurried = false;
-  const auto deadline = std::chrono::steady_clock::now() + 360s;
-  std::string state;
-  while (std::chrono::steady_clock::now() < deadline) {
-    state = job_state(id);
-    if (state == "PENDING" && !hurried && !run_command("squeue -h -p high -o %i").output.empty()) {
-      std::this_thread::sleep_for(500ms);
-      continue;
-    }
-    if (state == "PENDING" && !hurried) {
-      MESSAGE("requeued: " << run_command("scontrol -o show job " + id).output.substr(0, 400));
-      hurried = run_command("scontrol update JobId=" + id + " StartTime=now").exit_code == 0;
-    }
-    resumed = !of_kind(events(dir.path()), "resume").empty();
-    if (resumed && state == "COMPLETED") break;
-    if (ended_for_good(id, state)) break;
-    std::this_thread::sleep_for(500ms);
-  }
+  // Ours waits while the high job holds the nodes, then runs again.
+  bool resumed = false;
+  const auto state = wait_requeued_run(id, dir.path(), resumed,
+                                       [] { return run_command("squeue -h -p high -o %i").output.empty(); });
   const auto ev = events(dir.path());
   INFO(story(cluster, dir.path(), id));
-  for (const auto& e : ev)
-    MESSAGE(e.value("kind", "") << " " << e.value("node", "") << " step " << e.value("step", 0) << ": "
-                                << e.value("reason", "").substr(0, 140));
+  show_events(ev);
   MESSAGE(job_output(dir.path(), id));
   CHECK(resumed);
   CHECK(state == "COMPLETED");
   CHECK(!of_kind(ev, "job_stopped").empty());
-  std::map<uint64_t, int> seen;
-  for (const auto& m : read_json_lines(dir.path() / "run" / "metrics.jsonl"))
-    if (m.contains("step")) ++seen[m["step"].get<uint64_t>()];
-  std::vector<uint64_t> wrong;
-  for (uint64_t s = 1; s <= steps; ++s)
-    if (seen[s] != 1) wrong.push_back(s);
+  const auto wrong = steps_not_once(step_counts(dir.path()), steps);
   CHECK_MESSAGE(wrong.empty(), wrong.size() << " steps missing or repeated, first " << (wrong.empty() ? 0 : wrong[0]));
 }
 
@@ -319,10 +325,7 @@ TEST_CASE("slurm: a node a scale-down empties is given back to Slurm with releas
   REQUIRE_MESSAGE(cluster.wait_ready(), cluster.logs());
   msomni::testing::temp_dir dir;
   const auto id = submit(dir.path(), "--nodes=2", "--set cluster.release_idle_nodes=true", 900);
-  const bool stepping = msomni::testing::wait_for([&] {
-    const auto p = dir.path() / "run" / "metrics.jsonl";
-    return fs::exists(p) && read_json_lines(p).size() >= 60;
-  }, 120s);
+  const bool stepping = wait_metric_lines(dir.path(), 60);
   REQUIRE_MESSAGE(stepping, story(cluster, dir.path(), id));
   const auto down = run_command(std::string(MSOMNI_CLI_BINARY) + " scale-down --run-dir " + (dir.path() / "run").string() +
                                 " --replicas 1");

@@ -108,7 +108,7 @@ struct ucx_node::impl {
   void start();
   void run();
   void shutdown();
-  void drain_commands();
+  bool drain_commands();  // true when there was one
   void do_connect(const std::string& host_port, const std::string& secret);
   void do_send(ucp_ep_h ep, std::unique_ptr<detail::send_ctx> ctx, uint32_t flags, const void* data, size_t n);
   void send_small(ucp_ep_h ep, const frame_header& h, std::vector<std::byte> payload);

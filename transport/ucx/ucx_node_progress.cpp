@@ -24,12 +24,7 @@ void send_done(void* request, ucs_status_t status, void* user) {
 void ucx_node::impl::run() {
   auto last_traffic = steady::now();
   while (!stopping.load()) {
-    bool traffic = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      traffic = !commands.empty();
-    }
-    drain_commands();
+    bool traffic = drain_commands();
     while (ucp_worker_progress(worker) != 0) traffic = true;
     close_endpoints();
     check_keepalives();
@@ -54,13 +49,14 @@ void ucx_node::impl::run() {
   shutdown();
 }
 
-void ucx_node::impl::drain_commands() {
+bool ucx_node::impl::drain_commands() {
   std::deque<command> batch;
   {
     std::lock_guard<std::mutex> lock(mutex);
     batch.swap(commands);
     counters.queue_depth = 0;
   }
+  const bool any = !batch.empty();
   for (auto& c : batch) {
     if (c.kind == command::connect) {
       try {
@@ -96,6 +92,7 @@ void ucx_node::impl::drain_commands() {
       do_send(ep, std::move(ctx), flags, c.bulk, c.header.payload_size);
     }
   }
+  return any;
 }
 
 void ucx_node::impl::do_send(ucp_ep_h ep, std::unique_ptr<send_ctx> ctx, uint32_t flags,
