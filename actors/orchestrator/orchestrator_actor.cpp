@@ -348,8 +348,11 @@ msg::control_reply handle_control(metrics::accounted_actor* self, shell_state& s
 }
 
 // A step record the job's state descends from: its metrics line, notes and progress, then
-// what the cores make of it.
+// what the cores make of it. Once the job has ended (failed, stopped or finished) a late
+// record of a rank still winding down is after the outcome and is not journaled: the
+// outcome and its counts are final.
 void journal_step(metrics::accounted_actor* self, shell_state& st, const msg::step_record& r) {
+  if (st.done) return;
   const auto now = st.clock.now();
   const auto wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::system_clock::now().time_since_epoch()).count();
