@@ -144,6 +144,9 @@ struct clock_fact {
   int state = 0;           // adjtimex's return: 5 is TIME_ERROR (not synchronised)
   int64_t maxerror_us = 0;
   std::string error;
+  // Every event time of the job comes from this host's clock: no agents on other nodes and
+  // no standby control process ([control] store) whose journal lines could interleave.
+  bool one_host = false;
 };
 check_result judge_clock(const clock_fact& f, int64_t max_error_us);
 

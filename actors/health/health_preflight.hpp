@@ -11,7 +11,7 @@
 
 namespace msomni::health {
 
-inline constexpr int preflight_failed_exit = 5;
+inline constexpr int preflight_failed_exit = 3;
 
 // `report`, when given, receives the report as JSON (docs/health_check.md; null when the
 // pre-flight is off), for msomni-run to keep in the run directory once it has claimed it.

@@ -70,6 +70,7 @@ void probe_host(const config::job_config& cfg, const health_options& o, const ad
   if (state < 0) cf.error = std::strerror(errno);
   cf.state = state;
   cf.maxerror_us = tx.maxerror;
+  cf.one_host = o.node.empty() && cfg.cluster.nodes.empty() && cfg.control.store.empty();
   add(judge_clock(cf, max_clock_error_us));
 
   add(judge_limit({"host.nofile", "RLIMIT_NOFILE", soft_limit(RLIMIT_NOFILE), wanted_open_files, false}));

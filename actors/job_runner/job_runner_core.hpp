@@ -4,12 +4,12 @@
 // and time come in as arguments, what to do goes out as actions the shell carries out.
 //
 //   (no run) --start | colocate--> running (why = no) --the command ends--> job_finished, end
-//                                  (exit 3: end "stopped", resumable from its checkpoint; the
+//                                  (exit 5: end "stopped", resumable from its checkpoint; the
 //                                  scheduler keeps the step, and the same job submitted again
 //                                  starts with it as resume_step)
 //   a start's resume_step against the run directory's newest checkpoint: the checkpoint wins
 //   interrupted (Ctrl-C or SIGTERM to msomni job) --> SIGTERM, the command ends --> job_finished
-//                                  as it ended (exit 3 or 4: stopped, resumable), end with
+//                                  as it ended (exit 5 or 4: stopped, resumable), end with
 //                                  that code, else 1
 //   running --preempt_notice--> SIGTERM, stopping(drain) --ends--> job_released
 //   running --preempt (shrink)--> in place: scale-down, then job_released once it runs smaller
@@ -85,7 +85,7 @@ struct ask_status {
 };
 // The exit code of a command that stopped with a checkpoint to resume from, not finished
 // (msomni-run's for SIGINT, SIGTERM or `msomni stop`): the job ends "stopped" with it.
-inline constexpr int command_stopped_code = 3;
+inline constexpr int command_stopped_code = 5;
 // msomni-run's exit code for SIGTERM where it tells a preemption (SIGTERM: a manager takes the
 // resources back) from a stop: resumable from its checkpoint all the same.
 inline constexpr int command_preempted_code = 4;
@@ -142,7 +142,7 @@ class job_runner_core {
   // Nothing heard from the scheduler 10 s after submitting: say so.
   actions on_quiet_check() const;
   // msomni job itself was asked to stop: the command gets SIGTERM (and its grace, then
-  // SIGKILL), and the job ends once it has; a command that stopped with a checkpoint (exit 3
+  // SIGKILL), and the job ends once it has; a command that stopped with a checkpoint (exit 5
   // or 4) is reported stopped, resumable, like one stopped by itself. From then on the scheduler's
   // commands are ignored. Idempotent.
   // msomni job itself was asked to stop: `forward` is what its command gets (SIGINT for a

@@ -19,16 +19,16 @@ namespace msomni::orchestrator {
 
 // How a run ends, with msomni-run's exit code for it (docs/run_directory.md lists them).
 // Both stops end with a final checkpoint and resume the same way; they differ in who asked:
-// "stopped" (3) a person (SIGINT, `msomni stop`), "preempted" (4) a manager taking the
+// "stopped" (5) a person (SIGINT, `msomni stop`), "preempted" (4) a manager taking the
 // resources back with SIGTERM (msomni job on a scheduler's preemption or shrink, Slurm,
 // Kubernetes, a plain kill).
 inline constexpr int exit_finished = 0;
 inline constexpr int exit_failed = 1;
-inline constexpr int exit_stopped = 3;
-inline constexpr int exit_preempted = 4;
 // The pre-flight failed (on this node before anything started, or on an agent's node before
 // any rank did): nothing was trained.
-inline constexpr int exit_preflight_failed = 5;
+inline constexpr int exit_preflight_failed = 3;
+inline constexpr int exit_preempted = 4;
+inline constexpr int exit_stopped = 5;
 // Another control process leads the job now ([control] store): this one stopped its ranks
 // with a final checkpoint and left; the new leader resumes the job.
 inline constexpr int exit_deposed = 6;

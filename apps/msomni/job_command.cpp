@@ -1,11 +1,11 @@
 // `msomni job --scheduler-info FILE --id NAME [options] -- COMMAND [ARGS...]` (see --help):
 // joins msomni-sched over UCX (address and token from its info file) and runs COMMAND under
 // the scheduler's decisions (see job_runner.hpp). Exit: the command's exit code when it
-// ran to its end (msomni-run's 3: it stopped with a checkpoint, reported "stopped", listed by
+// ran to its end (msomni-run's 5: it stopped with a checkpoint, reported "stopped", listed by
 // sched-status as stopped, and resumed from that step by the same job run again), 1 when the
 // scheduler is unreachable or went away for good, 2 usage, 3 rejected. Interrupted (Ctrl-C's
 // SIGINT, or SIGTERM), it passes the same signal to the command's group and ends with the
-// command's code when that stopped with a checkpoint (msomni-run: 3 for SIGINT, 4 for SIGTERM),
+// command's code when that stopped with a checkpoint (msomni-run: 5 for SIGINT, 4 for SIGTERM),
 // else 1.
 #include "commands.hpp"
 #include "job_runner.hpp"
@@ -108,11 +108,11 @@ int run_job(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   CLI::App app{"Runs COMMAND as a job of msomni-sched, under the scheduler's decisions.", "msomni job"};
   command_line::set_conventions(app);
   app.footer(
-      "Exit codes: the command's when it ran to its end (3 from msomni-run: stopped with a checkpoint, reported "
+      "Exit codes: the command's when it ran to its end (5 from msomni-run: stopped with a checkpoint, reported "
       "\"stopped\"; msomni sched-status lists it as stopped with that step, and running the same job again, same "
       "--id, resumes from it); 1 the scheduler is unreachable or went away for good; 2 usage; 3 rejected. Ctrl-C or "
       "SIGTERM: the command's group gets the same signal (SIGKILL 10 s later), and the job ends with the command's "
-      "code when it stopped with a checkpoint (msomni-run: 3 \"stopped\" for SIGINT, 4 \"preempted\" for SIGTERM; "
+      "code when it stopped with a checkpoint (msomni-run: 5 \"stopped\" for SIGINT, 4 \"preempted\" for SIGTERM; "
       "both resumable as above), else 1.");
   double memory_gb = 0;
   add_flags(app, spec, info, memory_gb);

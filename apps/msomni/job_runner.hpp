@@ -14,9 +14,9 @@
 //   evict_guest           -> SIGTERM; the job waits in the queue again
 //   reject                -> the job ends with the scheduler's reason
 //   msomni job interrupted -> SIGTERM to the command (SIGKILL 10 s later); once it has ended,
-//                            job_finished as it ended (exit 3 or 4: stopped, resumable), and
+//                            job_finished as it ended (exit 5 or 4: stopped, resumable), and
 //                            the job ends with that code, else 1
-//   the command ends by itself -> job_finished (its exit code; exit 3: stopped, with the
+//   the command ends by itself -> job_finished (its exit code; exit 5: stopped, with the
 //                            checkpoint step the scheduler keeps for a resume); the job
 //                            ends with the command's exit code
 //   the command ends, for any reason -> its scratch directory (with --scratch-dir) is removed

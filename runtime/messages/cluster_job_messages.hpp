@@ -56,7 +56,7 @@ struct job_step_report {
 // job -> scheduler: its command ended by itself, its GPUs are free. Idempotent. How it ended
 // goes into the scheduler's bounded history of ended jobs: finished (exit 0), failed (another
 // `exit_code`), or `stopped` with a checkpoint to resume from at `checkpoint_step` (msomni-run's
-// exit 3 after SIGINT or `msomni stop`). The same job id submitted again resumes a stopped one.
+// exit 5 after SIGINT or `msomni stop`). The same job id submitted again resumes a stopped one.
 struct job_finished {
   std::string job;
   int32_t exit_code = 0;

@@ -182,7 +182,7 @@ TEST_CASE("stop saves a final checkpoint and the next msomni-run resumes from it
   auto r = run_command(cli("stop --run-dir " + run_dir.string()));
   CAPTURE(r.output);
   CHECK(r.exit_code == 0);
-  CHECK(job.wait(60s) == 3);  // stopped, resumable
+  CHECK(job.wait(60s) == 5);  // stopped, resumable
   CHECK(has_reason_containing(msomni::testing::read_json_lines(run_dir / "events.jsonl"), "stopped at step"));
   const auto stopped_at = read_metrics(run_dir / "metrics.jsonl").by_step.rbegin()->first;
   const auto latest = read_file(run_dir / "checkpoints" / "latest");

@@ -48,7 +48,7 @@ TEST_CASE("msomni job: a run stopped with msomni stop is listed as stopped and t
       run_dir.string(), "--", MSOMNI_RUN_BINARY, std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml", "--set",
       "training.steps=" + std::to_string(steps), "--run-dir", run_dir.string()};
 
-  // Stopped mid-run: a final checkpoint, exit 3, and the scheduler is told the step.
+  // Stopped mid-run: a final checkpoint, exit 5, and the scheduler is told the step.
   child_process first(MSOMNI_CLI_BINARY, job_args);
   REQUIRE_MESSAGE(first.read_until("msomni job train: started", 20s), first.log);
   for (int i = 0; i < 1200 && lines_in(run_dir / "metrics.jsonl") < 10; ++i) std::this_thread::sleep_for(50ms);
@@ -56,7 +56,7 @@ TEST_CASE("msomni job: a run stopped with msomni stop is listed as stopped and t
   REQUIRE_MESSAGE(stop.exit_code == 0, stop.output);
   const auto said = first.read_until("msomni job train: stopped (not finished): resumable from checkpoint step ", 120s);
   REQUIRE_MESSAGE(said, first.log);
-  CHECK(first.wait(10s) == 3);
+  CHECK(first.wait(10s) == 5);
   const std::string marker = "checkpoint step ";
   const uint64_t step = std::stoull(said->substr(said->find(marker) + marker.size()));
   CAPTURE(step);
@@ -138,7 +138,7 @@ TEST_CASE("msomni job interrupted with Ctrl-C: msomni-run stops with a checkpoin
   const auto said = job.read_until("msomni job train: interrupted; stopped (not finished): resumable from checkpoint step ", 60s);
   REQUIRE_MESSAGE(said, job.log);
   const int code = job.wait(10s);
-  CHECK(code == 3);  // msomni-run's "stopped": a person's SIGINT, not a manager's SIGTERM
+  CHECK(code == 5);  // msomni-run's "stopped": a person's SIGINT, not a manager's SIGTERM
   const std::string marker = "checkpoint step ";
   const uint64_t step = std::stoull(said->substr(said->find(marker) + marker.size()));
   CHECK(step >= 10);

@@ -1,5 +1,5 @@
 // A run that explains itself, with real processes: summary.json and summary.txt after a run
-// that finished (exit 0), one stopped by SIGINT (exit 3, with the step and the checkpoint to
+// that finished (exit 0), one stopped by SIGINT (exit 5, with the step and the checkpoint to
 // resume from), one preempted by SIGTERM (exit 4) and one that failed (exit 1); events.jsonl lines with their structured fields;
 // `msomni status` on an ended run answering from its run directory; rank logs with a header
 // per start and a time on every line.
@@ -139,7 +139,7 @@ TEST_CASE("a finished run leaves summary.json and summary.txt, structured events
   CHECK(resumed.output.find(" ERROR ") == std::string::npos);
 }
 
-TEST_CASE("a run stopped by SIGINT exits 3 and its summary names the step and checkpoint to resume from") {
+TEST_CASE("a run stopped by SIGINT exits 5 and its summary names the step and checkpoint to resume from") {
   msomni::testing::temp_dir dir;
   use_cache_of(dir);
   const auto run_dir = dir.path() / "run";
@@ -158,11 +158,11 @@ TEST_CASE("a run stopped by SIGINT exits 3 and its summary names the step and ch
   CHECK(live_json.at("departed").empty());
 
   ::kill(job.pid(), SIGINT);
-  CHECK(job.wait(120s) == 3);
+  CHECK(job.wait(120s) == 5);
   CAPTURE(job.log);
   const auto s = summary_of(run_dir);
   CHECK(s.at("state") == "stopped");
-  CHECK(s.at("exit_code") == 3);
+  CHECK(s.at("exit_code") == 5);
   const auto step = s.at("steps").at("done").get<uint64_t>();
   CHECK(step >= 5);
   CHECK(s.at("resume").at("step") == step);  // the stop's final checkpoint

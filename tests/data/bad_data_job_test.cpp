@@ -217,7 +217,7 @@ TEST_CASE("bad samples are counted per step in metrics, events, status and the e
   run_command(std::string(MSOMNI_CLI_BINARY) + " stop --run-dir " + run_dir.string());
   while (job.read_until("\x01", 60s)) {
   }
-  CHECK(job.wait(60s) == 3);  // stopped with a final checkpoint
+  CHECK(job.wait(60s) == 5);  // stopped with a final checkpoint
   CAPTURE(job.log);
   CHECK(std::regex_search(job.log, std::regex("bad samples [1-9]\\d*: .*corrupt_image=[1-9]")));
   CAPTURE(read_text(run_dir / "events.jsonl"));

@@ -116,6 +116,10 @@ TEST_CASE("health core: checkpoints, memory, limits, clock, ports and governor")
   CHECK(judge_clock({5, 16000000, ""}, 100000).status == check_status::warn);
   CHECK(judge_clock({0, 5000, ""}, 100000).status == check_status::pass);
   CHECK(judge_clock({0, 500000, ""}, 100000).status == check_status::warn);
+  // One host: an unsynchronised clock orders nothing wrongly, so the check is skipped, saying why.
+  const auto alone = judge_clock({5, 16000000, "", true}, 100000);
+  CHECK(alone.status == check_status::skipped);
+  CHECK(alone.reason.find("one host") != std::string::npos);
   CHECK(judge_port("host.port.control", "cluster.control_port", 4000, "port 4000 is not free").status ==
         check_status::fail);
   CHECK(judge_port("host.port.control", "cluster.control_port", 0, "").status == check_status::pass);

@@ -2,7 +2,7 @@
 // every agent checks its own node when the control process asks, the nodes pair up for timed
 // all-reduces, and preflight.json holds one verdict per node. An agent slowed by the test
 // (SIGSTOP 19 ms of every 20, as a throttled node would be) is flagged as the straggler among
-// three; an agent whose node cannot run the loopback check fails the start: exit 5, and no
+// three; an agent whose node cannot run the loopback check fails the start: exit 3, and no
 // rank is ever spawned.
 #include "core/child_process.hpp"
 #include "support/process_runner.hpp"
@@ -166,9 +166,9 @@ TEST_CASE("multi-node pre-flight: with three agents, the throttled one is flagge
   CHECK(r.at("job_verdict") == "warn");  // a straggler warns: the job still starts
 }
 
-TEST_CASE("multi-node pre-flight: an agent whose node fails a check stops the start with exit 5, no rank spawned") {
+TEST_CASE("multi-node pre-flight: an agent whose node fails a check stops the start with exit 3, no rank spawned") {
   multinode_job job({"node-a", "node-b"}, {{"node-b", "MSOMNI_HEALTH_PEER=/nonexistent/msomni-health-peer"}});
-  const auto r = job.ended_with(5);
+  const auto r = job.ended_with(3);
   CAPTURE(r.dump(1));
   CHECK(r.at("job_verdict") == "fail");
   for (const auto& n : r.at("nodes")) {

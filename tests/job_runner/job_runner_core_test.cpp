@@ -120,13 +120,13 @@ TEST_CASE("the command ends by itself: job_finished, and the job ends with its c
   CHECK(one<finish_job>(never.on_command_ended(127, 0, t0)).code == 127);
 }
 
-TEST_CASE("a command that stopped by itself (exit 3) ends the job stopped and resumable, not finished") {
+TEST_CASE("a command that stopped by itself (exit 5) ends the job stopped and resumable, not finished") {
   auto c = running();
   const auto a = c.on_command_ended(command_stopped_code, 698, t0);
   // Its GPUs are free again, and the scheduler keeps the step for the resume.
-  CHECK(told<msg::job_finished>(a) == msg::job_finished{"j1", 3, true, 698});
+  CHECK(told<msg::job_finished>(a) == msg::job_finished{"j1", command_stopped_code, true, 698});
   const auto f = one<finish_job>(a);
-  CHECK(f.code == 3);
+  CHECK(f.code == command_stopped_code);
   CHECK(f.why.find("stopped") == 0);
   CHECK(f.why.find("not finished") != std::string::npos);
   CHECK(f.why.find("checkpoint step 698") != std::string::npos);
@@ -522,9 +522,9 @@ TEST_CASE("msomni job interrupted: SIGTERM, then the scheduler hears how the com
   CHECK(c.on_preempt_notice({"j1", 2, 30, "x"}, 0).empty());
   // msomni-run stopped with a final checkpoint: stopped and resumable.
   a = c.on_command_ended(command_stopped_code, 698, t0);
-  CHECK(told<msg::job_finished>(a) == msg::job_finished{"j1", 3, true, 698});
+  CHECK(told<msg::job_finished>(a) == msg::job_finished{"j1", command_stopped_code, true, 698});
   const auto f = one<finish_job>(a);
-  CHECK(f.code == 3);
+  CHECK(f.code == command_stopped_code);
   CHECK(f.why.find("resumable from checkpoint step 698") != std::string::npos);
   CHECK(c.over());
 

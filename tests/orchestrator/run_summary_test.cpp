@@ -64,7 +64,7 @@ TEST_CASE("the summary counts losses, medians, worlds, elastic events and checkp
 
   const auto j = nlohmann::json::parse(summary_json(f, stopped_end()).dump());
   CHECK(j.at("state") == "stopped");
-  CHECK(j.at("exit_code") == 3);
+  CHECK(j.at("exit_code") == 5);
   CHECK(j.at("steps") == nlohmann::json{{"done", 4}, {"total", 10}, {"recorded", 4}, {"first_this_run", 1}});
   CHECK(j.at("wall_s") == 2.5);
   CHECK(j.at("tokens_per_s_median") == 250.0);
@@ -78,7 +78,7 @@ TEST_CASE("the summary counts losses, medians, worlds, elastic events and checkp
   CHECK(j.at("slow_data_steps") == 1);
 
   const auto text = summary_text(f, stopped_end());
-  CHECK(text.find("state         stopped (exit code 3)\n") == 0);
+  CHECK(text.find("state         stopped (exit code 5)\n") == 0);
   CHECK(text.find("steps         4 / 10") != std::string::npos);
   CHECK(text.find("resume from   step 4 (step-00000004)\n") != std::string::npos);
   CHECK(text.find("elastic       rank_down 2, recovered 1, recovery 1\n") != std::string::npos);

@@ -63,10 +63,10 @@ TEST_CASE("ended jobs: past the capacity the oldest goes and is counted, one ent
 }
 
 TEST_CASE("a job's report of its end: stopped with its step, failed for a nonzero code, else finished") {
-  const auto stopped = outcome_of(3, true, 698);
+  const auto stopped = outcome_of(5, true, 698);
   CHECK(stopped.end == job_end::stopped);
   CHECK(stopped.checkpoint_step == 698);
-  CHECK(stopped.exit_code == 3);
+  CHECK(stopped.exit_code == 5);
   const auto failed = outcome_of(2, false, 698);
   CHECK(failed.end == job_end::failed);
   CHECK(failed.checkpoint_step == 0);  // nothing to resume from

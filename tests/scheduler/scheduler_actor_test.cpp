@@ -90,9 +90,9 @@ caf::behavior scripted_job(caf::event_based_actor* self, caf::actor sched, job_s
         self->send(sched, msg::job_released{js.submit.job, epoch, js.checkpoint_step});
       },
       [self, sched, js](finish_atom) { self->send(sched, msg::job_finished{js.submit.job}); },
-      // Its command stopped with a final checkpoint (msomni-run's exit 3).
+      // Its command stopped with a final checkpoint (msomni-run's exit 5).
       [self, sched, js](stop_atom) {
-        self->send(sched, msg::job_finished{js.submit.job, 3, true, js.checkpoint_step});
+        self->send(sched, msg::job_finished{js.submit.job, 5, true, js.checkpoint_step});
       },
   };
 }
@@ -495,7 +495,7 @@ TEST_CASE_FIXTURE(metered_scheduler, "a job that stopped with a checkpoint is li
   CHECK(st.ended[0].job == "train");
   CHECK(st.ended[0].phase == "stopped");
   CHECK(st.ended[0].checkpoint_step == 698);
-  CHECK(st.ended[0].exit_code == 3);
+  CHECK(st.ended[0].exit_code == 5);
   CHECK(st.ended[0].since_s == doctest::Approx(clock_s()));
   CHECK(value("msomni_sched_ended_jobs", {{"end", "stopped"}}) == 1);
   // A repeat of the report, and the stopped job's actor going away, change nothing.
