@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   caf::actor_system_config cfg;
-  caf::actor_system sys{configure_process(cfg, 1)};
+  caf::actor_system sys{configure_process(cfg, 1, idle_threads::wake)};
   int code = 0;
   {
     transport::ucx_node_options opt;

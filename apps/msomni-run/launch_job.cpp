@@ -228,7 +228,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   // The agents' srun step outlives the control node below: its agents leave when it goes.
   std::unique_ptr<slurm_agent_step> agent_step;
   caf::actor_system_config caf_cfg;
-  caf::actor_system sys{configure_process(caf_cfg, 2)};
+  caf::actor_system sys{configure_process(caf_cfg, 2, idle_threads::wake)};
   // The job's token: the msomni CLI sends it with its requests, and every peer of the
   // control node (agents, ranks, the CLI) proves it in its UCX hello.
   const auto token = random_token();

@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
   s.topo = sched::topology::uniform(gpus, per_node, per_switch);
 
   caf::actor_system_config cfg;
-  caf::actor_system sys{configure_process(cfg, 2)};
+  caf::actor_system sys{configure_process(cfg, 2, idle_threads::wake)};
   transport::ucx_node_options opt;
   opt.busy_poll = transport::control_plane_busy_poll;
   opt.name = "sched";

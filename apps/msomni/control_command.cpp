@@ -114,7 +114,7 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
   const std::string& address = file->address;
   const std::string token = a.token.value_or(file->token);
   caf::actor_system_config cfg;
-  caf::actor_system sys{configure_process(cfg, 1)};
+  caf::actor_system sys{configure_process(cfg, 1, idle_threads::wake)};
   try {
     transport::ucx_node_options opt;
     opt.busy_poll = transport::control_plane_busy_poll;

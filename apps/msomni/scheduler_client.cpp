@@ -33,7 +33,10 @@ std::optional<scheduler_endpoint> read_scheduler_info(const std::string& path) {
 }
 
 scheduler_client::scheduler_client(const scheduler_endpoint& ep, const std::string& node)
-    : ep_(ep), sys_(configure_process(cfg_, 1)), hub_(node_options(node, ep.address)), gw_(sys_, hub_) {}
+    : ep_(ep),
+      sys_(configure_process(cfg_, 1, idle_threads::wake)),
+      hub_(node_options(node, ep.address)),
+      gw_(sys_, hub_) {}
 
 bool scheduler_client::reach(const std::string& peer, const std::string& address, std::chrono::milliseconds timeout,
                              const std::string& secret) {

@@ -32,10 +32,8 @@ void register_catalog(caf::actor_system_config& cfg) {
 caf::actor_system_config& configure_process(caf::actor_system_config& cfg, size_t threads, idle_threads idle) {
   register_catalog(cfg);
   cfg.set("scheduler.max-threads", threads);
-  if (idle == idle_threads::park) {
-    cfg.set("scheduler.policy", caf::atom("sharing"));
-    cfg.add_thread_hook<batch_scheduling>();
-  }
+  if (idle != idle_threads::poll) cfg.set("scheduler.policy", caf::atom("sharing"));
+  if (idle == idle_threads::park) cfg.add_thread_hook<batch_scheduling>();
   cfg.set("logger.console-verbosity", caf::atom("quiet"));
   return cfg;
 }

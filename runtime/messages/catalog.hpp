@@ -78,8 +78,12 @@ void register_catalog(caf::actor_system_config& cfg);
 // sleeps) before it sleeps for long, so actors that wake every few milliseconds keep idle
 // threads spinning. park: the sharing policy parks idle threads on a condition variable, and
 // the threads run SCHED_BATCH, so a message that wakes one (a batch handed back) does not
-// preempt the working thread at once; they keep their fair share of the CPU.
-enum class idle_threads { poll, park };
+// preempt the working thread at once; they keep their fair share of the CPU. wake: the
+// sharing policy's parked threads at normal priority, so a message wakes one at once: the
+// control plane's processes, whose work is answering messages soon (work stealing's 50-us
+// sleeps, stretched by the kernel's timer slack, cost a request/response about 45 us per hop
+// on 2 cores).
+enum class idle_threads { poll, park, wake };
 
 // The actor system every msomni process runs: the catalog registered, `threads` scheduler
 // threads, and CAF's own console logger quiet (processes print what they mean to).

@@ -33,9 +33,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_msomni(build, n):
+def run_msomni(build, n, busy_poll_us=0):
     node = os.path.join(build, "tools/bench_transport/msomni-bench-allreduce-node")
-    with node_mesh(node, [f"bench{i}" for i in range(n)]) as procs:
+    with node_mesh(node, [f"bench{i}" for i in range(n)], ["--busy-poll-us", str(busy_poll_us)]) as procs:
         lines = lines_until_done(procs[0].stdout)
     return parse(lines)
 

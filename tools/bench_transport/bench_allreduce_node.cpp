@@ -15,9 +15,10 @@ using namespace msomni::transport;
 using namespace std::chrono_literals;
 
 // A node with the defaults and this name (the benchmarks run without a job secret).
-static ucx_node_options node_named(const std::string& name) {
+static ucx_node_options node_named(const std::string& name, int64_t busy_poll_us) {
   ucx_node_options o;
   o.name = name;
+  o.busy_poll = std::chrono::microseconds(busy_poll_us);
   return o;
 }
 
@@ -37,8 +38,11 @@ int main(int argc, char** argv) {
              "largest message");
   add_number(app, "ITERS", iters_override, msomni::config::limits::range<int64_t>{0, 1 << 20},
              "timed operations per size (0: 50, 10 or 5 by size)");
+  int64_t busy_poll_us = 0;
+  add_number(app, "--busy-poll-us", busy_poll_us, msomni::config::limits::range<int64_t>{0, 1000000},
+             "the progress thread's latency mode (ucx_node_options::busy_poll); ranks run 0");
   if (const auto rc = msomni::command_line::parse(app, argc, argv)) return *rc;
-  transport_hub hub(node_named(name));
+  transport_hub hub(node_named(name, busy_poll_us));
   std::cout << "ADDR " << name << " " << hub.node().address() << std::endl;
   std::vector<std::string> members{name};
   std::vector<std::pair<std::string, std::string>> peers;

@@ -43,11 +43,16 @@ int main(int argc, char** argv) {
   app.add_option("--busy-poll-us", busy_poll_us,
                  "the progress thread's latency mode (ucx_node_options::busy_poll); the control plane runs 50")
       ->capture_default_str();
+  std::string idle = "wake";
+  app.add_option("--idle", idle,
+                 "how idle actor threads wait (configure_process): poll (work stealing), park (a rank's) or wake "
+                 "(the control plane's)")
+      ->check(CLI::IsMember({"poll", "park", "wake"}))
+      ->capture_default_str();
   if (const auto rc = command_line::parse(app, argc, argv)) return *rc;
   caf::actor_system_config cfg;
-  register_catalog(cfg);
-  cfg.set("scheduler.max-threads", 1);
-  caf::actor_system sys{cfg};
+  const auto mode = idle == "poll" ? idle_threads::poll : idle == "park" ? idle_threads::park : idle_threads::wake;
+  caf::actor_system sys{configure_process(cfg, 1, mode)};
   // Raw frames and the gateway each need the hub's actor-frame handler, so each gets a node.
   transport_hub hub(node_named(name, busy_poll_us));
   transport_hub actor_hub(node_named(name + "-gw", busy_poll_us));

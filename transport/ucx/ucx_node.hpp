@@ -58,7 +58,8 @@ struct ucx_node_options {
   size_t max_pending_peers = 64;                   // accepted connections not yet up, at most
   // Latency mode: after any traffic the progress thread keeps polling the worker this long
   // before it sleeps on the event fd, so a reply that comes soon is taken without a wake-up
-  // (bounded: an idle node sleeps). 0 (the default): sleep as soon as there is nothing to do.
+  // (bounded: an idle node sleeps), yielding the core between polls to any thread that is
+  // ready. 0 (the default): sleep as soon as there is nothing to do.
   // The control plane's nodes use control_plane_busy_poll; ranks do not, because on
   // oversubscribed cores a polling progress thread takes CPU from the caller's reductions and
   // roughly halves all-reduce bandwidth below 16 MiB (measured with 4 ranks on 2 cores).

@@ -5,6 +5,7 @@
 #include "ucx/ucx_node_impl.hpp"
 #include "ucx/ucx_endpoint_close.hpp"
 
+#include <sched.h>
 #include <sys/epoll.h>
 
 namespace msomni::transport {
@@ -30,7 +31,13 @@ void ucx_node::impl::run() {
     check_keepalives();
     const auto now = steady::now();
     if (traffic) last_traffic = now;
-    if (opt.busy_poll.count() > 0 && now - last_traffic < opt.busy_poll) continue;  // a reply may be near
+    if (opt.busy_poll.count() > 0 && now - last_traffic < opt.busy_poll) {  // a reply may be near
+      // Polling gives way to any thread of this machine that is ready: on few cores the actor
+      // thread a frame just woke would otherwise wait for the poller's time slice to end
+      // (measured on 2 cores: CAF request/response 63 -> 19 us one way with sharing actor threads).
+      ::sched_yield();
+      continue;
+    }
     {
       std::lock_guard<std::mutex> lock(mutex);
       if (!commands.empty()) continue;
