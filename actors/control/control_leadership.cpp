@@ -180,6 +180,8 @@ void control_leadership::record_event(const json& line) {
   if (const auto it = line.find("epoch"); it != line.end() && it->is_number_unsigned()) e.epoch = *it, e.has_epoch = true;
   if (const auto it = line.find("step"); it != line.end() && it->is_number_unsigned()) e.step = *it, e.has_step = true;
   if (const auto it = line.find("attempt"); it != line.end() && it->is_number_unsigned()) e.attempt = *it;
+  if (const auto it = line.find("recoveries"); it != line.end() && it->is_number_integer() && it->get<int64_t>() >= 0)
+    e.recoveries = it->get<uint64_t>();
   std::lock_guard lock(mutex_);
   if (queue_.size() >= queue_max) {
     if (metrics_) metrics_->counter("msomni_control_store_events_dropped_total").Increment();
@@ -193,7 +195,12 @@ bool control_leadership::finish(const std::string& phase) {
   std::unique_lock lock(mutex_);
   final_phase_ = phase;
   wake_.notify_all();
-  const auto drained = [this] { return (queue_.empty() && final_phase_.empty()) || core_.role() != leader_role::leading; };
+  const auto drained = [this] {
+    // A deposed leader's callers learn it from on_deposed first: wait for that report.
+    const auto role = core_.role();
+    return (queue_.empty() && final_phase_.empty()) || deposition_reported_ ||
+           (role != leader_role::leading && role != leader_role::deposed);
+  };
   return wake_.wait_for(lock, o_.ttl, drained) && final_phase_.empty() && queue_.empty();
 }
 
@@ -238,6 +245,7 @@ bool control_leadership::commit_some(std::unique_lock<std::mutex>& lock) {
     if (e.has_epoch) next.epoch = e.epoch;
     if (e.has_step) next.step = std::max(next.step, e.step);
     if (e.attempt) next.attempt = e.attempt;
+    next.recoveries = std::max(next.recoveries, e.recoveries);
   }
   const bool ending = n == queue_.size() && !final_phase_.empty();
   if (ending) next.phase = final_phase_;
@@ -281,10 +289,12 @@ void control_leadership::run() {
       MSOMNI_LOG(warn, "control") << "this control process steps down (term " << core_.term() << "): " << core_.why_deposed();
       auto notify = on_deposed_;
       const auto why = core_.why_deposed();
-      wake_.notify_all();
       lock.unlock();
       if (notify) notify(why);
       lock.lock();
+      // Only now does finish() return: its caller sees the deposition already reported.
+      deposition_reported_ = true;
+      wake_.notify_all();
     }
     if (core_.may_commit(clock_.now())) {
       while (!stop_ && core_.may_commit(clock_.now()) && !core_.renewal_due(clock_.now()) && commit_some(lock)) {

@@ -96,7 +96,7 @@ class control_leadership {
  private:
   struct entry {
     std::string line;
-    uint64_t epoch = 0, step = 0, attempt = 0;
+    uint64_t epoch = 0, step = 0, attempt = 0, recoveries = 0;
     bool has_epoch = false, has_step = false;
   };
   void run();
@@ -112,6 +112,7 @@ class control_leadership {
   std::unique_ptr<store::etcd_client> client_;  // used by campaign, then by the thread alone
   leadership_core core_;
   int64_t lease_ = 0;
+  bool deposition_reported_ = false;  // on_deposed has returned (finish() waits for it)
   job_state state_;
   std::string final_phase_;
 

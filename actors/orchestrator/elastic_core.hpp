@@ -41,6 +41,9 @@ struct elastic_settings {
   nanos grace_period{std::chrono::seconds(120)};
   nanos ready_timeout{std::chrono::seconds(120)};  // a starting rank must report ready by then
   int64_t max_recoveries = 3;
+  // Recoveries earlier leaders of this job already spent ([control] store, a takeover): the
+  // budget of max_recoveries is the job's, not one control process's.
+  int64_t recoveries_spent = 0;
   bool resume = false;  // the first plan loads the newest checkpoint
   // An agent not heard from (hello or heartbeat) for longer is down, with its ranks
   // (elasticity.heartbeat_interval_s x heartbeat_misses).

@@ -99,6 +99,8 @@ void journal(shell_state& st, const std::string& kind, const std::string& detail
   ctx.epoch = st.core.epoch();
   ctx.rank = rank;
   ctx.node = node;
+  // The job's recovery count so far, which a control store keeps for the next leader.
+  if (kind == "recovery") ctx.fields["recoveries"] = st.core.recoveries();
   if (st.env.journal) st.env.journal->event(kind, detail, ctx);
   if (st.control) st.control->on_event(kind, detail);
   st.tally.on_event(kind);

@@ -122,6 +122,7 @@ void journal_leadership(orchestrator::run_journal& journal, control_role& contro
     ctx.fields["previous_leader"] = e.previous.leader;
     ctx.fields["previous_term"] = e.previous.term;
     ctx.fields["previous_step"] = e.previous.step;
+    ctx.fields["previous_recoveries"] = e.previous.recoveries;
     ctx.fields["waited_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(e.waited).count();
     ctx.step = e.previous.step;
   }
@@ -130,8 +131,9 @@ void journal_leadership(orchestrator::run_journal& journal, control_role& contro
   });
   journal.event(takeover ? "control_takeover" : "control_elected",
                 takeover ? "took over the job from " + e.previous.leader + " (term " + std::to_string(e.previous.term) +
-                               ", last step " + std::to_string(e.previous.step) + ") as term " + std::to_string(e.term) +
-                               "; the ranks resume from the newest checkpoint"
+                               ", last step " + std::to_string(e.previous.step) + ", " +
+                               std::to_string(e.previous.recoveries) + " recoveries spent) as term " +
+                               std::to_string(e.term) + "; the ranks resume from the newest checkpoint"
                          : "leads the job in the control store " + cfg.control.store + " (term " + std::to_string(e.term) + ")",
                 ctx);
 }
@@ -336,8 +338,11 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     };
     node_checks = std::move(np);
   }
-  auto orchestrator = orchestrator::spawn_orchestrator(sys, elastic_settings_from(cfg, resume), std::move(env),
-                                                       std::move(node_checks));
+  auto elastic = elastic_settings_from(cfg, resume);
+  // A takeover goes on with the recoveries its predecessors spent: the budget is the job's.
+  if (control && control->elected.what == control::takeover::take_over)
+    elastic.recoveries_spent = static_cast<int64_t>(control->elected.previous.recoveries);
+  auto orchestrator = orchestrator::spawn_orchestrator(sys, elastic, std::move(env), std::move(node_checks));
   gw.publish("orchestrator", orchestrator);
   journal.event("control_started", "control at " + hub.node().address() + ", run directory " + run_dir.string());
 

@@ -156,6 +156,7 @@ TEST_CASE("control failover: the leader SIGKILLed mid-run, the standby takes ove
   CHECK(takeover[0]["previous_term"] == elected[0]["term"]);
   CHECK(takeover[0]["term"].get<int64_t>() > elected[0]["term"].get<int64_t>());
   CHECK(takeover[0]["previous_leader"] == elected[0]["leader"]);
+  CHECK(takeover[0]["previous_recoveries"] == 0);  // no rank was lost before the takeover
   CHECK(of_kind(events, "job_finished").size() == 1);
   check_every_step_once(dir);
   // The dead leader's ranks went with it.

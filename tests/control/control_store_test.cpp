@@ -99,6 +99,9 @@ TEST_CASE("leadership: one leader at a time, and a standby takes over the runnin
   CHECK(ea.what == control::takeover::start);
   a->serve([](const std::string&) {});
   a->announce("127.0.0.1:1234", "");
+  auto recovery = event_line("recovery", 15);
+  recovery["recoveries"] = 2;  // the job's count so far, as the orchestrator journals it
+  a->record_event(recovery);
   a->record_event(event_line("checkpoint", 20));
   CHECK(a->finish("running"));  // drained; the phase stays running
 
@@ -118,6 +121,7 @@ TEST_CASE("leadership: one leader at a time, and a standby takes over the runnin
   CHECK(eb.what == control::takeover::take_over);
   CHECK(eb.term > ea.term);
   CHECK(eb.previous.step == 20);
+  CHECK(eb.previous.recoveries == 2);  // the next leader's budget starts there
   CHECK(eb.previous.leader == a_id);  // written by a's first commit
   REQUIRE_FALSE(said.empty());
   CHECK(said.front().find("127.0.0.1:1234") != std::string::npos);  // the leader's announced address

@@ -92,7 +92,7 @@ TEST_CASE("the store's keys and records round-trip") {
   CHECK(k.event(7) < k.event(10));  // key order is commit order
   leader_record r{"h:1", "h", 1, "/r", "127.0.0.1:9", "", 5, 3};
   CHECK(leader_record::from_json(r.to_json().dump()).to_json() == r.to_json());
-  job_state s{"running", 12, "h:1", "abc", 40, 2, 300, 3, 99};
+  job_state s{"running", 12, "h:1", "abc", 40, 2, 300, 3, 99, 2};
   CHECK(job_state::from_json(s.to_json().dump()).to_json() == s.to_json());
   CHECK(job_state::from_json("not json").phase.empty());
 }

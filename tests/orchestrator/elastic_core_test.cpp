@@ -183,6 +183,26 @@ TEST_CASE("stalls in a rollback's own epoch are each counted, so a ring that nev
   CHECK(ends[0].reason.find("gave up after 3 recoveries") != std::string::npos);
 }
 
+TEST_CASE("recoveries an earlier leader spent count against the budget: the next loss past it ends the job") {
+  auto s = four_replicas();
+  s.recoveries_spent = 2;  // of max_recoveries 3
+  elastic_core c(s);
+  c.on_agent({"n1", "rack1", "sw1", 3, true}, time_point{0s});
+  auto acts = c.on_agent({"n2", "rack2", "sw1", 3, true}, time_point{0s});
+  for (const auto& sp : all_of<spawn_on_agent>(acts)) acts = c.on_rank_ready(ready(sp.name, sp.node), time_point{1s});
+  CHECK(c.recoveries() == 2);
+  c.on_step(20, 4, time_point{20s});
+  const auto members = all_of<send_plan>(acts).at(0).plan.members;
+  // The third recovery of the job is still allowed, and says so.
+  const auto third = c.on_rank_down(members[3], "connection lost", time_point{21s});
+  CHECK(c.recoveries() == 3);
+  bool says_third = false;
+  for (const auto& e : all_of<journal_event>(third))
+    says_third = says_third || (e.kind == "recovery" && e.detail.find("recovery 3 of at most 3") != std::string::npos);
+  CHECK(says_third);
+  CHECK(all_of<finish_job>(third).empty());
+}
+
 TEST_CASE("refusals say why: below min_replicas and a batch that does not divide") {
   std::vector<action> acts;
   auto c = running_job(acts);
