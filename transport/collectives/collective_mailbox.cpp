@@ -3,6 +3,9 @@
 
 #include "collectives/communicator.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cstring>
 
 namespace msomni::transport {
@@ -98,9 +101,17 @@ void collective_mailbox::wait(const chunk_key& key, const std::string& peer,
                               std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
   auto& s = slots_[key];
-  const bool ok = cv_.wait_until(lock, deadline, [&] {
-    return s.arrived || s.failed || down_.count(peer) > 0 || key.epoch < aborted_below_;
-  });
+  const auto ready = [&] { return s.arrived || s.failed || down_.count(peer) > 0 || key.epoch < aborted_below_; };
+  // A segment of a running collective usually lands within microseconds: look again,
+  // yielding the core, for a bounded time before sleeping on the condition variable (whose
+  // wake-up costs tens of microseconds on few cores).
+  const auto spin_until = std::min(deadline, std::chrono::steady_clock::now() + wait_spin);
+  while (!ready() && std::chrono::steady_clock::now() < spin_until) {
+    lock.unlock();
+    ::sched_yield();
+    lock.lock();
+  }
+  const bool ok = cv_.wait_until(lock, deadline, ready);
   auto fail = [&](const std::string& why) {
     // A chunk still landing keeps its slot until on_done(); withdraw() waits for it.
     auto it = slots_.find(key);

@@ -26,6 +26,9 @@ struct chunk_key {
   auto operator<=>(const chunk_key&) const = default;
 };
 
+// How long wait() polls for a segment, yielding the core, before it sleeps.
+inline constexpr std::chrono::microseconds wait_spin{200};
+
 class collective_mailbox {
  public:
   explicit collective_mailbox(size_t max_staged_bytes = size_t{512} << 20)

@@ -78,6 +78,18 @@ void settle(transport_hub& hub, const std::string& next, uint64_t epoch, uint64_
   hub.mailbox().withdraw(epoch, seq, until);
 }
 
+// The node polls without sleeping while a collective runs (see ucx_node::hold_polling).
+class polling_hold {
+ public:
+  explicit polling_hold(ucx_node& n) : n_(n) { n_.hold_polling(); }
+  ~polling_hold() { n_.release_polling(); }
+  polling_hold(const polling_hold&) = delete;
+  polling_hold& operator=(const polling_hold&) = delete;
+
+ private:
+  ucx_node& n_;
+};
+
 }  // namespace
 
 ring_communicator::ring_communicator(transport_hub& hub, std::vector<std::string> members,
@@ -113,6 +125,7 @@ void ring_communicator::all_reduce(std::span<float> data, reduce_op op) {
   const size_t n = members_.size();
   const uint64_t seq = ++seq_;
   auto sends = std::make_shared<send_tracker>();
+  polling_hold hold(hub_.node());
   if (n > 1 && !data.empty()) try {
     // Global steps t = 0 .. 2(n-1)-1: t < n-1 reduce-scatter, then all-gather. The chunk
     // received at step t is the chunk sent at step t+1, segment by segment.
@@ -182,6 +195,7 @@ void ring_communicator::broadcast(std::span<std::byte> data, int root) {
   const uint64_t seq = ++seq_;
   if (n < 2 || data.empty()) return;
   if (root < 0 || static_cast<size_t>(root) >= n) throw collective_error("broadcast: bad root");
+  polling_hold hold(hub_.node());
   const size_t dist = (rank_ + n - root) % n;  // hops from the root
   const size_t count = (data.size() + segment_bytes - 1) / segment_bytes;
   auto segment = [&](size_t i) {

@@ -110,4 +110,9 @@ bool ucx_node::send_bulk(const std::string& peer, frame_header h, const void* da
 
 const ucx_node_counters& ucx_node::counters() const { return impl_->counters; }
 
+void ucx_node::hold_polling() {
+  if (impl_->polling_holds.fetch_add(1) == 0) impl_->wake();
+}
+void ucx_node::release_polling() { impl_->polling_holds.fetch_sub(1); }
+
 }  // namespace msomni::transport

@@ -62,7 +62,8 @@ struct ucx_node_options {
   // ready. 0 (the default): sleep as soon as there is nothing to do.
   // The control plane's nodes use control_plane_busy_poll; ranks do not, because on
   // oversubscribed cores a polling progress thread takes CPU from the caller's reductions and
-  // roughly halves all-reduce bandwidth below 16 MiB (measured with 4 ranks on 2 cores).
+  // roughly halves all-reduce bandwidth below 16 MiB (measured with 4 ranks on 2 cores);
+  // their collectives hold the poll on only while they run (hold_polling).
   std::chrono::microseconds busy_poll{0};
 };
 
@@ -122,6 +123,12 @@ class ucx_node {
                  std::function<void(bool ok)> done);
 
   const ucx_node_counters& counters() const;
+
+  // While held (counted: nested holds add up), the progress thread polls without sleeping,
+  // yielding the core between polls: for the span of a collective, whose frames come in a
+  // burst and whose caller waits for each.
+  void hold_polling();
+  void release_polling();
 
   struct impl;
 

@@ -103,6 +103,7 @@ struct ucx_node::impl {
   std::map<ucp_ep_h, detail::peer_state> by_ep;
   std::vector<ucp_ep_h> to_close;
   std::atomic<bool> stopping{false};
+  std::atomic<int> polling_holds{0};
   std::thread thread;
 
   void start();
