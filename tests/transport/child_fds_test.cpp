@@ -11,6 +11,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -74,4 +76,24 @@ TEST_CASE("a logged_process inherits no socket and gets the job's token in its e
   CHECK(text.find(" 2 -> ") != std::string::npos);
   CHECK(fds_from_3(text).empty());
   CHECK(text.find("token=abc123") != std::string::npos);
+}
+
+TEST_CASE("a logged_process runs OpenMP's idle threads passive unless the starter chose a policy") {
+  msomni::testing::temp_dir dir;
+  const auto run = [&](const std::string& name) {
+    const auto log = (dir.path() / name).string();
+    msomni::agent::logged_process child("/bin/sh", {"-c", "echo policy=$OMP_WAIT_POLICY"}, log, {});
+    std::optional<int> code;
+    for (int i = 0; i < 500 && !code; ++i, std::this_thread::sleep_for(20ms)) code = child.poll_exit();
+    REQUIRE(code);
+    return msomni::testing::read_text(log);
+  };
+  const char* before = std::getenv("OMP_WAIT_POLICY");
+  const std::string kept = before ? before : "";
+  ::unsetenv("OMP_WAIT_POLICY");
+  CHECK(run("default.log").find("policy=passive") != std::string::npos);
+  ::setenv("OMP_WAIT_POLICY", "active", 1);
+  CHECK(run("chosen.log").find("policy=active") != std::string::npos);
+  if (before) ::setenv("OMP_WAIT_POLICY", kept.c_str(), 1);
+  else ::unsetenv("OMP_WAIT_POLICY");
 }

@@ -6,7 +6,8 @@ thread count, for each size and thread count; prints a markdown table with the r
 usage: tools/bench_model/bench_train.py BUILD_DIR [--threads 1 2] [--steps N] [--warmup N]
 
 The two programs run one after the other, each with OMP_NUM_THREADS and
-OPENBLAS_NUM_THREADS set to the thread count. The loss columns check that both trained
+OPENBLAS_NUM_THREADS set to the thread count and OMP_WAIT_POLICY=PASSIVE (what msomni's
+agents give ranks) unless the environment sets it. The loss columns check that both trained
 the same model: their per-step losses must agree (max |difference| is printed).
 """
 import argparse
@@ -40,6 +41,10 @@ def parse(out):
 
 def run(cmd, threads):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    # Both programs run OpenMP's idle threads passive, as msomni's agents start ranks (its
+    # threads spinning between parallel loops starve the GEMM threads on few cores); a value
+    # set by whoever runs the bench wins.
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     sys.stderr.write(out)
     return parse(out)
