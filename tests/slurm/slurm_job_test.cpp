@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -115,17 +116,22 @@ bool wait_metric_lines(const fs::path& dir, size_t lines, std::chrono::seconds w
 
 // After a stop that requeues the job: until its second run has resumed and completed (or it
 // ended for good, or 360 s). Slurm holds a requeued job back for a while (its BeginTime); that
-// wait is Slurm's, not the resume's, so the job is let start at once, once `may_start` says
-// its nodes are free. Returns the last state; `resumed` says whether a resume was journaled.
+// wait is Slurm's, not the resume's, so the job is let start early, once `may_start` says its
+// nodes are free. Not at once: a slurmd refuses a job credential issued in the same second as
+// it revoked the job's previous one ("Job credential revoked", and the job ends FAILED), so the
+// start waits 3 s after the job is seen pending. Returns the last state; `resumed` says
+// whether a resume was journaled.
 std::string wait_requeued_run(const std::string& id, const fs::path& dir, bool& resumed,
                               const std::function<bool()>& may_start = [] { return true; }) {
   resumed = false;
   bool hurried = false;
   const auto deadline = std::chrono::steady_clock::now() + 360s;
+  std::optional<std::chrono::steady_clock::time_point> pending_since;
   std::string state;
   while (std::chrono::steady_clock::now() < deadline) {
     state = job_state(id);
-    if (state == "PENDING" && !hurried && may_start()) {
+    if (state == "PENDING" && !pending_since) pending_since = std::chrono::steady_clock::now();
+    if (state == "PENDING" && !hurried && std::chrono::steady_clock::now() - *pending_since >= 3s && may_start()) {
       MESSAGE("requeued: " << run_command("scontrol -o show job " + id).output.substr(0, 400));
       hurried = run_command("scontrol update JobId=" + id + " StartTime=now").exit_code == 0;
     }
