@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <utility>
 #include <vector>
 
 namespace msomni::orchestrator {
@@ -103,6 +104,7 @@ struct journal_event {
   std::string detail;
   std::string rank = {};
   std::string node = {};
+  std::vector<std::pair<std::string, int64_t>> numbers = {};  // further fields of the event line
 };
 // stopped: the job ended because it was asked to stop (a final checkpoint, resumable), not
 // because its last step was trained.

@@ -217,12 +217,14 @@ std::vector<action> elastic_core::rollback(std::string why, time_point now, bool
   change_started_ = now;
   plan_epoch_ = epoch_;
   rollback_epoch_ = epoch_;
-  // A continued rollback is journaled as its own kind: "recovery" events are the recoveries counted.
-  out.push_back(journal_event{replanned ? "recovery_replanned" : "recovery",
-                              why + "; " + std::to_string(w) + " replicas roll back to the last checkpoint (epoch " +
-                                  std::to_string(epoch_) + ", recovery " + std::to_string(recoveries_) +
-                                  (replanned ? " continued" : "") + " of at most " +
-                                  std::to_string(s_.max_recoveries) + ")"});
+  // A continued rollback is journaled as its own kind: "recovery" events are the recoveries
+  // counted, and carry the job's count so far (a control store keeps it for the next leader).
+  journal_event e{replanned ? "recovery_replanned" : "recovery",
+                  why + "; " + std::to_string(w) + " replicas roll back to the last checkpoint (epoch " +
+                      std::to_string(epoch_) + ", recovery " + std::to_string(recoveries_) +
+                      (replanned ? " continued" : "") + " of at most " + std::to_string(s_.max_recoveries) + ")"};
+  if (!replanned) e.numbers.emplace_back("recoveries", recoveries_);
+  out.push_back(std::move(e));
   out.push_back(std::move(plan));
   return out;
 }

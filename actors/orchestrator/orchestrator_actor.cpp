@@ -93,14 +93,13 @@ std::string health_summary(const shell_state& st);
 // Every event line carries the job's step and epoch; `rank` and `node` where the event is
 // about one.
 void journal(shell_state& st, const std::string& kind, const std::string& detail, const std::string& rank = {},
-             const std::string& node = {}) {
+             const std::string& node = {}, const std::vector<std::pair<std::string, int64_t>>& numbers = {}) {
   event_context ctx;
   ctx.step = st.progress.last_step();
   ctx.epoch = st.core.epoch();
   ctx.rank = rank;
   ctx.node = node;
-  // The job's recovery count so far, which a control store keeps for the next leader.
-  if (kind == "recovery") ctx.fields["recoveries"] = st.core.recoveries();
+  for (const auto& [name, value] : numbers) ctx.fields[name] = value;
   if (st.env.journal) st.env.journal->event(kind, detail, ctx);
   if (st.control) st.control->on_event(kind, detail);
   st.tally.on_event(kind);
@@ -175,7 +174,7 @@ void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
   } else if (auto* k = std::get_if<stop_on_agent>(&a)) {
     if (auto it = st.agents.find(k->node); it != st.agents.end()) self->send(it->second, msg::stop_rank{k->name, k->reason});
   } else if (auto* e = std::get_if<journal_event>(&a)) {
-    journal(st, e->kind, e->detail, e->rank, e->node);
+    journal(st, e->kind, e->detail, e->rank, e->node, e->numbers);
   } else if (auto* f = std::get_if<finish_job>(&a)) {
     if (st.done) return;
     st.done = true;

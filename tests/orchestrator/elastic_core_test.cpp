@@ -161,7 +161,10 @@ TEST_CASE("a member lost while a rollback plan is out is part of that recovery, 
   CHECK(c.recoveries() == 1);
   bool continued = false;
   for (const auto& e : all_of<journal_event>(down))
-    if (e.kind == "recovery_replanned") continued = e.detail.find("recovery 1 continued of at most") != std::string::npos;
+    if (e.kind == "recovery_replanned") {
+      continued = e.detail.find("recovery 1 continued of at most") != std::string::npos;
+      CHECK(e.numbers.empty());  // not a recovery of its own: the count is on the first one
+    }
   CHECK(continued);
   CHECK_FALSE(has_event(down, "recovery"));
   // Once the rollback's epoch trains, a new loss is a new recovery.
@@ -197,8 +200,12 @@ TEST_CASE("recoveries an earlier leader spent count against the budget: the next
   const auto third = c.on_rank_down(members[3], "connection lost", time_point{21s});
   CHECK(c.recoveries() == 3);
   bool says_third = false;
-  for (const auto& e : all_of<journal_event>(third))
-    says_third = says_third || (e.kind == "recovery" && e.detail.find("recovery 3 of at most 3") != std::string::npos);
+  for (const auto& e : all_of<journal_event>(third)) {
+    if (e.kind != "recovery") continue;
+    says_third = says_third || e.detail.find("recovery 3 of at most 3") != std::string::npos;
+    // The event carries the job's count, which a control store keeps for the next leader.
+    CHECK(e.numbers == std::vector<std::pair<std::string, int64_t>>{{"recoveries", 3}});
+  }
   CHECK(says_third);
   CHECK(all_of<finish_job>(third).empty());
 }
