@@ -4,11 +4,14 @@
 // topology/tree keeps a data-parallel group under one switch; a node set DOWN mid-run is
 // recovered like a dead rank, on the nodes left; `scancel --signal=TERM` gives a final
 // checkpoint, the script requeues the job and it resumes with no step lost or repeated.
+#include "core/child_process.hpp"
 #include "support/json_lines.hpp"
 #include "support/job_probe.hpp"
 #include "support/process_runner.hpp"
 #include "support/slurm_cluster.hpp"
 #include "support/test_skip.hpp"
+
+#include <signal.h>
 
 #include <doctest/doctest.h>
 
@@ -351,6 +354,65 @@ TEST_CASE("slurm: a node a scale-down empties is given back to Slurm with releas
   // The released node's agent ended with it: no recovery followed.
   CHECK(of_kind(ev, "recovery").empty());
   CHECK(read_text(dir.path() / "run" / "summary.json").find("\"finished\"") != std::string::npos);
+}
+
+TEST_CASE("slurm: under msomni job and msomni-sched inside an allocation, a Slurm stop is reported as stopped and the requeued job resumes") {
+  SLURM_OR_SKIP();
+  slurm_cluster cluster({{"n1"}, {"n2"}});
+  REQUIRE_MESSAGE(cluster.wait_ready(), cluster.logs());
+  msomni::testing::temp_dir dir;
+  const auto info = (dir.path() / "sched.info").string();
+  msomni::child_process sched(MSOMNI_SCHED_BINARY, {"--gpus", "8", "--info-file", info});
+  REQUIRE_MESSAGE(sched.read_until("msomni-sched: 8 GPUs", 20s), sched.log);
+  // The batch script of docs/slurm.md's "Under msomni-sched": msomni job wraps msomni-run, and
+  // a stop (exit 4) requeues the job, whose next run is the same msomni job, so it resumes.
+  constexpr int steps = 600;
+  const auto run = (dir.path() / "run").string();
+  const auto script = dir.write("train-under-sched.sbatch",
+      "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --no-kill\n#SBATCH --requeue\n"
+      "#SBATCH --open-mode=append\n" + std::string(MSOMNI_CLI_BINARY) + " job --scheduler-info " + info +
+      " --id train --class regular --gpus 2 --run-dir " + run + " -- " + MSOMNI_RUN_BINARY + " " + source_root +
+      "/configs/slurm/multinode.toml --run-dir " + run + " --set health.preflight=off --set training.threads=1"
+      " --set checkpoint.interval_steps=1000 --set training.steps=" + std::to_string(steps) +
+      "\nrc=$?\nif [ \"$rc\" -eq 4 ]; then scontrol requeue \"$SLURM_JOB_ID\"; fi\nexit \"$rc\"\n");
+  const auto sub = run_command("cd " + dir.path().string() + " && sbatch --parsable --output=" +
+                               (dir.path() / "job-%j.out").string() + " " + script);
+  REQUIRE_MESSAGE(sub.exit_code == 0, sub.output);
+  const auto id = sub.output.substr(0, sub.output.find_first_of(";\n"));
+  REQUIRE_MESSAGE(wait_metric_lines(dir.path(), 80), story(cluster, dir.path(), id));
+  // While it runs, msomni-sched holds its GPUs for it.
+  const auto running = msomni::testing::parse_json(
+      run_command(std::string(MSOMNI_CLI_BINARY) + " sched-status --json --scheduler-info " + info).output);
+  CHECK(running.dump().find("\"train\"") != std::string::npos);
+  const auto term = run_command("scancel --signal=TERM " + id);
+  REQUIRE_MESSAGE(term.exit_code == 0, term.output);
+  bool resumed = false;
+  const auto state = wait_requeued_run(id, dir.path(), resumed);
+  const auto out = job_output(dir.path(), id);
+  INFO(story(cluster, dir.path(), id));
+  INFO("---- msomni-sched\n" << sched.log);
+  CHECK(resumed);
+  CHECK(state == "COMPLETED");
+  // msomni job told the scheduler of the stop with its checkpoint step, and the requeued run
+  // resumed from that step under the same id.
+  const std::string stopped_at = "msomni job train: stopped (not finished): resumable from checkpoint step ";
+  const auto at = out.find(stopped_at);
+  REQUIRE(at != std::string::npos);
+  const auto step = std::stoull(out.substr(at + stopped_at.size()));
+  CHECK(out.find("msomni job train: resumes from checkpoint step " + std::to_string(step)) != std::string::npos);
+  CHECK(out.find("msomni job train: finished") != std::string::npos);
+  const auto wrong = steps_not_once(step_counts(dir.path()), steps);
+  CHECK_MESSAGE(wrong.empty(), wrong.size() << " steps missing or repeated, first " << (wrong.empty() ? 0 : wrong[0]));
+  // The scheduler's record: finished with exit 0, nothing left stopped, its GPUs free again.
+  const auto after = msomni::testing::parse_json(
+      run_command(std::string(MSOMNI_CLI_BINARY) + " sched-status --json --scheduler-info " + info).output);
+  CHECK(after.at("stopped").empty());
+  REQUIRE(after.at("ended").size() == 1);
+  CHECK(after.at("ended")[0].at("job") == "train");
+  CHECK(after.at("ended")[0].at("end") == "finished");
+  CHECK(after.at("jobs").empty());
+  ::kill(sched.pid(), SIGTERM);
+  CHECK(sched.wait(10s) == 0);
 }
 
 TEST_CASE("slurm: cluster.slurm = require refuses to start outside an allocation") {
