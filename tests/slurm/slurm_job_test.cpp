@@ -356,6 +356,33 @@ TEST_CASE("slurm: a node a scale-down empties is given back to Slurm with releas
   CHECK(read_text(dir.path() / "run" / "summary.json").find("\"finished\"") != std::string::npos);
 }
 
+TEST_CASE("slurm: scale-up places the new replicas on the allocation's free slots") {
+  SLURM_OR_SKIP();
+  // Four nodes of one slot each: two ranks start, the other two nodes wait in the allocation.
+  slurm_cluster cluster({{"n1"}, {"n2"}, {"n3"}, {"n4"}});
+  REQUIRE_MESSAGE(cluster.wait_ready(), cluster.logs());
+  msomni::testing::temp_dir dir;
+  const auto id = submit(dir.path(), "--nodes=4", "--set cluster.release_idle_nodes=false", 600);
+  REQUIRE_MESSAGE(wait_metric_lines(dir.path(), 40), story(cluster, dir.path(), id));
+  const auto before = spawned_on(events(dir.path()));
+  const auto up = run_command(std::string(MSOMNI_CLI_BINARY) + " scale-up --run-dir " + (dir.path() / "run").string() +
+                              " --replicas 4");
+  REQUIRE_MESSAGE(up.exit_code == 0, up.output);
+  const bool grown = msomni::testing::wait_for([&] { return !of_kind(events(dir.path()), "scale_up_done").empty(); }, 120s);
+  const auto state = wait_job_end(id, 240s);
+  const auto ev = events(dir.path());
+  INFO(story(cluster, dir.path(), id));
+  show_events(ev);
+  CHECK(before.size() == 2);
+  REQUIRE(grown);
+  CHECK(state == "COMPLETED");
+  // One rank on each of the four allocated nodes: the new ones went where the allocation had room.
+  const auto after = spawned_on(ev);
+  CHECK(after == std::map<std::string, int>{{"n1", 1}, {"n2", 1}, {"n3", 1}, {"n4", 1}});
+  CHECK(of_kind(ev, "recovery").empty());
+  CHECK(read_text(dir.path() / "run" / "summary.json").find("\"finished\"") != std::string::npos);
+}
+
 TEST_CASE("slurm: under msomni job and msomni-sched inside an allocation, a Slurm stop is reported as stopped and the requeued job resumes") {
   SLURM_OR_SKIP();
   slurm_cluster cluster({{"n1"}, {"n2"}});
