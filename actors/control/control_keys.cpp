@@ -54,7 +54,7 @@ leader_record leader_record::from_json(const std::string& text) {
 
 json job_state::to_json() const {
   return {{"phase", phase}, {"term", term},   {"leader", leader},   {"fingerprint", fingerprint},
-          {"next_event", next_event}, {"epoch", epoch}, {"step", step}, {"attempt", attempt}, {"updated_ms", updated_ms}, {"recoveries", recoveries}};
+          {"next_event", next_event}, {"epoch", epoch}, {"step", step}, {"attempt", attempt}, {"updated_ms", updated_ms}, {"recoveries", recoveries}, {"replicas", replicas}};
 }
 
 job_state job_state::from_json(const std::string& text) {
@@ -70,6 +70,7 @@ job_state job_state::from_json(const std::string& text) {
   s.attempt = field<uint64_t>(j, "attempt", 0);
   s.updated_ms = field<int64_t>(j, "updated_ms", 0);
   s.recoveries = field<uint64_t>(j, "recoveries", 0);
+  s.replicas = field<int64_t>(j, "replicas", 0);
   return s;
 }
 

@@ -54,6 +54,7 @@ struct job_state {
   uint64_t attempt = 0;
   int64_t updated_ms = 0;
   uint64_t recoveries = 0;  // recoveries from lost members spent so far, by every term
+  int64_t replicas = 0;     // the replicas of the last completed resize; 0: none (the config's)
   nlohmann::ordered_json to_json() const;
   static job_state from_json(const std::string& text);
 };

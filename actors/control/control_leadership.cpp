@@ -182,6 +182,8 @@ void control_leadership::record_event(const json& line) {
   if (const auto it = line.find("attempt"); it != line.end() && it->is_number_unsigned()) e.attempt = *it;
   if (const auto it = line.find("recoveries"); it != line.end() && it->is_number_integer() && it->get<int64_t>() >= 0)
     e.recoveries = it->get<uint64_t>();
+  if (const auto it = line.find("replicas"); it != line.end() && it->is_number_integer() && it->get<int64_t>() > 0)
+    e.replicas = it->get<int64_t>();
   std::lock_guard lock(mutex_);
   if (queue_.size() >= queue_max) {
     if (metrics_) metrics_->counter("msomni_control_store_events_dropped_total").Increment();
@@ -242,7 +244,9 @@ bool control_leadership::commit_some(std::unique_lock<std::mutex>& lock) {
     const uint64_t seq = next.next_event++;
     ops.push_back(store::operation::put(keys_.event(seq), e.line));
     if (seq > event_log_max) ops.push_back(store::operation::remove(keys_.event(seq - event_log_max)));
-    if (e.has_epoch) next.epoch = e.epoch;
+    // Epochs only grow in a job, across leaders too; a line before the first plan says 0.
+    if (e.has_epoch) next.epoch = std::max(next.epoch, e.epoch);
+    if (e.replicas > 0) next.replicas = e.replicas;
     if (e.has_step) next.step = std::max(next.step, e.step);
     if (e.attempt) next.attempt = e.attempt;
     next.recoveries = std::max(next.recoveries, e.recoveries);

@@ -97,6 +97,7 @@ class control_leadership {
   struct entry {
     std::string line;
     uint64_t epoch = 0, step = 0, attempt = 0, recoveries = 0;
+    int64_t replicas = 0;  // a completed resize's replicas; 0: the line has none
     bool has_epoch = false, has_step = false;
   };
   void run();

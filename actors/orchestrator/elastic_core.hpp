@@ -45,6 +45,9 @@ struct elastic_settings {
   // Recoveries earlier leaders of this job already spent ([control] store, a takeover): the
   // budget of max_recoveries is the job's, not one control process's.
   int64_t recoveries_spent = 0;
+  // The last membership epoch earlier leaders of this job used (a takeover): this core's
+  // first plan is the next one, so the job keeps one epoch history across leaders.
+  uint64_t epochs_before = 0;
   bool resume = false;  // the first plan loads the newest checkpoint
   // An agent not heard from (hello or heartbeat) for longer is down, with its ranks
   // (elasticity.heartbeat_interval_s x heartbeat_misses).

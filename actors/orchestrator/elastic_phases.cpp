@@ -21,7 +21,7 @@ std::vector<action> elastic_core::on_rank_ready(const msg::rank_ready& r, time_p
   out.push_back(journal_event{"rank_ready", r.name + " on " + r.node + " pid " + std::to_string(r.pid) + ", warmed up" +
                                                 (r.has_checkpoint ? " with checkpoint step " + std::to_string(r.checkpoint_step)
                                                                   : " (no checkpoint yet)"),
-                              r.name, r.node});
+                              r.name, r.node, {{"pid", r.pid}}});
   if (phase_ == phase::starting) {
     auto more = maybe_start();
     out.insert(out.end(), more.begin(), more.end());
@@ -118,15 +118,21 @@ std::vector<action> elastic_core::on_step(uint64_t step, uint32_t world, time_po
   const auto pause = seconds_text(now - change_started_);
   switch (phase_) {
     case phase::shrinking:
-      out.push_back(journal_event{"scale_down_done", std::to_string(world) + " replicas from step " + std::to_string(step) +
-                                                         " (" + pause + " s since the request)"});
+      // A completed resize carries the job's replicas from now on: a control store keeps
+      // them, and a leader taking over starts there (a change not completed is dropped).
+      out.push_back(journal_event{"scale_down_done",
+                                  std::to_string(world) + " replicas from step " + std::to_string(step) + " (" + pause +
+                                      " s since the request)",
+                                  {}, {}, {{"replicas", target_}}});
       phase_ = phase::running;
       break;
     case phase::growing:
       if (!awaiting_join_) break;  // still waiting for the new ranks to be ready
       awaiting_join_ = false;
-      out.push_back(journal_event{"scale_up_done", std::to_string(world) + " replicas from step " + std::to_string(step) +
-                                                       " (" + pause + " s since the request)"});
+      out.push_back(journal_event{"scale_up_done",
+                                  std::to_string(world) + " replicas from step " + std::to_string(step) + " (" + pause +
+                                      " s since the request)",
+                                  {}, {}, {{"replicas", target_}}});
       phase_ = joining_.empty() ? phase::running : phase::growing;
       {
         auto more = maybe_join_new();

@@ -32,6 +32,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/send.hpp>
 #include <fcntl.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sys/stat.h>
@@ -108,6 +109,13 @@ orchestrator::elastic_settings elastic_settings_from(const config::job_config& c
   return s;
 }
 
+// The replicas a takeover starts with: those of the last resize an earlier leader completed,
+// within the config's bounds (a config changed between leaders is refused by its fingerprint,
+// so they hold unless the store's value is damaged).
+int64_t takeover_replicas(int64_t stored, const config::job_config& cfg) {
+  return std::clamp(stored, cfg.elasticity.min_replicas, cfg.elasticity.max_replicas);
+}
+
 // The election that made this process the job's leader, and from now on every journal event
 // in the store's event log as well.
 void journal_leadership(orchestrator::run_journal& journal, control_role& control, const config::job_config& cfg) {
@@ -123,6 +131,8 @@ void journal_leadership(orchestrator::run_journal& journal, control_role& contro
     ctx.fields["previous_term"] = e.previous.term;
     ctx.fields["previous_step"] = e.previous.step;
     ctx.fields["previous_recoveries"] = e.previous.recoveries;
+    ctx.fields["previous_epoch"] = e.previous.epoch;
+    ctx.fields["replicas"] = e.previous.replicas > 0 ? takeover_replicas(e.previous.replicas, cfg) : cfg.elasticity.replicas;
     ctx.fields["waited_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(e.waited).count();
     ctx.step = e.previous.step;
   }
@@ -132,8 +142,12 @@ void journal_leadership(orchestrator::run_journal& journal, control_role& contro
   journal.event(takeover ? "control_takeover" : "control_elected",
                 takeover ? "took over the job from " + e.previous.leader + " (term " + std::to_string(e.previous.term) +
                                ", last step " + std::to_string(e.previous.step) + ", " +
-                               std::to_string(e.previous.recoveries) + " recoveries spent) as term " +
-                               std::to_string(e.term) + "; the ranks resume from the newest checkpoint"
+                               std::to_string(e.previous.recoveries) + " recoveries spent, epoch " +
+                               std::to_string(e.previous.epoch) + ") as term " + std::to_string(e.term) +
+                               "; the ranks resume from the newest checkpoint on " +
+                               std::to_string(e.previous.replicas > 0 ? takeover_replicas(e.previous.replicas, cfg)
+                                                                      : cfg.elasticity.replicas) +
+                               " replicas"
                          : "leads the job in the control store " + cfg.control.store + " (term " + std::to_string(e.term) + ")",
                 ctx);
 }
@@ -339,9 +353,15 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     node_checks = std::move(np);
   }
   auto elastic = elastic_settings_from(cfg, resume);
-  // A takeover goes on with the recoveries its predecessors spent: the budget is the job's.
-  if (control && control->elected.what == control::takeover::take_over)
-    elastic.recoveries_spent = static_cast<int64_t>(control->elected.previous.recoveries);
+  // A takeover goes on with the job as its predecessors left it: the recoveries they spent
+  // (the budget is the job's), the epochs they used (one epoch history) and the replicas of
+  // their last completed resize (a resize they did not complete is dropped).
+  if (control && control->elected.what == control::takeover::take_over) {
+    const auto& before = control->elected.previous;
+    elastic.recoveries_spent = static_cast<int64_t>(before.recoveries);
+    elastic.epochs_before = before.epoch;
+    if (before.replicas > 0) elastic.replicas = takeover_replicas(before.replicas, cfg);
+  }
   auto orchestrator = orchestrator::spawn_orchestrator(sys, elastic, std::move(env), std::move(node_checks));
   gw.publish("orchestrator", orchestrator);
   journal.event("control_started", "control at " + hub.node().address() + ", run directory " + run_dir.string());

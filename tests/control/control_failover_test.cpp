@@ -40,7 +40,7 @@ struct control_process {
 };
 
 control_process start_control(const temp_dir& dir, const std::string& name, const std::string& store,
-                              const std::string& job) {
+                              const std::string& job, int job_steps = steps) {
   process::spawn_options o;
   o.in = process::stream::null();
   const auto log = (dir.path() / (name + ".log")).string();
@@ -51,7 +51,7 @@ control_process start_control(const temp_dir& dir, const std::string& name, cons
                          {std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml", "--run-dir",
                           (dir.path() / "run").string(), "--set", "control.store=" + store, "--set",
                           "control.lease_ttl_s=3", "--set", "health.preflight=off", "--set",
-                          "training.steps=" + std::to_string(steps), "--set", "checkpoint.interval_steps=20", "--set",
+                          "training.steps=" + std::to_string(job_steps), "--set", "checkpoint.interval_steps=20", "--set",
                           "job.name=" + job},
                          o),
           log};
@@ -92,16 +92,48 @@ std::map<uint64_t, int> effective_steps(const temp_dir& dir) {
   return out;
 }
 
-void check_every_step_once(const temp_dir& dir) {
+void check_every_step_once(const temp_dir& dir, int job_steps = steps) {
   const auto curve = effective_steps(dir);
-  CHECK(curve.size() == static_cast<size_t>(steps));
+  CHECK(curve.size() == static_cast<size_t>(job_steps));
   std::vector<uint64_t> wrong;
-  for (uint64_t s = 1; s <= steps; ++s)
+  for (uint64_t s = 1; s <= static_cast<uint64_t>(job_steps); ++s)
     if (!curve.count(s) || curve.at(s) != 1) wrong.push_back(s);
   CHECK_MESSAGE(wrong.empty(), wrong.size() << " steps missing or repeated on the effective curve, first " << (wrong.empty() ? 0 : wrong[0]));
 }
 
 bool pid_alive(int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; }
+
+// Metrics lines of one attempt of the job.
+size_t metric_lines_of_attempt(const temp_dir& dir, uint64_t attempt) {
+  const auto p = dir.path() / "run" / "metrics.jsonl";
+  size_t n = 0;
+  if (std::filesystem::exists(p))
+    for (const auto& m : read_json_lines(p)) n += m.value("attempt", uint64_t{0}) == attempt ? 1 : 0;
+  return n;
+}
+
+// The attempt a takeover event started (the attempt_started that follows it).
+uint64_t attempt_after(const std::vector<json>& events, const json& takeover) {
+  bool seen = false;
+  for (const auto& e : events) {
+    if (e == takeover) seen = true;
+    else if (seen && e.value("kind", "") == "attempt_started") return e.value("attempt", uint64_t{0});
+  }
+  return 0;
+}
+
+// The replicas of the last resize committed to the store by a term before `term` (0: none).
+int64_t committed_replicas_before(store::etcd_client& admin, const control::job_keys& keys, int64_t term) {
+  int64_t replicas = 0;
+  int64_t at = 0;
+  for (const auto& kv : admin.get_prefix(keys.events())) {
+    const auto e = json::parse(kv.value);
+    const auto kind = e.value("kind", "");
+    if ((kind != "scale_down_done" && kind != "scale_up_done") || e.value("term", int64_t{0}) >= term) continue;
+    if (kv.mod_revision >= at) at = kv.mod_revision, replicas = e.value("replicas", int64_t{0});
+  }
+  return replicas;
+}
 
 }  // namespace
 
@@ -172,6 +204,122 @@ TEST_CASE("control failover: the leader SIGKILLed mid-run, the standby takes ove
   CHECK(stored_kinds.count("control_takeover") == 1);
   CHECK(stored_kinds.count("job_finished") == 1);
   CHECK_FALSE(admin.get(keys.leader()).has_value());  // the last leader resigned
+}
+
+TEST_CASE("control failover: leaders SIGKILLed after a scale-down and in the middle of a scale-up and of a recovery keep one epoch history and every step once") {
+  constexpr int job_steps = 1500;
+  testing::etcd_servers etcd;
+  REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
+  temp_dir dir;
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+  const std::string job = "failover-elastic";
+  const auto run = (dir.path() / "run").string();
+  const auto cli = [&](const std::string& args) {
+    return testing::run_command(std::string(MSOMNI_CLI_BINARY) + " " + args + " --run-dir " + run);
+  };
+  const auto count = [&](const std::string& kind) { return of_kind(events_of(dir), kind).size(); };
+  std::vector<control_process> leaders;
+  leaders.push_back(start_control(dir, "leader-1", etcd.url(), job, job_steps));
+  REQUIRE_MESSAGE(wait_for([&] { return count("control_elected") == 1; }, 120s), leaders[0].log());
+  // A standby for the next leader; a leader is killed only once one waits.
+  const auto add_standby = [&](const std::string& name) {
+    leaders.push_back(start_control(dir, name, etcd.url(), job, job_steps));
+    auto& s = leaders.back();
+    REQUIRE_MESSAGE(wait_for([&] { return s.log().find("standby: ") != std::string::npos; }, 60s), s.log());
+  };
+  const auto kill_leader = [&](size_t i) {
+    REQUIRE_FALSE(leaders[i].child.poll().has_value());
+    leaders[i].child.signal(SIGKILL);
+    leaders[i].child.wait();
+  };
+  store::etcd_client admin(etcd.endpoints(), 2000ms);
+  const control::job_keys keys(job);
+
+  // 1. A completed scale-down, then the leader dies: the next one starts on 1 replica.
+  add_standby("standby-1");
+  REQUIRE_MESSAGE(wait_for([&] { return metric_lines(dir) >= 30; }, 180s), leaders[0].log());
+  const auto down = cli("scale-down --replicas 1");
+  REQUIRE_MESSAGE(down.exit_code == 0, down.output);
+  REQUIRE_MESSAGE(wait_for([&] { return count("scale_down_done") == 1; }, 120s), leaders[0].log());
+  const auto done_at = metric_lines(dir);
+  REQUIRE(wait_for([&] { return metric_lines(dir) >= done_at + 10; }, 120s));
+  kill_leader(0);
+  REQUIRE_MESSAGE(wait_for([&] { return count("control_takeover") == 1; }, 60s), leaders[1].log());
+  {
+    const auto t = of_kind(events_of(dir), "control_takeover")[0];
+    CHECK(t["replicas"] == 1);
+    CHECK(committed_replicas_before(admin, keys, t["term"].get<int64_t>()) == 1);
+  }
+
+  // 2. A scale-up requested, the leader killed as soon as it journals the request: the next
+  // one starts on the replicas of the last resize the store committed, whichever that was.
+  add_standby("standby-2");
+  const auto attempt2 = attempt_after(events_of(dir), of_kind(events_of(dir), "control_takeover")[0]);
+  REQUIRE(attempt2 > 0);
+  REQUIRE_MESSAGE(wait_for([&] { return metric_lines_of_attempt(dir, attempt2) >= 20; }, 180s), leaders[1].log());
+  const auto up = cli("scale-up --replicas 2");
+  REQUIRE_MESSAGE(up.exit_code == 0, up.output);
+  REQUIRE_MESSAGE(wait_for([&] { return count("scale_up") >= 1; }, 60s), leaders[1].log());
+  kill_leader(1);
+  REQUIRE_MESSAGE(wait_for([&] { return count("control_takeover") == 2; }, 60s), leaders[2].log());
+  {
+    const auto t = of_kind(events_of(dir), "control_takeover")[1];
+    const auto committed = committed_replicas_before(admin, keys, t["term"].get<int64_t>());
+    MESSAGE("scale-up interrupted: the store had committed " << committed << " replicas; the next leader starts on "
+                                                              << t["replicas"]);
+    CHECK(t["replicas"] == committed);
+  }
+
+  // 3. A rank killed, then its leader as soon as it journals the loss: the next leader goes on
+  // with the recoveries the store counted and finishes the job.
+  add_standby("standby-3");
+  const auto attempt3 = attempt_after(events_of(dir), of_kind(events_of(dir), "control_takeover")[1]);
+  REQUIRE(attempt3 > 0);
+  REQUIRE_MESSAGE(wait_for([&] { return metric_lines_of_attempt(dir, attempt3) >= 20; }, 180s), leaders[2].log());
+  int64_t victim = 0;
+  for (const auto& e : of_kind(events_of(dir), "rank_ready"))
+    if (e.value("attempt", uint64_t{0}) == attempt3) victim = e.value("pid", int64_t{0});
+  REQUIRE(pid_alive(victim));
+  const auto downs = count("rank_down");
+  ::kill(static_cast<pid_t>(victim), SIGKILL);
+  REQUIRE_MESSAGE(wait_for([&] { return count("rank_down") > downs; }, 60s), leaders[2].log());
+  kill_leader(2);
+  REQUIRE_MESSAGE(wait_for([&] { return count("control_takeover") == 3; }, 60s), leaders[3].log());
+  const auto status = leaders[3].child.wait_for(300s);
+  REQUIRE_MESSAGE(status.has_value(), leaders[3].log());
+  CHECK_MESSAGE(status->shell_code() == 0, leaders[3].log());
+
+  // One epoch history: an attempt's events go on at the epoch the previous one reached (never
+  // below), and its first plan (ranks_started) is a new epoch after all of those before it.
+  const auto events = events_of(dir);
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> epochs;  // attempt -> (lowest, highest) epoch
+  std::map<uint64_t, uint64_t> first_plan;                    // attempt -> epoch of its ranks_started
+  for (const auto& e : events) {
+    if (!e.contains("epoch") || e.value("epoch", uint64_t{0}) == 0) continue;
+    const uint64_t a = e.value("attempt", uint64_t{0}), ep = e["epoch"];
+    auto [it, fresh] = epochs.try_emplace(a, ep, ep);
+    it->second.first = std::min(it->second.first, ep);
+    it->second.second = std::max(it->second.second, ep);
+    if (e.value("kind", "") == "ranks_started") first_plan.try_emplace(a, ep);
+  }
+  REQUIRE(epochs.size() == 4);
+  REQUIRE(first_plan.size() == 4);
+  uint64_t highest = 0;
+  for (const auto& [attempt, range] : epochs) {
+    CAPTURE(attempt);
+    CHECK(range.first >= highest);
+    CHECK(first_plan.at(attempt) > highest);
+    highest = range.second;
+  }
+  const auto takeovers = of_kind(events, "control_takeover");
+  REQUIRE(takeovers.size() == 3);
+  for (size_t i = 1; i < takeovers.size(); ++i)
+    CHECK(takeovers[i]["previous_epoch"].get<uint64_t>() >= takeovers[i - 1]["previous_epoch"].get<uint64_t>());
+  CHECK(of_kind(events, "job_finished").size() == 1);
+  check_every_step_once(dir, job_steps);
+  const auto state = control::job_state::from_json(admin.get(keys.state())->value);
+  CHECK(state.phase == "finished");
+  CHECK(state.epoch == highest);
 }
 
 TEST_CASE("control failover: a leader stopped past its lease is deposed and fenced, and the standby starts once it let go") {

@@ -102,6 +102,13 @@ TEST_CASE("leadership: one leader at a time, and a standby takes over the runnin
   auto recovery = event_line("recovery", 15);
   recovery["recoveries"] = 2;  // the job's count so far, as the orchestrator journals it
   a->record_event(recovery);
+  auto resized = event_line("scale_down_done", 18);
+  resized["replicas"] = 1;  // a completed resize, as the orchestrator journals it
+  resized["epoch"] = uint64_t{4};
+  a->record_event(resized);
+  auto early = event_line("attempt_started", 19);
+  early["epoch"] = uint64_t{0};  // a line journaled before a plan: the stored epoch does not go back
+  a->record_event(early);
   a->record_event(event_line("checkpoint", 20));
   CHECK(a->finish("running"));  // drained; the phase stays running
 
@@ -122,6 +129,8 @@ TEST_CASE("leadership: one leader at a time, and a standby takes over the runnin
   CHECK(eb.term > ea.term);
   CHECK(eb.previous.step == 20);
   CHECK(eb.previous.recoveries == 2);  // the next leader's budget starts there
+  CHECK(eb.previous.replicas == 1);    // and its replicas
+  CHECK(eb.previous.epoch == 4);       // and its epochs after these
   CHECK(eb.previous.leader == a_id);  // written by a's first commit
   REQUIRE_FALSE(said.empty());
   CHECK(said.front().find("127.0.0.1:1234") != std::string::npos);  // the leader's announced address

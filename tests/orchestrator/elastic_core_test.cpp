@@ -80,6 +80,23 @@ TEST_CASE("scale-down checkpoints first and completes on the first step at the n
   auto done = c.on_step(12, 2, time_point{14s});
   CHECK(has_event(done, "scale_down_done"));
   CHECK(c.world() == 2);
+  // The completed resize carries the job's replicas from now on (a control store keeps them).
+  for (const auto& e : all_of<journal_event>(done))
+    if (e.kind == "scale_down_done") CHECK(e.numbers == std::vector<std::pair<std::string, int64_t>>{{"replicas", 2}});
+}
+
+TEST_CASE("a core that takes over from earlier leaders plans after their epochs") {
+  auto s = four_replicas();
+  s.epochs_before = 7;
+  elastic_core c(s);
+  CHECK(c.epoch() == 7);  // events before the first plan say where the job stood
+  c.on_agent({"n1", "rack1", "sw1", 3, true}, time_point{0s});
+  std::vector<action> acts;
+  for (const auto& sp : all_of<spawn_on_agent>(c.on_agent({"n2", "rack2", "sw1", 3, true}, time_point{0s})))
+    acts = c.on_rank_ready(ready(sp.name, sp.node), time_point{1s});
+  const auto plans = all_of<send_plan>(acts);
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0].plan.epoch == 8);
 }
 
 TEST_CASE("leavers that overrun the grace period are stopped and the rest roll back") {
