@@ -94,3 +94,55 @@ TEST_CASE("fuyu-tiny gradients accumulate and scale with grad_scale") {
   CHECK(std::sqrt(err_twice / (4 * norm)) < 1e-5);
   CHECK(std::sqrt(err_half / (0.25 * norm)) < 1e-5);
 }
+
+// A sample's rows are its own patches and text, whatever the others in its micro-batch hold:
+// a mixed batch (image, video, text-only) gives the loss and gradients of its samples run one
+// by one, each without any padding. A wrong row or attention offset of any sample breaks it.
+TEST_CASE("fuyu-tiny: a mixed micro-batch equals its samples run alone, unpadded") {
+  const auto cfg = test::tiny_model_config();
+  model::model_context ctx{cfg, 5, model::compute_device::cpu, 0, 2};
+  models::fuyu_tiny m(ctx);
+  test::square_batches data(cfg, 3, 24, 5);
+  const auto batch = data.next();
+  REQUIRE(batch.modalities[0] == modality::image);
+  REQUIRE(batch.modalities[1] == modality::video);
+  REQUIRE(batch.modalities[2] == modality::text);
+  const size_t n = static_cast<size_t>(m.parameter_count());
+  std::vector<float> whole(n), parts(n);
+  m.zero_gradients();
+  const auto all = m.forward_backward(batch, 1.0f);
+  m.copy_to_host(model::buffer_role::gradients, whole);
+
+  m.zero_gradients();
+  double loss_sum = 0;
+  int64_t targets = 0;
+  for (int64_t b = 0; b < batch.batch; ++b) {
+    const auto c = batch.patch_counts[static_cast<size_t>(b)];
+    model::micro_batch one;
+    one.batch = 1;
+    one.max_patches = c;
+    one.patch_dim = batch.patch_dim;
+    one.text_len = batch.text_len;
+    const auto from = batch.patches.begin() + b * batch.max_patches * batch.patch_dim;
+    one.patches.assign(from, from + c * batch.patch_dim);
+    one.patch_counts = {c};
+    const auto t0 = static_cast<std::ptrdiff_t>(b * batch.text_len), t1 = t0 + batch.text_len;
+    one.tokens.assign(batch.tokens.begin() + t0, batch.tokens.begin() + t1);
+    one.loss_mask.assign(batch.loss_mask.begin() + t0, batch.loss_mask.begin() + t1);
+    one.modalities = {batch.modalities[static_cast<size_t>(b)]};
+    const auto count = one.target_tokens();
+    const auto r = m.forward_backward(one, static_cast<float>(count) / static_cast<float>(all.target_tokens));
+    loss_sum += r.loss * static_cast<double>(r.target_tokens);
+    targets += r.target_tokens;
+  }
+  m.copy_to_host(model::buffer_role::gradients, parts);
+  CHECK(targets == all.target_tokens);
+  CHECK(loss_sum / static_cast<double>(targets) == doctest::Approx(all.loss).epsilon(1e-6));
+  double norm = 0, err = 0;
+  for (size_t i = 0; i < n; ++i) {
+    norm += double(whole[i]) * whole[i];
+    err += std::pow(double(parts[i]) - whole[i], 2);
+  }
+  REQUIRE(norm > 0);
+  CHECK(std::sqrt(err / norm) < 1e-5);  // summation order only
+}

@@ -1,8 +1,8 @@
 // fuyu-tiny: the reference multimodal decoder. Fuyu-style: image or video-frame
 // patches are linearly projected straight into the token stream, followed by byte-level
 // text tokens, and a pre-LayerNorm causal transformer predicts the next text byte. Each
-// sample's sequence is [its patches | its text | padding], so causal attention never sees
-// padding and needs no key mask. Loss on text targets only.
+// sample's sequence is [its patches | its text], run without the micro-batch's padding
+// (fuyu_tiny_forward.cpp), so attention needs no key mask. Loss on text targets only.
 //
 // All compute goes through kernels::ops, so the same code runs on the CPU reference and on
 // CUDA. Parameters, gradients and AdamW moments are each one flat buffer in the backend's

@@ -1,4 +1,13 @@
 // fuyu-tiny forward and backward passes over one micro-batch (see fuyu_tiny.hpp).
+//
+// The micro-batch pads every sample to max_patches + text_len positions, but a sample's
+// sequence is only its own patches and its text: the passes run over those rows alone,
+// sample after sample ([sample 0: c_0 patches | T text][sample 1: ...]...). Causal attention
+// never lets a real position see a padded one, and the loss never reads one, so skipping
+// them changes no real position's value; it saves the padded rows' share of every GEMM and
+// the square of it in attention (a text-only sample beside a video has most of its padded
+// sequence empty). The workspace keeps the padded shape's size, so memory does not move with
+// the mix of the batch.
 #include "fuyu_tiny/fuyu_tiny.hpp"
 
 #include <stdexcept>
@@ -25,7 +34,11 @@ struct fuyu_tiny::workspace {
 struct fuyu_tiny::batch_inputs {
   int64_t batch = 0, max_patches = 0, text_len = 0, seq_len = 0;
   int64_t target_tokens = 0, input_tokens = 0;
+  int64_t rows = 0;                      // the real rows: sum over samples of c_b + text_len
+  std::vector<int64_t> row_at, prob_at;  // [B + 1]: sample b's first row and attention entry
   std::vector<int32_t> counts_host;
+  int64_t first_row(int64_t b) const { return row_at[static_cast<size_t>(b)]; }
+  int64_t seq_of(int64_t b) const { return row_at[static_cast<size_t>(b + 1)] - row_at[static_cast<size_t>(b)]; }
   device_buffer<float> patches, mask;
   device_buffer<int32_t> tokens, offsets, targets;
 };
@@ -85,6 +98,14 @@ void fuyu_tiny::prepare(const model::micro_batch& mb) {
   batch_inputs& in = *inputs_;
   in.counts_host = mb.patch_counts;
   in.input_tokens = mb.input_tokens();
+  in.row_at.assign(static_cast<size_t>(B + 1), 0);
+  in.prob_at.assign(static_cast<size_t>(B + 1), 0);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = mb.patch_counts[static_cast<size_t>(b)] + T;
+    in.row_at[static_cast<size_t>(b + 1)] = in.row_at[static_cast<size_t>(b)] + len;
+    in.prob_at[static_cast<size_t>(b + 1)] = in.prob_at[static_cast<size_t>(b)] + d.heads * len * len;
+  }
+  in.rows = in.row_at.back();
   // The inputs go up while the host builds the targets below: asynchronous from the pinned
   // memory the rank's data pipeline packs into. `mb` outlives the copies: the loss read at
   // the end of the forward pass waits for the device, which waits for them.
@@ -99,7 +120,7 @@ void fuyu_tiny::prepare(const model::micro_batch& mb) {
     for (int64_t t = 0; t + 1 < T; ++t) {
       const size_t src = static_cast<size_t>(b * T + t + 1);
       if (!mb.loss_mask[src]) continue;
-      const size_t row = static_cast<size_t>(b * S + mb.patch_counts[static_cast<size_t>(b)] + t);
+      const size_t row = static_cast<size_t>(in.row_at[static_cast<size_t>(b)] + mb.patch_counts[static_cast<size_t>(b)] + t);
       targets[row] = mb.tokens[src];
       mask[row] = 1.0f;
       ++count;
@@ -148,23 +169,29 @@ double fuyu_tiny::run_forward(float loss_grad_scale) {
   const fuyu_dims& d = layout_.dims;
   batch_inputs& in = *inputs_;
   workspace& w = *work_;
-  const int64_t B = in.batch, S = in.seq_len, T = in.text_len, N = B * S;
+  const int64_t B = in.batch, T = in.text_len, N = in.rows;
   const int64_t D = d.d_model, F = d.d_ff, H = d.heads;
   const float* P = params_.get();
 
   float* x0 = w.x[0].get();
-  o.zero(x0, w.x[0].bytes());  // padding rows stay zero apart from their position vector
-  o.patch_embed_forward(in.patches.get(), P + layout_.patch_w, P + layout_.patch_b,
-                        in.counts_host.data(), B, in.max_patches, d.patch_dim, S, D, x0);
-  o.token_embed_forward(in.tokens.get(), in.offsets.get(), P + layout_.tok_emb, B, T, S, D, x0);
-  o.position_embed_forward(P + layout_.pos_emb, B, S, D, x0);
+  o.zero(x0, static_cast<size_t>(N * D) * sizeof(float));
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = in.seq_of(b);
+    float* xb = x0 + in.first_row(b) * D;
+    o.patch_embed_forward(in.patches.get() + b * in.max_patches * d.patch_dim, P + layout_.patch_w,
+                          P + layout_.patch_b, in.counts_host.data() + b, 1, in.max_patches, d.patch_dim, len, D, xb);
+    o.token_embed_forward(in.tokens.get() + b * T, in.offsets.get() + b, P + layout_.tok_emb, 1, T, len, D, xb);
+    o.position_embed_forward(P + layout_.pos_emb, 1, len, D, xb);
+  }
   for (int64_t l = 0; l < d.layers; ++l) {
     const fuyu_block& k = layout_.blocks[static_cast<size_t>(l)];
     const size_t i = static_cast<size_t>(l);
     o.layer_norm_forward(w.x[i].get(), P + k.ln1_g, P + k.ln1_b, N, D, ln_eps, w.ln1[i].get(),
                          w.mean1[i].get(), w.rstd1[i].get());
     o.linear_forward(w.ln1[i].get(), P + k.w_qkv, P + k.b_qkv, N, D, 3 * D, w.qkv[i].get());
-    o.attention_forward(w.qkv[i].get(), B, S, H, d.head_dim, w.probs[i].get(), w.att[i].get());
+    for (int64_t b = 0; b < B; ++b)
+      o.attention_forward(w.qkv[i].get() + in.first_row(b) * 3 * D, 1, in.seq_of(b), H, d.head_dim,
+                          w.probs[i].get() + in.prob_at[static_cast<size_t>(b)], w.att[i].get() + in.first_row(b) * D);
     o.linear_forward(w.att[i].get(), P + k.w_o, P + k.b_o, N, D, D, w.tmp.get());
     o.add(w.x[i].get(), w.tmp.get(), N * D, w.h[i].get());
     o.layer_norm_forward(w.h[i].get(), P + k.ln2_g, P + k.ln2_b, N, D, ln_eps, w.ln2[i].get(),
@@ -188,11 +215,11 @@ void fuyu_tiny::run_backward() {
   const fuyu_dims& d = layout_.dims;
   batch_inputs& in = *inputs_;
   workspace& w = *work_;
-  const int64_t B = in.batch, S = in.seq_len, T = in.text_len, N = B * S;
+  const int64_t B = in.batch, T = in.text_len, N = in.rows;
   const int64_t D = d.d_model, F = d.d_ff, H = d.heads;
   const float* P = params_.get();
   float* G = grads_.get();
-  const size_t nd_bytes = w.dx.bytes();
+  const size_t nd_bytes = static_cast<size_t>(N * D) * sizeof(float);
 
   const size_t last = static_cast<size_t>(d.layers);
   o.linear_backward(w.logits.get(), w.lnf.get(), P + layout_.w_head, N, D, d.vocab,
@@ -215,19 +242,26 @@ void fuyu_tiny::run_backward() {
     // h = x[l] + o(attention(qkv(ln1(x[l]))))
     o.linear_backward(w.dh.get(), w.att[i].get(), P + k.w_o, N, D, D, w.d_att.get(), G + k.w_o,
                       G + k.b_o);
-    o.attention_backward(w.d_att.get(), w.qkv[i].get(), w.probs[i].get(), B, S, H, d.head_dim,
-                         w.d_scores.get(), w.d_qkv.get());
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t row = in.first_row(b), at = in.prob_at[static_cast<size_t>(b)];
+      o.attention_backward(w.d_att.get() + row * D, w.qkv[i].get() + row * 3 * D, w.probs[i].get() + at, 1,
+                           in.seq_of(b), H, d.head_dim, w.d_scores.get() + at, w.d_qkv.get() + row * 3 * D);
+    }
     o.linear_backward(w.d_qkv.get(), w.ln1[i].get(), P + k.w_qkv, N, D, 3 * D, w.d_ln.get(),
                       G + k.w_qkv, G + k.b_qkv);
     o.copy(w.dx.get(), w.dh.get(), nd_bytes);
     o.layer_norm_backward(w.d_ln.get(), w.x[i].get(), P + k.ln1_g, w.mean1[i].get(),
                           w.rstd1[i].get(), N, D, w.dx.get(), G + k.ln1_g, G + k.ln1_b);
   }
-  o.patch_embed_backward(in.patches.get(), w.dx.get(), in.counts_host.data(), B, in.max_patches,
-                         d.patch_dim, S, D, G + layout_.patch_w, G + layout_.patch_b);
-  o.token_embed_backward(in.tokens.get(), in.offsets.get(), w.dx.get(), B, T, S, D, d.vocab,
-                         G + layout_.tok_emb);
-  o.position_embed_backward(w.dx.get(), B, S, D, G + layout_.pos_emb);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = in.seq_of(b);
+    const float* dxb = w.dx.get() + in.first_row(b) * D;
+    o.patch_embed_backward(in.patches.get() + b * in.max_patches * d.patch_dim, dxb, in.counts_host.data() + b, 1,
+                           in.max_patches, d.patch_dim, len, D, G + layout_.patch_w, G + layout_.patch_b);
+    o.token_embed_backward(in.tokens.get() + b * T, in.offsets.get() + b, dxb, 1, T, len, D, d.vocab,
+                           G + layout_.tok_emb);
+    o.position_embed_backward(dxb, 1, len, D, G + layout_.pos_emb);
+  }
 }
 
 model::loss_report fuyu_tiny::forward_backward(const model::micro_batch& batch,
