@@ -384,6 +384,41 @@ TEST_CASE("control failover: a leader stopped past its lease is deposed and fenc
   for (const auto& s : stops) CHECK_MESSAGE(s["attempt"] == elected_events[0]["attempt"], s.dump());
 }
 
+TEST_CASE("control failover: a 3-member store losing a member mid-run does not touch the job") {
+  testing::etcd_servers etcd(3);
+  REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
+  temp_dir dir;
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+  auto leader = start_control(dir, "leader", etcd.url(), "failover-member");
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "control_elected").empty(); }, 120s), leader.log());
+  auto standby = start_control(dir, "standby", etcd.url(), "failover-member");
+  REQUIRE_MESSAGE(wait_for([&] { return standby.log().find("standby: ") != std::string::npos; }, 60s), standby.log());
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "checkpoint").empty() && metric_lines(dir) >= 50; }, 180s),
+                  leader.log());
+  // The member every client asks first goes away (the raft leader or not: the others elect).
+  etcd.stop(0);
+  const auto stopped_at = metric_lines(dir);
+  const auto status = leader.child.wait_for(300s);
+  REQUIRE_MESSAGE(status.has_value(), leader.log());
+  CHECK_MESSAGE(status->shell_code() == 0, leader.log());
+  // The standby saw its leader finish the job and started nothing.
+  const auto standby_status = standby.child.wait_for(60s);
+  REQUIRE_MESSAGE(standby_status.has_value(), standby.log());
+  CHECK_MESSAGE(standby_status->shell_code() == 0, standby.log());
+  const auto events = events_of(dir);
+  CHECK(of_kind(events, "control_takeover").empty());
+  CHECK(of_kind(events, "stop").empty());
+  CHECK(of_kind(events, "attempt_started").size() == 1);  // one attempt: nothing restarted
+  CHECK(of_kind(events, "job_finished").size() == 1);
+  CHECK(metric_lines(dir) > stopped_at);
+  check_every_step_once(dir);
+  // The two members left hold the job's end under the first and only term.
+  store::etcd_client admin({etcd.endpoints()[1], etcd.endpoints()[2]}, 2000ms);
+  const auto state = control::job_state::from_json(admin.get(control::job_keys("failover-member").state())->value);
+  CHECK(state.phase == "finished");
+  CHECK(state.term == of_kind(events, "control_elected")[0]["term"].get<int64_t>());
+}
+
 TEST_CASE("msomni health-check: store.etcd passes on a healthy 3-member store, warns with one member down, fails without a quorum") {
   testing::etcd_servers etcd(3);
   REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
