@@ -89,6 +89,18 @@ std::vector<action> node_check_core::on_no_report(const std::string& node, const
   return on_report(node, failed_report(node, "no report from the agent: " + why).dump(), "");
 }
 
+std::vector<action> node_check_core::on_gather_deadline() {
+  if (over_ || pairing_) return {};
+  std::vector<std::string> waiting;
+  for (const auto& n : s_.nodes) {
+    if (nodes_.at(n).joined) waiting.push_back(n);
+    else missing_.push_back(n);
+  }
+  if (missing_.empty()) return {};
+  s_.nodes = std::move(waiting);  // the initial check covers the nodes that came
+  return maybe_next();
+}
+
 std::vector<std::pair<std::string, std::string>> node_check_core::plan_pairs(const std::vector<std::string>& nodes,
                                                                              size_t all_pairs_up_to) {
   std::vector<std::pair<std::string, std::string>> out;
@@ -240,6 +252,7 @@ std::vector<action> node_check_core::finish() {
     job = worst(job, v);
     if (v == "fail") reasons += (reasons.empty() ? "" : "; ") + std::string("multinode: ") + failed_checks(mj);
   }
+  if (!missing_.empty()) report["missing"] = missing_;
   report["job_verdict"] = job;
   std::vector<action> out;
   out.push_back(done{job == "fail", reasons, report});

@@ -10,6 +10,10 @@
 //   the last pair in      --> the multinode checks, then done (the combined report) and an
 //                             admit per node; a failed check anywhere: done with the reason
 //   an agent joining later (a replacement node) --> checked alone: admit, or refuse
+//   the gather deadline (the shell's timer: as long after the first agent joined as the job
+//   waits for its agents to place ranks) --> listed nodes that have not joined are missing:
+//                            the check goes on without them (listed in the report's
+//                            `missing`), and one joining later is checked alone
 //
 // A straggler is a node whose fastest pairing is slower than straggler_factor times the
 // median of every node's fastest pairing (three nodes or more): a slow pair slows both its
@@ -81,6 +85,10 @@ class node_check_core {
   // One end of a pair; `error` non-empty when it failed (also a timeout of that end).
   std::vector<node_checks::action> on_pair_result(uint64_t pair, const std::string& node, double median_ms,
                                                   const std::string& error);
+  // The initial check stops waiting for listed nodes whose agent has not joined (missing()
+  // says which). Nothing happens once the check is pairing or over.
+  std::vector<node_checks::action> on_gather_deadline();
+  const std::vector<std::string>& missing() const { return missing_; }
 
   bool over() const { return over_; }  // the initial check ended (passed or failed)
   // The verdict of the node's report as on_report read it ("" before one came in).
@@ -114,6 +122,7 @@ class node_check_core {
   node_entry& entry(const std::string& node);
 
   node_check_settings s_;
+  std::vector<std::string> missing_;  // listed nodes the initial check stopped waiting for
   nlohmann::ordered_json control_;
   std::map<std::string, node_entry> nodes_;
   std::vector<std::string> order_;  // listed nodes first, then others as they joined

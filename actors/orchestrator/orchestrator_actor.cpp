@@ -31,6 +31,7 @@ namespace msomni::orchestrator {
 namespace {
 
 using tick_atom = caf::atom_constant<caf::atom("otick")>;
+using gather_atom = caf::atom_constant<caf::atom("ogather")>;  // the node check's gather deadline
 constexpr auto tick_interval = std::chrono::milliseconds(200);
 // Advice lines the journal takes from the memory watermark predictor; later ones are counted
 // in msomni_memory_advice_total only.
@@ -41,7 +42,7 @@ constexpr size_t memory_fit_replay_max = 1024;
 struct shell_state {
   shell_state(elastic_settings s, orchestrator_env e)
       : core(s), progress(s.total_steps), data(e.max_data_wait_ms), health(e.health), autoscale(e.autoscale),
-        tally(s.total_steps), env(std::move(e)) {
+        tally(s.total_steps), env(std::move(e)), agent_gather(s.agent_gather) {
     if (env.metrics) control = std::make_unique<control_metrics>(*env.metrics->own(), env.job_name);
     memory = make_memory_hook(env.journal, env.metrics ? env.metrics->own() : nullptr);
     if (!env.fit_replay) env.fit_replay = std::make_shared<memory_fit_replay>();
@@ -82,6 +83,10 @@ struct shell_state {
   std::unique_ptr<health::node_check_core> node_checks;
   std::map<std::string, msg::agent_hello> held_agents;  // joined, not admitted yet
   bool preflight_failed = false;
+  // How long after the first agent the initial node check waits for the other listed nodes
+  // (elastic_settings::agent_gather, what placement waits too); armed once.
+  nanos agent_gather;
+  bool gather_armed = false;
 };
 
 constexpr size_t timeline_capacity = 200;
@@ -490,6 +495,10 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
         st->watched[agent.address()] = {true, a.node};
         if (st->node_checks && a.node != st->env.in_process_agent) {
           st->held_agents[a.node] = a;  // its node is checked first
+          if (!st->gather_armed) {
+            st->gather_armed = true;
+            self->delayed_send(self, st->agent_gather, gather_atom::value);
+          }
           run_node_checks(self, st, st->node_checks->on_agent(a.node));
           return;
         }
@@ -639,6 +648,18 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
         const auto detail = a.rank_name + ": " + a.reason;
         if (st->env.journal) st->env.journal->event("memory_advice", detail, ctx);
         if (st->control) st->control->on_event("memory_advice", detail);
+      },
+      // The initial node check goes on without the listed nodes whose agent never came.
+      [self, st](gather_atom) {
+        if (st->done || !st->node_checks) return;
+        auto acts = st->node_checks->on_gather_deadline();
+        for (const auto& node : st->node_checks->missing())
+          journal(*st, "node_missing",
+                  node + " is listed in [[cluster.nodes]] but its agent did not join within " +
+                      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(st->agent_gather).count()) +
+                      " s of the first; the pre-flight goes on without it (it is checked when it joins)",
+                  "", node);
+        run_node_checks(self, st, std::move(acts));
       },
       [self, st](tick_atom) {
         stop_if_journal_failed(self, *st);

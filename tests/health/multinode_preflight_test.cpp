@@ -50,8 +50,12 @@ struct multinode_job {
   std::unique_ptr<child_process> run;
   std::vector<std::unique_ptr<child_process>> agents;
 
-  multinode_job(const std::vector<std::string>& nodes, const std::map<std::string, std::string>& agent_env = {}) {
-    const auto cfg = dir.write("job.toml", job_text(nodes));
+  // `absent`: listed in the config, but no agent is started for them.
+  multinode_job(const std::vector<std::string>& nodes, const std::map<std::string, std::string>& agent_env = {},
+                const std::vector<std::string>& absent = {}) {
+    auto listed = nodes;
+    listed.insert(listed.end(), absent.begin(), absent.end());
+    const auto cfg = dir.write("job.toml", job_text(listed));
     run = std::make_unique<child_process>(MSOMNI_RUN_BINARY, std::vector<std::string>{cfg, "--run-dir", run_dir.string()});
     for (int i = 0; i < 600 && !fs::exists(run_dir / "control.json"); ++i) std::this_thread::sleep_for(50ms);
     REQUIRE_MESSAGE(fs::exists(run_dir / "control.json"), run->log);
@@ -180,4 +184,20 @@ TEST_CASE("multi-node pre-flight: an agent whose node fails a check stops the st
   CHECK(events.find("\"rank_spawn\"") == std::string::npos);
   CHECK(events.find("pre-flight failed on an agent's node") != std::string::npos);
   CHECK(events.find("node-b: comm.ucx.loopback") != std::string::npos);
+}
+
+TEST_CASE("multi-node pre-flight: a listed node whose agent never joins is reported missing and the job starts on the others") {
+  multinode_job job({"node-a", "node-b"}, {}, {"node-c"});
+  const auto r = job.ended_with(0);
+  CAPTURE(r.dump(1));
+  CHECK(r.at("missing") == json::array({"node-c"}));
+  REQUIRE(r.at("nodes").size() == 2);
+  CHECK(r.at("multinode").at("checks").size() > 0);  // node-a and node-b paired without it
+  CHECK(r.at("job_verdict") != "fail");
+  const auto events = job.events();
+  CHECK(events.find("\"node_missing\"") != std::string::npos);
+  CHECK(events.find("\"job_finished\"") != std::string::npos);
+  const auto doc = read_text(fs::path(MSOMNI_SOURCE_DIR) / "docs" / "health_check.md");
+  CHECK(doc.find("`missing`") != std::string::npos);
+  CHECK(doc.find("`node_missing`") != std::string::npos);
 }

@@ -181,3 +181,26 @@ TEST_CASE("node checks: every pair up to 8 nodes, each node with its next two be
     CHECK(std::count_if(pairs.begin(), pairs.end(), [&](const auto& p) { return p.first == n || p.second == n; }) == 4);
   CHECK(node_check_core::plan_pairs({"solo"}, 8).empty());
 }
+
+TEST_CASE("a listed node whose agent never joins: at the gather deadline the check goes on without it, and it is checked alone when it comes") {
+  auto fresh = three_nodes();
+  for (const char* n : {"a", "b"}) fresh.on_agent(n);
+  CHECK(all_of<ask_pair>(fresh.on_report("a", report("pass"), "addr-a")).empty());
+  CHECK(all_of<ask_pair>(fresh.on_report("b", report("pass"), "addr-b")).empty());  // still waiting for c
+  auto acts = fresh.on_gather_deadline();
+  CHECK(fresh.missing() == std::vector<std::string>{"c"});
+  const auto asks = all_of<ask_pair>(acts);
+  REQUIRE(asks.size() == 1);  // a and b pair up without c
+  fresh.on_pair_result(asks[0].pair, asks[0].dialer, 12.0, "");
+  acts = fresh.on_pair_result(asks[0].pair, asks[0].listener, 12.0, "");
+  const auto done_acts = all_of<done>(acts);
+  REQUIRE(done_acts.size() == 1);
+  CHECK_FALSE(done_acts[0].failed);
+  CHECK(done_acts[0].report.at("missing") == json::array({"c"}));
+  CHECK(done_acts[0].report.at("nodes").size() == 2);
+  CHECK(all_of<admit>(acts).size() == 2);
+  CHECK(fresh.on_gather_deadline().empty());  // over: nothing more
+  // c comes after all: checked alone, then admitted.
+  CHECK(all_of<ask_check>(fresh.on_agent("c")).size() == 1);
+  CHECK(all_of<admit>(fresh.on_report("c", report("pass"), "addr-c")).size() == 1);
+}
