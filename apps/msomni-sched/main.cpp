@@ -5,8 +5,10 @@
 // random token and writes "ADDRESS TOKEN" to the info file (mode 0600): without the token a
 // job cannot address it. Every decision is printed with its reason. With --metrics-port it
 // serves its own Prometheus metrics at http://HOST:PORT/metrics (the scheduler families, its
-// actors' accounting and its UCX node's counters). Ends on SIGINT/SIGTERM. Exit codes:
-// 0 stopped, 1 could not start, 2 usage or a bad --config file.
+// actors' accounting and its UCX node's counters). With --store, instances of one service
+// share its leadership over etcd: one serves, the others stand by and take over
+// (sched_leadership.hpp). Ends on SIGINT/SIGTERM. Exit codes: 0 stopped, 1 could not start,
+// 2 usage or a bad --config file, 6 deposed (another instance leads the service).
 #include "config/config_loader.hpp"
 #include "core/clock.hpp"
 #include "core/command_line.hpp"
@@ -18,8 +20,10 @@
 #include "messages/catalog.hpp"
 #include "metrics/accounted_actor.hpp"
 #include "metrics/metrics_endpoint.hpp"
+#include "sched_leadership.hpp"
 #include "scheduler_actor.hpp"
 #include "scheduler_metrics.hpp"
+#include "core/store_url.hpp"
 
 #include <arpa/inet.h>
 
@@ -113,16 +117,32 @@ CLI::Validator ipv4_address() {
       "");
 }
 
-// Prints every decision with its reason (the scheduler's observer).
-caf::behavior decision_printer(metrics::accounted_actor* self, std::shared_ptr<metrics::metrics_registry> registry) {
+// Prints every decision with its reason (the scheduler's observer), and with a store records
+// it in the service's event log there.
+caf::behavior decision_printer(metrics::accounted_actor* self, std::shared_ptr<metrics::metrics_registry> registry,
+                               control::control_leadership* store) {
   self->account_as("decision_printer", std::move(registry));
-  return {[](const msg::job_command& c) {
-    std::cout << "decision t=" << c.at_s << "s " << sched::to_string(static_cast<sched::command_kind>(c.kind)) << " "
-              << (c.job.empty() ? "cluster" : c.job);
+  return {[store](const msg::job_command& c) {
+    const std::string kind = sched::to_string(static_cast<sched::command_kind>(c.kind));
+    std::cout << "decision t=" << c.at_s << "s " << kind << " " << (c.job.empty() ? "cluster" : c.job);
     if (!c.gpus.empty()) std::cout << " gpus=" << c.gpus.size();
     if (c.drain_s > 0) std::cout << " drain=" << c.drain_s << "s";
     std::cout << ": " << c.reason << std::endl;
+    if (store)
+      store->record_event({{"event", "decision"}, {"kind", "decision"}, {"decision", kind}, {"job", c.job},
+                           {"gpus", c.gpus.size()}, {"at_s", c.at_s}, {"reason", c.reason}});
   }};
+}
+
+// --store: etcd://HOST:PORT[,HOST:PORT...].
+CLI::Validator store_url() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::string why;
+        if (parse_store_url(text, why).empty()) return why;
+        return {};
+      },
+      "");
 }
 }  // namespace
 
@@ -133,6 +153,8 @@ int main(int argc, char** argv) {
   std::string config_file, listen, info_file = "msomni-sched.info";
   std::string metrics_port = "0", metrics_host = "127.0.0.1";
   double recover_s = 10;
+  apps::sched_store_options store;
+  store.name = "default";
 
   CLI::App app{"The co-location scheduler as a service: places jobs that `msomni job --scheduler-info FILE` "
                "submits and prints every decision with its reason. Ends on SIGINT/SIGTERM.",
@@ -201,6 +223,21 @@ int main(int argc, char** argv) {
       ->type_name("IPV4")
       ->transform(ipv4_address())
       ->capture_default_str();
+  auto* store_flag = app.add_option("--store", store.store,
+                                    "an etcd store for the service's leadership: instances with the same --store and "
+                                    "--name share the service, one serves and the others stand by to take over "
+                                    "(they need the same --info-file, on storage the jobs see)")
+                         ->type_name("etcd://HOST:PORT[,HOST:PORT...]")
+                         ->transform(store_url());
+  app.add_option("--name", store.name, "the service's name in the store (its keys: /msomni/jobs/sched-NAME/)")
+      ->needs(store_flag)
+      ->capture_default_str();
+  app.add_option("--lease-ttl-s", store.lease_ttl_s,
+                 "seconds of the leader's lease: a standby takes over within it (and a third of it) of the "
+                 "leader's death")
+      ->transform(within(limits::control::lease_ttl_s))
+      ->needs(store_flag)
+      ->capture_default_str();
   if (const auto rc = command_line::parse(app, argc, argv)) return *rc;
 
   // The file first, so that flags override it.
@@ -217,6 +254,24 @@ int main(int argc, char** argv) {
   std::error_code exists_error;
   if (std::filesystem::exists(info_file, exists_error)) s.recover_s = recover_s;
   s.topo = sched::topology::uniform(gpus, per_node, per_switch);
+  std::unique_ptr<apps::sched_leader> leader;
+  if (!store.store.empty()) {
+    store.info_file = info_file;
+    std::ostringstream policy;
+    policy << sched::to_string(s.params.policy) << " " << s.params.idle_threshold << " " << s.params.min_confidence
+           << " " << s.params.drain_period_s << " " << s.params.best_effort_drain_s << " " << s.params.min_run_window_s
+           << " " << s.params.reservation_window_s << " " << s.params.queue_capacity << " "
+           << s.params.critical_peak_memory_s << " " << s.params.critical_reserve_factor << " "
+           << s.params.critical_slowdown_budget << " " << s.predictor.window_steps << " " << s.predictor.safety_factor;
+    store.settings = {{"gpus", std::to_string(gpus)},
+                      {"gpus_per_node", std::to_string(per_node)},
+                      {"nodes_per_switch", std::to_string(per_switch)},
+                      {"policy", policy.str()}};
+    auto elected = apps::lead_scheduler(store);
+    if (auto* rc = std::get_if<int>(&elected)) return *rc;
+    leader = std::move(std::get<std::unique_ptr<apps::sched_leader>>(elected));
+    if (leader->took_over) s.recover_s = recover_s;  // the jobs of the leader before rejoin
+  }
 
   caf::actor_system_config cfg;
   caf::actor_system sys{configure_process(cfg, 2, idle_threads::wake)};
@@ -244,10 +299,12 @@ int main(int argc, char** argv) {
     metrics::metrics_registry::refresher_handle transport_series;  // destroyed before gw and hub
     if (metrics) transport_series = transport::watch_transport(*metrics->registry(), hub, gw);
     const std::string token = random_token();
-    auto printer = sys.spawn(decision_printer, metrics ? metrics->registry() : nullptr);
+    auto printer = sys.spawn(decision_printer, metrics ? metrics->registry() : nullptr,
+                             leader ? leader->leadership.get() : nullptr);
     auto scheduler = sched::spawn_scheduler(sys, s, {&clock, printer, metrics, metrics_http ? metrics_http->address() : ""});
     gw.publish("scheduler-" + token, scheduler);
     write_private_file(info_file, hub.node().address() + " " + token + "\n");
+    if (leader) leader->leadership->announce(hub.node().address(), metrics_http ? metrics_http->address() : "");
     stop_signal::install();
     std::cout << "msomni-sched: " << gpus << " GPUs (" << per_node << " per node), policy "
               << sched::to_string(s.params.policy) << " (idle threshold " << s.params.idle_threshold
@@ -256,11 +313,22 @@ int main(int argc, char** argv) {
               << ", address and token in " << info_file << std::endl;
     if (metrics_http) std::cout << "msomni-sched: metrics http://" << metrics_http->address() << "/metrics" << std::endl;
     if (s.recover_s > 0)
-      std::cout << "msomni-sched: restarted (" << info_file << " was there): placing nothing for " << s.recover_s
-                << " s while the previous instance's jobs rejoin" << std::endl;
+      std::cout << "msomni-sched: restarted ("
+                << (leader && leader->took_over ? "took over from " + leader->previous
+                                                : info_file + " was there")
+                << "): placing nothing for " << s.recover_s << " s while the previous instance's jobs rejoin"
+                << std::endl;
     while (!stop_signal::flag()) std::this_thread::sleep_for(100ms);
     caf::anon_send_exit(scheduler, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(printer, caf::exit_reason::user_shutdown);
+    if (leader && leader->deposed) {
+      std::cout << "msomni-sched: stopped (deposed)" << std::endl;
+      return 6;
+    }
+    // The decisions still queued go to the store; the phase stays running, so a standby takes
+    // the service over (the lease is revoked as the leadership goes).
+    if (leader && !leader->leadership->finish("running"))
+      std::cerr << "msomni-sched: the store did not take the last decisions before the stop" << std::endl;
     std::cout << "msomni-sched: stopped" << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "msomni-sched: " << e.what() << "\n";
