@@ -160,7 +160,8 @@ int main(int argc, char** argv) {
                "submits and prints every decision with its reason. Ends on SIGINT/SIGTERM.",
                "msomni-sched"};
   command_line::set_conventions(app);
-  app.footer("Exit codes: 0 stopped, 1 could not start, 2 usage or a bad --config file.");
+  app.footer("Exit codes: 0 stopped, 1 could not start, 2 usage, a bad --config file or settings other than the "
+             "service's in the store, 6 deposed (another instance leads the service).");
   using command_line::add_number;
   using command_line::within;
   app.add_option("--config", config_file,
