@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -125,6 +126,19 @@ uint64_t run_journal::begin_attempt(uint64_t from_step, const std::string& cause
   event("attempt_started", "attempt " + std::to_string(attempt_.load()) + " resumes from step " +
                                std::to_string(from_step) + ": " + cause, ctx);
   return attempt_;
+}
+
+uint64_t highest_epoch_in(std::istream& events) {
+  uint64_t highest = 0;
+  std::string line;
+  while (std::getline(events, line)) {
+    if (line.find("\"epoch\"") == std::string::npos) continue;
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) continue;
+    const auto it = j.find("epoch");
+    if (it != j.end() && it->is_number_unsigned()) highest = std::max(highest, it->get<uint64_t>());
+  }
+  return highest;
 }
 
 }  // namespace msomni::orchestrator

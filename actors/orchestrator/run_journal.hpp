@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <istream>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -79,5 +80,10 @@ class run_journal {
   std::string failure_;
   std::function<void(const nlohmann::ordered_json&)> observer_;
 };
+
+// The highest membership epoch of an events.jsonl (0: none); torn or foreign lines are
+// skipped. A leader taking over plans after it, so that epochs a dead leader journaled but
+// never committed to the store are not used twice.
+uint64_t highest_epoch_in(std::istream& events);
 
 }  // namespace msomni::orchestrator

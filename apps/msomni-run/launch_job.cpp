@@ -359,7 +359,9 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   if (control && control->elected.what == control::takeover::take_over) {
     const auto& before = control->elected.previous;
     elastic.recoveries_spent = static_cast<int64_t>(before.recoveries);
-    elastic.epochs_before = before.epoch;
+    // The store's epoch, or a later one the dead leader journaled and never committed.
+    std::ifstream events(run_dir / "events.jsonl");
+    elastic.epochs_before = std::max(before.epoch, orchestrator::highest_epoch_in(events));
     if (before.replicas > 0) elastic.replicas = takeover_replicas(before.replicas, cfg);
   }
   auto orchestrator = orchestrator::spawn_orchestrator(sys, elastic, std::move(env), std::move(node_checks));

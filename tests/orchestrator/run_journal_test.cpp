@@ -112,3 +112,17 @@ TEST_CASE("a write cut short by the file size limit leaves no torn line") {
   CHECK(status->code == 0);
   CHECK(msomni::testing::read_text(tmp.path() / "metrics.jsonl") == "{\"step\":1,\"attempt\":1}\n");
 }
+
+TEST_CASE("the highest epoch of an events.jsonl: torn, foreign and epoch-less lines are skipped") {
+  std::istringstream none("");
+  CHECK(msomni::orchestrator::highest_epoch_in(none) == 0);
+  std::istringstream events(
+      "{\"event\":\"attempt_started\",\"attempt\":1}\n"
+      "{\"event\":\"ranks_started\",\"epoch\":3,\"attempt\":1}\n"
+      "{\"event\":\"recovery\",\"epoch\":5,\"attempt\":1}\n"
+      "{\"event\":\"control_takeover\",\"epoch\":4,\"attempt\":2}\n"
+      "not json with \"epoch\": 99\n"
+      "{\"event\":\"odd\",\"epoch\":\"7\"}\n"
+      "{\"event\":\"recovery\",\"epoch\":6,\"attem");  // torn: the writer died mid-line
+  CHECK(msomni::orchestrator::highest_epoch_in(events) == 5);
+}
