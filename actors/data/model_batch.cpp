@@ -27,7 +27,8 @@ model::micro_batch to_model_batch(const micro_batch& in, std::pmr::memory_resour
       }
   }
   model::micro_batch mb{.batch = B, .max_patches = used_p, .patch_dim = D, .text_len = used_t,
-                        .patches = std::pmr::vector<float>(memory)};
+                        .patches = std::pmr::vector<float>(memory), .patch_counts = {}, .tokens = {},
+                        .loss_mask = {}, .modalities = {}};
   // The patches are built in `memory` (a pmr vector keeps the memory it was built with;
   // assigning another vector to it would copy into its own).
   mb.patches.resize(static_cast<size_t>(B * used_p * D));

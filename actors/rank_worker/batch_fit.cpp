@@ -126,7 +126,8 @@ std::vector<model::micro_batch> split_micro_batch(const model::micro_batch& mb, 
   for (const auto& p : plan.parts) {
     const auto rows = static_cast<int64_t>(p.size());
     model::micro_batch part{.batch = rows, .max_patches = 0, .patch_dim = D, .text_len = 1,
-                            .patches = std::pmr::vector<float>(memory)};
+                            .patches = std::pmr::vector<float>(memory), .patch_counts = {}, .tokens = {},
+                            .loss_mask = {}, .modalities = {}};
     for (const int64_t b : p) {
       const int32_t c = kept_patches(b);
       part.patch_counts.push_back(c);

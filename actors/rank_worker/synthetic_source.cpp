@@ -78,7 +78,8 @@ model::micro_batch synthetic_source::next() {
     micro_ = 0;
     step_base_ += static_cast<uint64_t>(slot_.global_batch());
   }
-  model::micro_batch mb{.patches = std::pmr::vector<float>(batch_memory_or_default(batch_memory_))};
+  model::micro_batch mb{.patches = std::pmr::vector<float>(batch_memory_or_default(batch_memory_)),
+                        .patch_counts = {}, .tokens = {}, .loss_mask = {}, .modalities = {}};
   const int64_t per_frame = (model_.image_size / model_.patch_size) * (model_.image_size / model_.patch_size);
   mb.batch = micro_batch_;
   mb.max_patches = per_frame * model_.video_frames;
