@@ -143,8 +143,9 @@ int main(int argc, char** argv) {
                                              static_cast<int>(cfg.checkpoint.zstd_level),
                                              static_cast<int>(cfg.checkpoint.zstd_threads),
                                              config::config_hash(cfg), nullptr,
-                                             static_cast<uint64_t>(cfg.checkpoint.max_consecutive_failures)};
-      cs.config = cfg.resolved_values;
+                                             static_cast<uint64_t>(cfg.checkpoint.max_consecutive_failures),
+                                             nullptr,
+                                             cfg.resolved_values};
       if (resume) {
         std::string log;
         auto state = rank_worker::rank_checkpointer::load_latest(ckpt_dir, static_cast<uint32_t>(ring.rank()),

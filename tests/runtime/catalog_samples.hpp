@@ -79,9 +79,10 @@ inline msg::metrics_report sample(tag<msg::metrics_report>) {
 inline msg::scheduler_status_request sample(tag<msg::scheduler_status_request>) { return {"cli:root"}; }
 inline msg::scheduler_status sample(tag<msg::scheduler_status>) {
   return {"omni", 64, 8, 3, 12, 40, 1024, 9, 2, 1, 4, 5120, 77, 6, 3, true, 2,
-          {{"crit-1", 0, "running", 16, 2, false, "", 120.5, "below_threshold", "crit-1 lends nothing", 0},
-           {"be-3", 2, "guest", 2, 1, false, "crit-1", 300, "none", "", 0.375}},
-          2, 400.5, "127.0.0.1:9464", "critical_reserve", "reg-2", "2 GPUs free, reg-2 waits: critical_reserve", 30};
+          {{"crit-1", 0, "running", 16, 2, false, "", 120.5, "below_threshold", "crit-1 lends nothing", 0, 0, 0},
+           {"be-3", 2, "guest", 2, 1, false, "crit-1", 300, "none", "", 0.375, 0, 0}},
+          2, 400.5, "127.0.0.1:9464", "critical_reserve", "reg-2", "2 GPUs free, reg-2 waits: critical_reserve", 30,
+          {{"reg-4", 1, "stopped", 4, 1, false, "", 50.0, "none", "", 0, 5, 1200}}, 256};
 }
 inline msg::scheduler_job_row sample(tag<msg::scheduler_job_row>) {
   return {"reg-2", 1, "pending", 8, 0, false, "", 42.25, "critical_reserve", "2 free GPUs are kept", 0};
