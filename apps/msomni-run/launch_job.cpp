@@ -109,10 +109,11 @@ orchestrator::elastic_settings elastic_settings_from(const config::job_config& c
   return s;
 }
 
-// The replicas a takeover starts with: those of the last resize an earlier leader completed,
-// within the config's bounds (a config changed between leaders is refused by its fingerprint,
-// so they hold unless the store's value is damaged).
+// The replicas a takeover starts with: those of the last resize an earlier leader completed
+// (the store's 0: none, the config's), within the config's bounds (a config changed between
+// leaders is refused by its fingerprint, so they hold unless the store's value is damaged).
 int64_t takeover_replicas(int64_t stored, const config::job_config& cfg) {
+  if (stored <= 0) return cfg.elasticity.replicas;
   return std::clamp(stored, cfg.elasticity.min_replicas, cfg.elasticity.max_replicas);
 }
 
@@ -126,13 +127,14 @@ void journal_leadership(orchestrator::run_journal& journal, control_role& contro
                 {"lease_ttl_s", cfg.control.lease_ttl_s},
                 {"leader", control.leadership->id()}};
   const bool takeover = e.what == control::takeover::take_over;
+  const int64_t replicas = takeover_replicas(e.previous.replicas, cfg);
   if (takeover) {
     ctx.fields["previous_leader"] = e.previous.leader;
     ctx.fields["previous_term"] = e.previous.term;
     ctx.fields["previous_step"] = e.previous.step;
     ctx.fields["previous_recoveries"] = e.previous.recoveries;
     ctx.fields["previous_epoch"] = e.previous.epoch;
-    ctx.fields["replicas"] = e.previous.replicas > 0 ? takeover_replicas(e.previous.replicas, cfg) : cfg.elasticity.replicas;
+    ctx.fields["replicas"] = replicas;
     ctx.fields["waited_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(e.waited).count();
     ctx.step = e.previous.step;
   }
@@ -144,9 +146,7 @@ void journal_leadership(orchestrator::run_journal& journal, control_role& contro
                                ", last step " + std::to_string(e.previous.step) + ", " +
                                std::to_string(e.previous.recoveries) + " recoveries spent, epoch " +
                                std::to_string(e.previous.epoch) + ") as term " + std::to_string(e.term) +
-                               "; the ranks resume from the newest checkpoint on " +
-                               std::to_string(e.previous.replicas > 0 ? takeover_replicas(e.previous.replicas, cfg)
-                                                                      : cfg.elasticity.replicas) +
+                               "; the ranks resume from the newest checkpoint on " + std::to_string(replicas) +
                                " replicas"
                          : "leads the job in the control store " + cfg.control.store + " (term " + std::to_string(e.term) + ")",
                 ctx);
@@ -362,7 +362,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     // The store's epoch, or a later one the dead leader journaled and never committed.
     std::ifstream events(run_dir / "events.jsonl");
     elastic.epochs_before = std::max(before.epoch, orchestrator::highest_epoch_in(events));
-    if (before.replicas > 0) elastic.replicas = takeover_replicas(before.replicas, cfg);
+    elastic.replicas = takeover_replicas(before.replicas, cfg);
   }
   auto orchestrator = orchestrator::spawn_orchestrator(sys, elastic, std::move(env), std::move(node_checks));
   gw.publish("orchestrator", orchestrator);
