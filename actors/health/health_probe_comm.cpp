@@ -181,7 +181,7 @@ allreduce_fact probe_allreduce(int64_t ranks, int64_t elements) {
   for (int64_t r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
       try {
-        transport::ring_communicator comm(*hubs[size_t(r)], members, 1, 20s);
+        transport::ring_communicator comm(*hubs[size_t(r)], members, 1, {.timeout = 20s, .same_host = false});
         // Small integers: every partial sum is exact in float32, whatever the order.
         std::vector<float> data(static_cast<size_t>(elements));
         for (int64_t i = 0; i < elements; ++i) data[size_t(i)] = float((i % 7) + r);

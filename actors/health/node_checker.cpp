@@ -88,7 +88,7 @@ msg::node_pair_result probe_pair(checker_state& st, const msg::node_pair_probe& 
   std::sort(members.begin(), members.end());
   const int me = members.front() == probe_name(st.s.node) ? 0 : 1;
   try {
-    transport::ring_communicator comm(*st.hub, members, p.pair + 1, 20s);
+    transport::ring_communicator comm(*st.hub, members, p.pair + 1, {.timeout = 20s, .same_host = false});
     std::vector<double> rounds;
     std::vector<float> data(static_cast<size_t>(std::max<int64_t>(p.elements, 1)));
     for (int64_t round = 0; round < std::max<int64_t>(p.rounds, 1); ++round) {

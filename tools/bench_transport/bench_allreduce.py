@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""All-reduce bus bandwidth, msomni ring over UCX vs Gloo (torch.distributed) vs OpenMPI,
-2 and 4 processes on this machine, 4 KiB..64 MiB, in one run. Each repetition runs the
-three back to back (msomni, Gloo, MPI) for one world size; the table reports the median
-time per size over the repetitions. Prints a markdown table.
+"""All-reduce bus bandwidth, msomni vs Gloo (torch.distributed) vs OpenMPI, 2 and 4
+processes on this machine, 4 KiB..64 MiB, in one run. "msomni" is what a job runs (on one
+host: the same-host path, buffers read by cross-memory attach); "msomni-ucx" is the ring of
+UCX frames it uses across hosts (--same-host 0). Each repetition runs them back to back for
+one world size; the table reports the median time per size over the repetitions. Prints a
+markdown table.
 
 usage: tools/bench_transport/bench_allreduce.py BUILD_DIR [--reps R] [--ranks 2,4]
-                                                [--only msomni,gloo,mpi]
+                                                [--only msomni,ucx,gloo,mpi]
 needs: python3-torch, openmpi-bin, libopenmpi-dev (MSOMNI_EXTRA_PACKAGES for bootstrap)."""
 import argparse
 import os
@@ -33,10 +35,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_msomni(build, n, busy_poll_us=0):
+def run_msomni(build, n, same_host=True, busy_poll_us=0):
     node = os.path.join(build, "tools/bench_transport/msomni-bench-allreduce-node")
-    with node_mesh(node, [f"bench{i}" for i in range(n)], ["--busy-poll-us", str(busy_poll_us)]) as procs:
+    flags = ["--busy-poll-us", str(busy_poll_us), "--same-host", "1" if same_host else "0"]
+    with node_mesh(node, [f"bench{i}" for i in range(n)], flags) as procs:
         lines = lines_until_done(procs[0].stdout)
+    want = "same-host" if same_host else "ucx-ring"
+    if not any(line.strip() == f"BACKEND {want}" for line in lines):
+        raise SystemExit(f"msomni ran another path than {want}: {[l for l in lines if l.startswith('BACKEND')]}")
     return parse(lines)
 
 
@@ -72,12 +78,12 @@ def main():
     ap.add_argument("build", nargs="?", default="build")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--ranks", default="2,4")
-    ap.add_argument("--only", default="msomni,gloo,mpi")
+    ap.add_argument("--only", default="msomni,ucx,gloo,mpi")
     args = ap.parse_args()
     which = args.only.split(",")
     mpi_exe = build_mpi(args.build) if "mpi" in which else None
-    cols = [c for c in ("msomni", "gloo", "mpi") if c in which]
-    title = {"msomni": "msomni", "gloo": "Gloo", "mpi": "OpenMPI"}
+    cols = [c for c in ("msomni", "ucx", "gloo", "mpi") if c in which]
+    title = {"msomni": "msomni", "ucx": "msomni-ucx", "gloo": "Gloo", "mpi": "OpenMPI"}
     head = "| ranks | size | " + " | ".join(f"{title[c]} GB/s" for c in cols)
     if "msomni" in cols:
         head += "".join(f" | msomni/{title[c]}" for c in cols if c != "msomni")
@@ -89,6 +95,8 @@ def main():
         for _ in range(args.reps):
             if "msomni" in cols:
                 runs["msomni"].append(run_msomni(args.build, n))
+            if "ucx" in cols:
+                runs["ucx"].append(run_msomni(args.build, n, same_host=False))
             if "gloo" in cols:
                 runs["gloo"].append(run_gloo(n))
             if "mpi" in cols:

@@ -41,6 +41,12 @@ int main(int argc, char** argv) {
   int64_t busy_poll_us = 0;
   add_number(app, "--busy-poll-us", busy_poll_us, msomni::config::limits::range<int64_t>{0, 1000000},
              "the progress thread's latency mode (ucx_node_options::busy_poll); ranks run 0");
+  bool same_host = true;
+  app.add_option_function<std::string>(
+         "--same-host", [&](const std::string& v) { same_host = v == "1"; },
+         "1: same-host members read each other's buffers (ring_options::same_host); 0: UCX frames")
+      ->check(CLI::IsMember({"0", "1"}))
+      ->default_str("1");
   if (const auto rc = msomni::command_line::parse(app, argc, argv)) return *rc;
   transport_hub hub(node_named(name, busy_poll_us));
   std::cout << "ADDR " << name << " " << hub.node().address() << std::endl;
@@ -57,7 +63,8 @@ int main(int argc, char** argv) {
   for (auto& [n, a] : peers)
     if (!hub.node().wait_up(n, 20s)) return 1;
   std::sort(members.begin(), members.end());
-  ring_communicator comm(hub, members, 1);
+  ring_communicator comm(hub, members, 1, {.same_host = same_host});
+  if (name == members.front()) std::cout << "BACKEND " << comm.backend() << std::endl;
   for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     std::vector<float> data(bytes / 4, 1.0f);
     const int iters =

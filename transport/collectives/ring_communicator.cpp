@@ -1,9 +1,13 @@
 // ring_communicator (see ring_communicator.hpp).
 #include "collectives/ring_communicator.hpp"
 
+#include "collectives/reduce_kernel.hpp"
+#include "collectives/same_host_collectives.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -49,15 +53,16 @@ class send_tracker : public std::enable_shared_from_this<send_tracker> {
 };
 
 // Waits for every outstanding send. UCX may never complete a send to a same-host peer that
-// died (no UCX error mode there), so the wait also watches the peer and the epoch.
-void wait_sends(transport_hub& hub, const std::string& next, uint64_t epoch, send_tracker& sends,
+// died (no UCX error mode there), so the wait also watches the peers and the epoch.
+void wait_sends(transport_hub& hub, std::span<const std::string> peers, uint64_t epoch, send_tracker& sends,
                 std::chrono::milliseconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   auto fail = [&](const std::string& why) {
     throw collective_error("ring epoch " + std::to_string(epoch) + ": " + why);
   };
   while (!sends.idle()) {
-    if (!hub.node().is_up(next)) fail("peer " + next + " is down");
+    for (const auto& p : peers)
+      if (!hub.node().is_up(p)) fail("peer " + p + " is down");
     if (hub.mailbox().superseded(epoch)) fail("superseded");
     if (std::chrono::steady_clock::now() >= until) fail("a send timed out");
     sends.wait_all(std::chrono::milliseconds(10));
@@ -93,8 +98,8 @@ class polling_hold {
 }  // namespace
 
 ring_communicator::ring_communicator(transport_hub& hub, std::vector<std::string> members,
-                                     uint64_t epoch, std::chrono::milliseconds timeout)
-    : hub_(hub), members_(std::move(members)), epoch_(epoch), timeout_(timeout) {
+                                     uint64_t epoch, ring_options options)
+    : hub_(hub), members_(std::move(members)), epoch_(epoch), options_(options) {
   const auto it = std::find(members_.begin(), members_.end(), hub_.node().name());
   if (it == members_.end())
     throw collective_error("ring: this node (" + hub_.node().name() + ") is not a member");
@@ -103,6 +108,75 @@ ring_communicator::ring_communicator(transport_hub& hub, std::vector<std::string
     if (m != hub_.node().name() && !hub_.node().is_up(m))
       throw collective_error("ring epoch " + std::to_string(epoch) + ": member " + m + " is not connected");
   hub_.mailbox().retire_below(epoch_);
+  if (options_.same_host && members_.size() > 1) agree_on_same_host();
+}
+
+ring_communicator::~ring_communicator() = default;
+
+const char* ring_communicator::backend() const { return same_host_ ? "same-host" : "ucx-ring"; }
+
+std::string ring_communicator::why_stop() const {
+  for (const auto& m : members_)
+    if (m != hub_.node().name() && !hub_.node().is_up(m)) return "peer " + m + " is down";
+  if (hub_.mailbox().superseded(epoch_)) return "epoch " + std::to_string(epoch_) + " superseded";
+  return {};
+}
+
+std::vector<std::byte> ring_communicator::all_gather_small(std::span<const std::byte> mine) {
+  const size_t n = members_.size(), size = mine.size();
+  const uint64_t seq = ++seq_;
+  std::vector<std::byte> all(n * size);
+  std::copy(mine.begin(), mine.end(), all.begin() + static_cast<ptrdiff_t>(size_t(rank_) * size));
+  std::vector<std::string> peers;
+  for (size_t m = 0; m < n; ++m)
+    if (int(m) != rank_) {
+      peers.push_back(members_[m]);
+      hub_.mailbox().expect({epoch_, seq, m}, members_[m], all.data() + m * size, size);
+    }
+  auto sends = std::make_shared<send_tracker>();
+  try {
+    const std::byte* own = all.data() + size_t(rank_) * size;
+    for (const auto& p : peers) {
+      frame_header h{frame_kind::collective, 0, epoch_, seq, uint64_t(rank_), size};
+      auto done = sends->start();
+      if (!hub_.node().send_bulk(p, h, own, done)) {
+        done(false);
+        throw collective_error("ring epoch " + std::to_string(epoch_) + ": cannot send to " + p);
+      }
+    }
+    const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+    for (size_t m = 0; m < n; ++m)
+      if (int(m) != rank_) hub_.mailbox().wait({epoch_, seq, m}, members_[m], deadline);
+    wait_sends(hub_, peers, epoch_, *sends, options_.timeout);
+  } catch (const collective_error&) {
+    const auto until = std::chrono::steady_clock::now() + settle_timeout;
+    while (!sends->idle() && std::chrono::steady_clock::now() < until && why_stop().empty())
+      sends->wait_all(std::chrono::milliseconds(10));
+    hub_.mailbox().withdraw(epoch_, seq, until);
+    throw;
+  }
+  return all;
+}
+
+void ring_communicator::agree_on_same_host() {
+  // Round one: who is where (and each member's control page); every member decides the same.
+  std::unique_ptr<same_host_group> group;
+  try {
+    group = std::make_unique<same_host_group>();
+  } catch (const collective_error&) {
+    // No page here: the record offers none, so every member stays on UCX.
+  }
+  const auto me = this_process_identity(group ? group->page_fd() : -1, group ? group->page_token() : 0);
+  const auto bytes = all_gather_small(std::as_bytes(std::span(&me, 1)));
+  std::vector<host_identity> ids(members_.size());
+  std::memcpy(ids.data(), bytes.data(), bytes.size());
+  if (!share_one_host(ids)) return;
+  // Round two: did every member map every other's page? Only then do all switch.
+  const std::string why = group->attach(ids, rank_);
+  const uint8_t ok = why.empty() ? 1 : 0;
+  const auto oks = all_gather_small(std::as_bytes(std::span(&ok, 1)));
+  group->close_page_fd();
+  if (std::all_of(oks.begin(), oks.end(), [](std::byte b) { return b == std::byte{1}; })) same_host_ = std::move(group);
 }
 
 void ring_communicator::send_segment(uint64_t seq, uint64_t key, std::span<const std::byte> bytes,
@@ -124,9 +198,22 @@ const std::string& ring_communicator::prev() const {
 void ring_communicator::all_reduce(std::span<float> data, reduce_op op) {
   const size_t n = members_.size();
   const uint64_t seq = ++seq_;
+  if (same_host_ && n > 1 && !data.empty()) {
+    same_host_all_reduce(*same_host_, seq, data, scratch_, {options_.timeout, [this] { return why_stop(); }});
+  } else if (n > 1 && !data.empty()) {
+    all_reduce_frames(seq, data);
+  }
+  if (op == reduce_op::mean) {
+    const float inv = 1.0f / static_cast<float>(n);
+    for (auto& v : data) v *= inv;
+  }
+}
+
+void ring_communicator::all_reduce_frames(uint64_t seq, std::span<float> data) {
+  const size_t n = members_.size();
   auto sends = std::make_shared<send_tracker>();
   polling_hold hold(hub_.node());
-  if (n > 1 && !data.empty()) try {
+  try {
     // Global steps t = 0 .. 2(n-1)-1: t < n-1 reduce-scatter, then all-gather. The chunk
     // received at step t is the chunk sent at step t+1, segment by segment.
     const size_t steps = 2 * (n - 1);
@@ -154,7 +241,7 @@ void ring_communicator::all_reduce(std::span<float> data, reduce_op op) {
         hub_.mailbox().expect({epoch_, seq, step_key(t, i)}, prev(), seg.data(), seg.size());
       }
     };
-    const auto deadline = [&] { return std::chrono::steady_clock::now() + timeout_; };
+    const auto deadline = [&] { return std::chrono::steady_clock::now() + options_.timeout; };
     post_expects(0);
     {
       auto own = chunk_bytes(static_cast<size_t>(rank_));
@@ -163,7 +250,7 @@ void ring_communicator::all_reduce(std::span<float> data, reduce_op op) {
     for (size_t t = 0; t < steps; ++t) {
       if (t + 1 < steps) {
         // All-gather overwrites chunks that earlier steps sent: those sends must be done.
-        if (t + 1 >= n - 1) wait_sends(hub_, next(), epoch_, *sends, timeout_);
+        if (t + 1 >= n - 1) wait_sends(hub_, {&next(), 1}, epoch_, *sends, options_.timeout);
         post_expects(t + 1);
       }
       auto target = chunk_bytes(recv_chunk(t));
@@ -172,21 +259,16 @@ void ring_communicator::all_reduce(std::span<float> data, reduce_op op) {
         hub_.mailbox().wait({epoch_, seq, step_key(t, i)}, prev(), deadline());
         auto seg = segment(target, i);
         if (t < n - 1) {
-          auto* dst = reinterpret_cast<float*>(seg.data());
-          const auto* src = reinterpret_cast<const float*>(segment(landed, i).data());
-          for (size_t k = 0; k < seg.size() / sizeof(float); ++k) dst[k] += src[k];
+          add_into(reinterpret_cast<float*>(seg.data()), reinterpret_cast<const float*>(segment(landed, i).data()),
+                   seg.size() / sizeof(float));
         }
         if (t + 1 < steps) send_segment(seq, step_key(t + 1, i), seg, sends->start());
       }
     }
-    wait_sends(hub_, next(), epoch_, *sends, timeout_);
+    wait_sends(hub_, {&next(), 1}, epoch_, *sends, options_.timeout);
   } catch (const collective_error&) {
     settle(hub_, next(), epoch_, seq, *sends);
     throw;
-  }
-  if (op == reduce_op::mean) {
-    const float inv = 1.0f / static_cast<float>(n);
-    for (auto& v : data) v *= inv;
   }
 }
 
@@ -195,6 +277,8 @@ void ring_communicator::broadcast(std::span<std::byte> data, int root) {
   const uint64_t seq = ++seq_;
   if (n < 2 || data.empty()) return;
   if (root < 0 || static_cast<size_t>(root) >= n) throw collective_error("broadcast: bad root");
+  if (same_host_)
+    return same_host_broadcast(*same_host_, seq, data, root, {options_.timeout, [this] { return why_stop(); }});
   polling_hold hold(hub_.node());
   const size_t dist = (rank_ + n - root) % n;  // hops from the root
   const size_t count = (data.size() + segment_bytes - 1) / segment_bytes;
@@ -209,10 +293,10 @@ void ring_communicator::broadcast(std::span<std::byte> data, int root) {
   try {
     for (size_t i = 0; i < count; ++i) {
       if (dist != 0)
-        hub_.mailbox().wait({epoch_, seq, step_key(0, i)}, prev(), std::chrono::steady_clock::now() + timeout_);
+        hub_.mailbox().wait({epoch_, seq, step_key(0, i)}, prev(), std::chrono::steady_clock::now() + options_.timeout);
       if (dist + 1 < n) send_segment(seq, step_key(0, i), segment(i), sends->start());
     }
-    wait_sends(hub_, next(), epoch_, *sends, timeout_);
+    wait_sends(hub_, {&next(), 1}, epoch_, *sends, options_.timeout);
   } catch (const collective_error&) {
     settle(hub_, next(), epoch_, seq, *sends);
     throw;

@@ -1,0 +1,180 @@
+// same_host_group (see same_host_group.hpp).
+#include "collectives/same_host_group.hpp"
+
+#include "collectives/communicator.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <thread>
+
+namespace msomni::transport {
+
+struct same_host_group::page {
+  uint64_t token = 0;
+  std::atomic<uint64_t> stages[3];  // the last operation that reached each stage
+  std::atomic<uint64_t> address{0};
+  std::atomic<uint64_t> bytes{0};
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "the page is shared between processes");
+
+namespace {
+
+constexpr size_t page_bytes = 4096;
+static_assert(sizeof(same_host_group::page) <= page_bytes);
+
+[[noreturn]] void fail(const std::string& why) { throw collective_error("same-host collective: " + why); }
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+}  // namespace
+
+same_host_group::same_host_group() {
+  page_fd_ = ::memfd_create("msomni-collective", MFD_CLOEXEC);
+  if (page_fd_ < 0) fail("memfd_create: " + errno_text(errno));
+  void* p = MAP_FAILED;
+  if (::ftruncate(page_fd_, page_bytes) == 0)
+    p = ::mmap(nullptr, page_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, page_fd_, 0);
+  if (p == MAP_FAILED) {
+    const int e = errno;
+    ::close(page_fd_);
+    fail("cannot map the control page: " + errno_text(e));
+  }
+  own_ = new (p) page();
+  for (auto& s : own_->stages) s.store(0);
+  std::random_device rd;
+  own_->token = (uint64_t{rd()} << 32) | rd();
+}
+
+same_host_group::~same_host_group() {
+  for (size_t i = 0; i < peers_.size(); ++i)
+    if (static_cast<int>(i) != rank_ && peers_[i].view)
+      ::munmap(const_cast<page*>(peers_[i].view), page_bytes);
+  own_->~page();
+  ::munmap(own_, page_bytes);
+  close_page_fd();
+}
+
+uint64_t same_host_group::page_token() const { return own_->token; }
+
+void same_host_group::close_page_fd() {
+  if (page_fd_ >= 0) ::close(page_fd_);
+  page_fd_ = -1;
+}
+
+std::string same_host_group::attach(std::span<const host_identity> members, int rank) {
+  std::vector<peer> mapped(members.size());
+  std::string why;
+  for (size_t i = 0; i < members.size() && why.empty(); ++i) {
+    mapped[i].pid = members[i].pid;
+    if (static_cast<int>(i) == rank) {
+      mapped[i].view = own_;
+      continue;
+    }
+    // The peer's descriptor through /proc: allowed for a process of the same user that
+    // could also be traced (the same permission process_vm_readv needs).
+    const std::string path = "/proc/" + std::to_string(members[i].pid) + "/fd/" + std::to_string(members[i].page_fd);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      why = "cannot open member " + std::to_string(i) + "'s control page (" + path + "): " + errno_text(errno);
+      break;
+    }
+    void* p = ::mmap(nullptr, page_bytes, PROT_READ, MAP_SHARED, fd, 0);
+    const int e = errno;
+    ::close(fd);
+    if (p == MAP_FAILED) {
+      why = "cannot map member " + std::to_string(i) + "'s control page: " + errno_text(e);
+      break;
+    }
+    mapped[i].view = static_cast<const page*>(p);
+    if (mapped[i].view->token != members[i].page_token) why = "member " + std::to_string(i) + "'s control page has another token";
+  }
+  if (!why.empty()) {
+    for (size_t i = 0; i < mapped.size(); ++i)
+      if (static_cast<int>(i) != rank && mapped[i].view) ::munmap(const_cast<page*>(mapped[i].view), page_bytes);
+    return why;
+  }
+  peers_ = std::move(mapped);
+  rank_ = rank;
+  return {};
+}
+
+void same_host_group::publish(uint64_t seq, const void* addr, size_t bytes) {
+  own_->address.store(reinterpret_cast<uintptr_t>(addr), std::memory_order_relaxed);
+  own_->bytes.store(bytes, std::memory_order_relaxed);
+  own_->stages[0].store(seq, std::memory_order_release);
+}
+
+void same_host_group::mark(stage s, uint64_t seq) {
+  own_->stages[static_cast<size_t>(s)].store(seq, std::memory_order_release);
+}
+
+uintptr_t same_host_group::address_of(int member) const {
+  return peers_[size_t(member)].view->address.load(std::memory_order_acquire);
+}
+
+uint64_t same_host_group::bytes_of(int member) const {
+  return peers_[size_t(member)].view->bytes.load(std::memory_order_acquire);
+}
+
+void same_host_group::wait(int member, stage s, uint64_t seq, std::chrono::steady_clock::time_point deadline,
+                           const std::function<std::string()>& abort_reason) const {
+  const auto& flag = peers_[size_t(member)].view->stages[static_cast<size_t>(s)];
+  // Busy while a peer is a few microseconds behind; yielding so that, with more processes
+  // than cores, the peer runs; sleeping in short steps once it is far behind (still
+  // computing), so a waiting rank does not take the core its peer computes on.
+  constexpr int spins = 64;
+  constexpr auto yield_for = std::chrono::milliseconds(2);
+  constexpr auto nap = std::chrono::microseconds(50);
+  std::chrono::steady_clock::time_point started{};
+  bool napping = false;
+  for (uint64_t i = 0;; ++i) {
+    if (flag.load(std::memory_order_acquire) >= seq) return;
+    if (i < spins) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    if (napping || ((i - spins) & 63) == 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (i == spins) started = now;
+      if (auto why = abort_reason(); !why.empty()) fail(why);
+      const pid_t pid = peers_[size_t(member)].pid;
+      if (::kill(pid, 0) != 0 && errno == ESRCH)
+        fail("member " + std::to_string(member) + " (pid " + std::to_string(pid) + ") is gone");
+      if (now >= deadline) fail("timed out waiting for member " + std::to_string(member));
+      napping = now - started > yield_for;
+    }
+    if (napping)
+      std::this_thread::sleep_for(nap);
+    else
+      ::sched_yield();
+  }
+}
+
+void same_host_group::read(int member, uintptr_t from, void* to, size_t bytes) const {
+  auto* dst = static_cast<std::byte*>(to);
+  while (bytes > 0) {
+    iovec local{dst, bytes};
+    iovec remote{reinterpret_cast<void*>(from), bytes};
+    const ssize_t n = ::process_vm_readv(peers_[size_t(member)].pid, &local, 1, &remote, 1, 0);
+    if (n <= 0) {
+      const int e = n < 0 ? errno : EFAULT;
+      if (e == EINTR) continue;
+      fail("reading member " + std::to_string(member) + "'s buffer: " + errno_text(e));
+    }
+    dst += n;
+    from += static_cast<uintptr_t>(n);
+    bytes -= static_cast<size_t>(n);
+  }
+}
+
+}  // namespace msomni::transport

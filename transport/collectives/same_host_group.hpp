@@ -1,0 +1,73 @@
+// The members of one communicator that share a host. Each publishes, in a one-page shared
+// mapping of its own (an anonymous memfd), how far it has got in the current collective and
+// where its buffer is; the others map that page read-only and copy straight out of the
+// buffer with process_vm_readv (one copy, no UCX frames, no handshakes). No file or name is
+// created, so nothing is left to clean up: a page goes with the last process that maps it.
+#pragma once
+
+#include "collectives/host_identity.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace msomni::transport {
+
+class same_host_group {
+ public:
+  // The stages of one collective a member announces, in order.
+  enum class stage : uint8_t { entered, reduced, finished };
+
+  // Creates this member's page. Throws collective_error when the kernel refuses.
+  same_host_group();
+  ~same_host_group();
+  same_host_group(const same_host_group&) = delete;
+  same_host_group& operator=(const same_host_group&) = delete;
+
+  int page_fd() const { return page_fd_; }
+  uint64_t page_token() const;
+
+  // Maps every other member's page (records in rank order, `rank` is this member). "" or
+  // why not (then nothing is mapped).
+  std::string attach(std::span<const host_identity> members, int rank);
+  // Once every member has attached: this member's descriptor is no longer needed.
+  void close_page_fd();
+
+  int rank() const { return rank_; }
+  int size() const { return static_cast<int>(peers_.size()); }
+
+  // Announces operation `seq` with this member's buffer, then the stages it completes.
+  void publish(uint64_t seq, const void* addr, size_t bytes);
+  void mark(stage s, uint64_t seq);
+  // Valid once `member` has entered the current operation (wait first).
+  uintptr_t address_of(int member) const;
+  uint64_t bytes_of(int member) const;
+
+  // Until `member` has reached stage `s` of operation `seq`: polls, yielding the core, then
+  // sleeps in short steps. `abort_reason` is asked now and then; a non-empty answer, the
+  // deadline or the member's process being gone throws collective_error.
+  void wait(int member, stage s, uint64_t seq, std::chrono::steady_clock::time_point deadline,
+            const std::function<std::string()>& abort_reason) const;
+  // Copies `bytes` at `from` in `member`'s address space to `to`. Throws collective_error.
+  void read(int member, uintptr_t from, void* to, size_t bytes) const;
+
+  struct page;  // the shared layout (same_host_group.cpp)
+
+ private:
+  struct peer {
+    pid_t pid = 0;
+    const page* view = nullptr;  // mapped read-only; own slot: our page
+  };
+  int page_fd_ = -1;
+  page* own_ = nullptr;
+  int rank_ = -1;
+  std::vector<peer> peers_;
+};
+
+}  // namespace msomni::transport
