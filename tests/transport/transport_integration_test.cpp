@@ -20,23 +20,29 @@ int64_t wall_ms() {
 struct group {
   std::vector<std::unique_ptr<child_process>> nodes;
 
-  group(int n, const std::string& scenario, bool shared_memory = true) {
+  // shared_memory: UCX's same-host transports (else TCP); same_host: collectives read each
+  // other's memory (else UCX frames).
+  group(int n, const std::string& scenario, bool shared_memory = true, bool same_host = true) {
     std::vector<std::vector<std::string>> args;
     for (int i = 0; i < n; ++i)
       args.push_back({"--name", "node" + std::to_string(i), "--scenario", scenario, "--shared-memory",
-                      shared_memory ? "1" : "0"});
+                      shared_memory ? "1" : "0", "--same-host", same_host ? "1" : "0"});
     nodes = msomni::testing::start_wired(MSOMNI_TEST_NODE, args);
     for (auto& node : nodes) REQUIRE_MESSAGE(node->read_until("READY", 20s), node->log);
   }
 
-  void expect_results(std::chrono::seconds timeout, size_t count) {
+  // The RESULT lines of the first `count` nodes; each must be ok.
+  std::vector<std::string> expect_results(std::chrono::seconds timeout, size_t count) {
+    std::vector<std::string> lines;
     for (size_t i = 0; i < count; ++i) {
       auto r = nodes[i]->read_until("RESULT ", timeout);
       CAPTURE(nodes[i]->log);
       REQUIRE(r);
       CHECK(r->rfind("RESULT ok", 0) == 0);
       MESSAGE("node" << i << ": " << *r);
+      lines.push_back(*r);
     }
+    return lines;
   }
 
   void finish(size_t count) {
@@ -68,11 +74,25 @@ TEST_CASE("a 64 MiB bulk transfer arrives byte for byte") {
   g.finish(2);
 }
 
-TEST_CASE("all-reduce equals the reference sum from 1 element to 64 MiB, 2 and 4 ranks") {
-  for (int n : {2, 4}) {
+TEST_CASE("all-reduce equals the reference sum from 1 element to 64 MiB, 2 and 4 ranks, both paths") {
+  for (bool same_host : {true, false})
+    for (int n : {2, 4}) {
+      CAPTURE(same_host);
+      CAPTURE(n);
+      group g(n, "allreduce", true, same_host);
+      for (const auto& line : g.expect_results(240s, n))
+        CHECK(line.find(same_host ? " same-host" : " ucx-ring") != std::string::npos);
+      g.finish(n);
+    }
+}
+
+TEST_CASE("the same-host path sums to the same bits as the UCX ring, on every member, 2 to 4 ranks") {
+  for (int n : {2, 3, 4}) {
     CAPTURE(n);
-    group g(n, "allreduce");
-    g.expect_results(240s, n);
+    group g(n, "same_bits");
+    const auto lines = g.expect_results(240s, n);
+    for (const auto& line : lines) CHECK(line.find("DIGEST ") != std::string::npos);
+    for (const auto& line : lines) CHECK(line.substr(line.find("DIGEST ")) == lines.front().substr(lines.front().find("DIGEST ")));
     g.finish(n);
   }
 }
@@ -96,10 +116,15 @@ TEST_CASE("kill -9 delivers down to every monitor and the survivors all-reduce a
 }
 
 TEST_CASE("kill -9 during an all-reduce fails the collective and the survivors rebuild") {
-  // Same-host peers over UCX shared memory (no UCX error mode) and over TCP (peer mode).
-  for (bool shared_memory : {true, false}) {
-    CAPTURE(shared_memory);
-    group g(4, "kill_busy", shared_memory);
+  // The same-host path; UCX frames over UCX shared memory (no UCX error mode) and over TCP
+  // (peer mode).
+  struct path {
+    bool shared_memory, same_host;
+  };
+  for (path p : {path{true, true}, path{true, false}, path{false, false}}) {
+    CAPTURE(p.shared_memory);
+    CAPTURE(p.same_host);
+    group g(4, "kill_busy", p.shared_memory, p.same_host);
     for (auto& n : g.nodes) REQUIRE(n->read_until("ARMED", 60s));
     const auto killed_at = wall_ms();
     g.nodes.back()->kill9();

@@ -99,8 +99,17 @@ std::string check_allreduce(ring_communicator& comm, const std::vector<int>& ran
   return {};
 }
 
+// Whether same-host members read each other's memory (--same-host), for every communicator.
+bool g_same_host = true;
+
+std::string expect_backend(const ring_communicator& comm) {
+  const std::string want = g_same_host ? "same-host" : "ucx-ring";
+  return comm.backend() == want ? std::string() : "backend " + std::string(comm.backend()) + ", not " + want;
+}
+
 std::string run_allreduce(transport_hub& hub, const std::vector<std::string>& members, uint64_t epoch) {
-  ring_communicator comm(hub, members, epoch);
+  ring_communicator comm(hub, members, epoch, {.same_host = g_same_host});
+  if (auto err = expect_backend(comm); !err.empty()) return err;
   const std::vector<size_t> sizes = {1, 2, 3, 5, 7, 1000, 4099, (1 << 18) + 1, size_t{16} << 20};
   for (size_t k = 0; k < sizes.size(); ++k)
     if (auto err = check_allreduce(comm, {}, sizes[k], 100 * epoch + k); !err.empty()) return err;
@@ -113,6 +122,41 @@ std::string run_allreduce(transport_hub& hub, const std::vector<std::string>& me
   return {};
 }
 
+// The same inputs (fractions: every order of the sum rounds differently) through the UCX ring
+// and through the same-host path: the results must be the same bits. `digest` gets an
+// FNV-1a hash of all results, which must also be equal on every member.
+std::string compare_paths(transport_hub& hub, const std::vector<std::string>& members, uint64_t& digest) {
+  const std::vector<size_t> sizes = {1, 3, 1000, 4099, (size_t{1} << 20) + 5, (size_t{3} << 20) + 1};
+  std::vector<std::vector<float>> over_ucx, same_host;
+  auto inputs = [&](int rank) {
+    std::vector<std::vector<float>> all;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      auto g = rng_stream::derive(900 + k, "bits", rank);
+      std::vector<float> v(sizes[k]);
+      for (auto& x : v) x = static_cast<float>(g.uniform() * 2.0 - 1.0) * 1e3f;
+      all.push_back(std::move(v));
+    }
+    return all;
+  };
+  {
+    ring_communicator ring(hub, members, 1, {.same_host = false});
+    if (ring.backend() != std::string("ucx-ring")) return "the UCX ring runs as " + std::string(ring.backend());
+    over_ucx = inputs(ring.rank());
+    for (auto& v : over_ucx) ring.all_reduce(v, reduce_op::sum);
+  }
+  ring_communicator direct(hub, members, 2, {.same_host = true});
+  if (direct.backend() != std::string("same-host")) return "no same-host path: " + std::string(direct.backend());
+  same_host = inputs(direct.rank());
+  for (auto& v : same_host) direct.all_reduce(v, reduce_op::sum);
+  digest = 1469598103934665603ull;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    if (std::memcmp(over_ucx[k].data(), same_host[k].data(), sizes[k] * sizeof(float)) != 0)
+      return "the paths differ at " + std::to_string(sizes[k]) + " floats";
+    for (auto b : std::as_bytes(std::span(same_host[k]))) digest = (digest ^ uint64_t(b)) * 1099511628211ull;
+  }
+  return {};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,7 +165,12 @@ int main(int argc, char** argv) {
   CLI::App app{"One process of a transport integration test (driven over stdin/stdout).", "transport_test_node"};
   command_line::set_conventions(app);
   app.add_option("--name", name, "this node's name")->required();
-  app.add_option("--scenario", scenario, "request | ordering | bulk | allreduce | kill | kill_busy");
+  app.add_option("--scenario", scenario, "request | ordering | bulk | allreduce | same_bits | kill | kill_busy");
+  app.add_option_function<std::string>(
+         "--same-host", [&](const std::string& v) { g_same_host = v == "1"; },
+         "1: same-host members read each other's memory (ring_options::same_host); 0: UCX frames")
+      ->check(CLI::IsMember({"0", "1"}))
+      ->default_str("1");
   app.add_option_function<std::string>(
          "--shared-memory", [&](const std::string& v) { shared_memory = v == "1"; },
          "0: same-host peers over TCP with UCX peer error mode")
@@ -244,7 +293,11 @@ int main(int argc, char** argv) {
     }
   } else if (scenario == "allreduce") {
     error = run_allreduce(hub, members, 1);
-    details = "sizes 1..16M floats, sum+mean+broadcast over " + std::to_string(members.size());
+    details = "sizes 1..16M floats, sum+mean+broadcast over " + std::to_string(members.size()) + (g_same_host ? " same-host" : " ucx-ring");
+  } else if (scenario == "same_bits") {
+    uint64_t digest = 0;
+    error = compare_paths(hub, members, digest);
+    details = "DIGEST " + std::to_string(digest);
   } else if (scenario == "kill") {
     // Everyone monitors every peer's echo; the driver SIGKILLs the last node.
     std::vector<caf::actor> watched;
@@ -280,7 +333,8 @@ int main(int argc, char** argv) {
     try {
       // Freed the moment the collective throws: the ring must have settled its transfers.
       std::vector<float> data(size_t{4} << 20, 1.0f);
-      ring_communicator comm(hub, members, 1);
+      ring_communicator comm(hub, members, 1, {.same_host = g_same_host});
+      if (auto err = expect_backend(comm); !err.empty()) throw collective_error(err);
       for (int i = 0;; ++i) {
         comm.all_reduce(data, reduce_op::mean);
         if (i == 2) say("ARMED");

@@ -199,7 +199,7 @@ void ring_communicator::all_reduce(std::span<float> data, reduce_op op) {
   const size_t n = members_.size();
   const uint64_t seq = ++seq_;
   if (same_host_ && n > 1 && !data.empty()) {
-    same_host_all_reduce(*same_host_, seq, data, scratch_, {options_.timeout, [this] { return why_stop(); }});
+    same_host_all_reduce(*same_host_, data, {options_.timeout, [this] { return why_stop(); }});
   } else if (n > 1 && !data.empty()) {
     all_reduce_frames(seq, data);
   }
@@ -278,7 +278,7 @@ void ring_communicator::broadcast(std::span<std::byte> data, int root) {
   if (n < 2 || data.empty()) return;
   if (root < 0 || static_cast<size_t>(root) >= n) throw collective_error("broadcast: bad root");
   if (same_host_)
-    return same_host_broadcast(*same_host_, seq, data, root, {options_.timeout, [this] { return why_stop(); }});
+    return same_host_broadcast(*same_host_, data, root, {options_.timeout, [this] { return why_stop(); }});
   polling_hold hold(hub_.node());
   const size_t dist = (rank_ + n - root) % n;  // hops from the root
   const size_t count = (data.size() + segment_bytes - 1) / segment_bytes;

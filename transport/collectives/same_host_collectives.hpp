@@ -1,5 +1,5 @@
-// All-reduce and broadcast among the members of a same_host_group: every byte moves by one
-// process_vm_readv out of the owner's buffer, and the members synchronise through their
+// All-reduce and broadcast among the members of a same_host_group: bytes move through
+// shared memory (or one process_vm_readv), and the members synchronise through their
 // control pages. The sum runs in the UCX ring's order, so both paths give the same bits for
 // the same members.
 #pragma once
@@ -19,15 +19,18 @@ struct same_host_limits {
   std::function<std::string()> abort_reason;  // non-empty: give up (a peer down, superseded)
 };
 
-// Sum in place as operation `seq`. Member r owns chunk r (chunk_of): it adds every other
-// member's chunk r into its own, starting with member r+1, then r+2, ... (the ring's order:
-// its partial sum of chunk c starts at member c and goes round); then each member copies the
-// chunks it does not own from their owners. Throws collective_error.
-void same_host_all_reduce(same_host_group& group, uint64_t seq, std::span<float> data, std::vector<float>& scratch,
-                          const same_host_limits& limits);
+// Sum in place. The buffer goes in slices; for each, every member copies the shares it does
+// not sum into its shared input area, member r sums share r of the slice into its reduced
+// area reading the others' input areas, and every member copies each share from its owner's
+// reduced area. Each element is summed in the UCX ring's order for the ring chunk (of the
+// whole buffer) it lies in: starting at member c for chunk c and going round.
+// Two synchronisations per slice: all entered, each owner reduced; nobody waits for the
+// others to finish reading (they have, before anyone's next step gets past 'entered').
+// Throws collective_error.
+void same_host_all_reduce(same_host_group& group, std::span<float> data, const same_host_limits& limits);
 
-// From `root` to every member, in place, as operation `seq`. Throws collective_error.
-void same_host_broadcast(same_host_group& group, uint64_t seq, std::span<std::byte> data, int root,
-                         const same_host_limits& limits);
+// From `root` to every member, in place: each reads the root's buffer with one
+// process_vm_readv; the root returns when all have. Throws collective_error.
+void same_host_broadcast(same_host_group& group, std::span<std::byte> data, int root, const same_host_limits& limits);
 
 }  // namespace msomni::transport

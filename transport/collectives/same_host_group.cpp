@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -22,6 +23,11 @@ struct same_host_group::page {
   std::atomic<uint64_t> stages[3];  // the last operation that reached each stage
   std::atomic<uint64_t> address{0};
   std::atomic<uint64_t> bytes{0};
+  struct shared_area {
+    std::atomic<int64_t> fd{-1};
+    std::atomic<uint64_t> capacity{0};
+    std::atomic<uint64_t> generation{0};  // published last
+  } areas[2];
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "the page is shared between processes");
 
@@ -57,6 +63,10 @@ same_host_group::~same_host_group() {
   for (size_t i = 0; i < peers_.size(); ++i)
     if (static_cast<int>(i) != rank_ && peers_[i].view)
       ::munmap(const_cast<page*>(peers_[i].view), page_bytes);
+  for (auto& pr : peers_)
+    if (pr.view != own_)
+      for (auto& r : pr.areas) unmap(r);
+  for (auto& r : areas_) unmap(r);
   own_->~page();
   ::munmap(own_, page_bytes);
   close_page_fd();
@@ -114,6 +124,63 @@ void same_host_group::publish(uint64_t seq, const void* addr, size_t bytes) {
 
 void same_host_group::mark(stage s, uint64_t seq) {
   own_->stages[static_cast<size_t>(s)].store(seq, std::memory_order_release);
+}
+
+void same_host_group::unmap(region& r) {
+  if (r.base) ::munmap(r.base, r.capacity);
+  if (r.fd >= 0) ::close(r.fd);
+  r = {};
+}
+
+std::byte* same_host_group::own_area(area a, size_t bytes) {
+  auto& mine = areas_[size_t(a)];
+  if (bytes <= mine.capacity && mine.base) return mine.base;
+  constexpr size_t grain = size_t{2} << 20;
+  const size_t capacity = std::max(grain, (bytes + grain - 1) / grain * grain);
+  region grown;
+  grown.fd = ::memfd_create("msomni-collective-area", MFD_CLOEXEC);
+  if (grown.fd < 0) fail("memfd_create: " + errno_text(errno));
+  void* p = MAP_FAILED;
+  if (::ftruncate(grown.fd, static_cast<off_t>(capacity)) == 0)
+    p = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, grown.fd, 0);
+  if (p == MAP_FAILED) {
+    const int e = errno;
+    ::close(grown.fd);
+    fail("cannot map a shared area of " + std::to_string(capacity) + " bytes: " + errno_text(e));
+  }
+  grown.base = static_cast<std::byte*>(p);
+  grown.capacity = capacity;
+  grown.generation = mine.generation + 1;
+  // The others map the new one when they next look; nobody reads the old one now.
+  unmap(mine);
+  mine = grown;
+  auto& shared = own_->areas[size_t(a)];
+  shared.fd.store(mine.fd, std::memory_order_relaxed);
+  shared.capacity.store(mine.capacity, std::memory_order_relaxed);
+  shared.generation.store(mine.generation, std::memory_order_release);
+  return mine.base;
+}
+
+const std::byte* same_host_group::area_of(int member, area a) {
+  auto& pr = peers_[size_t(member)];
+  auto& mapped = pr.areas[size_t(a)];
+  const auto& shared = pr.view->areas[size_t(a)];
+  const uint64_t generation = shared.generation.load(std::memory_order_acquire);
+  if (generation == 0) fail("member " + std::to_string(member) + " has not shared that area");
+  if (generation != mapped.generation) {
+    unmap(mapped);
+    const auto fd_number = shared.fd.load(std::memory_order_relaxed);
+    const size_t capacity = shared.capacity.load(std::memory_order_relaxed);
+    const std::string path = "/proc/" + std::to_string(pr.pid) + "/fd/" + std::to_string(fd_number);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail("cannot open member " + std::to_string(member) + "'s shared area (" + path + "): " + errno_text(errno));
+    void* p = ::mmap(nullptr, capacity, PROT_READ, MAP_SHARED, fd, 0);
+    const int e = errno;
+    ::close(fd);
+    if (p == MAP_FAILED) fail("cannot map member " + std::to_string(member) + "'s shared area: " + errno_text(e));
+    mapped = {-1, static_cast<std::byte*>(p), capacity, generation};
+  }
+  return mapped.base;
 }
 
 uintptr_t same_host_group::address_of(int member) const {

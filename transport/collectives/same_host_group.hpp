@@ -1,8 +1,10 @@
 // The members of one communicator that share a host. Each publishes, in a one-page shared
 // mapping of its own (an anonymous memfd), how far it has got in the current collective and
 // where its buffer is; the others map that page read-only and copy straight out of the
-// buffer with process_vm_readv (one copy, no UCX frames, no handshakes). No file or name is
-// created, so nothing is left to clean up: a page goes with the last process that maps it.
+// buffer with process_vm_readv (one copy, no UCX frames, no handshakes). It also shares
+// areas (memfds, mapped by the others) where it puts input for the others to reduce and the
+// chunk it reduced, which the others copy with plain loads. No file or name is created, so nothing is left to clean up: a page or region goes with the
+// last process that maps it.
 #pragma once
 
 #include "collectives/host_identity.hpp"
@@ -21,8 +23,10 @@ namespace msomni::transport {
 
 class same_host_group {
  public:
-  // The stages of one collective a member announces, in order.
+  // The stages of one step of a collective a member announces, in order.
   enum class stage : uint8_t { entered, reduced, finished };
+  // A member's shared areas: the part of its input the others reduce, and its reduced chunk.
+  enum class area : uint8_t { input, reduced };
 
   // Creates this member's page. Throws collective_error when the kernel refuses.
   same_host_group();
@@ -42,17 +46,26 @@ class same_host_group {
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(peers_.size()); }
 
-  // Announces operation `seq` with this member's buffer, then the stages it completes.
-  void publish(uint64_t seq, const void* addr, size_t bytes);
-  void mark(stage s, uint64_t seq);
-  // Valid once `member` has entered the current operation (wait first).
+  // Steps number every synchronised unit of work in the same order on every member (the
+  // members run the same collectives with the same sizes).
+  uint64_t next_step() { return ++step_; }
+  // Announces step `step` with this member's buffer (address and length), then the stages
+  // it completes.
+  void publish(uint64_t step, const void* addr, size_t bytes);
+  void mark(stage s, uint64_t step);
+  // Valid once `member` has entered the current step (wait first).
   uintptr_t address_of(int member) const;
   uint64_t bytes_of(int member) const;
+  // This member's area `a`, shared with the others: at least `bytes`, grown (a new memfd)
+  // when smaller. Call only while nobody reads it.
+  std::byte* own_area(area a, size_t bytes);
+  // `member`'s area `a`, mapped read-only (again when it grew). Throws collective_error.
+  const std::byte* area_of(int member, area a);
 
-  // Until `member` has reached stage `s` of operation `seq`: polls, yielding the core, then
+  // Until `member` has reached stage `s` of step `step`: polls, yielding the core, then
   // sleeps in short steps. `abort_reason` is asked now and then; a non-empty answer, the
   // deadline or the member's process being gone throws collective_error.
-  void wait(int member, stage s, uint64_t seq, std::chrono::steady_clock::time_point deadline,
+  void wait(int member, stage s, uint64_t step, std::chrono::steady_clock::time_point deadline,
             const std::function<std::string()>& abort_reason) const;
   // Copies `bytes` at `from` in `member`'s address space to `to`. Throws collective_error.
   void read(int member, uintptr_t from, void* to, size_t bytes) const;
@@ -60,11 +73,21 @@ class same_host_group {
   struct page;  // the shared layout (same_host_group.cpp)
 
  private:
+  struct region {
+    int fd = -1;  // own region only
+    std::byte* base = nullptr;
+    size_t capacity = 0;
+    uint64_t generation = 0;
+  };
   struct peer {
     pid_t pid = 0;
     const page* view = nullptr;  // mapped read-only; own slot: our page
+    region areas[2];             // a peer's areas as mapped here
   };
+  static void unmap(region& r);
   int page_fd_ = -1;
+  uint64_t step_ = 0;
+  region areas_[2];
   page* own_ = nullptr;
   int rank_ = -1;
   std::vector<peer> peers_;
