@@ -40,6 +40,7 @@ rank_metrics::rank_metrics(std::shared_ptr<metrics::metrics_registry> registry)
       data_wait_seconds_(registry_->counter("msomni_data_wait_seconds_total")),
       allreduce_seconds_(registry_->counter("msomni_rank_allreduce_seconds_total")),
       allreduce_bytes_(registry_->counter("msomni_rank_allreduce_bytes_total")),
+      collective_shared_bytes_(registry_->gauge("msomni_rank_collective_shared_bytes")),
       verify_failures_(registry_->counter("msomni_checkpoint_verify_failures_total")),
       host_memory_(registry_->gauge("msomni_rank_memory_bytes", {{"kind", "host"}})),
       compute_in_use_(registry_->gauge("msomni_rank_compute_memory_bytes", {{"kind", "in_use"}})),
@@ -84,6 +85,10 @@ void rank_metrics::on_step(const msg::step_record& r, const rank_trainer::allred
   data_wait_seconds_.Increment(wait_s);
   allreduce_seconds_.Increment(static_cast<double>(allreduce.time.count()) / 1e9);
   allreduce_bytes_.Increment(static_cast<double>(allreduce.bytes));
+}
+
+void rank_metrics::on_collective_shared_bytes(uint64_t bytes) {
+  collective_shared_bytes_.Set(static_cast<double>(bytes));
 }
 
 void rank_metrics::on_memory(const msg::memory_sample& s) {

@@ -35,6 +35,9 @@ class rank_metrics {
   // After every optimizer step's memory sample (memory_probe.hpp): the compute backend's bytes in
   // use and the step's peak, its budget, and the batch memory the data pipeline holds.
   void on_memory(const msg::memory_sample& s);
+  // After every optimizer step: the bytes this rank shares with its same-host peers for the
+  // gradient all-reduce (0 on the UCX ring).
+  void on_collective_shared_bytes(uint64_t bytes);
   // After every load of the checkpoint store: the checkpoints it passed over as torn or mismatched.
   void on_checkpoint_load(uint64_t skipped);
 
@@ -55,6 +58,7 @@ class rank_metrics {
   prometheus::Counter& data_wait_seconds_;
   prometheus::Counter& allreduce_seconds_;
   prometheus::Counter& allreduce_bytes_;
+  prometheus::Gauge& collective_shared_bytes_;
   prometheus::Counter& verify_failures_;
   prometheus::Gauge& host_memory_;
   prometheus::Gauge &compute_in_use_, &compute_peak_, &compute_budget_, &batch_memory_;

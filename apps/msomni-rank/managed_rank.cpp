@@ -229,7 +229,10 @@ class managed_rank {
       }
       const auto peak = send_memory_sample();
       report_fit(t, peak);
-      if (metrics_) metrics_->on_step(record_, t.last_allreduce());
+      if (metrics_) {
+        metrics_->on_step(record_, t.last_allreduce());
+        metrics_->on_collective_shared_bytes(ring_ ? ring_->shared_bytes() : 0);
+      }
       std::cout << step_line(step_fields(record_)) << std::endl;
       command = protocol_.on_step_done(t.steps_done(), t.last_announced(), clock_.now());
     } else if (auto* s = std::get_if<rw::after_step>(&command)) {

@@ -71,6 +71,10 @@ std::vector<family_spec> build() {
       {"msomni_rank_data_wait_ratio", k::gauge, "Share of the last step spent waiting for data (0-1)", {}, "rank", {}},
       {"msomni_rank_allreduce_seconds_total", k::counter, "Time spent in gradient all-reduce", {}, "rank", {}},
       {"msomni_rank_allreduce_bytes_total", k::counter, "Gradient bytes all-reduced", {}, "rank", {}},
+      {"msomni_rank_collective_shared_bytes", k::gauge,
+       "Shared memory the rank's all-reduce exposes to its same-host peers (bounded by the 4 MiB slice; 0 on the UCX "
+       "ring)",
+       {}, "rank", {}},
       {"msomni_rank_loss", k::gauge, "Loss of the last step", {}, "rank", {}},
       {"msomni_rank_threads", k::gauge, "Compute threads of the rank", {"device"}, "rank", {}},
       {"msomni_rank_memory_bytes", k::gauge, "Memory in use by the rank process (resident host memory)", {"kind"},

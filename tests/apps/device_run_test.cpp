@@ -58,7 +58,7 @@ TEST_CASE("training.device = auto without a usable GPU trains on the CPU and say
     CHECK(count_of(log, "COMPUTE ") == 1);
     CHECK(log.find("COMPUTE cpu, ") != std::string::npos);
     CHECK(log.find("(training.device=auto: no usable GPU: ") != std::string::npos);
-    CHECK(log.find("GRADIENTS gradients all-reduced on the ucx-ring (epoch 1, 0 of 2 members on GPUs)") != std::string::npos);
+    CHECK(log.find("GRADIENTS gradients all-reduced through same-host shared memory (epoch 1, 0 of 2 members on GPUs)") != std::string::npos);
   }
   const auto dry = msomni::testing::run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart() + " --dry-run");
   CHECK(dry.output.find("rank 1 -> local (127.0.0.1), cpu, ") != std::string::npos);

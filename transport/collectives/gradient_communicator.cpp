@@ -22,7 +22,9 @@ gradient_communicator make_gradient_communicator(communicator& ring, int cuda_de
   const auto epoch = " (epoch " + std::to_string(ring.epoch()) + ", " + std::to_string(count) + " of " +
                      std::to_string(ring.size()) + " members on GPUs)";
   if (!gradients_over_nccl(count, ring.size(), nccl_compiled)) {
-    g.description = std::string("gradients all-reduced on the ") + ring.backend() +
+    const std::string backend = ring.backend();
+    g.description = "gradients all-reduced " +
+                    (backend == "same-host" ? std::string("through same-host shared memory") : "on the " + backend) +
                     (cuda_device >= 0 ? " through host memory" : "") + epoch;
     return g;
   }

@@ -115,6 +115,8 @@ ring_communicator::~ring_communicator() = default;
 
 const char* ring_communicator::backend() const { return same_host_ ? "same-host" : "ucx-ring"; }
 
+uint64_t ring_communicator::shared_bytes() const { return same_host_ ? same_host_->shared_bytes() : 0; }
+
 std::string ring_communicator::why_stop() const {
   for (const auto& m : members_)
     if (m != hub_.node().name() && !hub_.node().is_up(m)) return "peer " + m + " is down";

@@ -44,6 +44,8 @@ class ring_communicator final : public communicator {
   const char* backend() const override;
   void all_reduce(std::span<float> data, reduce_op op) override;
   void broadcast(std::span<std::byte> data, int root) override;
+  // The shared memory this member exposes to the others on the same-host path (0 on UCX).
+  uint64_t shared_bytes() const;
 
  private:
   // Queues one segment for the next member as frame step `key` of operation `seq`.

@@ -72,6 +72,10 @@ same_host_group::~same_host_group() {
   close_page_fd();
 }
 
+uint64_t same_host_group::shared_bytes() const {
+  return page_bytes + areas_[0].capacity + areas_[1].capacity;
+}
+
 uint64_t same_host_group::page_token() const { return own_->token; }
 
 void same_host_group::close_page_fd() {

@@ -44,6 +44,7 @@ class same_host_group {
   void close_page_fd();
 
   int rank() const { return rank_; }
+  uint64_t shared_bytes() const;  // this member's control page and areas
   int size() const { return static_cast<int>(peers_.size()); }
 
   // Steps number every synchronised unit of work in the same order on every member (the
