@@ -16,6 +16,9 @@ namespace {
 constexpr size_t slice_floats = size_t{1} << 20;
 // Within a chunk, each block's partial sum stays in cache while every member's part is added.
 constexpr size_t block_floats = 16 * 1024;
+// Up to this many bytes times the members, every member sums the whole buffer itself (one
+// synchronisation instead of two, each element summed n times instead of once).
+constexpr size_t whole_limit_bytes = size_t{1} << 20;
 
 using stage = same_host_group::stage;
 using area = same_host_group::area;
@@ -25,9 +28,9 @@ void wait_all_entered(same_host_group& g, uint64_t step, uint64_t bytes, const s
   for (int m = 0; m < g.size(); ++m) {
     if (m == g.rank()) continue;
     g.wait(m, stage::entered, step, deadline, limits.abort_reason);
-    if (g.bytes_of(m) != bytes)
+    if (g.bytes_of(m, step) != bytes)
       throw collective_error("same-host collective: member " + std::to_string(m) + " passed " +
-                             std::to_string(g.bytes_of(m)) + " bytes, this member " + std::to_string(bytes));
+                             std::to_string(g.bytes_of(m, step)) + " bytes, this member " + std::to_string(bytes));
   }
 }
 
@@ -89,9 +92,32 @@ void reduce_slice(same_host_group& g, std::span<float> data, size_t at, size_t c
   }
 }
 
+// A small buffer in one synchronisation: every member shares its whole input and sums every
+// element itself (the same operands in the same order everywhere, so the same bits). With
+// one synchronisation a member may start the next step while another still reads this
+// one's inputs, so even and odd steps use their own area: the one a step writes (or grows)
+// was last read two steps ago, and every member has entered a later step since.
+void reduce_whole(same_host_group& g, std::span<float> data, const same_host_limits& limits) {
+  const int n = g.size(), r = g.rank();
+  const uint64_t step = g.next_step();
+  const area whole = step % 2 == 0 ? area::whole_even : area::whole_odd;
+  auto* mine = reinterpret_cast<float*>(g.own_area(whole, data.size_bytes()));
+  std::memcpy(mine, data.data(), data.size_bytes());
+  g.publish(step, data.data(), data.size_bytes());
+  wait_all_entered(g, step, data.size_bytes(), limits, std::chrono::steady_clock::now() + limits.timeout);
+  std::vector<const float*> parts(static_cast<size_t>(n));
+  for (int m = 0; m < n; ++m)
+    parts[size_t(m)] = m == r ? mine : reinterpret_cast<const float*>(g.area_of(m, whole));
+  for (size_t off = 0; off < data.size(); off += block_floats) {
+    const size_t len = std::min(block_floats, data.size() - off);
+    sum_in_ring_order(parts, data.size(), 0, off, off + len, data.data() + off);
+  }
+}
+
 }  // namespace
 
 void same_host_all_reduce(same_host_group& g, std::span<float> data, const same_host_limits& limits) {
+  if (data.size_bytes() * size_t(g.size()) <= whole_limit_bytes) return reduce_whole(g, data, limits);
   for (size_t off = 0; off < data.size(); off += slice_floats)
     reduce_slice(g, data, off, std::min(slice_floats, data.size() - off), limits);
 }
@@ -107,10 +133,10 @@ void same_host_broadcast(same_host_group& g, std::span<std::byte> data, int root
     return;
   }
   g.wait(root, stage::entered, seq, deadline(), limits.abort_reason);
-  if (g.bytes_of(root) != data.size())
-    throw collective_error("same-host broadcast: the root passed " + std::to_string(g.bytes_of(root)) +
+  if (g.bytes_of(root, seq) != data.size())
+    throw collective_error("same-host broadcast: the root passed " + std::to_string(g.bytes_of(root, seq)) +
                            " bytes, this member " + std::to_string(data.size()));
-  if (!data.empty()) g.read(root, g.address_of(root), data.data(), data.size());
+  if (!data.empty()) g.read(root, g.address_of(root, seq), data.data(), data.size());
   g.mark(stage::finished, seq);
 }
 

@@ -21,13 +21,13 @@ namespace msomni::transport {
 struct same_host_group::page {
   uint64_t token = 0;
   std::atomic<uint64_t> stages[3];  // the last operation that reached each stage
-  std::atomic<uint64_t> address{0};
-  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> address[2];  // by the step's parity
+  std::atomic<uint64_t> bytes[2];
   struct shared_area {
     std::atomic<int64_t> fd{-1};
     std::atomic<uint64_t> capacity{0};
     std::atomic<uint64_t> generation{0};  // published last
-  } areas[2];
+  } areas[area_count];
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "the page is shared between processes");
 
@@ -55,6 +55,7 @@ same_host_group::same_host_group() {
   }
   own_ = new (p) page();
   for (auto& s : own_->stages) s.store(0);
+  for (int i = 0; i < 2; ++i) own_->address[i].store(0), own_->bytes[i].store(0);
   std::random_device rd;
   own_->token = (uint64_t{rd()} << 32) | rd();
 }
@@ -73,7 +74,9 @@ same_host_group::~same_host_group() {
 }
 
 uint64_t same_host_group::shared_bytes() const {
-  return page_bytes + areas_[0].capacity + areas_[1].capacity;
+  uint64_t total = page_bytes;
+  for (const auto& r : areas_) total += r.capacity;
+  return total;
 }
 
 uint64_t same_host_group::page_token() const { return own_->token; }
@@ -121,8 +124,8 @@ std::string same_host_group::attach(std::span<const host_identity> members, int 
 }
 
 void same_host_group::publish(uint64_t seq, const void* addr, size_t bytes) {
-  own_->address.store(reinterpret_cast<uintptr_t>(addr), std::memory_order_relaxed);
-  own_->bytes.store(bytes, std::memory_order_relaxed);
+  own_->address[seq % 2].store(reinterpret_cast<uintptr_t>(addr), std::memory_order_relaxed);
+  own_->bytes[seq % 2].store(bytes, std::memory_order_relaxed);
   own_->stages[0].store(seq, std::memory_order_release);
 }
 
@@ -187,12 +190,12 @@ const std::byte* same_host_group::area_of(int member, area a) {
   return mapped.base;
 }
 
-uintptr_t same_host_group::address_of(int member) const {
-  return peers_[size_t(member)].view->address.load(std::memory_order_acquire);
+uintptr_t same_host_group::address_of(int member, uint64_t step) const {
+  return peers_[size_t(member)].view->address[step % 2].load(std::memory_order_acquire);
 }
 
-uint64_t same_host_group::bytes_of(int member) const {
-  return peers_[size_t(member)].view->bytes.load(std::memory_order_acquire);
+uint64_t same_host_group::bytes_of(int member, uint64_t step) const {
+  return peers_[size_t(member)].view->bytes[step % 2].load(std::memory_order_acquire);
 }
 
 void same_host_group::wait(int member, stage s, uint64_t seq, std::chrono::steady_clock::time_point deadline,

@@ -25,8 +25,10 @@ class same_host_group {
  public:
   // The stages of one step of a collective a member announces, in order.
   enum class stage : uint8_t { entered, reduced, finished };
-  // A member's shared areas: the part of its input the others reduce, and its reduced chunk.
-  enum class area : uint8_t { input, reduced };
+  // A member's shared areas: the part of its input the others reduce, its reduced chunk, and
+  // (small buffers) its whole input, in one area for even steps and one for odd steps.
+  enum class area : uint8_t { input, reduced, whole_even, whole_odd };
+  static constexpr size_t area_count = 4;
 
   // Creates this member's page. Throws collective_error when the kernel refuses.
   same_host_group();
@@ -51,12 +53,13 @@ class same_host_group {
   // members run the same collectives with the same sizes).
   uint64_t next_step() { return ++step_; }
   // Announces step `step` with this member's buffer (address and length), then the stages
-  // it completes.
+  // it completes. A member may be one step ahead of another (a step with one
+  // synchronisation), so even and odd steps keep their own address and length.
   void publish(uint64_t step, const void* addr, size_t bytes);
   void mark(stage s, uint64_t step);
-  // Valid once `member` has entered the current step (wait first).
-  uintptr_t address_of(int member) const;
-  uint64_t bytes_of(int member) const;
+  // Valid once `member` has entered `step` (wait first).
+  uintptr_t address_of(int member, uint64_t step) const;
+  uint64_t bytes_of(int member, uint64_t step) const;
   // This member's area `a`, shared with the others: at least `bytes`, grown (a new memfd)
   // when smaller. Call only while nobody reads it.
   std::byte* own_area(area a, size_t bytes);
@@ -83,12 +86,12 @@ class same_host_group {
   struct peer {
     pid_t pid = 0;
     const page* view = nullptr;  // mapped read-only; own slot: our page
-    region areas[2];             // a peer's areas as mapped here
+    region areas[area_count];    // a peer's areas as mapped here
   };
   static void unmap(region& r);
   int page_fd_ = -1;
   uint64_t step_ = 0;
-  region areas_[2];
+  region areas_[area_count];
   page* own_ = nullptr;
   int rank_ = -1;
   std::vector<peer> peers_;
