@@ -17,6 +17,7 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -113,6 +114,22 @@ std::string run_allreduce(transport_hub& hub, const std::vector<std::string>& me
   const std::vector<size_t> sizes = {1, 2, 3, 5, 7, 1000, 4099, (1 << 18) + 1, size_t{16} << 20};
   for (size_t k = 0; k < sizes.size(); ++k)
     if (auto err = check_allreduce(comm, {}, sizes[k], 100 * epoch + k); !err.empty()) return err;
+  // Interleaved as a rank's checkpoint commit does: a small broadcast from every member in
+  // turn, then a small all-reduce; a member that ran ahead would see another's next step.
+  for (int round = 0; round < 200; ++round) {
+    for (int root = 0; root < comm.size(); ++root) {
+      std::array<uint64_t, 7> packed{};
+      if (root == comm.rank()) packed.fill(uint64_t(round) * 1000 + uint64_t(root));
+      comm.broadcast(std::as_writable_bytes(std::span<uint64_t>(packed)), root);
+      for (auto v : packed)
+        if (v != uint64_t(round) * 1000 + uint64_t(root)) return "interleaved broadcast " + std::to_string(round) + " got " + std::to_string(v);
+    }
+    std::vector<float> flags(size_t(comm.size()), 0.0f);
+    flags[size_t(comm.rank())] = float(round % 3);
+    comm.all_reduce(flags, reduce_op::sum);
+    for (auto v : flags)
+      if (v != float(round % 3)) return "interleaved all-reduce " + std::to_string(round) + " got " + std::to_string(v);
+  }
   std::vector<std::byte> blob(1 << 20);
   if (comm.rank() == 0)
     for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<std::byte>(i * 7 + 3);

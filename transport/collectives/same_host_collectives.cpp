@@ -132,10 +132,9 @@ void same_host_broadcast(same_host_group& g, std::span<std::byte> data, int root
     g.mark(stage::finished, seq);
     return;
   }
-  g.wait(root, stage::entered, seq, deadline(), limits.abort_reason);
-  if (g.bytes_of(root, seq) != data.size())
-    throw collective_error("same-host broadcast: the root passed " + std::to_string(g.bytes_of(root, seq)) +
-                           " bytes, this member " + std::to_string(data.size()));
+  // Every member, not only the root: no member may finish a step before all have entered
+  // it, or one could run two steps ahead of another and reuse what that one still reads.
+  wait_all_entered(g, seq, data.size(), limits, deadline());
   if (!data.empty()) g.read(root, g.address_of(root, seq), data.data(), data.size());
   g.mark(stage::finished, seq);
 }

@@ -2,6 +2,11 @@
 // shared memory (or one process_vm_readv), and the members synchronise through their
 // control pages. The sum runs in the UCX ring's order, so both paths give the same bits for
 // the same members.
+//
+// Steps: every synchronised unit of work has a number, the same on every member. A member
+// finishes a step only once every member has entered it, so no member is ever more than one
+// step ahead of another: what a step shares (its address and length, an area of its parity)
+// is reused two steps later at the earliest, when every member is done with it.
 #pragma once
 
 #include "collectives/same_host_group.hpp"
