@@ -18,7 +18,7 @@ constexpr size_t slice_floats = size_t{1} << 20;
 constexpr size_t block_floats = 16 * 1024;
 // Up to this many bytes times the members, every member sums the whole buffer itself (one
 // synchronisation instead of two, each element summed n times instead of once).
-constexpr size_t whole_limit_bytes = size_t{1} << 20;
+constexpr size_t whole_limit_bytes = size_t{512} << 10;
 
 using stage = same_host_group::stage;
 using area = same_host_group::area;
