@@ -72,8 +72,8 @@ std::vector<family_spec> build() {
       {"msomni_rank_allreduce_seconds_total", k::counter, "Time spent in gradient all-reduce", {}, "rank", {}},
       {"msomni_rank_allreduce_bytes_total", k::counter, "Gradient bytes all-reduced", {}, "rank", {}},
       {"msomni_rank_collective_shared_bytes", k::gauge,
-       "Shared memory the rank's all-reduce exposes to its same-host peers (bounded by the 4 MiB slice; 0 on the UCX "
-       "ring)",
+       "Shared memory the rank's all-reduce exposes to its same-host peers (at most 10 MiB and a page, whatever the "
+       "model's size; 0 on the UCX ring)",
        {}, "rank", {}},
       {"msomni_rank_loss", k::gauge, "Loss of the last step", {}, "rank", {}},
       {"msomni_rank_threads", k::gauge, "Compute threads of the rank", {"device"}, "rank", {}},

@@ -167,9 +167,9 @@ TEST_CASE("rank_metrics: with metrics on, every family a rank exports is served 
     CHECK((wait_ratio >= 0 && wait_ratio <= 1));
     CHECK(second.value("msomni_rank_allreduce_bytes_total", of) > 0);
     CHECK(second.value("msomni_rank_allreduce_seconds_total", of) > 0);
-    // Both ranks on this host: the same-host path, its areas bounded by the slice.
+    // Both ranks on this host: the same-host path, its areas bounded whatever the model.
     CHECK(second.value("msomni_rank_collective_shared_bytes", of) > 0);
-    CHECK(second.value("msomni_rank_collective_shared_bytes", of) <= 4096 + 2 * (8 << 20));
+    CHECK(second.value("msomni_rank_collective_shared_bytes", of) <= 4096 + (10 << 20));
     CHECK(second.value("msomni_rank_threads", {{"rank", rank}, {"device", "cpu"}}) >= 1);
     CHECK(second.value("msomni_rank_memory_bytes", {{"rank", rank}, {"kind", "host"}}) > 1e6);
     CHECK(second.value("msomni_checkpoint_verify_failures_total", of) == 0);
