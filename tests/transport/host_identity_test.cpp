@@ -43,9 +43,10 @@ TEST_CASE("any difference, or one member without a page, keeps every member on U
 }
 
 TEST_CASE("this process's own record matches itself") {
-  const auto me = this_process_identity(5, 42);
+  const auto me = this_process_identity(5, 42, 4096);
   CHECK(me.page_fd == 5);
   CHECK(me.page_token == 42);
+  CHECK(me.token_address == 4096);
   std::vector<host_identity> ids{me, me};
   CHECK(share_one_host(ids));
   CHECK_FALSE(share_one_host(std::vector<host_identity>{}));

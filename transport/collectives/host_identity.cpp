@@ -11,9 +11,10 @@
 
 namespace msomni::transport {
 
-host_identity this_process_identity(int page_fd, uint64_t page_token) {
+host_identity this_process_identity(int page_fd, uint64_t page_token, uint64_t token_address) {
   host_identity id;
   id.page_token = page_token;
+  id.token_address = token_address;
   id.uid = static_cast<uint32_t>(::getuid());
   id.pid = static_cast<int32_t>(::getpid());
   std::string boot;

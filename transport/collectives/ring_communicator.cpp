@@ -3,6 +3,7 @@
 
 #include "collectives/reduce_kernel.hpp"
 #include "collectives/same_host_collectives.hpp"
+#include "core/log.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -168,7 +169,8 @@ void ring_communicator::agree_on_same_host() {
   } catch (const collective_error&) {
     // No page here: the record offers none, so every member stays on UCX.
   }
-  const auto me = this_process_identity(group ? group->page_fd() : -1, group ? group->page_token() : 0);
+  const auto me = group ? this_process_identity(group->page_fd(), group->page_token(), group->token_address())
+                        : this_process_identity(-1, 0, 0);
   const auto bytes = all_gather_small(std::as_bytes(std::span(&me, 1)));
   std::vector<host_identity> ids(members_.size());
   std::memcpy(ids.data(), bytes.data(), bytes.size());
@@ -178,7 +180,13 @@ void ring_communicator::agree_on_same_host() {
   const uint8_t ok = why.empty() ? 1 : 0;
   const auto oks = all_gather_small(std::as_bytes(std::span(&ok, 1)));
   group->close_page_fd();
-  if (std::all_of(oks.begin(), oks.end(), [](std::byte b) { return b == std::byte{1}; })) same_host_ = std::move(group);
+  if (std::all_of(oks.begin(), oks.end(), [](std::byte b) { return b == std::byte{1}; })) {
+    same_host_ = std::move(group);
+    return;
+  }
+  // On one host, yet not every member could reach every other's memory: all stay on UCX.
+  MSOMNI_LOG(warn, "collectives") << "epoch " << epoch_ << ": the members share this host but keep UCX frames"
+                                  << (why.empty() ? std::string(" (another member could not attach)") : ": " + why);
 }
 
 void ring_communicator::send_segment(uint64_t seq, uint64_t key, std::span<const std::byte> bytes,

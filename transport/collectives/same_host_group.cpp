@@ -81,6 +81,8 @@ uint64_t same_host_group::shared_bytes() const {
 
 uint64_t same_host_group::page_token() const { return own_->token; }
 
+uint64_t same_host_group::token_address() const { return reinterpret_cast<uintptr_t>(&own_->token); }
+
 void same_host_group::close_page_fd() {
   if (page_fd_ >= 0) ::close(page_fd_);
   page_fd_ = -1;
@@ -111,7 +113,21 @@ std::string same_host_group::attach(std::span<const host_identity> members, int 
       break;
     }
     mapped[i].view = static_cast<const page*>(p);
-    if (mapped[i].view->token != members[i].page_token) why = "member " + std::to_string(i) + "'s control page has another token";
+    if (mapped[i].view->token != members[i].page_token) {
+      why = "member " + std::to_string(i) + "'s control page has another token";
+      break;
+    }
+    // Broadcast reads the root's buffer with process_vm_readv, which needs more than the
+    // /proc descriptor did (a ptrace attach; kernel.yama.ptrace_scope above 0 refuses it
+    // between sibling processes): prove it on the token.
+    uint64_t seen = 0;
+    iovec local{&seen, sizeof seen};
+    iovec remote{reinterpret_cast<void*>(members[i].token_address), sizeof seen};
+    if (::process_vm_readv(members[i].pid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof seen)) {
+      why = "cannot read member " + std::to_string(i) + "'s memory (process_vm_readv: " + errno_text(errno) + ")";
+      break;
+    }
+    if (seen != members[i].page_token) why = "member " + std::to_string(i) + "'s memory holds another token";
   }
   if (!why.empty()) {
     for (size_t i = 0; i < mapped.size(); ++i)

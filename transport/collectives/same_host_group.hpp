@@ -38,6 +38,7 @@ class same_host_group {
 
   int page_fd() const { return page_fd_; }
   uint64_t page_token() const;
+  uint64_t token_address() const;  // of the token, in this process
 
   // Maps every other member's page (records in rank order, `rank` is this member). "" or
   // why not (then nothing is mapped).
