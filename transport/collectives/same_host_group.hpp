@@ -1,10 +1,10 @@
 // The members of one communicator that share a host. Each publishes, in a one-page shared
 // mapping of its own (an anonymous memfd), how far it has got in the current collective and
-// where its buffer is; the others map that page read-only and copy straight out of the
-// buffer with process_vm_readv (one copy, no UCX frames, no handshakes). It also shares
-// areas (memfds, mapped by the others) where it puts input for the others to reduce and the
-// chunk it reduced, which the others copy with plain loads. No file or name is created, so nothing is left to clean up: a page or region goes with the
-// last process that maps it.
+// where its buffer is. It also shares areas (memfds too) where it puts its input for the
+// others to sum and the share it summed; the others map the page and the areas read-only
+// and copy with plain loads, with no UCX frames and no handshakes. A broadcast's receivers
+// copy straight out of the root's buffer with process_vm_readv. No file or name is created,
+// so nothing is left to clean up: a page or an area goes with the last process that maps it.
 #pragma once
 
 #include "collectives/host_identity.hpp"
