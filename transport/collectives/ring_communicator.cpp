@@ -77,9 +77,13 @@ constexpr auto settle_timeout = std::chrono::seconds(2);
 // After a failure of operation `seq`: let the sends reading the caller's buffers and the
 // receives writing into them finish (bounded), so the caller may free them once we throw.
 // Sends to a peer that is down are not waited for: its endpoint is closed, nobody reads them.
-void settle(transport_hub& hub, const std::string& next, uint64_t epoch, uint64_t seq, send_tracker& sends) {
+void settle(transport_hub& hub, std::span<const std::string> peers, uint64_t epoch, uint64_t seq,
+            send_tracker& sends) {
   const auto until = std::chrono::steady_clock::now() + settle_timeout;
-  while (!sends.idle() && std::chrono::steady_clock::now() < until && hub.node().is_up(next))
+  auto all_up = [&] {
+    return std::all_of(peers.begin(), peers.end(), [&](const std::string& p) { return hub.node().is_up(p); });
+  };
+  while (!sends.idle() && std::chrono::steady_clock::now() < until && all_up())
     sends.wait_all(std::chrono::milliseconds(10));
   hub.mailbox().withdraw(epoch, seq, until);
 }
@@ -152,10 +156,7 @@ std::vector<std::byte> ring_communicator::all_gather_small(std::span<const std::
       if (int(m) != rank_) hub_.mailbox().wait({epoch_, seq, m}, members_[m], deadline);
     wait_sends(hub_, peers, epoch_, *sends, options_.timeout);
   } catch (const collective_error&) {
-    const auto until = std::chrono::steady_clock::now() + settle_timeout;
-    while (!sends->idle() && std::chrono::steady_clock::now() < until && why_stop().empty())
-      sends->wait_all(std::chrono::milliseconds(10));
-    hub_.mailbox().withdraw(epoch_, seq, until);
+    settle(hub_, peers, epoch_, seq, *sends);
     throw;
   }
   return all;
@@ -277,7 +278,7 @@ void ring_communicator::all_reduce_frames(uint64_t seq, std::span<float> data) {
     }
     wait_sends(hub_, {&next(), 1}, epoch_, *sends, options_.timeout);
   } catch (const collective_error&) {
-    settle(hub_, next(), epoch_, seq, *sends);
+    settle(hub_, {&next(), 1}, epoch_, seq, *sends);
     throw;
   }
 }
@@ -308,7 +309,7 @@ void ring_communicator::broadcast(std::span<std::byte> data, int root) {
     }
     wait_sends(hub_, {&next(), 1}, epoch_, *sends, options_.timeout);
   } catch (const collective_error&) {
-    settle(hub_, next(), epoch_, seq, *sends);
+    settle(hub_, {&next(), 1}, epoch_, seq, *sends);
     throw;
   }
 }

@@ -4,10 +4,10 @@
 // epoch (older epochs' frames are then dropped by the mailbox).
 //
 // When every member runs on one host (same kernel boot, pid namespace and user) and
-// `same_host` allows it, the members agree at construction to move the bytes by
-// cross-memory attach instead (same_host_collectives.hpp): same results bit for bit, one
-// copy per byte and no frames. Construction then exchanges two small records with every
-// member, so all members construct the communicator together (as they join an epoch).
+// `same_host` allows it, the members agree at construction to move the bytes through
+// shared memory instead (same_host_collectives.hpp): same results bit for bit, no frames.
+// Construction then exchanges two small records with every member, so all members
+// construct the communicator together (as they join an epoch).
 #pragma once
 
 #include "collectives/communicator.hpp"

@@ -53,6 +53,14 @@ void sum_in_ring_order(std::span<const float* const> parts, size_t total, size_t
   }
 }
 
+// Every member's copy of the operands: area `a` of each other member, `own` for this one.
+std::vector<const float*> member_parts(same_host_group& g, area a, const float* own) {
+  std::vector<const float*> parts(static_cast<size_t>(g.size()));
+  for (int m = 0; m < g.size(); ++m)
+    parts[size_t(m)] = m == g.rank() ? own : reinterpret_cast<const float*>(g.area_of(m, a));
+  return parts;
+}
+
 // One slice of `data` (elements `at` .. `at` + `count`): input out, this member's share
 // summed, every share gathered.
 void reduce_slice(same_host_group& g, std::span<float> data, size_t at, size_t count, const same_host_limits& limits) {
@@ -74,9 +82,7 @@ void reduce_slice(same_host_group& g, std::span<float> data, size_t at, size_t c
   wait_all_entered(g, step, slice.size_bytes(), limits, deadline());
   const auto own = chunk_of(slice.size(), size_t(n), size_t(r));
   auto* sum = reinterpret_cast<float*>(g.own_area(area::reduced, std::max<size_t>(own.count, 1) * sizeof(float)));
-  std::vector<const float*> parts(static_cast<size_t>(n));
-  for (int m = 0; m < n; ++m)
-    parts[size_t(m)] = m == r ? slice.data() : reinterpret_cast<const float*>(g.area_of(m, area::input));
+  const auto parts = member_parts(g, area::input, slice.data());
   for (size_t off = 0; off < own.count; off += block_floats) {
     const size_t len = std::min(block_floats, own.count - off), lo = at + own.offset + off;
     sum_in_ring_order(parts, data.size(), at, lo, lo + len, sum + off);
@@ -98,20 +104,13 @@ void reduce_slice(same_host_group& g, std::span<float> data, size_t at, size_t c
 // one's inputs, so even and odd steps use their own area: the one a step writes (or grows)
 // was last read two steps ago, and every member has entered a later step since.
 void reduce_whole(same_host_group& g, std::span<float> data, const same_host_limits& limits) {
-  const int n = g.size(), r = g.rank();
   const uint64_t step = g.next_step();
   const area whole = step % 2 == 0 ? area::whole_even : area::whole_odd;
   auto* mine = reinterpret_cast<float*>(g.own_area(whole, data.size_bytes()));
   std::memcpy(mine, data.data(), data.size_bytes());
   g.publish(step, data.data(), data.size_bytes());
   wait_all_entered(g, step, data.size_bytes(), limits, std::chrono::steady_clock::now() + limits.timeout);
-  std::vector<const float*> parts(static_cast<size_t>(n));
-  for (int m = 0; m < n; ++m)
-    parts[size_t(m)] = m == r ? mine : reinterpret_cast<const float*>(g.area_of(m, whole));
-  for (size_t off = 0; off < data.size(); off += block_floats) {
-    const size_t len = std::min(block_floats, data.size() - off);
-    sum_in_ring_order(parts, data.size(), 0, off, off + len, data.data() + off);
-  }
+  sum_in_ring_order(member_parts(g, whole, mine), data.size(), 0, 0, data.size(), data.data());
 }
 
 }  // namespace

@@ -40,20 +40,74 @@ static_assert(sizeof(same_host_group::page) <= page_bytes);
 
 std::string errno_text(int e) { return std::strerror(e); }
 
+struct shared_mapping {
+  int fd = -1;
+  void* base = nullptr;
+};
+
+// A new anonymous memfd of `bytes`, mapped read-write. Throws collective_error (`what` names it).
+shared_mapping create_shared(const char* name, size_t bytes, const std::string& what) {
+  shared_mapping m;
+  m.fd = ::memfd_create(name, MFD_CLOEXEC);
+  if (m.fd < 0) fail("memfd_create: " + errno_text(errno));
+  void* p = MAP_FAILED;
+  if (::ftruncate(m.fd, static_cast<off_t>(bytes)) == 0)
+    p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, m.fd, 0);
+  if (p == MAP_FAILED) {
+    const int e = errno;
+    ::close(m.fd);
+    fail("cannot map " + what + ": " + errno_text(e));
+  }
+  m.base = p;
+  return m;
+}
+
+// Another process's memfd `fd_number` (`what`, for messages), mapped read-only through
+// /proc (allowed for a process of the same user that it may inspect). Null and `why` set
+// when not.
+const void* map_peer_fd(pid_t pid, int64_t fd_number, size_t bytes, const std::string& what, std::string& why) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd_number);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    why = "cannot open " + what + " (" + path + "): " + errno_text(errno);
+    return nullptr;
+  }
+  void* p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  const int e = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    why = "cannot map " + what + ": " + errno_text(e);
+    return nullptr;
+  }
+  return p;
+}
+
+// Copies `bytes` at `from` in process `pid` to `to` (process_vm_readv, partial reads
+// continued). 0, or the errno that stopped it.
+int read_peer(pid_t pid, uintptr_t from, void* to, size_t bytes) {
+  auto* dst = static_cast<std::byte*>(to);
+  while (bytes > 0) {
+    iovec local{dst, bytes};
+    iovec remote{reinterpret_cast<void*>(from), bytes};
+    const ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (n <= 0) {
+      const int e = n < 0 ? errno : EFAULT;
+      if (e == EINTR) continue;
+      return e;
+    }
+    dst += n;
+    from += static_cast<uintptr_t>(n);
+    bytes -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
 }  // namespace
 
 same_host_group::same_host_group() {
-  page_fd_ = ::memfd_create("msomni-collective", MFD_CLOEXEC);
-  if (page_fd_ < 0) fail("memfd_create: " + errno_text(errno));
-  void* p = MAP_FAILED;
-  if (::ftruncate(page_fd_, page_bytes) == 0)
-    p = ::mmap(nullptr, page_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, page_fd_, 0);
-  if (p == MAP_FAILED) {
-    const int e = errno;
-    ::close(page_fd_);
-    fail("cannot map the control page: " + errno_text(e));
-  }
-  own_ = new (p) page();
+  const auto m = create_shared("msomni-collective", page_bytes, "the control page");
+  page_fd_ = m.fd;
+  own_ = new (m.base) page();
   for (auto& s : own_->stages) s.store(0);
   for (int i = 0; i < 2; ++i) own_->address[i].store(0), own_->bytes[i].store(0);
   std::random_device rd;
@@ -61,12 +115,11 @@ same_host_group::same_host_group() {
 }
 
 same_host_group::~same_host_group() {
-  for (size_t i = 0; i < peers_.size(); ++i)
-    if (static_cast<int>(i) != rank_ && peers_[i].view)
-      ::munmap(const_cast<page*>(peers_[i].view), page_bytes);
-  for (auto& pr : peers_)
-    if (pr.view != own_)
-      for (auto& r : pr.areas) unmap(r);
+  for (auto& pr : peers_) {
+    if (pr.view == own_) continue;
+    if (pr.view) ::munmap(const_cast<page*>(pr.view), page_bytes);
+    for (auto& r : pr.areas) unmap(r);
+  }
   for (auto& r : areas_) unmap(r);
   own_->~page();
   ::munmap(own_, page_bytes);
@@ -97,22 +150,9 @@ std::string same_host_group::attach(std::span<const host_identity> members, int 
       mapped[i].view = own_;
       continue;
     }
-    // The peer's descriptor through /proc: allowed for a process of the same user that
-    // could also be traced (the same permission process_vm_readv needs).
-    const std::string path = "/proc/" + std::to_string(members[i].pid) + "/fd/" + std::to_string(members[i].page_fd);
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      why = "cannot open member " + std::to_string(i) + "'s control page (" + path + "): " + errno_text(errno);
-      break;
-    }
-    void* p = ::mmap(nullptr, page_bytes, PROT_READ, MAP_SHARED, fd, 0);
-    const int e = errno;
-    ::close(fd);
-    if (p == MAP_FAILED) {
-      why = "cannot map member " + std::to_string(i) + "'s control page: " + errno_text(e);
-      break;
-    }
-    mapped[i].view = static_cast<const page*>(p);
+    mapped[i].view = static_cast<const page*>(
+        map_peer_fd(members[i].pid, members[i].page_fd, page_bytes, "member " + std::to_string(i) + "'s control page", why));
+    if (!mapped[i].view) break;
     if (mapped[i].view->token != members[i].page_token) {
       why = "member " + std::to_string(i) + "'s control page has another token";
       break;
@@ -121,10 +161,8 @@ std::string same_host_group::attach(std::span<const host_identity> members, int 
     // /proc descriptor did (a ptrace attach; kernel.yama.ptrace_scope above 0 refuses it
     // between sibling processes): prove it on the token.
     uint64_t seen = 0;
-    iovec local{&seen, sizeof seen};
-    iovec remote{reinterpret_cast<void*>(members[i].token_address), sizeof seen};
-    if (::process_vm_readv(members[i].pid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof seen)) {
-      why = "cannot read member " + std::to_string(i) + "'s memory (process_vm_readv: " + errno_text(errno) + ")";
+    if (const int e = read_peer(members[i].pid, members[i].token_address, &seen, sizeof seen); e != 0) {
+      why = "cannot read member " + std::to_string(i) + "'s memory (process_vm_readv: " + errno_text(e) + ")";
       break;
     }
     if (seen != members[i].page_token) why = "member " + std::to_string(i) + "'s memory holds another token";
@@ -160,18 +198,11 @@ std::byte* same_host_group::own_area(area a, size_t bytes) {
   if (bytes <= mine.capacity && mine.base) return mine.base;
   constexpr size_t grain = size_t{2} << 20;
   const size_t capacity = std::max(grain, (bytes + grain - 1) / grain * grain);
+  const auto m = create_shared("msomni-collective-area", capacity,
+                               "a shared area of " + std::to_string(capacity) + " bytes");
   region grown;
-  grown.fd = ::memfd_create("msomni-collective-area", MFD_CLOEXEC);
-  if (grown.fd < 0) fail("memfd_create: " + errno_text(errno));
-  void* p = MAP_FAILED;
-  if (::ftruncate(grown.fd, static_cast<off_t>(capacity)) == 0)
-    p = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, grown.fd, 0);
-  if (p == MAP_FAILED) {
-    const int e = errno;
-    ::close(grown.fd);
-    fail("cannot map a shared area of " + std::to_string(capacity) + " bytes: " + errno_text(e));
-  }
-  grown.base = static_cast<std::byte*>(p);
+  grown.fd = m.fd;
+  grown.base = static_cast<std::byte*>(m.base);
   grown.capacity = capacity;
   grown.generation = mine.generation + 1;
   // The others map the new one when they next look; nobody reads the old one now.
@@ -192,16 +223,12 @@ const std::byte* same_host_group::area_of(int member, area a) {
   if (generation == 0) fail("member " + std::to_string(member) + " has not shared that area");
   if (generation != mapped.generation) {
     unmap(mapped);
-    const auto fd_number = shared.fd.load(std::memory_order_relaxed);
     const size_t capacity = shared.capacity.load(std::memory_order_relaxed);
-    const std::string path = "/proc/" + std::to_string(pr.pid) + "/fd/" + std::to_string(fd_number);
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail("cannot open member " + std::to_string(member) + "'s shared area (" + path + "): " + errno_text(errno));
-    void* p = ::mmap(nullptr, capacity, PROT_READ, MAP_SHARED, fd, 0);
-    const int e = errno;
-    ::close(fd);
-    if (p == MAP_FAILED) fail("cannot map member " + std::to_string(member) + "'s shared area: " + errno_text(e));
-    mapped = {-1, static_cast<std::byte*>(p), capacity, generation};
+    std::string why;
+    const void* p = map_peer_fd(pr.pid, shared.fd.load(std::memory_order_relaxed), capacity,
+                                "member " + std::to_string(member) + "'s shared area", why);
+    if (!p) fail(why);
+    mapped = {-1, static_cast<std::byte*>(const_cast<void*>(p)), capacity, generation};
   }
   return mapped.base;
 }
@@ -251,20 +278,8 @@ void same_host_group::wait(int member, stage s, uint64_t seq, std::chrono::stead
 }
 
 void same_host_group::read(int member, uintptr_t from, void* to, size_t bytes) const {
-  auto* dst = static_cast<std::byte*>(to);
-  while (bytes > 0) {
-    iovec local{dst, bytes};
-    iovec remote{reinterpret_cast<void*>(from), bytes};
-    const ssize_t n = ::process_vm_readv(peers_[size_t(member)].pid, &local, 1, &remote, 1, 0);
-    if (n <= 0) {
-      const int e = n < 0 ? errno : EFAULT;
-      if (e == EINTR) continue;
-      fail("reading member " + std::to_string(member) + "'s buffer: " + errno_text(e));
-    }
-    dst += n;
-    from += static_cast<uintptr_t>(n);
-    bytes -= static_cast<size_t>(n);
-  }
+  if (const int e = read_peer(peers_[size_t(member)].pid, from, to, bytes); e != 0)
+    fail("reading member " + std::to_string(member) + "'s buffer: " + errno_text(e));
 }
 
 }  // namespace msomni::transport
