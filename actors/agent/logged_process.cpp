@@ -1,6 +1,8 @@
 // logged_process (see logged_process.hpp).
 #include "logged_process.hpp"
 
+#include "core/stamped_log.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -12,12 +14,13 @@
 #include <ctime>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace msomni::agent {
 
 namespace {
 
-process::spawn_options rank_options(const std::vector<std::string>& env, bool ignore_stop_signals) {
+process::spawn_options rank_options(const std::vector<std::string>& env, bool ignore_stop_signals, bool outlive) {
   process::spawn_options o;
   o.env = env;
   // OpenMP's idle threads sleep instead of spinning, unless whoever started us chose: between
@@ -34,9 +37,24 @@ process::spawn_options rank_options(const std::vector<std::string>& env, bool ig
   // ranks at a barrier with a final checkpoint, instead of killing them mid-step. A rank still
   // ends with the agent (parent_death_signal) and when the agent lets it go.
   o.own_process_group = true;
-  o.parent_death_signal = SIGKILL;
+  o.parent_death_signal = outlive ? 0 : SIGKILL;
   return o;
 }
+
+// The copier of an outliving rank's output: a process of its own, so that it outlives the
+// agent with the rank; it ends at the pipe's EOF (the rank and all its children ended), and
+// stop signals to a group or a terminal do not cut the rank's last words short.
+process::spawn_options logger_options(int rank_output) {
+  process::spawn_options o;
+  o.in = process::stream::descriptor(rank_output);
+  o.out = process::stream::null();
+  o.err = process::stream::null();
+  o.own_process_group = true;
+  o.ignored_signals = {SIGTERM, SIGINT, SIGHUP};
+  return o;
+}
+
+constexpr auto logger_drain_wait = std::chrono::seconds(2);
 
 int open_log(const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -44,65 +62,33 @@ int open_log(const std::string& path) {
   return fd;
 }
 
-void write_all(int fd, const std::string& s) {
-  size_t done = 0;
-  while (done < s.size()) {
-    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // a full disk: the rank goes on, its log is short
-    done += static_cast<size_t>(n);
-  }
-}
-
-// Copies `in` to `out` until EOF, each line prefixed with the time it was read. A line
-// longer than the buffer is stamped once, where it began.
-void copy_stamped(int in, int out) {
-  char buf[8192];
-  bool at_line_start = true;
-  std::string chunk;
-  for (;;) {
-    const ssize_t n = ::read(in, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    chunk.clear();
-    const std::string stamp = utc_timestamp() + " ";
-    for (ssize_t i = 0; i < n; ++i) {
-      if (at_line_start) chunk += stamp;
-      chunk += buf[i];
-      at_line_start = buf[i] == '\n';
-    }
-    write_all(out, chunk);
-  }
-  if (!at_line_start) write_all(out, "\n");
-}
-
 }  // namespace
-
-std::string utc_timestamp() {
-  const auto now = std::chrono::system_clock::now();
-  const auto t = std::chrono::system_clock::to_time_t(now);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char b[64];  // room for any int the fields could hold, so the format never truncates
-  std::snprintf(b, sizeof b, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
-  return b;
-}
 
 logged_process::logged_process(const std::string& binary, const std::vector<std::string>& args,
                                const std::string& log_path, const std::vector<std::string>& env,
-                               const std::string& about, bool ignore_stop_signals)
+                               const std::string& about, bool ignore_stop_signals, const std::string& outliving_logger)
     : log_path_(log_path), log_fd_(open_log(log_path)) {
+  const bool outlive = !outliving_logger.empty();
   try {
-    child_ = process::spawn(binary, args, rank_options(env, ignore_stop_signals));
+    child_ = process::spawn(binary, args, rank_options(env, ignore_stop_signals, outlive));
   } catch (...) {
     ::close(log_fd_);
     throw;
   }
   write_all(log_fd_, "---- " + utc_timestamp() + " msomni-rank started: pid " + std::to_string(child_.pid()) +
-                         (about.empty() ? "" : ", " + about) + " ----\n");
-  copier_ = std::thread([in = child_.stdout_fd(), out = log_fd_] { copy_stamped(in, out); });
+                         (about.empty() ? "" : ", " + about) + (outlive ? ", outlives its agent" : "") + " ----\n");
+  if (!outlive) {
+    copier_ = std::thread([in = child_.stdout_fd(), out = log_fd_] { copy_stamped(in, out); });
+    return;
+  }
+  ::close(std::exchange(log_fd_, -1));  // the logger appends from now on
+  try {
+    logger_ = process::spawn(outliving_logger, {"--stamp-log", log_path}, logger_options(child_.stdout_fd()));
+  } catch (...) {
+    child_.close_stdout();  // the rank's writes fail; it is killed with this object
+    throw;
+  }
+  child_.close_stdout();  // the logger holds the read end alone: EOF when the rank ends
 }
 
 logged_process::~logged_process() {
@@ -111,8 +97,14 @@ logged_process::~logged_process() {
   finish_log();
 }
 
+void logged_process::release() {
+  child_.release();
+  logger_.release();
+}
+
 void logged_process::finish_log() {
   if (copier_.joinable()) copier_.join();  // EOF: the process and everything holding its pipe ended
+  if (logger_.running() && !logger_.wait_for(logger_drain_wait)) logger_.signal(SIGKILL), logger_.wait();
   if (log_fd_ >= 0) ::close(log_fd_);
   log_fd_ = -1;
 }

@@ -31,9 +31,13 @@ class logged_process {
   // `ignore_stop_signals`: the process starts with SIGTERM and SIGINT ignored (it still ends
   // by SIGKILL, how an agent stops it), for when a manager signals every process of the node
   // at once and the control process, not the signal, decides when ranks stop.
+  // `outliving_logger` (a program, run as `PROGRAM --stamp-log LOG`): the process outlives
+  // this object and the agent (no parent death signal), and that program, outliving them too,
+  // stamps its output into the log instead of a thread of the agent. How ranks of a job with
+  // a control store train on while no control process runs.
   logged_process(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
                  const std::vector<std::string>& env = {}, const std::string& about = {},
-                 bool ignore_stop_signals = false);
+                 bool ignore_stop_signals = false, const std::string& outliving_logger = {});
   ~logged_process();
   logged_process(const logged_process&) = delete;
   logged_process& operator=(const logged_process&) = delete;
@@ -43,6 +47,8 @@ class logged_process {
   // in the log; nullopt while running.
   std::optional<int> poll_exit();
   void kill9();
+  // Lets the process (and its logger) run on: this object forgets them and ends nothing.
+  void release();
   const std::string& log_path() const { return log_path_; }
   // The last `bytes` of the log, for error reports.
   std::string log_tail(size_t bytes = 600) const;
@@ -53,10 +59,8 @@ class logged_process {
   std::string log_path_;
   int log_fd_ = -1;
   process::child child_;
+  process::child logger_;  // an outliving process's copier (empty otherwise)
   std::thread copier_;
 };
-
-// "2026-12-02T06:34:11.123Z": the UTC time now, to the millisecond.
-std::string utc_timestamp();
 
 }  // namespace msomni::agent

@@ -32,6 +32,10 @@ struct agent_state {
   std::map<std::string, std::unique_ptr<logged_process>> ranks;
   std::map<std::string, int64_t> slot_of;  // live rank -> its local index on this node
   uint64_t seq = 0;
+  ~agent_state() {
+    if (s.let_ranks_run && s.let_ranks_run->load())
+      for (auto& [name, rank] : ranks) rank->release();
+  }
 };
 
 // ", attempt N" when the log directory is a run directory's logs/ (the agent inside msomni-run):
@@ -76,7 +80,8 @@ caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_s
                                        "MSOMNI_NODE_SLOTS=" + std::to_string(st->s.slots),
                                        // the rank's local index: which of the node's GPUs it binds
                                        "MSOMNI_NODE_SLOT=" + std::to_string(slot)},
-              r.name + " on node " + st->s.node + attempt_note(st->s.log_dir), st->s.ranks_ignore_stop_signals);
+              r.name + " on node " + st->s.node + attempt_note(st->s.log_dir), st->s.ranks_ignore_stop_signals,
+              st->s.outliving_logger);
           st->slot_of[r.name] = slot;
         } catch (const std::exception& e) {
           self->send(st->orchestrator, msg::rank_exited{r.name, st->s.node, -1, e.what()});

@@ -18,8 +18,10 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace msomni::agent {
@@ -39,6 +41,13 @@ struct agent_settings {
   // Ranks start with SIGTERM and SIGINT ignored: under Slurm, which signals every process of
   // the job's steps at once, the control process stops them at a barrier instead.
   bool ranks_ignore_stop_signals = false;
+  // Ranks that outlive the agent ([control] store: they train on while no control process
+  // runs): `outliving_logger` stamps each rank's output into its log (msomni-rank, run as
+  // `--stamp-log LOG`); empty: ranks end with the agent. When the agent ends with
+  // `let_ranks_run` set, its ranks are left running (for the next leader to adopt) instead of
+  // being stopped.
+  std::string outliving_logger;
+  std::shared_ptr<std::atomic<bool>> let_ranks_run;
 };
 
 caf::actor spawn_node_agent(caf::actor_system& sys, agent_settings s, caf::actor orchestrator);

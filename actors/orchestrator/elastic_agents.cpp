@@ -109,7 +109,12 @@ std::vector<action> elastic_core::on_agent(const agent_info& a, time_point now) 
 // agent_gather passed since the first did).
 std::vector<action> elastic_core::maybe_place_first(time_point now) {
   std::vector<action> out;
-  if (phase_ != phase::starting || next_rank_id_ != 0 || free_slots() < target_ || !first_agent_at_) return out;
+  if (phase_ != phase::starting || placed_first_ || !first_agent_at_) return out;
+  if (s_.adopt_window > nanos{0} && !adoption_closed_) {
+    if (now - *first_agent_at_ < s_.adopt_window) return out;
+    out = close_adoption(now);
+  }
+  if (free_slots() < target_) return out;
   int64_t alive = 0;
   for (const auto& [node, a] : agents_) alive += a.alive;
   const bool all_in = alive >= s_.expected_agents;
@@ -118,6 +123,7 @@ std::vector<action> elastic_core::maybe_place_first(time_point now) {
     out.push_back(journal_event{"placement_partial", std::to_string(alive) + " of the " + std::to_string(s_.expected_agents) +
                                                          " expected node agents joined within " +
                                                          seconds_text(s_.agent_gather) + " s; placing on those"});
+  placed_first_ = true;
   auto more = spawn(target_, "", now);
   out.insert(out.end(), more.begin(), more.end());
   return out;

@@ -26,7 +26,11 @@ const char* to_string(member_state s) {
 }
 
 elastic_core::elastic_core(elastic_settings s)
-    : s_(s), epoch_(s.epochs_before), target_(s.replicas), recoveries_(std::max<int64_t>(0, s.recoveries_spent)) {}
+    : s_(s),
+      epoch_(s.epochs_before),
+      next_rank_id_(s.rank_ids_before),
+      target_(s.replicas),
+      recoveries_(std::max<int64_t>(0, s.recoveries_spent)) {}
 
 std::optional<int64_t> elastic_core::grad_accum_for(int64_t world) const {
   if (world <= 0 || s_.micro_batch <= 0) return std::nullopt;

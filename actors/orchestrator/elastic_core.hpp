@@ -61,6 +61,15 @@ struct elastic_settings {
   // so that placement sees every node (and its rack and switch), not the first to answer.
   int64_t expected_agents = 0;
   nanos agent_gather{std::chrono::seconds(10)};
+  // A takeover ([control] store): how long after the first agent joined the first placement
+  // waits for the previous leader's ranks, which kept training, to rejoin (rank_rejoin). A
+  // whole membership that rejoins training is adopted as it runs; otherwise, once the window
+  // closes, the ranks that rejoined are told to leave and new ranks start from the newest
+  // checkpoint. 0: nobody is adopted (a first leader, or no store).
+  nanos adopt_window{0};
+  // New ranks are named from rank-<rank_ids_before> on, so that none takes the name of a rank
+  // an earlier leader started (which may still be running until it is told to leave).
+  uint64_t rank_ids_before = 0;
 };
 
 enum class member_state { starting, ready, active, leaving, left, dead };
@@ -116,7 +125,13 @@ struct finish_job {
   std::string reason;
   bool stopped = false;
 };
-using action = std::variant<send_plan, spawn_on_agent, stop_on_agent, journal_event, finish_job>;
+// The answer to a rank_rejoin: adopted (it reports here from now on) or told to leave.
+struct answer_rejoin {
+  std::string name;
+  bool adopted = false;
+  std::string reason;
+};
+using action = std::variant<send_plan, spawn_on_agent, stop_on_agent, journal_event, finish_job, answer_rejoin>;
 
 // What `msomni status` shows: the core's view of the job, formatted by the shell (as JSON in
 // orchestrator_json.hpp, as text by status_text).
@@ -168,6 +183,13 @@ class elastic_core {
   // A step record of rank 0 (the shell forwards the ones it journals).
   std::vector<action> on_step(uint64_t step, uint32_t world, time_point now);
   std::vector<action> on_rank_left(const msg::rank_left& r, time_point now);
+
+  // -- adoption after a takeover (elastic_adoption.cpp) ------------------------------------
+  // A rank of the previous leader asks to be adopted (see adopt_window). Once every member of
+  // its membership asked, at the same epoch and all training, they are adopted: the job runs
+  // on at that epoch with no plan sent and no rank restarted.
+  std::vector<action> on_rank_rejoin(const msg::rank_rejoin& r, time_point now);
+  bool adopted() const { return adopted_; }
 
   // -- recovery: losses, rollbacks, replacements (elastic_recovery.cpp) --------------------
   std::vector<action> on_rank_stalled(const msg::rank_stalled& r, time_point now);
@@ -270,6 +292,13 @@ class elastic_core {
   std::optional<std::pair<std::string, std::string>> deferred_loss_;  // (node, why)
   // A first rank lost without a replacement while deferring: can the job start? (name, why)
   std::optional<std::pair<std::string, std::string>> deferred_start_;
+  // elastic_adoption.cpp
+  std::vector<action> close_adoption(time_point now);  // the window passed: refuse, start anew
+  std::vector<action> adopt(const msg::rank_rejoin& r, time_point now);
+  std::map<std::string, msg::rank_rejoin> rejoined_;  // while the adoption window is open
+  bool adoption_closed_ = false;
+  bool adopted_ = false;
+  bool placed_first_ = false;  // the first ranks were placed (or adopted)
   std::string rollback_pending_;  // why, while survivors wait for replacements to roll back with
   bool rollback_pending_continues_ = false;  // that wait continues a recovery already journaled
   bool finished_ = false;

@@ -151,6 +151,12 @@ void send_fit_replays(metrics::accounted_actor* self, shell_state& st, const caf
 }
 
 void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
+  // A deposed leader whose ranks follow the job's leader tells them nothing more and starts
+  // no rank: they belong to the next leader (what happened in between is still journaled).
+  if (st.env.ranks_follow_leader && st.env.deposed && *st.env.deposed &&
+      (std::holds_alternative<send_plan>(a) || std::holds_alternative<spawn_on_agent>(a) ||
+       std::holds_alternative<answer_rejoin>(a)))
+    return;
   if (auto* p = std::get_if<send_plan>(&a)) {
     if (p->plan.source == static_cast<uint8_t>(msg::state_source::checkpoint) && st.env.latest_checkpoint_step) {
       st.lineage.on_rollback_plan(p->plan.epoch);
@@ -180,6 +186,16 @@ void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
     if (auto it = st.agents.find(k->node); it != st.agents.end()) self->send(it->second, msg::stop_rank{k->name, k->reason});
   } else if (auto* e = std::get_if<journal_event>(&a)) {
     journal(st, e->kind, e->detail, e->rank, e->node, e->numbers);
+  } else if (auto* r = std::get_if<answer_rejoin>(&a)) {
+    const auto it = st.workers.find(r->name);
+    if (it == st.workers.end()) return;
+    // An adopted rank's records after what metrics.jsonl holds come again: written once.
+    if (r->adopted) st.progress.resume_after(st.env.recorded_step);
+    self->send(it->second, msg::rejoin_answer{r->adopted, st.env.recorded_step, r->reason});
+    if (!r->adopted) {  // it leaves: its end is no failure
+      st.watched.erase(it->second.address());
+      st.workers.erase(it);
+    }
   } else if (auto* f = std::get_if<finish_job>(&a)) {
     if (st.done) return;
     st.done = true;
@@ -536,6 +552,21 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
         st->watched[w.address()] = {false, r.name};
         execute(self, *st, st->core.on_rank_ready(r, st->clock.now()));
       },
+      // From a rank of the previous leader that trained on while the job had no leader.
+      [self, st](const msg::rank_rejoin& r) {
+        if (st->done) return;
+        caf::actor w;
+        try {
+          w = st->env.worker_of(r.name);
+        } catch (const std::exception& e) {
+          MSOMNI_LOG(warn, "orchestrator") << "rank_rejoin from " << r.name << " dropped: unreachable: " << e.what();
+          return;
+        }
+        st->workers[r.name] = w;
+        self->monitor(w);
+        st->watched[w.address()] = {false, r.name};
+        execute(self, *st, st->core.on_rank_rejoin(r, st->clock.now()));
+      },
       [self, st](msg::step_record r) {
         r.loss = msg::value_of(r.loss, r.loss_kind);
         r.grad_norm = msg::value_of(r.grad_norm, r.grad_norm_kind);
@@ -667,6 +698,15 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
         const auto now = st->clock.now();
         const bool deposed = st->env.deposed && *st->env.deposed;
         const bool own_signal = st->env.stop_signal && *st->env.stop_signal;
+        if (deposed && st->env.ranks_follow_leader && !st->stop_sent) {
+          // The ranks train on and follow the next leader, which adopts them: nothing is sent
+          // to them from here any more.
+          st->stop_sent = true;
+          st->stop_by_deposition = true;
+          journal(*st, "deposed", "another control process leads the job now; the ranks train on and rejoin it");
+          execute(self, *st, {finish_job{true, "deposed: the ranks train on under the next leader", true}});
+          return;
+        }
         if ((own_signal || deposed || st->agent_signal != 0) && !st->stop_sent) {
           auto o = st->core.stop(now);
           if (o.ok) {

@@ -53,6 +53,12 @@ struct orchestrator_env {
   // Set when another control process leads the job now ([control] store): stop gracefully,
   // the new leader resumes it. Null: no store.
   const std::atomic<bool>* deposed = nullptr;
+  // [control] store: the ranks outlive this process and follow the job's leader. A deposed
+  // leader then leaves them training for the next one (which adopts them) instead of stopping
+  // them; a takeover sets recorded_step, the last step the job's metrics.jsonl holds, so that
+  // records an adopted rank sends again are written once.
+  bool ranks_follow_leader = false;
+  uint64_t recorded_step = 0;
   // Handed to the core (elastic_settings says what they mean): heartbeat_interval x misses,
   // and the node agent living in this process, if any.
   nanos agent_silence_limit{std::chrono::seconds(30)};

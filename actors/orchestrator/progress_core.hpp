@@ -50,6 +50,10 @@ class progress_core {
     return repeats;
   }
 
+  // Steps up to `step` are recorded already (by an earlier leader of the job): records of
+  // them are ignored from now on.
+  void resume_after(uint64_t step) { last_step_ = std::max(last_step_, step); }
+
   // Bad samples (all ranks): the events.jsonl note for the step on_step last accepted, when
   // it had any (at most bad_sample_notes_max steps get one; metrics.jsonl has every step).
   static constexpr uint64_t bad_sample_notes_max = 100;

@@ -141,4 +141,38 @@ uint64_t highest_epoch_in(std::istream& events) {
   return highest;
 }
 
+uint64_t next_rank_id_in(std::istream& events) {
+  uint64_t next = 0;
+  std::string line;
+  while (std::getline(events, line)) {
+    if (line.find("\"rank-") == std::string::npos) continue;
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) continue;
+    const auto it = j.find("rank");
+    if (it == j.end() || !it->is_string()) continue;
+    const auto name = it->get<std::string>();
+    if (name.rfind("rank-", 0) != 0 || name.size() == 5 || name.size() > 24) continue;
+    uint64_t id = 0;
+    bool digits = true;
+    for (size_t i = 5; i < name.size() && digits; ++i) {
+      digits = name[i] >= '0' && name[i] <= '9';
+      id = id * 10 + static_cast<uint64_t>(name[i] - '0');
+    }
+    if (digits) next = std::max(next, id + 1);
+  }
+  return next;
+}
+
+uint64_t last_step_in(std::istream& metrics) {
+  uint64_t last = 0;
+  std::string line;
+  while (std::getline(metrics, line)) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) continue;
+    const auto it = j.find("step");
+    if (it != j.end() && it->is_number_unsigned()) last = it->get<uint64_t>();
+  }
+  return last;
+}
+
 }  // namespace msomni::orchestrator

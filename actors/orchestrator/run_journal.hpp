@@ -86,4 +86,12 @@ class run_journal {
 // never committed to the store are not used twice.
 uint64_t highest_epoch_in(std::istream& events);
 
+// One past the highest N of a "rank-N" an events.jsonl names (0: none), the same way: a
+// leader taking over names new ranks after every rank an earlier leader started.
+uint64_t next_rank_id_in(std::istream& events);
+
+// The step of the last readable line of a metrics.jsonl (0: none): what the job has recorded,
+// so that step records sent again by adopted ranks are not written twice.
+uint64_t last_step_in(std::istream& metrics);
+
 }  // namespace msomni::orchestrator

@@ -44,7 +44,12 @@ memory_probe::memory_probe(caf::actor_system& sys, caf::actor orchestrator, std:
                 *ticking = false;
                 return;
               }
-              caf::anon_send(st->orchestrator, std::move(*s));
+              caf::actor to;
+              {
+                std::lock_guard<std::mutex> lock(st->mutex);
+                to = st->orchestrator;
+              }
+              caf::anon_send(to, std::move(*s));
               self->delayed_send(self, st->settings.interval, probe_tick_atom::value);
             }};
   });
@@ -67,6 +72,11 @@ void memory_probe::step_started(const sample_identity& who, uint64_t step) {
     state_->sent_in_step = 0;
   }
   caf::anon_send(timer_, probe_start_atom::value);
+}
+
+void memory_probe::send_to(caf::actor orchestrator) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->orchestrator = std::move(orchestrator);
 }
 
 void memory_probe::use_batch_memory(std::shared_ptr<std::pmr::memory_resource> batch_memory) {
@@ -98,15 +108,17 @@ msg::memory_sample memory_probe::state::base_sample(bool in_step_now) const {
 
 msg::memory_sample memory_probe::step_ended(const msg::batch_features& batch, std::vector<msg::batch_features> upcoming) {
   msg::memory_sample s;
+  caf::actor to;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->in_step = false;
     s = state_->base_sample(false);
+    to = state_->orchestrator;
   }
   s.peak_bytes = std::max(state_->account->take_peak(), s.in_use_bytes);
   s.batch = batch;
   s.upcoming = std::move(upcoming);
-  caf::anon_send(state_->orchestrator, s);
+  caf::anon_send(to, s);
   return s;
 }
 

@@ -49,6 +49,9 @@ class memory_probe {
   memory_probe(const memory_probe&) = delete;
   memory_probe& operator=(const memory_probe&) = delete;
 
+  // Samples go to `orchestrator` from now on (a new leader adopted the rank).
+  void send_to(caf::actor orchestrator);
+
   // The data pipeline's batch pool changed (a rank rebuilt from scratch makes a new one).
   void use_batch_memory(std::shared_ptr<std::pmr::memory_resource> batch_memory);
 
@@ -67,7 +70,7 @@ class memory_probe {
  private:
   // Shared with the timer actor, which may still run a tick while this object goes.
   struct state {
-    caf::actor orchestrator;
+    caf::actor orchestrator;  // under mutex
     std::shared_ptr<kernels::memory_account> account;
     std::shared_ptr<std::pmr::memory_resource> batch_memory;
     memory_probe_settings settings;

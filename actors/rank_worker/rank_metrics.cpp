@@ -41,6 +41,7 @@ rank_metrics::rank_metrics(std::shared_ptr<metrics::metrics_registry> registry)
       allreduce_seconds_(registry_->counter("msomni_rank_allreduce_seconds_total")),
       allreduce_bytes_(registry_->counter("msomni_rank_allreduce_bytes_total")),
       collective_shared_bytes_(registry_->gauge("msomni_rank_collective_shared_bytes")),
+      control_records_kept_(registry_->gauge("msomni_rank_control_records_kept")),
       verify_failures_(registry_->counter("msomni_checkpoint_verify_failures_total")),
       host_memory_(registry_->gauge("msomni_rank_memory_bytes", {{"kind", "host"}})),
       compute_in_use_(registry_->gauge("msomni_rank_compute_memory_bytes", {{"kind", "in_use"}})),
@@ -63,7 +64,20 @@ rank_metrics::rank_metrics(std::shared_ptr<metrics::metrics_registry> registry)
   mismatched_names_ = &registry_->counter("msomni_data_mismatched_name_total");
   for (int r = 0; r < data::bad_reason_count; ++r)
     bad_[size_t(r)] = &registry_->counter("msomni_data_bad_samples_total", {{"reason", data::to_string(data::bad_reason(r))}});
+  const char* outcomes[] = {"dropped", "overflowed", "resent"};
+  for (size_t i = 0; i < control_reports_.size(); ++i)
+    control_reports_[i] = &registry_->counter("msomni_rank_control_reports_total", {{"outcome", outcomes[i]}});
   refresher_ = registry_->add_refresher([this] { refresh(); });
+}
+
+void rank_metrics::on_control_link(uint64_t kept, uint64_t dropped, uint64_t overflowed, uint64_t resent) {
+  control_records_kept_.Set(static_cast<double>(kept));
+  const uint64_t now[] = {dropped, overflowed, resent};
+  for (size_t i = 0; i < control_reports_.size(); ++i) {
+    if (now[i] > control_reports_seen_[i])
+      control_reports_[i]->Increment(static_cast<double>(now[i] - control_reports_seen_[i]));
+    control_reports_seen_[i] = now[i];
+  }
 }
 
 void rank_metrics::set_compute(int cuda_device, int64_t threads) {

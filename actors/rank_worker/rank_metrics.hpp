@@ -38,6 +38,8 @@ class rank_metrics {
   // After every optimizer step: the bytes this rank shares with its same-host peers for the
   // gradient all-reduce (0 on the UCX ring).
   void on_collective_shared_bytes(uint64_t bytes);
+  // The control link's counts (records kept; dropped, overflowed and resent reports so far).
+  void on_control_link(uint64_t kept, uint64_t dropped, uint64_t overflowed, uint64_t resent);
   // After every load of the checkpoint store: the checkpoints it passed over as torn or mismatched.
   void on_checkpoint_load(uint64_t skipped);
 
@@ -59,6 +61,9 @@ class rank_metrics {
   prometheus::Counter& allreduce_seconds_;
   prometheus::Counter& allreduce_bytes_;
   prometheus::Gauge& collective_shared_bytes_;
+  prometheus::Gauge& control_records_kept_;
+  std::array<prometheus::Counter*, 3> control_reports_{};  // dropped, overflowed, resent
+  std::array<uint64_t, 3> control_reports_seen_{};
   prometheus::Counter& verify_failures_;
   prometheus::Gauge& host_memory_;
   prometheus::Gauge &compute_in_use_, &compute_peak_, &compute_budget_, &batch_memory_;

@@ -18,6 +18,8 @@
 //            awaiting_plan(epoch > the current one, until now + stalled_plan_wait)
 //   awaiting_* --the deadline passes--> failed (rank_failed with the reason)
 //   any --checkpoints given up--> failed (rank_left "failed: ..."); --control gone--> failed
+//   (a rank that follows the job's leader, [control] store, tells the protocol only once no
+//   new leader adopted it in time: until then it trains on, see managed_rank.hpp)
 #pragma once
 
 #include "core/time_point.hpp"

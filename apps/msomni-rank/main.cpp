@@ -4,7 +4,9 @@
 // position), trains, and prints one "STEP {json}" line per optimizer step, then
 // "RESULT ok checksum=<hex>". With --control HOST:PORT (how msomni-run and msomni-agent
 // start ranks) the rank is managed instead (see managed_rank.hpp); it then needs the job's
-// token in $MSOMNI_JOB_TOKEN, which it proves to every peer.
+// token in $MSOMNI_JOB_TOKEN, which it proves to every peer. `msomni-rank --stamp-log LOG`
+// is the copier of an outliving rank's output (node_agent's outliving_logger): it appends
+// stdin to LOG, each line stamped with the time it was read, until EOF.
 // Exit codes: 0 ok, 2 bad config or usage, 1 runtime failure.
 #include "collectives/gradient_communicator.hpp"
 #include "collectives/ring_communicator.hpp"
@@ -17,6 +19,7 @@
 #include "core/command_line.hpp"
 #include "core/log.hpp"
 #include "core/secret_file.hpp"
+#include "core/stamped_log.hpp"
 #include "hub/transport_hub.hpp"
 #include "builtin_models.hpp"
 #include "model/model_registry.hpp"
@@ -25,7 +28,9 @@
 #include "pipeline_source.hpp"
 #include "rank_checkpointer.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -43,7 +48,13 @@ using namespace std::chrono_literals;
 
 int main(int argc, char** argv) {
   ::umask(077);  // checkpoints and logs private to the user, whoever started the rank
-  std::string config_path, name, control, ckpt_dir, node = "local";
+  if (argc == 3 && std::string_view(argv[1]) == "--stamp-log") {
+    const int log = ::open(argv[2], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (log < 0) return 1;
+    copy_stamped(0, log);
+    return ::close(log) == 0 ? 0 : 1;
+  }
+  std::string config_path, name, control, ckpt_dir, follow, node = "local";
   bool resume = false;
   std::vector<std::string> sets;
   int64_t steps = -1;  // -1: training.steps
@@ -60,6 +71,10 @@ int main(int argc, char** argv) {
                  "the job's control process: the rank is managed (needs --ckpt-dir and the job's token in $" +
                      std::string(job_token_env) + ")")
       ->type_name("HOST:PORT");
+  app.add_option("--follow-control", follow,
+                 "managed ranks of a job with a control store: the job's control file (control.json); the rank "
+                 "trains on when its control process is gone and rejoins the leader that file names next")
+      ->type_name("FILE");
   app.add_option("--node", node, "the node the rank runs on (managed ranks)")->capture_default_str();
   app.add_option("--ckpt-dir", ckpt_dir, "the checkpoint root")->type_name("DIR");
   app.add_flag("--resume", resume, "standalone: resume from the newest checkpoint in --ckpt-dir");
@@ -77,6 +92,10 @@ int main(int argc, char** argv) {
     std::cerr << e.what();
     return 2;
   }
+  if (!follow.empty() && control.empty()) {
+    std::cerr << "msomni-rank: --follow-control needs --control\n";
+    return 2;
+  }
   if (!control.empty()) {
     if (ckpt_dir.empty()) {
       std::cerr << "msomni-rank: --control needs --ckpt-dir\n";
@@ -88,7 +107,7 @@ int main(int argc, char** argv) {
       std::cerr << "msomni-rank: --control needs the job's token in " << job_token_env << "\n";
       return 2;
     }
-    return apps::run_managed_rank(cfg, {config_path, sets, name, node, control, ckpt_dir, token});
+    return apps::run_managed_rank(cfg, {config_path, sets, name, node, control, ckpt_dir, token, follow});
   }
   caf::actor_system_config caf_cfg;
   caf::actor_system sys{configure_process(caf_cfg, rank_worker::rank_actor_threads(cfg), idle_threads::park)};

@@ -30,6 +30,9 @@
 #include "rank_trainer.hpp"
 #include "core/log.hpp"
 #include "step_line.hpp"
+#include "control_link.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -45,7 +48,9 @@
 #include <cstdlib>
 #include <thread>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <mutex>
 
 namespace msomni::apps {
 
@@ -55,6 +60,20 @@ namespace {
 
 // How often a wait for a plan looks whether the control process is still there.
 constexpr auto control_check_interval = 500ms;
+// A rank whose control process is gone ([control] store): how often it reads control.json for
+// the next leader, how long it waits for that leader's node to answer, and how soon it tries
+// the same address again.
+constexpr auto follow_poll_interval = 200ms;
+constexpr auto follow_connect_wait = 2s;
+constexpr auto follow_retry_interval = 5s;
+
+// The address control.json names now ("" when it cannot be read: a leader is writing it).
+std::string leader_address_in(const std::string& control_file) {
+  std::ifstream in(control_file);
+  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("address") || !j["address"].is_string()) return {};
+  return j["address"].get<std::string>();
+}
 
 // The model, data and trainer of one rank; rebuilt from scratch when a rollback finds no
 // checkpoint (the job restarts from step 0, exactly as a fresh run).
@@ -74,6 +93,8 @@ class managed_rank {
     models::register_builtin_models(registry_);
   }
   ~managed_rank() {
+    stop_follow_ = true;
+    if (follower_.joinable()) follower_.join();
     if (pusher_) caf::anon_send_exit(pusher_, caf::exit_reason::user_shutdown);
   }
 
@@ -92,11 +113,14 @@ class managed_rank {
               },
               // From the orchestrator: a coming step the memory forecast says will not fit.
               [this](msg::memory_fit& f) { fits_.push(std::move(f)); },
+              // From a leader that took over the job: adopted, or told to leave.
+              [this](msg::rejoin_answer& a) { link_.put_answer(std::move(a)); },
               [](const msg::heartbeat&) {}};
     }));
     hub_.node().connect(o_.control);
     if (!hub_.node().wait_up("control", 30s)) throw std::runtime_error("control process at " + o_.control + " never answered");
     orchestrator_ = gw_.remote_actor("control", "orchestrator");
+    link_.attach(orchestrator_);
     watch_control();
     if (metrics_) {
       pusher_ = metrics::spawn_metrics_pusher(sys_, metrics_->registry(), orchestrator_, {o_.name, o_.name, o_.node});
@@ -124,6 +148,7 @@ class managed_rank {
     auto command = protocol_.on_ready_sent(clock_.now());
     for (;;) {
       try {
+        if (const auto code = follow_control()) return *code;
         if (const auto code = carry_out(command)) return *code;
       } catch (const rank_worker::checkpoint_give_up& e) {
         command = protocol_.on_checkpoint_give_up(e.what());
@@ -193,9 +218,127 @@ class managed_rank {
     sys_.spawn([lost, orch = orchestrator_, registry = metrics_registry()](metrics::accounted_actor* self) -> caf::behavior {
       self->account_as("control_watch", registry);
       self->monitor(orch);
-      self->set_down_handler([lost](caf::down_msg&) { lost->store(true); });
+      self->set_down_handler([self, lost](caf::down_msg&) {
+        lost->store(true);
+        self->quit();
+      });
       return {[](const msg::heartbeat&) {}};
     });
+  }
+
+  // The control process is gone for good: it went and this rank follows no leader, or no
+  // leader adopted it within the follow limit.
+  bool control_gone() const {
+    if (!control_lost_) return false;
+    if (o_.follow_control.empty() || !lost_at_) return true;
+    return clock_.now() - *lost_at_ > follow_limit();
+  }
+  // Three leases and half a minute: a standby takes over within a lease and a heartbeat.
+  nanos follow_limit() const { return std::chrono::seconds(3 * cfg_.control.lease_ttl_s + 30); }
+
+  // Between commands: with follow_control, notices the control process's loss (training goes
+  // on; the follower thread looks for the next leader), and takes the new leader's answer:
+  // adopted (reports go there from now on, the kept step records first), or refused (the
+  // rank leaves: exit code 0).
+  std::optional<int> follow_control() {
+    if (o_.follow_control.empty()) return std::nullopt;
+    {
+      std::lock_guard<std::mutex> lock(follow_mutex_);
+      snapshot_ = rejoin_request();
+    }
+    // The transport says so first (the watcher's down message may come later, or not at all
+    // for a proxy the transport already let go of).
+    if (!control_lost_ && !hub_.node().is_up("control")) control_lost_ = true;
+    if (control_lost_ && !lost_at_) {
+      lost_at_ = clock_.now();
+      link_.lose();
+      std::cout << "CONTROL the control process is gone; training on at epoch " << protocol_.epoch() << " from step "
+                << steps_done() << " while the next leader is found through " << o_.follow_control << std::endl;
+      if (!follower_.joinable()) follower_ = std::thread([this] { follow_loop(); });
+    }
+    auto answer = link_.take_answer();
+    if (!answer) return std::nullopt;
+    caf::actor leader;
+    {
+      std::lock_guard<std::mutex> lock(follow_mutex_);
+      leader = asked_;
+    }
+    if (!answer->adopted) {
+      checkpoints_.reset();  // a save in flight is abandoned, never committed
+      std::cout << "RESULT ok left: the new leader did not adopt this rank: " << answer->reason << " step=" << steps_done()
+                << std::endl;
+      return 0;
+    }
+    if (!leader || !lost_at_) return std::nullopt;  // an answer nobody asked for
+    const auto resent = link_.adopt(leader, answer->recorded_step);
+    orchestrator_ = leader;
+    lost_at_.reset();
+    control_lost_ = false;
+    watch_control();
+    probe_->send_to(leader);
+    if (metrics_) {
+      if (pusher_) caf::anon_send_exit(pusher_, caf::exit_reason::user_shutdown);
+      pusher_ = metrics::spawn_metrics_pusher(sys_, metrics_->registry(), leader, {o_.name, o_.name, o_.node});
+    }
+    std::cout << "CONTROL adopted by the new leader at epoch " << protocol_.epoch() << ", step " << steps_done() << "; "
+              << resent << " step records after step " << answer->recorded_step << " sent again" << std::endl;
+    return std::nullopt;
+  }
+
+  msg::rank_rejoin rejoin_request() const {
+    const auto phase = protocol_.phase();
+    msg::rank_rejoin r;
+    r.name = o_.name;
+    r.node = o_.node;
+    r.address = hub_.node().address();
+    r.pid = static_cast<int64_t>(::getpid());
+    r.epoch = protocol_.epoch();
+    r.members = members_;
+    r.rank = protocol_.rank();
+    r.steps_done = steps_done();
+    r.training = phase == rank_worker::rank_phase::training || phase == rank_worker::rank_phase::after_step;
+    return r;
+  }
+
+  // The follower thread: while the control process is gone, reads control.json for the next
+  // leader's address, connects, and asks it to adopt this rank (again every
+  // follow_retry_interval while it does not answer).
+  void follow_loop() {
+    std::string tried;
+    auto tried_at = std::chrono::steady_clock::now() - follow_retry_interval;
+    while (!stop_follow_) {
+      std::this_thread::sleep_for(follow_poll_interval);
+      if (!control_lost_ || stop_follow_) continue;
+      const auto address = leader_address_in(o_.follow_control);
+      const auto now = std::chrono::steady_clock::now();
+      if (address.empty() || (address == tried && now - tried_at < follow_retry_interval)) continue;
+      tried = address;
+      tried_at = now;
+      if (!hub_.node().is_up("control")) {
+        hub_.node().connect(address);
+        if (!hub_.node().wait_up("control", follow_connect_wait)) continue;
+      }
+      const auto leader = gw_.remote_actor("control", "orchestrator");
+      msg::rank_rejoin ask;
+      {
+        std::lock_guard<std::mutex> lock(follow_mutex_);
+        asked_ = leader;
+        ask = snapshot_;
+      }
+      caf::anon_send(leader, ask);
+      std::cout << ("CONTROL asked the leader at " + address + " to adopt this rank (epoch " + std::to_string(ask.epoch) +
+                    ", step " + std::to_string(ask.steps_done) + ")\n")
+                << std::flush;
+    }
+  }
+
+  // Before rank_left: a rank that follows the leader and has none now waits for one (up to
+  // the follow limit), so that the job's end reaches whoever leads it.
+  void await_leader_to_leave() {
+    while (control_lost_ && !control_gone()) {
+      if (follow_control()) return;  // refused: nobody to tell
+      std::this_thread::sleep_for(100ms);
+    }
   }
 
   uint64_t steps_done() const { return tr_.trainer ? tr_.trainer->steps_done() : 0; }
@@ -208,7 +351,7 @@ class managed_rank {
     if (auto* w = std::get_if<rw::await_plan>(&command)) {
       if (auto p = inbox_.take(w->at_least_epoch, wait_slice(w->until)))
         if (auto next = protocol_.on_plan(*p, clock_.now())) return command = std::move(*next), std::nullopt;
-      if (control_lost_) return command = protocol_.on_control_lost(), std::nullopt;
+      if (control_gone()) return command = protocol_.on_control_lost(), std::nullopt;
       command = protocol_.on_deadline(clock_.now());  // the same wait again before its deadline
     } else if (auto* a = std::get_if<rw::await_announced_plan>(&command)) {
       if (auto p = inbox_.take_exactly(a->epoch, remaining(a->until)))
@@ -218,7 +361,7 @@ class managed_rank {
       apply(*j);
       command = protocol_.on_joined(steps_done());
     } else if (std::holds_alternative<rw::run_step>(command)) {
-      if (control_lost_) return command = protocol_.on_control_lost(), std::nullopt;
+      if (control_gone()) return command = protocol_.on_control_lost(), std::nullopt;
       auto& t = *tr_.trainer;
       probe_->step_started(identity_, t.steps_done() + 1);
       try {
@@ -230,6 +373,8 @@ class managed_rank {
       const auto peak = send_memory_sample();
       report_fit(t, peak);
       if (metrics_) {
+        const auto c = link_.totals();
+        metrics_->on_control_link(c.kept, c.dropped, c.overflowed, c.resent);
         metrics_->on_step(record_, t.last_allreduce());
         metrics_->on_collective_shared_bytes(ring_ ? ring_->shared_bytes() : 0);
       }
@@ -241,11 +386,11 @@ class managed_rank {
       const auto checkpoint_from = clock_.now();
       checkpoints_->after_step(*tr_.trainer, *ring_, s->last_step);
       record_.checkpoint_ns = (clock_.now() - checkpoint_from).count();
-      if (s->send_record) caf::anon_send(orchestrator_, record_);
+      if (s->send_record) link_.send_record(record_);
       report_checkpoint();
       command = protocol_.on_after_step_done();
     } else if (auto* b = std::get_if<rw::barrier_save>(&command)) {
-      if (b->send_record) caf::anon_send(orchestrator_, record_);
+      if (b->send_record) link_.send_record(record_);
       if (b->verified_first) {
         const auto step = checkpoints_->save_verified(*tr_.trainer, *ring_);
         std::cout << "CHECKPOINT verified step " << step << " before epoch " << b->plan.epoch << std::endl;
@@ -262,7 +407,7 @@ class managed_rank {
     } else if (auto* st = std::get_if<rw::report_stall>(&command)) {
       std::cout << "STALLED epoch " << st->stall.epoch << " at step " << st->stall.step << ": " << st->stall.reason
                 << std::endl;
-      caf::anon_send(orchestrator_, st->stall);
+      link_.send(st->stall);
       checkpoints_.reset();  // a save in flight is abandoned, never committed
       command = rw::rank_command{st->then};
     } else if (auto* l = std::get_if<rw::leave_job>(&command)) {
@@ -313,7 +458,7 @@ class managed_rank {
       std::cout << "MEMORY_FIT step " << fit_->step << (fit_->replay ? " (replayed)" : "") << ": forecast "
                 << fit_->forecast_bytes << " B over budget " << fit_->budget_bytes << " B: " << d.detail << "; peak "
                 << peak_bytes << " B" << std::endl;
-      caf::anon_send(orchestrator_, std::move(d));
+      link_.send(std::move(d));
     }
     fit_.reset();
     const auto now = fits_.totals();
@@ -336,6 +481,7 @@ class managed_rank {
     const auto& plan = join.plan;
     const uint32_t rank = join.rank, world = join.world;
     identity_ = {o_.name, plan.epoch, rank, world};
+    members_ = plan.members;
     for (size_t i = 0; i < plan.members.size(); ++i) {
       const auto& peer = plan.members[i];
       if (peer != o_.name && peer < o_.name && !hub_.node().is_up(peer)) hub_.node().connect(plan.addresses[i]);
@@ -383,7 +529,7 @@ class managed_rank {
                                             static_cast<uint64_t>(cfg_.checkpoint.keep),
                                             static_cast<int>(cfg_.checkpoint.zstd_level),
                                             static_cast<int>(cfg_.checkpoint.zstd_threads), config::config_hash(cfg_),
-                                            [orch = orchestrator_](const msg::checkpoint_done& d) { caf::anon_send(orch, d); },
+                                            [link = &link_](const msg::checkpoint_done& d) { link->send(d); },
                                             static_cast<uint64_t>(cfg_.checkpoint.max_consecutive_failures),
                                             nullptr, cfg_.resolved_values},
         rank);
@@ -411,7 +557,8 @@ class managed_rank {
   int fail(const rank_worker::fail_job& f) {
     checkpoints_.reset();
     caf::scoped_actor self{sys_};
-    self->request(orchestrator_, 10s, msg::rank_left{o_.name, f.epoch, steps_done(), "failed: " + f.why, 0})
+    await_leader_to_leave();
+    self->request(link_.orchestrator(), 10s, msg::rank_left{o_.name, f.epoch, steps_done(), "failed: " + f.why, 0})
         .receive([](bool) {}, [&](caf::error&) { MSOMNI_LOG(warn, "msomni-rank") << "rank_left was not acknowledged"; });
     std::cout << "RESULT fail " << f.why << std::endl;
     return 1;
@@ -421,9 +568,10 @@ class managed_rank {
   // The rank's own error text, to the orchestrator before the process exits (its exit
   // status alone would not say why). Acknowledged, briefly: the process ends either way.
   void report_failure(const std::string& why) {
-    if (!orchestrator_ || control_lost_) return;  // nobody to tell
+    const auto orchestrator = link_.orchestrator();
+    if (!orchestrator || control_lost_) return;  // nobody to tell
     caf::scoped_actor self{sys_};
-    self->request(orchestrator_, 5s, msg::rank_failed{o_.name, protocol_.epoch(), steps_done(), why})
+    self->request(orchestrator, 5s, msg::rank_failed{o_.name, protocol_.epoch(), steps_done(), why})
         .receive([](bool) {}, [&](caf::error&) { MSOMNI_LOG(warn, "msomni-rank") << "rank_failed was not acknowledged"; });
   }
 
@@ -436,7 +584,8 @@ class managed_rank {
     checkpoints_.reset();
     // Acknowledged, so the orchestrator knows before the process (and its UCX endpoint) goes.
     caf::scoped_actor self{sys_};
-    self->request(orchestrator_, 10s, msg::rank_left{o_.name, l.epoch, step, reason, sum})
+    await_leader_to_leave();
+    self->request(link_.orchestrator(), 10s, msg::rank_left{o_.name, l.epoch, step, reason, sum})
         .receive([](bool) {}, [&](caf::error&) { MSOMNI_LOG(warn, "msomni-rank") << "rank_left was not acknowledged"; });
     char hex[32];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(sum));
@@ -458,6 +607,16 @@ class managed_rank {
   rank_worker::fit_inbox::counts fit_counts_;   // as last added to the metrics
   caf::actor orchestrator_;
   std::atomic<bool> control_lost_{false};
+  control_link link_;  // where reports go (orchestrator_ while live)
+  // Following the job's leader (follow_control): since when the control process is gone, the
+  // follower thread that asks the next leader to adopt this rank, the orchestrator it asked,
+  // and what it tells it.
+  std::optional<time_point> lost_at_;
+  std::thread follower_;
+  std::atomic<bool> stop_follow_{false};
+  std::mutex follow_mutex_;
+  caf::actor asked_;           // under follow_mutex_
+  msg::rank_rejoin snapshot_;  // under follow_mutex_
   real_clock clock_;
   std::unique_ptr<transport::ring_communicator> ring_;
   transport::gradient_communicator gradients_;  // of ring_'s epoch; its NCCL part on CUDA ranks
@@ -467,6 +626,7 @@ class managed_rank {
   std::unique_ptr<rank_worker::rank_checkpointer> checkpoints_;
   std::unique_ptr<rank_worker::memory_probe> probe_;  // after batch_memory_: reads its pool
   rank_worker::sample_identity identity_;            // this rank in the current membership
+  std::vector<std::string> members_;                 // of the current membership, in ring order
   rank_worker::rank_protocol protocol_;
   msg::step_record record_;  // the last step's, sent by rank 0 after the checkpoint call
 };

@@ -63,6 +63,22 @@ void write_control_file(const fs::path& run_dir, const std::string& address, con
   write_private_file((run_dir / "control.json").string(), json_text(control) + "\n");
 }
 
+// The job's token as the previous leader's control.json gives it ("" when it cannot be read).
+// A leader that takes over keeps it: the ranks that trained on prove it when they rejoin.
+std::string previous_token(const fs::path& run_dir) {
+  std::ifstream in(run_dir / "control.json");
+  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("token") || !j["token"].is_string()) return {};
+  return j["token"].get<std::string>();
+}
+
+// How long a takeover waits for the previous leader's ranks to rejoin before it starts anew:
+// they see a dead leader's connection drop at once, a frozen one's after the heartbeat misses,
+// and read the new address from control.json within a fraction of a second.
+nanos adopt_window_for(std::chrono::milliseconds heartbeat, int64_t misses) {
+  return std::chrono::duration_cast<nanos>(heartbeat * std::max<int64_t>(1, misses) + std::chrono::seconds(5));
+}
+
 int64_t unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -146,8 +162,8 @@ void journal_leadership(orchestrator::run_journal& journal, control_role& contro
                                ", last step " + std::to_string(e.previous.step) + ", " +
                                std::to_string(e.previous.recoveries) + " recoveries spent, epoch " +
                                std::to_string(e.previous.epoch) + ") as term " + std::to_string(e.term) +
-                               "; the ranks resume from the newest checkpoint on " + std::to_string(replicas) +
-                               " replicas"
+                               "; its ranks are adopted if they trained on and all rejoin, else ranks resume from the newest "
+                               "checkpoint on " + std::to_string(replicas) + " replicas"
                          : "leads the job in the control store " + cfg.control.store + " (term " + std::to_string(e.term) + ")",
                 ctx);
 }
@@ -247,7 +263,12 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   caf::actor_system sys{configure_process(caf_cfg, 2, idle_threads::wake)};
   // The job's token: the msomni CLI sends it with its requests, and every peer of the
   // control node (agents, ranks, the CLI) proves it in its UCX hello.
-  const auto token = random_token();
+  const bool takeover = control && control->elected.what == control::takeover::take_over;
+  std::string token = takeover ? previous_token(run_dir) : std::string();
+  if (takeover && token.empty())
+    journal.event("control_token", "the previous leader's control.json gives no token: its ranks cannot rejoin; a new "
+                                   "token is made and the job starts anew from its newest checkpoint");
+  if (token.empty()) token = random_token();
   transport::ucx_node_options node_opt;
   node_opt.name = "control";
   node_opt.secret = token;
@@ -277,6 +298,9 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   env.worker_of = [&gw](const std::string& rank) { return gw.remote_actor(rank, "worker"); };
   env.rank_args = [&](const std::string& rank) {
     std::vector<std::string> args{config_path, "--name", rank, "--control", hub.node().address(), "--ckpt-dir", ckpt_dir.string()};
+    // [control] store: the rank trains on when this process goes and rejoins the next leader.
+    if (control && cfg.cluster.nodes.empty())
+      args.insert(args.end(), {"--follow-control", (run_dir / "control.json").string()});
     for (const auto& s : opts.overrides) args.insert(args.end(), {"--set", s});
     return args;
   };
@@ -299,6 +323,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   env.stop_signal = &stop_signal::flag();
   env.stop_signal_number = &stop_signal::number();
   if (control) env.deposed = &control->deposed;
+  env.ranks_follow_leader = control != nullptr && cfg.cluster.nodes.empty();
   env.agent_silence_limit = heartbeat * std::max<int64_t>(1, cfg.elasticity.heartbeat_misses);
   env.progress_on_tty = ::isatty(2);
   if (cfg.cluster.nodes.empty()) env.in_process_agent = "local";  // started below
@@ -363,12 +388,22 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     std::ifstream events(run_dir / "events.jsonl");
     elastic.epochs_before = std::max(before.epoch, orchestrator::highest_epoch_in(events));
     elastic.replicas = takeover_replicas(before.replicas, cfg);
+    // The ranks the dead leader left training are adopted as they run, when they all rejoin.
+    std::ifstream named(run_dir / "events.jsonl");
+    elastic.rank_ids_before = orchestrator::next_rank_id_in(named);
+    if (env.ranks_follow_leader) {
+      elastic.adopt_window = adopt_window_for(heartbeat, cfg.elasticity.heartbeat_misses);
+      std::ifstream metrics(run_dir / "metrics.jsonl");
+      env.recorded_step = orchestrator::last_step_in(metrics);
+    }
   }
   auto orchestrator = orchestrator::spawn_orchestrator(sys, elastic, std::move(env), std::move(node_checks));
   gw.publish("orchestrator", orchestrator);
   journal.event("control_started", "control at " + hub.node().address() + ", run directory " + run_dir.string());
 
   caf::actor local_agent;
+  // Set when this process was deposed: its agent leaves the ranks training for the next leader.
+  auto let_ranks_run = std::make_shared<std::atomic<bool>>(false);
   if (cfg.cluster.nodes.empty()) {
     agent::agent_settings a;
     a.node = "local";
@@ -378,6 +413,10 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     a.job_token = token;
     a.heartbeat_interval = heartbeat;
     a.metrics = job_metrics ? job_metrics->own() : nullptr;  // in this process: its series are the control's
+    if (control) {  // the ranks outlive this process, their logs copied by a process of their own
+      a.outliving_logger = a.rank_binary;
+      a.let_ranks_run = let_ranks_run;
+    }
     local_agent = agent::spawn_node_agent(sys, a, orchestrator);
   } else if (slurm) {
     try {
@@ -405,6 +444,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   stop_signal::install();
   const auto result = finished.get();
   stop_signal::restore();
+  if (result.deposed && control) *let_ranks_run = true;
   // Ranks leave on their own after rank_left; give them a moment before the agent reaps the rest.
   std::this_thread::sleep_for(300ms);
   if (local_agent) caf::anon_send_exit(local_agent, caf::exit_reason::user_shutdown);

@@ -129,6 +129,9 @@ child spawn(const std::vector<std::string>& argv_in, const spawn_options& o) {
         if (fd < 0) throw spawn_error("cannot open " + s.path + ": " + std::strerror(errno));
         return {fd, -1};
       }
+      case stream::kind::descriptor:
+        if (s.fd < 0) throw spawn_error("cannot start " + program + ": no descriptor given");
+        return {s.fd, -1};
       case stream::kind::pipe: {
         int p[2];
         if (::pipe2(p, O_CLOEXEC) != 0) throw fail("pipe");
@@ -252,6 +255,17 @@ child::~child() {
 
 void child::close_stdin() {
   if (stdin_ >= 0) ::close(std::exchange(stdin_, -1));
+}
+
+void child::close_stdout() {
+  if (stdout_ >= 0) ::close(std::exchange(stdout_, -1));
+}
+
+void child::release() {
+  close_fds();
+  pid_ = -1;
+  own_group_ = false;
+  end_group_on_exit_ = false;
 }
 
 void child::close_fds() {

@@ -30,15 +30,17 @@ struct spawn_error : std::runtime_error {
 
 // Where one of the child's stdin, stdout or stderr goes.
 struct stream {
-  enum class kind { inherit, null, pipe, file, same_as_stdout };
+  enum class kind { inherit, null, pipe, file, same_as_stdout, descriptor };
   kind how = kind::inherit;
   std::string path;  // for file: read for stdin, appended to (created 0644) for output
+  int fd = -1;       // for descriptor: one of ours, given to the child as is (we keep ours)
 
   static stream inherit() { return {}; }
   static stream null() { return {kind::null, {}}; }
   static stream pipe() { return {kind::pipe, {}}; }
   static stream file(std::string path) { return {kind::file, std::move(path)}; }
   static stream same_as_stdout() { return {kind::same_as_stdout, {}}; }  // stderr only: 2>&1
+  static stream descriptor(int fd) { return {kind::descriptor, {}, fd}; }
 };
 
 struct spawn_options {
@@ -81,6 +83,11 @@ class child {
   int stdout_fd() const { return stdout_; }
   int stderr_fd() const { return stderr_; }
   void close_stdin();
+  void close_stdout();
+
+  // Lets the process go without ending it: the handle forgets it (and closes its ends of the
+  // pipes), so it runs on past this handle and this process, and whoever inherits it reaps it.
+  void release();
 
   // Sends `sig` to the process (signal_group: to its process group, or the process when it
   // has no group of its own). False, sending nothing, when no process runs.

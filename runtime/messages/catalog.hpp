@@ -66,6 +66,8 @@ CAF_ADD_TYPE_ID(msomni, (msomni::msg::node_check_report))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::node_pair_probe))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::node_pair_result))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::agent_signalled))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::rank_rejoin))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::rejoin_answer))
 CAF_END_TYPE_ID_BLOCK(msomni)
 
 namespace msomni {

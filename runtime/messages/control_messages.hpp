@@ -78,6 +78,33 @@ struct rank_failed {
   bool operator==(const rank_failed&) const = default;
 };
 
+// rank -> a control process that took over the job ([control] store): a rank of the previous
+// leader that kept training while no leader existed asks to be adopted. `epoch`, `members` and
+// `rank` are its running membership; `training` is false while it waits for a plan (stalled
+// or at a barrier), which a new leader cannot adopt. Answered with rejoin_answer.
+struct rank_rejoin {
+  std::string name;
+  std::string node;
+  std::string address;  // its UCX listener, as rank_ready gives it
+  int64_t pid = 0;
+  uint64_t epoch = 0;
+  std::vector<std::string> members;
+  uint32_t rank = 0;
+  uint64_t steps_done = 0;
+  bool training = false;
+  bool operator==(const rank_rejoin&) const = default;
+};
+
+// control -> rank (to its "worker"): whether the new leader adopted it. Adopted: it reports
+// to this leader from now on and sends again the step records after `recorded_step` (the last
+// step the job's metrics hold); refused: it leaves, saying `reason`.
+struct rejoin_answer {
+  bool adopted = false;
+  uint64_t recorded_step = 0;
+  std::string reason;
+  bool operator==(const rejoin_answer&) const = default;
+};
+
 // rank -> orchestrator: leaving cleanly after `final_step` ("decommissioned", "finished",
 // "stopped"), with the parameter checksum for comparisons.
 struct rank_left {

@@ -32,6 +32,17 @@ typename Inspector::result_type inspect(Inspector& f, rank_stalled& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rank_rejoin& x) {
+  return f(caf::meta::type_name("rank_rejoin"), x.name, x.node, x.address, x.pid, x.epoch, x.members, x.rank,
+           x.steps_done, x.training);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rejoin_answer& x) {
+  return f(caf::meta::type_name("rejoin_answer"), x.adopted, x.recorded_step, x.reason);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rank_failed& x) {
   return f(caf::meta::type_name("rank_failed"), x.name, x.epoch, x.step, x.reason);
 }

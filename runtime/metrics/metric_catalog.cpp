@@ -75,6 +75,13 @@ std::vector<family_spec> build() {
        "Shared memory the rank's all-reduce exposes to its same-host peers (at most 10 MiB and a page, whatever the "
        "model's size; 0 on the UCX ring)",
        {}, "rank", {}},
+      {"msomni_rank_control_records_kept", k::gauge,
+       "Step records the rank keeps for a leader that adopts it after a takeover (bounded: the newest 4096)", {},
+       "rank", {}},
+      {"msomni_rank_control_reports_total", k::counter,
+       "Reports to the control process by outcome while it was gone: dropped (not a step record), overflowed (a "
+       "record the bounded history let go of unsent), resent (a record sent again to an adopting leader)",
+       {"outcome"}, "rank", {}},
       {"msomni_rank_loss", k::gauge, "Loss of the last step", {}, "rank", {}},
       {"msomni_rank_threads", k::gauge, "Compute threads of the rank", {"device"}, "rank", {}},
       {"msomni_rank_memory_bytes", k::gauge, "Memory in use by the rank process (resident host memory)", {"kind"},

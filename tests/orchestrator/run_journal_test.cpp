@@ -126,3 +126,22 @@ TEST_CASE("the highest epoch of an events.jsonl: torn, foreign and epoch-less li
       "{\"event\":\"recovery\",\"epoch\":6,\"attem");  // torn: the writer died mid-line
   CHECK(msomni::orchestrator::highest_epoch_in(events) == 5);
 }
+
+TEST_CASE("the next rank id of an events.jsonl and the last step of a metrics.jsonl: torn and foreign lines are skipped") {
+  std::istringstream none("");
+  CHECK(msomni::orchestrator::next_rank_id_in(none) == 0);
+  std::istringstream events(
+      "{\"kind\":\"rank_spawn\",\"rank\":\"rank-0\"}\n"
+      "{\"kind\":\"rank_spawn\",\"rank\":\"rank-11\"}\n"
+      "{\"kind\":\"rank_spawn\",\"rank\":\"rank-x3\"}\n"
+      "{\"kind\":\"note\",\"detail\":\"rank-40 in a text\"}\n"
+      "{\"kind\":\"rank_spawn\",\"rank\":\"rank-");  // torn
+  CHECK(msomni::orchestrator::next_rank_id_in(events) == 12);
+  std::istringstream metrics(
+      "{\"step\":1,\"attempt\":1}\n"
+      "{\"step\":2,\"attempt\":1}\n"
+      "{\"step\":3,\"att");  // torn: the writer died mid-line
+  CHECK(msomni::orchestrator::last_step_in(metrics) == 2);
+  std::istringstream empty("");
+  CHECK(msomni::orchestrator::last_step_in(empty) == 0);
+}

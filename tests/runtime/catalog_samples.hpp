@@ -45,6 +45,10 @@ inline msg::memory_fit_done sample(tag<msg::memory_fit_done>) {
 inline msg::stage_pressure sample(tag<msg::stage_pressure>) { return {2, 14, 16, 1, true}; }
 inline msg::agent_hello sample(tag<msg::agent_hello>) { return {"node-b", "rack2", "switch1", 4, 999}; }
 inline msg::agent_signalled sample(tag<msg::agent_signalled>) { return {"node-b", 15, "slurm"}; }
+inline msg::rank_rejoin sample(tag<msg::rank_rejoin>) {
+  return {"rank-1", "local", "127.0.0.1:4100", 4242, 3, {"rank-0", "rank-1"}, 1, 88, true};
+}
+inline msg::rejoin_answer sample(tag<msg::rejoin_answer>) { return {true, 86, ""}; }
 inline msg::spawn_rank sample(tag<msg::spawn_rank>) { return {"rank-5", {"job.toml", "--name", "rank-5"}}; }
 inline msg::stop_rank sample(tag<msg::stop_rank>) { return {"rank-5", "grace period of 120 s passed"}; }
 inline msg::rank_exited sample(tag<msg::rank_exited>) { return {"rank-5", "node-b", -9, "killed"}; }

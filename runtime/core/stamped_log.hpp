@@ -1,0 +1,23 @@
+// Log lines stamped with the time they were read: how a rank's output reaches its log file.
+// Whoever copies a process's output stamps it (not the process itself), so that what the
+// process does not write through its own logger (UCX's and the C library's messages, a
+// crash's last words) is stamped too.
+#pragma once
+
+#include <string>
+
+namespace msomni {
+
+// "2026-12-02T06:34:11.123Z": the UTC time now, to the millisecond.
+std::string utc_timestamp();
+
+// Writes all of `s` to `fd`, retrying interrupted and short writes; false when a write fails
+// (a full disk: the caller's process goes on, its log is short).
+bool write_all(int fd, const std::string& s);
+
+// Copies `in` to `out` until EOF, each line prefixed with the UTC time it was read and a
+// space. A line longer than the read buffer is stamped once, where it began; an unfinished
+// last line gets its newline.
+void copy_stamped(int in, int out);
+
+}  // namespace msomni
