@@ -58,6 +58,7 @@ std::vector<predictor_score> evaluate_memory_predictors(std::span<const memory_s
       if (q != p && scores[p].forecasts > 0)
         scores[p].under_rate_at_overhead_of.emplace_back(
             scores[q].name, under_rate_at_overhead(pairs[p], s.margin_bytes, scores[q].overhead_bytes));
+  for (size_t p = 0; p < predictors.size(); ++p) scores[p].forecast_actual = std::move(pairs[p]);
   return scores;
 }
 

@@ -39,6 +39,9 @@ struct predictor_score {
   double observe_ns_mean = 0;  // per observe() call, by the given clock (0 without one)
   double observe_ns_max = 0;
   std::vector<std::pair<std::string, double>> under_rate_at_overhead_of;  // (other predictor, rate)
+  // (forecast of the horizon's peak, the actual peak) of every scored step, in order: for
+  // comparisons at another margin, or across traces.
+  std::vector<std::pair<double, double>> forecast_actual;
 };
 
 // The under rate of (forecast, actual) pairs whose margin is moved so that their overhead is

@@ -35,6 +35,7 @@ struct eval_options {
   int64_t pca_dims = 16;
   int64_t calibration_steps = 20;
   bool json = false;
+  bool pairs = false;  // with json: every scored step's forecast and actual
 };
 
 struct trace_result {
@@ -117,6 +118,10 @@ nlohmann::ordered_json to_json(const eval_options& o, const std::vector<trace_re
                        {"observe_ns_mean", s.observe_ns_mean},
                        {"observe_ns_max", s.observe_ns_max},
                        {"under_rate_at_overhead_of", at}});
+      if (o.pairs) {
+        auto& fa = preds.back()["forecast_actual_bytes"] = nlohmann::ordered_json::array();
+        for (const auto& [f, a] : s.forecast_actual) fa.push_back({f, a});
+      }
     }
     traces.push_back({{"trace", r.path},
                       {"steps", r.steps},
@@ -155,7 +160,14 @@ int run_eval(const std::vector<std::string>& args, std::ostream& out, std::ostre
   command_line::add_number(app, "--calibration-steps", o.calibration_steps, config::limits::range<int64_t>{1, 1 << 20},
                            "first steps whose peaks fit the analytic estimate (bytes + bytes per token)");
   app.add_flag("--json", o.json, "one JSON document: per trace, one entry per predictor");
+  app.add_flag("--pairs", o.pairs,
+               "with --json: each predictor's forecast and actual peak of every scored step "
+               "(forecast_actual_bytes), to compare predictors at any margin or across traces");
   if (const auto rc = command_line::parse(app, args, out, err)) return *rc;
+  if (o.pairs && !o.json) {
+    err << "msomni-memtrace eval: --pairs needs --json\n";
+    return 2;
+  }
 
   std::vector<std::vector<predict::memory_sample>> samples;
   try {
