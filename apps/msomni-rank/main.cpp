@@ -62,7 +62,9 @@ int main(int argc, char** argv) {
                "lines), or managed by the job's control process with --control.",
                "msomni-rank"};
   command_line::set_conventions(app);
-  app.footer("Exit codes: 0 ok, 2 bad config or usage, 1 runtime failure.");
+  app.footer("msomni-rank --stamp-log LOG: the copier of a rank that outlives its node agent (a job with a control "
+             "store): appends stdin to LOG, each line stamped with the UTC time it was read, until EOF.\n"
+             "Exit codes: 0 ok, 2 bad config or usage, 1 runtime failure.");
   app.add_option("CONFIG.toml", config_path, "the job's configuration")->required();
   app.add_option("--name", name, "this rank's name (its ring position is its place in the sorted names)")
       ->type_name("NAME")

@@ -85,7 +85,7 @@ TEST_CASE("adoption: a membership caught waiting for a plan is refused when the 
   CHECK_FALSE(c.adopted());
 }
 
-TEST_CASE("adoption: members at different epochs are not adopted; without a window nobody is") {
+TEST_CASE("adoption: members at different epochs are not adopted, and without a window nobody is") {
   elastic_core c(takeover(10s));
   c.on_agent({"local", "rack0", "switch0", 4, true}, time_point{0s});
   c.on_rank_rejoin(rejoin("rank-3", 0, 3, true), time_point{1s});

@@ -6,6 +6,8 @@
 #include "support/process_runner.hpp"
 
 #include <doctest/doctest.h>
+
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -51,7 +53,25 @@ TEST_CASE("msomni-memtrace eval prints a row per predictor and its json parses")
     CHECK(preds[i]["forecasts"] == 115);
     CHECK(preds[i]["mae_bytes"].get<double>() >= 0);
     CHECK(preds[i]["under_rate"].get<double>() <= 1);
+    CHECK_FALSE(preds[i].contains("forecast_actual_bytes"));  // only with --pairs
   }
+
+  // --pairs: every scored step's forecast and actual, from which the scores follow.
+  const auto pairs = run_command(tool + " eval --trace " + a + " --json --pairs --horizon 5 --margin-gb 0");
+  REQUIRE(pairs.exit_code == 0);
+  const auto with = nlohmann::json::parse(pairs.output)["traces"][0]["predictors"];
+  for (const auto& p : with) {
+    const auto& fa = p["forecast_actual_bytes"];
+    REQUIRE(fa.size() == 115);
+    double under = 0, mae = 0;
+    for (const auto& x : fa) {
+      under += x[1].get<double>() > x[0].get<double>() ? 1 : 0;
+      mae += std::abs(x[1].get<double>() - x[0].get<double>());
+    }
+    CHECK(under / 115 == doctest::Approx(p["under_rate"].get<double>()));
+    CHECK(mae / 115 == doctest::Approx(p["mae_bytes"].get<double>()).epsilon(1e-9));
+  }
+  CHECK(run_command(tool + " eval --trace " + a + " --pairs").exit_code == 2);  // needs --json
 }
 
 TEST_CASE("msomni-memtrace eval names the malformed line and exits 1") {
