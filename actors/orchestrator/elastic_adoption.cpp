@@ -96,7 +96,10 @@ std::vector<action> elastic_core::adopt(const msg::rank_rejoin& r, time_point no
                                   std::to_string(r.epoch) + " (step " + std::to_string(step) +
                                   "): they trained on while the job had no leader, and no rank was restarted",
                               "", "",
-                              {{"adopted", static_cast<int64_t>(ring_.size())},
+                              // the job's replicas from now on, as a completed resize's: a control
+                              // store keeps them for the next takeover
+                              {{"replicas", static_cast<int64_t>(ring_.size())},
+                               {"adopted", static_cast<int64_t>(ring_.size())},
                                {"adopted_epoch", static_cast<int64_t>(r.epoch)},
                                {"adopted_step", static_cast<int64_t>(step)}}});
   for (const auto& [n, j] : rejoined_) {

@@ -296,7 +296,10 @@ class managed_rank {
     r.members = members_;
     r.rank = protocol_.rank();
     r.steps_done = steps_done();
-    r.training = phase == rank_worker::rank_phase::training || phase == rank_worker::rank_phase::after_step;
+    // Adoptable: at its epoch with no change under way (training, or done with the last step
+    // and waiting to say so), not stalled or at a barrier.
+    r.training = phase == rank_worker::rank_phase::training || phase == rank_worker::rank_phase::after_step ||
+                 phase == rank_worker::rank_phase::finishing || phase == rank_worker::rank_phase::done;
     return r;
   }
 

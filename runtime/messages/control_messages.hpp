@@ -80,8 +80,10 @@ struct rank_failed {
 
 // rank -> a control process that took over the job ([control] store): a rank of the previous
 // leader that kept training while no leader existed asks to be adopted. `epoch`, `members` and
-// `rank` are its running membership; `training` is false while it waits for a plan (stalled
-// or at a barrier), which a new leader cannot adopt. Answered with rejoin_answer.
+// `rank` are its running membership; `training` is true while it runs at that epoch with no
+// change under way (training, or done with the last step and waiting to report it), false
+// while it waits for a plan (stalled or at a barrier), which a new leader cannot adopt.
+// Answered with rejoin_answer.
 struct rank_rejoin {
   std::string name;
   std::string node;

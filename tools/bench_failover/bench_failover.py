@@ -167,7 +167,7 @@ def main():
     ap.add_argument("--ttl", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--kill-after-steps", type=int, default=130)
-    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--out")
     a = ap.parse_args()
     root = tempfile.mkdtemp(prefix="bench-failover-")
