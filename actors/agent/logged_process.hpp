@@ -1,6 +1,8 @@
 // A child process whose stdout and stderr go to a log file: how a node agent runs rank
 // processes. It dies with its agent (PR_SET_PDEATHSIG), poll_exit() reaps without blocking, and
-// the destructor SIGKILLs and reaps what is still running, so no agent leaves one behind.
+// the destructor SIGKILLs and reaps what is still running, so no agent leaves one behind;
+// release() lets it run on instead. Started with an outliving logger, it does not die with
+// its agent and its output is copied by that logger process instead of the agent's thread.
 // It inherits no descriptor beyond stdin (/dev/null), stdout and stderr (a pipe to its
 // logger), and gets the agent's environment plus `env` ("NAME=value", replacing a variable of
 // that name): how a job's token reaches a rank without showing on its command line.

@@ -8,6 +8,8 @@
 //                  live rank holds, see node_slots.hpp); its end --> rank_exited
 //   stop_rank  --> SIGKILL
 //   every heartbeat_interval --> heartbeat; the orchestrator gone --> stop every rank, quit
+//   the agent's end --> its ranks are stopped, or left running when let_ranks_run is set
+//                  (ranks that outlive it, for the next leader of a job with a control store)
 //   node_check_request, node_pair_probe --> delegated to node_checker (the pre-flight of this
 //                  node, msomni-agent's); without one, an empty report (the control process
 //                  says the agent runs no checks)
