@@ -230,8 +230,9 @@ class managed_rank {
   // leader adopted it within the follow limit.
   bool control_gone() const {
     if (!control_lost_) return false;
-    if (o_.follow_control.empty() || !lost_at_) return true;
-    return clock_.now() - *lost_at_ > follow_limit();
+    if (o_.follow_control.empty()) return true;
+    // Lost just now: follow_control() starts the follow limit's clock before the next command.
+    return lost_at_ && clock_.now() - *lost_at_ > follow_limit();
   }
   // Three leases and half a minute: a standby takes over within a lease and a heartbeat.
   nanos follow_limit() const { return std::chrono::seconds(3 * cfg_.control.lease_ttl_s + 30); }
@@ -335,13 +336,23 @@ class managed_rank {
     }
   }
 
-  // Before rank_left: a rank that follows the leader and has none now waits for one (up to
-  // the follow limit), so that the job's end reaches whoever leads it.
-  void await_leader_to_leave() {
+  // rank_left, acknowledged, so the orchestrator knows before the process (and its UCX
+  // endpoint) goes. A rank that follows the leader and has none now first waits for one (up
+  // to the follow limit), so that its leaving reaches whoever leads the job.
+  void tell_leaving(const msg::rank_left& left) {
     while (control_lost_ && !control_gone()) {
-      if (follow_control()) return;  // refused: nobody to tell
+      if (follow_control()) break;  // refused: nobody to tell
       std::this_thread::sleep_for(100ms);
     }
+    const auto to = link_.orchestrator();
+    if (!to || control_lost_) {
+      MSOMNI_LOG(warn, "msomni-rank") << "rank_left not sent: no control process leads the job";
+      return;
+    }
+    caf::scoped_actor self{sys_};
+    self->request(to, 10s, left).receive([](bool) {}, [&](caf::error&) {
+      MSOMNI_LOG(warn, "msomni-rank") << "rank_left was not acknowledged";
+    });
   }
 
   uint64_t steps_done() const { return tr_.trainer ? tr_.trainer->steps_done() : 0; }
@@ -559,10 +570,7 @@ class managed_rank {
   // the job cannot go on, so the rank leaves with the reason, which ends the job.
   int fail(const rank_worker::fail_job& f) {
     checkpoints_.reset();
-    caf::scoped_actor self{sys_};
-    await_leader_to_leave();
-    self->request(link_.orchestrator(), 10s, msg::rank_left{o_.name, f.epoch, steps_done(), "failed: " + f.why, 0})
-        .receive([](bool) {}, [&](caf::error&) { MSOMNI_LOG(warn, "msomni-rank") << "rank_left was not acknowledged"; });
+    tell_leaving(msg::rank_left{o_.name, f.epoch, steps_done(), "failed: " + f.why, 0});
     std::cout << "RESULT fail " << f.why << std::endl;
     return 1;
   }
@@ -585,11 +593,7 @@ class managed_rank {
     const uint64_t step = steps_done();
     const uint64_t sum = tr_.trainer ? tr_.trainer->parameter_checksum() : 0;
     checkpoints_.reset();
-    // Acknowledged, so the orchestrator knows before the process (and its UCX endpoint) goes.
-    caf::scoped_actor self{sys_};
-    await_leader_to_leave();
-    self->request(link_.orchestrator(), 10s, msg::rank_left{o_.name, l.epoch, step, reason, sum})
-        .receive([](bool) {}, [&](caf::error&) { MSOMNI_LOG(warn, "msomni-rank") << "rank_left was not acknowledged"; });
+    tell_leaving(msg::rank_left{o_.name, l.epoch, step, reason, sum});
     char hex[32];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(sum));
     std::cout << "RESULT ok " << reason << " step=" << step << " checksum=" << hex << std::endl;

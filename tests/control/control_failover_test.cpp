@@ -280,9 +280,10 @@ TEST_CASE("control failover: leaders SIGKILLed in the middle of a scale-down, af
   const auto takeover_at = [&](size_t i) { return of_kind(events_of(dir), "control_takeover")[i]; };
   // How the leader that took over (the i-th takeover) got its ranks: adopted or started anew.
   const auto settled = [&](size_t i) {
-    const auto attempt = attempt_after(events_of(dir), takeover_at(i));
     return wait_for([&] {
-      for (const auto& e : events_of(dir))
+      const auto events = events_of(dir);
+      const auto attempt = attempt_after(events, of_kind(events, "control_takeover")[i]);  // once journaled
+      for (const auto& e : events)
         if (e.value("attempt", uint64_t{0}) == attempt &&
             (e.value("kind", "") == "ranks_adopted" || e.value("kind", "") == "ranks_started"))
           return true;
