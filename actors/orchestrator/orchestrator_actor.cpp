@@ -21,6 +21,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <deque>
+#include <fstream>
+#include <iterator>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -150,6 +152,27 @@ void send_fit_replays(metrics::accounted_actor* self, shell_state& st, const caf
   }
 }
 
+// Whether `pid` is the msomni-rank process named `name` now (its command line says so): a pid
+// read earlier may be someone else's once its process was reaped.
+bool is_rank_process(int64_t pid, const std::string& name) {
+  if (pid <= 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  const std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto program_end = cmd.find('\0');
+  const auto program = cmd.substr(0, program_end);
+  const bool is_rank = program.size() >= 11 && program.compare(program.size() - 11, 11, "msomni-rank") == 0;
+  return is_rank && cmd.find(std::string("\0--name\0", 8) + name + '\0') != std::string::npos;
+}
+
+// A rank this process adopted is not its agent's child: a stop reaches it by its pid, on the
+// node of the in-process agent (where the previous leader started it).
+void stop_adopted(const shell_state& st, const std::string& name, const std::string& node) {
+  if (!st.core.adopted() || node != st.env.in_process_agent) return;
+  const auto it = st.core.members().find(name);
+  if (it == st.core.members().end() || !is_rank_process(it->second.pid, name)) return;
+  ::kill(static_cast<pid_t>(it->second.pid), SIGKILL);
+}
+
 void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
   // A deposed leader whose ranks follow the job's leader tells them nothing more and starts
   // no rank: they belong to the next leader (what happened in between is still journaled).
@@ -184,6 +207,7 @@ void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
     self->send(it->second, msg::spawn_rank{s->name, st.env.rank_args(s->name)});
   } else if (auto* k = std::get_if<stop_on_agent>(&a)) {
     if (auto it = st.agents.find(k->node); it != st.agents.end()) self->send(it->second, msg::stop_rank{k->name, k->reason});
+    stop_adopted(st, k->name, k->node);
   } else if (auto* e = std::get_if<journal_event>(&a)) {
     journal(st, e->kind, e->detail, e->rank, e->node, e->numbers);
   } else if (auto* r = std::get_if<answer_rejoin>(&a)) {

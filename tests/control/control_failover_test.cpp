@@ -247,6 +247,41 @@ TEST_CASE("control failover: the leader SIGKILLed mid-run, its ranks train on, t
   CHECK_FALSE(admin.get(keys.leader()).has_value());  // the last leader resigned
 }
 
+TEST_CASE("control failover: an adopted rank that overruns a scale-down's grace period is stopped by its pid, and the job goes on") {
+  constexpr int job_steps = 2000;
+  testing::etcd_servers etcd;
+  REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
+  temp_dir dir;
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+  testing::orphan_reaper reaper;
+  auto leader = start_control(dir, "leader", etcd.url(), "failover-adopted-stop", job_steps);
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "control_elected").empty(); }, 120s), leader.log());
+  auto standby = start_control(dir, "standby", etcd.url(), "failover-adopted-stop", job_steps);
+  REQUIRE_MESSAGE(wait_for([&] { return standby.log().find("standby: ") != std::string::npos; }, 60s), standby.log());
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "checkpoint").empty() && metric_lines(dir) >= 50; }, 180s),
+                  leader.log());
+  leader.child.signal(SIGKILL);
+  leader.child.wait();
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "ranks_adopted").empty(); }, 60s), standby.log());
+  // The scale-down keeps the ring's first member: rank-1 leaves, and is frozen so it cannot.
+  int64_t leaver = 0;
+  for (const auto& e : of_kind(events_of(dir), "rank_ready"))
+    if (e.value("rank", "") == "rank-1") leaver = e.value("pid", int64_t{0});
+  REQUIRE(pid_alive(leaver));
+  ::kill(static_cast<pid_t>(leaver), SIGSTOP);
+  const auto down = testing::run_command(std::string(MSOMNI_CLI_BINARY) + " scale-down --replicas 1 --grace-period 2s --run-dir " +
+                                         (dir.path() / "run").string());
+  REQUIRE_MESSAGE(down.exit_code == 0, down.output);
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "grace_period_expired").empty(); }, 60s), standby.log());
+  // Not the new leader's agent's child: stopped by its pid all the same.
+  CHECK(reaper.wait_gone(leaver, 30s));
+  const auto status = standby.child.wait_for(300s);
+  REQUIRE_MESSAGE(status.has_value(), standby.log());
+  CHECK_MESSAGE(status->shell_code() == 0, standby.log());
+  CHECK(of_kind(events_of(dir), "job_finished").size() == 1);
+  check_every_step_once(dir, job_steps);
+}
+
 TEST_CASE("control failover: leaders SIGKILLed in the middle of a scale-down, after one, and in the middle of a scale-up and of a recovery keep one epoch history and every step once") {
   constexpr int job_steps = 3000;
   testing::etcd_servers etcd;
@@ -391,7 +426,9 @@ TEST_CASE("control failover: leaders SIGKILLed in the middle of a scale-down, af
     if (e.value("kind", "") == "ranks_started") first_plan.try_emplace(a, ep);
     if (e.value("kind", "") == "ranks_adopted" && !first_plan.count(a)) adopted_at.try_emplace(a, e.value("adopted_epoch", uint64_t{0}));
   }
-  REQUIRE(epochs.size() == 5);
+  // One attempt per leader, and one more for each rollback that repeats steps within a
+  // leader's run (as the recovery's may, depending on when its leader died).
+  REQUIRE(epochs.size() >= 5);
   CHECK(first_plan.size() + adopted_at.size() == 5);
   MESSAGE(adopted_at.size() << " of the 4 takeovers adopted the running ranks");
   uint64_t highest = 0;
