@@ -16,18 +16,6 @@ namespace msomni::orchestrator {
 
 namespace {
 
-// N of "rank-N"; nullopt for any other name.
-std::optional<uint64_t> rank_id_of(const std::string& name) {
-  constexpr std::string_view prefix = "rank-";
-  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
-  uint64_t v = 0;
-  for (size_t i = prefix.size(); i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9' || v > (UINT64_MAX - 9) / 10) return std::nullopt;
-    v = v * 10 + static_cast<uint64_t>(name[i] - '0');
-  }
-  return v;
-}
-
 std::string where(const msg::rank_rejoin& r) {
   return "epoch " + std::to_string(r.epoch) + ", rank " + std::to_string(r.rank) + " of " +
          std::to_string(r.members.size()) + ", step " + std::to_string(r.steps_done) +

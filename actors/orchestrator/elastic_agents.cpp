@@ -49,7 +49,7 @@ std::vector<action> elastic_core::spawn(int64_t count, const std::string& near_n
     const auto node = place(near);
     if (!node) break;
     member_info m;
-    m.name = "rank-" + std::to_string(next_rank_id_++);
+    m.name = rank_name(next_rank_id_++);
     m.node = *node;
     m.since = now;
     m.replacement = downs_ > 0;

@@ -25,6 +25,19 @@ const char* to_string(member_state s) {
   return "?";
 }
 
+std::string rank_name(uint64_t id) { return "rank-" + std::to_string(id); }
+
+std::optional<uint64_t> rank_id_of(const std::string& name) {
+  constexpr std::string_view prefix = "rank-";
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  uint64_t v = 0;
+  for (size_t i = prefix.size(); i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || v > (UINT64_MAX - 9) / 10) return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(name[i] - '0');
+  }
+  return v;
+}
+
 elastic_core::elastic_core(elastic_settings s)
     : s_(s),
       epoch_(s.epochs_before),

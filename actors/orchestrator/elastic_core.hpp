@@ -72,6 +72,10 @@ struct elastic_settings {
   uint64_t rank_ids_before = 0;
 };
 
+// A rank's name, "rank-N", and back: N, or nullopt for any other name.
+std::string rank_name(uint64_t id);
+std::optional<uint64_t> rank_id_of(const std::string& name);
+
 enum class member_state { starting, ready, active, leaving, left, dead };
 const char* to_string(member_state s);
 

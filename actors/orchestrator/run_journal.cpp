@@ -1,6 +1,8 @@
 // run_journal (see run_journal.hpp).
 #include "run_journal.hpp"
 
+#include "elastic_core.hpp"
+
 #include "orchestrator_json.hpp"
 
 #include <fcntl.h>
@@ -128,50 +130,36 @@ uint64_t run_journal::begin_attempt(uint64_t from_step, const std::string& cause
   return attempt_;
 }
 
-uint64_t highest_epoch_in(std::istream& events) {
-  uint64_t highest = 0;
+namespace {
+
+// Calls `take` with each line of `in` that is a JSON object; other lines are skipped.
+template <class Take>
+void for_each_object(std::istream& in, Take take) {
   std::string line;
-  while (std::getline(events, line)) {
-    if (line.find("\"epoch\"") == std::string::npos) continue;
+  while (std::getline(in, line)) {
     const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object()) continue;
-    const auto it = j.find("epoch");
-    if (it != j.end() && it->is_number_unsigned()) highest = std::max(highest, it->get<uint64_t>());
+    if (j.is_object()) take(j);
   }
-  return highest;
 }
 
-uint64_t next_rank_id_in(std::istream& events) {
-  uint64_t next = 0;
-  std::string line;
-  while (std::getline(events, line)) {
-    if (line.find("\"rank-") == std::string::npos) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object()) continue;
-    const auto it = j.find("rank");
-    if (it == j.end() || !it->is_string()) continue;
-    const auto name = it->get<std::string>();
-    if (name.rfind("rank-", 0) != 0 || name.size() == 5 || name.size() > 24) continue;
-    uint64_t id = 0;
-    bool digits = true;
-    for (size_t i = 5; i < name.size() && digits; ++i) {
-      digits = name[i] >= '0' && name[i] <= '9';
-      id = id * 10 + static_cast<uint64_t>(name[i] - '0');
-    }
-    if (digits) next = std::max(next, id + 1);
-  }
-  return next;
+}  // namespace
+
+journal_history history_in(std::istream& events) {
+  journal_history h;
+  for_each_object(events, [&h](const nlohmann::json& j) {
+    if (const auto it = j.find("epoch"); it != j.end() && it->is_number_unsigned())
+      h.highest_epoch = std::max(h.highest_epoch, it->get<uint64_t>());
+    if (const auto it = j.find("rank"); it != j.end() && it->is_string())
+      if (const auto id = rank_id_of(it->get<std::string>())) h.next_rank_id = std::max(h.next_rank_id, *id + 1);
+  });
+  return h;
 }
 
 uint64_t last_step_in(std::istream& metrics) {
   uint64_t last = 0;
-  std::string line;
-  while (std::getline(metrics, line)) {
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object()) continue;
-    const auto it = j.find("step");
-    if (it != j.end() && it->is_number_unsigned()) last = it->get<uint64_t>();
-  }
+  for_each_object(metrics, [&last](const nlohmann::json& j) {
+    if (const auto it = j.find("step"); it != j.end() && it->is_number_unsigned()) last = it->get<uint64_t>();
+  });
   return last;
 }
 

@@ -81,14 +81,15 @@ class run_journal {
   std::function<void(const nlohmann::ordered_json&)> observer_;
 };
 
-// The highest membership epoch of an events.jsonl (0: none); torn or foreign lines are
-// skipped. A leader taking over plans after it, so that epochs a dead leader journaled but
-// never committed to the store are not used twice.
-uint64_t highest_epoch_in(std::istream& events);
-
-// One past the highest N of a "rank-N" an events.jsonl names (0: none), the same way: a
-// leader taking over names new ranks after every rank an earlier leader started.
-uint64_t next_rank_id_in(std::istream& events);
+// What a leader taking over needs of an events.jsonl, in one pass (torn or foreign lines are
+// skipped): the highest membership epoch (0: none), which it plans after, so that epochs a
+// dead leader journaled but never committed to the store are not used twice; and one past
+// the highest N of a "rank-N" it names (0: none), so that new ranks take no earlier name.
+struct journal_history {
+  uint64_t highest_epoch = 0;
+  uint64_t next_rank_id = 0;
+};
+journal_history history_in(std::istream& events);
 
 // The step of the last readable line of a metrics.jsonl (0: none): what the job has recorded,
 // so that step records sent again by adopted ranks are not written twice.

@@ -119,11 +119,11 @@ class managed_rank {
     }));
     hub_.node().connect(o_.control);
     if (!hub_.node().wait_up("control", 30s)) throw std::runtime_error("control process at " + o_.control + " never answered");
-    orchestrator_ = gw_.remote_actor("control", "orchestrator");
-    link_.attach(orchestrator_);
+    const auto orchestrator = gw_.remote_actor("control", "orchestrator");
+    link_.attach(orchestrator);
     watch_control();
     if (metrics_) {
-      pusher_ = metrics::spawn_metrics_pusher(sys_, metrics_->registry(), orchestrator_, {o_.name, o_.name, o_.node});
+      pusher_ = metrics::spawn_metrics_pusher(sys_, metrics_->registry(), orchestrator, {o_.name, o_.name, o_.node});
       std::cout << "METRICS pushed to the control process every " << metrics::push_interval.count() << " ms" << std::endl;
     }
 
@@ -133,7 +133,7 @@ class managed_rank {
     kernels::process_memory_account()->set_budget(static_cast<uint64_t>(cfg_.memory.device_memory_gb * 1e9));
     tr_.model = make_model();  // data and trainer follow with the first plan's slot
     probe_ = std::make_unique<rank_worker::memory_probe>(
-        sys_, orchestrator_, kernels::process_memory_account(), batch_memory_,
+        sys_, orchestrator, kernels::process_memory_account(), batch_memory_,
         rank_worker::memory_probe_settings{
             std::chrono::microseconds(std::max<int64_t>(1, std::llround(cfg_.memory.sample_interval_ms * 1000))), 100});
     msg::rank_ready ready{o_.name, o_.node, hub_.node().address(), static_cast<int64_t>(::getpid()), false, 0};
@@ -143,7 +143,7 @@ class managed_rank {
       if (metrics_) metrics_->on_checkpoint_load(latest.skipped.size());
       if (latest.checkpoint) ready.has_checkpoint = true, ready.checkpoint_step = latest.checkpoint->m.meta.step;
     }
-    caf::anon_send(orchestrator_, ready);
+    caf::anon_send(orchestrator, ready);
     // The protocol decides; each command is carried out here and answered with what came of it.
     auto command = protocol_.on_ready_sent(clock_.now());
     for (;;) {
@@ -215,7 +215,7 @@ class managed_rank {
   // Ends the process if the control process goes away (nobody would send plans any more).
   void watch_control() {
     auto lost = &control_lost_;
-    sys_.spawn([lost, orch = orchestrator_, registry = metrics_registry()](metrics::accounted_actor* self) -> caf::behavior {
+    sys_.spawn([lost, orch = link_.orchestrator(), registry = metrics_registry()](metrics::accounted_actor* self) -> caf::behavior {
       self->account_as("control_watch", registry);
       self->monitor(orch);
       self->set_down_handler([self, lost](caf::down_msg&) {
@@ -243,13 +243,14 @@ class managed_rank {
   // rank leaves: exit code 0).
   std::optional<int> follow_control() {
     if (o_.follow_control.empty()) return std::nullopt;
-    {
-      std::lock_guard<std::mutex> lock(follow_mutex_);
-      snapshot_ = rejoin_request();
-    }
     // The transport says so first (the watcher's down message may come later, or not at all
     // for a proxy the transport already let go of).
     if (!control_lost_ && !hub_.node().is_up("control")) control_lost_ = true;
+    if (!control_lost_) return std::nullopt;
+    {  // what the follower thread tells the next leader: this rank as it is now
+      std::lock_guard<std::mutex> lock(follow_mutex_);
+      snapshot_ = rejoin_request();
+    }
     if (control_lost_ && !lost_at_) {
       lost_at_ = clock_.now();
       link_.lose();
@@ -272,7 +273,6 @@ class managed_rank {
     }
     if (!leader || !lost_at_) return std::nullopt;  // an answer nobody asked for
     const auto resent = link_.adopt(leader, answer->recorded_step);
-    orchestrator_ = leader;
     lost_at_.reset();
     control_lost_ = false;
     watch_control();
@@ -612,9 +612,8 @@ class managed_rank {
   rank_worker::fit_inbox fits_;                 // memory fit requests, by step
   std::optional<msg::memory_fit> fit_;          // the running step's (training thread only)
   rank_worker::fit_inbox::counts fit_counts_;   // as last added to the metrics
-  caf::actor orchestrator_;
   std::atomic<bool> control_lost_{false};
-  control_link link_;  // where reports go (orchestrator_ while live)
+  control_link link_;  // where reports go: the orchestrator while live
   // Following the job's leader (follow_control): since when the control process is gone, the
   // follower thread that asks the next leader to adopt this rank, the orchestrator it asked,
   // and what it tells it.

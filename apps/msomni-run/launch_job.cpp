@@ -63,13 +63,15 @@ void write_control_file(const fs::path& run_dir, const std::string& address, con
   write_private_file((run_dir / "control.json").string(), json_text(control) + "\n");
 }
 
-// The job's token as the previous leader's control.json gives it ("" when it cannot be read).
-// A leader that takes over keeps it: the ranks that trained on prove it when they rejoin.
+// The job's token as the previous leader's control.json gives it ("" when it cannot be read,
+// or others than its owner could read it). A leader that takes over keeps it: the ranks that
+// trained on prove it when they rejoin.
 std::string previous_token(const fs::path& run_dir) {
-  std::ifstream in(run_dir / "control.json");
-  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("token") || !j["token"].is_string()) return {};
-  return j["token"].get<std::string>();
+  try {
+    return read_secret_file((run_dir / "control.json").string());
+  } catch (const std::exception&) {
+    return {};
+  }
 }
 
 // How long a takeover waits for the previous leader's ranks to rejoin before it starts anew:
@@ -384,13 +386,14 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   if (control && control->elected.what == control::takeover::take_over) {
     const auto& before = control->elected.previous;
     elastic.recoveries_spent = static_cast<int64_t>(before.recoveries);
-    // The store's epoch, or a later one the dead leader journaled and never committed.
+    // The store's epoch, or a later one the dead leader journaled and never committed; new
+    // ranks named after every rank an earlier leader started.
     std::ifstream events(run_dir / "events.jsonl");
-    elastic.epochs_before = std::max(before.epoch, orchestrator::highest_epoch_in(events));
+    const auto history = orchestrator::history_in(events);
+    elastic.epochs_before = std::max(before.epoch, history.highest_epoch);
+    elastic.rank_ids_before = history.next_rank_id;
     elastic.replicas = takeover_replicas(before.replicas, cfg);
     // The ranks the dead leader left training are adopted as they run, when they all rejoin.
-    std::ifstream named(run_dir / "events.jsonl");
-    elastic.rank_ids_before = orchestrator::next_rank_id_in(named);
     if (env.ranks_follow_leader) {
       elastic.adopt_window = adopt_window_for(heartbeat, cfg.elasticity.heartbeat_misses);
       std::ifstream metrics(run_dir / "metrics.jsonl");

@@ -115,7 +115,7 @@ TEST_CASE("a write cut short by the file size limit leaves no torn line") {
 
 TEST_CASE("the highest epoch of an events.jsonl: torn, foreign and epoch-less lines are skipped") {
   std::istringstream none("");
-  CHECK(msomni::orchestrator::highest_epoch_in(none) == 0);
+  CHECK(msomni::orchestrator::history_in(none).highest_epoch == 0);
   std::istringstream events(
       "{\"event\":\"attempt_started\",\"attempt\":1}\n"
       "{\"event\":\"ranks_started\",\"epoch\":3,\"attempt\":1}\n"
@@ -124,19 +124,19 @@ TEST_CASE("the highest epoch of an events.jsonl: torn, foreign and epoch-less li
       "not json with \"epoch\": 99\n"
       "{\"event\":\"odd\",\"epoch\":\"7\"}\n"
       "{\"event\":\"recovery\",\"epoch\":6,\"attem");  // torn: the writer died mid-line
-  CHECK(msomni::orchestrator::highest_epoch_in(events) == 5);
+  CHECK(msomni::orchestrator::history_in(events).highest_epoch == 5);
 }
 
 TEST_CASE("the next rank id of an events.jsonl and the last step of a metrics.jsonl: torn and foreign lines are skipped") {
   std::istringstream none("");
-  CHECK(msomni::orchestrator::next_rank_id_in(none) == 0);
+  CHECK(msomni::orchestrator::history_in(none).next_rank_id == 0);
   std::istringstream events(
       "{\"kind\":\"rank_spawn\",\"rank\":\"rank-0\"}\n"
       "{\"kind\":\"rank_spawn\",\"rank\":\"rank-11\"}\n"
       "{\"kind\":\"rank_spawn\",\"rank\":\"rank-x3\"}\n"
       "{\"kind\":\"note\",\"detail\":\"rank-40 in a text\"}\n"
       "{\"kind\":\"rank_spawn\",\"rank\":\"rank-");  // torn
-  CHECK(msomni::orchestrator::next_rank_id_in(events) == 12);
+  CHECK(msomni::orchestrator::history_in(events).next_rank_id == 12);
   std::istringstream metrics(
       "{\"step\":1,\"attempt\":1}\n"
       "{\"step\":2,\"attempt\":1}\n"
