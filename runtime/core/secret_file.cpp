@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -30,12 +32,30 @@ std::string random_token() {
 }
 
 void write_private_file(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::runtime_error("cannot write " + path);
-  ::fchmod(fd, 0600);
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  // Readers poll this file (agents, ranks following their leader, the CLI): they must see the
+  // old text or the new, never an empty or half-written one. So the text goes to a temporary
+  // of this process's own (its pid in the name, created exclusively with mode 0600), is
+  // fsynced and renamed over the file; removing the temporary after a failure removes nothing
+  // else.
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string tmp = (slash == std::string::npos ? std::string{} : path.substr(0, slash + 1)) + "." +
+                          path.substr(slash == std::string::npos ? 0 : slash + 1) + ".tmp-" +
+                          std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot write " + path + " (temporary " + tmp + "): " + std::strerror(errno));
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  const int err = errno;
   ::close(fd);
-  if (!ok) throw std::runtime_error("cannot write " + path);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(ok ? errno : err);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + path + ": " + why);
+  }
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    ::fsync(dfd);  // the rename itself made durable; best effort where the directory cannot be opened
+    ::close(dfd);
+  }
 }
 
 std::string read_secret_file(const std::string& path) {

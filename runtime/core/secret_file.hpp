@@ -11,7 +11,8 @@ namespace msomni {
 // 32 hex digits (128 bits) from /dev/urandom; throws when it cannot be read.
 std::string random_token();
 
-// Writes `text` to `path` created with mode 0600 (truncating it); throws with the path.
+// Replaces `path` with `text` in a file of mode 0600, atomically: a reader sees the old text or
+// the new, never a torn one (temporary, fsync, rename). Throws with the path and the reason.
 void write_private_file(const std::string& path, const std::string& text);
 
 // The environment variable through which agents hand the job's token to the ranks they start.

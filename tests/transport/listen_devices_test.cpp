@@ -1,5 +1,5 @@
 // Where UCX may listen (UCX_NET_DEVICES from a node's listen_host), the local address
-// towards a peer, and how the job's token is read from a file or the environment.
+// towards a peer, and how the job's token is written to and read from a file or the environment.
 #include "core/secret_file.hpp"
 #include "support/process_runner.hpp"
 #include "ucx/ucx_node_impl.hpp"
@@ -11,8 +11,13 @@
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
+#include <thread>
 
 using namespace msomni;
 using namespace msomni::transport;
@@ -75,4 +80,34 @@ TEST_CASE("the job's token comes from a private file (plain or control.json) or 
   CHECK(take_secret_env("MSOMNI_TEST_SECRET") == "s3");
   CHECK(std::getenv("MSOMNI_TEST_SECRET") == nullptr);  // not inherited by what we start
   CHECK(take_secret_env("MSOMNI_TEST_SECRET").empty());
+}
+
+TEST_CASE("a private file is replaced whole: a reader racing its rewrites never sees it empty or torn") {
+  testing::temp_dir dir;
+  const auto path = (dir.path() / "control.json").string();
+  const auto text_of = [](int i) { return nlohmann::json{{"address", "127.0.0.1:" + std::to_string(i)}, {"token", "f00d"}}.dump() + "\n"; };
+  write_private_file(path, text_of(0));
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int i = 1; i <= 2000; ++i) write_private_file(path, text_of(i));
+    done = true;
+  });
+  int reads = 0, torn = 0;
+  while (!done || reads < 2000) {
+    std::ifstream in(path);
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    torn += doc.is_discarded() || !doc.contains("token");
+    ++reads;
+  }
+  writer.join();
+  CHECK(torn == 0);
+  CHECK(read_secret_file(path) == "f00d");
+  struct stat st{};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
+  CHECK(entries == 1);  // no temporary left beside it
+  CHECK_THROWS_WITH(write_private_file((dir.path() / "missing" / "x").string(), "t"), doctest::Contains("cannot write"));
 }
