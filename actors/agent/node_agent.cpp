@@ -3,6 +3,7 @@
 
 #include "logged_process.hpp"
 #include "node_slots.hpp"
+#include "core/log.hpp"
 #include "core/secret_file.hpp"
 #include "core/sibling_binary.hpp"
 #include "messages/catalog.hpp"
@@ -50,18 +51,36 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+void say_hello(metrics::accounted_actor* self, agent_state& st) {
+  self->send(st.orchestrator, msg::agent_hello{st.s.node, st.s.rack, st.s.switch_name, st.s.slots,
+                                               static_cast<int64_t>(::getpid())});
+}
+
+// Following the job's leader: the one it had is gone; the ranks train on.
+void lose_leader(agent_state& st) {
+  if (!st.orchestrator) return;
+  st.orchestrator = caf::actor{};
+  MSOMNI_LOG(warn, "agent") << "node " << st.s.node << ": the job's leader is gone; its ranks here ("
+                            << st.ranks.size() << ") train on until the next leader adopts them";
+  if (st.s.on_orchestrator_lost) st.s.on_orchestrator_lost();
+}
+
 caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_state> st) {
   self->account_as("node_agent", st->s.metrics);
   std::filesystem::create_directories(st->s.log_dir);
   self->monitor(st->orchestrator);
-  self->set_down_handler([self, st](caf::down_msg&) {
+  self->set_down_handler([self, st](caf::down_msg& dm) {
+    if (st->s.follow_leader) {
+      // A down of a leader already let go of (the shell saw its node go first) changes nothing.
+      if (st->orchestrator && dm.source == st->orchestrator.address()) lose_leader(*st);
+      return;
+    }
     st->ranks.clear();  // SIGKILL and reap every rank of this node
     st->slot_of.clear();
     if (st->s.on_orchestrator_lost) st->s.on_orchestrator_lost();
     self->quit();
   });
-  self->send(st->orchestrator, msg::agent_hello{st->s.node, st->s.rack, st->s.switch_name, st->s.slots,
-                                                static_cast<int64_t>(::getpid())});
+  say_hello(self, *st);
   self->delayed_send(self, poll_interval, poll_atom::value);
   self->delayed_send(self, st->s.heartbeat_interval, beat_atom::value);
   return {
@@ -87,6 +106,17 @@ caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_s
           self->send(st->orchestrator, msg::rank_exited{r.name, st->s.node, -1, e.what()});
         }
       },
+      [self, st](leader_atom, const caf::actor& next) {
+        if (!st->s.follow_leader || !next) return;
+        st->orchestrator = next;
+        self->monitor(next);
+        say_hello(self, *st);
+        MSOMNI_LOG(info, "agent") << "node " << st->s.node << " joined the job's next leader; its ranks here ("
+                                  << st->ranks.size() << ") rejoin it themselves";
+      },
+      [st](leader_atom) {
+        if (st->s.follow_leader) lose_leader(*st);
+      },
       [self, st](msg::node_check_request& r) -> caf::result<msg::node_check_report> {
         if (!st->s.node_checker) return msg::node_check_report{st->s.node, "", ""};
         auto rp = self->make_response_promise();
@@ -106,8 +136,12 @@ caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_s
       [self, st](poll_atom) {
         for (auto it = st->ranks.begin(); it != st->ranks.end();) {
           if (auto status = it->second->poll_exit()) {
-            self->send(st->orchestrator, msg::rank_exited{it->first, st->s.node, *status,
-                                                          *status == 0 ? "" : it->second->log_tail()});
+            if (st->orchestrator)
+              self->send(st->orchestrator, msg::rank_exited{it->first, st->s.node, *status,
+                                                            *status == 0 ? "" : it->second->log_tail()});
+            else  // no leader to tell, and the next one never knew this rank
+              MSOMNI_LOG(warn, "agent") << it->first << " on node " << st->s.node << " ended (status " << *status
+                                        << ") while the job had no leader";
             st->slot_of.erase(it->first);
             it = st->ranks.erase(it);
           } else {
@@ -117,7 +151,7 @@ caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_s
         self->delayed_send(self, poll_interval, poll_atom::value);
       },
       [self, st](beat_atom) {
-        self->send(st->orchestrator, msg::heartbeat{st->s.node, 0, 0, ++st->seq, now_ns()});
+        if (st->orchestrator) self->send(st->orchestrator, msg::heartbeat{st->s.node, 0, 0, ++st->seq, now_ns()});
         self->delayed_send(self, st->s.heartbeat_interval, beat_atom::value);
       },
   };

@@ -7,7 +7,10 @@
 //                  environment, and its local index MSOMNI_NODE_SLOT: the lowest slot no
 //                  live rank holds, see node_slots.hpp); its end --> rank_exited
 //   stop_rank  --> SIGKILL
-//   every heartbeat_interval --> heartbeat; the orchestrator gone --> stop every rank, quit
+//   every heartbeat_interval --> heartbeat; the orchestrator gone --> stop every rank, quit;
+//                  or, following the job's leader (follow_leader), keep the ranks training,
+//                  pause the heartbeats and wait for the shell to hand over the next leader:
+//   leader_atom + the next leader's orchestrator --> agent_hello to it, heartbeats again
 //   the agent's end --> its ranks are stopped, or left running when let_ranks_run is set
 //                  (ranks that outlive it, for the next leader of a job with a control store)
 //   node_check_request, node_pair_probe --> delegated to node_checker (the pre-flight of this
@@ -18,6 +21,7 @@
 #include "metrics/metrics_registry.hpp"
 
 #include <caf/actor.hpp>
+#include <caf/atom.hpp>
 #include <caf/fwd.hpp>
 
 #include <atomic>
@@ -50,7 +54,16 @@ struct agent_settings {
   // being stopped.
   std::string outliving_logger;
   std::shared_ptr<std::atomic<bool>> let_ranks_run;
+  // A job with a control store whose leader may change (msomni-agent): the orchestrator's loss
+  // leaves the ranks training (they rejoin the next leader themselves) and the agent waits,
+  // without heartbeats, for leader_atom. A rank that ends while no leader leads is logged and
+  // not reported: the next leader never knew it.
+  bool follow_leader = false;
 };
+
+// To a following agent: (leader_atom, orchestrator) hands over the next leader;
+// (leader_atom) alone says the current one is gone (the shell saw its node go down).
+using leader_atom = caf::atom_constant<caf::atom("aleader")>;
 
 caf::actor spawn_node_agent(caf::actor_system& sys, agent_settings s, caf::actor orchestrator);
 

@@ -3,8 +3,15 @@
 // slots, starts and stops msomni-rank processes on this node when the orchestrator says so,
 // runs the job's pre-flight checks of this node when the control process asks (node_checker),
 // and heartbeats. It proves the job's token (from --token-file, or $MSOMNI_JOB_TOKEN) to the
-// control process and hands it to its ranks in their environment. It ends (stopping its ranks) when the control process goes away or on
-// SIGINT/SIGTERM. Exit codes: 0 the job ended, 1 the control process never answered, 2 usage.
+// control process and hands it to its ranks in their environment. It ends (stopping its ranks)
+// when the control process goes away or on SIGINT/SIGTERM. When the job keeps its control state
+// in a store (the --token-file control.json names one), the control process may die and a
+// standby take over: the agent then keeps its ranks training (they rejoin the next leader
+// themselves), reads control.json until it names another leader, and joins that one; it ends
+// when the leader it lost had ended the job (its summary.json says so), or stops its ranks and
+// exits 1 when no leader comes within control.json's follow_limit_s.
+// Exit codes: 0 the job ended, 1 the control process never answered (or no next leader came),
+// 2 usage.
 // When the job has metrics on (its control.json, given as --token-file, names a
 // metrics_address), the agent pushes its own series (its actor, UCX node and gateway) to the
 // control process.
@@ -22,6 +29,8 @@
 #include "core/command_line.hpp"
 #include "core/secret_file.hpp"
 #include "core/stop_signal.hpp"
+#include "core/control_file.hpp"
+#include "leader_follower.hpp"
 #include "node_agent.hpp"
 #include "node_checker.hpp"
 #include "slurm/slurm_allocation.hpp"
@@ -90,7 +99,8 @@ int main(int argc, char** argv) {
                "the orchestrator says so, and heartbeats.",
                "msomni-agent"};
   command_line::set_conventions(app);
-  app.footer("Exit codes: 0 the job ended, 1 the control process never answered, 2 usage.");
+  app.footer("Exit codes: 0 the job ended, 1 the control process never answered (or, with a control store, no next "
+             "leader came within control.json's follow_limit_s), 2 usage.");
   app.add_option("--join", join, "the control address msomni-run prints (also in RUN_DIR/control.json)")
       ->type_name("HOST:PORT")
       ->required();
@@ -141,10 +151,15 @@ int main(int argc, char** argv) {
                                          std::string(job_token_env));
   if (s.log_dir.empty()) s.log_dir = "/tmp/msomni-agent-" + s.node;
   s.heartbeat_interval = std::chrono::milliseconds(static_cast<int64_t>(heartbeat_s * 1000));
+  // The job's leader may change (a control store): follow it through control.json.
+  const auto control = token_file.empty() ? std::nullopt : read_control_file(token_file);
+  s.follow_leader = control && !control->store.empty();
   static std::atomic<bool> orchestrator_lost{false};
+  static bool following = false;
+  following = s.follow_leader;
   s.on_orchestrator_lost = [] {
     orchestrator_lost = true;
-    stop_signal::flag() = true;
+    if (!following) stop_signal::flag() = true;
   };
   try {
     s.rank_binary = agent::find_rank_binary();
@@ -181,7 +196,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     stop_signal::install();
-    const auto orchestrator = gw.remote_actor("control", "orchestrator");
+    auto orchestrator = gw.remote_actor("control", "orchestrator");
     s.node_checker = health::spawn_node_checker(sys, {s.node, listen_host, s.job_token, ""});
     auto agent = agent::spawn_node_agent(sys, s, orchestrator);
     gw.publish("agent", agent);
@@ -189,8 +204,28 @@ int main(int argc, char** argv) {
     if (s.metrics) pusher = metrics::spawn_metrics_pusher(sys, s.metrics, orchestrator, {s.node, "", s.node});
     std::cout << "msomni-agent: node " << s.node << " (rack " << s.rack << ", switch " << s.switch_name << ", "
               << s.slots << " slots) joined " << join << std::endl;
+    apps::leader_follower follower(token_file, join, s.node);
     for (;;) {
       std::this_thread::sleep_for(100ms);
+      if (s.follow_leader && !stop_signal::flag()) {
+        if (!orchestrator_lost && !hub.node().is_up("control")) caf::anon_send(agent, agent::leader_atom::value);
+        if (!orchestrator_lost) continue;
+        const auto next = follower.step(hub, gw);
+        if (next.what == apps::leader_follower::outcome::waiting) continue;
+        if (next.what == apps::leader_follower::outcome::ended) break;
+        if (next.what == apps::leader_follower::outcome::gave_up) {
+          code = 1;
+          break;
+        }
+        orchestrator = next.orchestrator;
+        orchestrator_lost = false;
+        caf::anon_send(agent, agent::leader_atom::value, orchestrator);
+        if (pusher) {
+          caf::anon_send_exit(pusher, caf::exit_reason::user_shutdown);
+          pusher = metrics::spawn_metrics_pusher(sys, s.metrics, orchestrator, {s.node, "", s.node});
+        }
+        continue;
+      }
       if (!stop_signal::flag()) continue;
       if (!under_slurm || orchestrator_lost) break;
       // Slurm signalled the job: the control process decides, its ranks stop at a barrier.

@@ -31,6 +31,7 @@
 #include "core/log.hpp"
 #include "step_line.hpp"
 #include "control_link.hpp"
+#include "core/control_file.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -66,14 +67,6 @@ constexpr auto control_check_interval = 500ms;
 constexpr auto follow_poll_interval = 200ms;
 constexpr auto follow_connect_wait = 2s;
 constexpr auto follow_retry_interval = 5s;
-
-// The address control.json names now ("" when it cannot be read: a leader is writing it).
-std::string leader_address_in(const std::string& control_file) {
-  std::ifstream in(control_file);
-  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("address") || !j["address"].is_string()) return {};
-  return j["address"].get<std::string>();
-}
 
 // The model, data and trainer of one rank; rebuilt from scratch when a rollback finds no
 // checkpoint (the job restarts from step 0, exactly as a fresh run).
@@ -235,7 +228,7 @@ class managed_rank {
     return lost_at_ && clock_.now() - *lost_at_ > follow_limit();
   }
   // Three leases and half a minute: a standby takes over within a lease and a heartbeat.
-  nanos follow_limit() const { return std::chrono::seconds(3 * cfg_.control.lease_ttl_s + 30); }
+  nanos follow_limit() const { return std::chrono::seconds(leaderless_limit_s(cfg_.control.lease_ttl_s)); }
 
   // Between commands: with follow_control, notices the control process's loss (training goes
   // on; the follower thread looks for the next leader), and takes the new leader's answer:
@@ -313,7 +306,8 @@ class managed_rank {
     while (!stop_follow_) {
       std::this_thread::sleep_for(follow_poll_interval);
       if (!control_lost_ || stop_follow_) continue;
-      const auto address = leader_address_in(o_.follow_control);
+      const auto file = read_control_file(o_.follow_control);  // replaced whole by each leader
+      const auto address = file ? file->address : std::string();
       const auto now = std::chrono::steady_clock::now();
       if (address.empty() || (address == tried && now - tried_at < follow_retry_interval)) continue;
       tried = address;

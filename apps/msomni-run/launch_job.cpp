@@ -12,6 +12,7 @@
 #include "config/config_loader.hpp"
 #include "core/json_text.hpp"
 #include "core/log.hpp"
+#include "core/control_file.hpp"
 #include "core/secret_file.hpp"
 #include "core/stop_signal.hpp"
 #include "gateway/gateway.hpp"
@@ -59,7 +60,11 @@ void write_control_file(const fs::path& run_dir, const std::string& address, con
   control["token"] = token;
   control["pid"] = ::getpid();
   if (!metrics_address.empty()) control["metrics_address"] = metrics_address;
-  if (!cfg.control.store.empty()) control["store"] = cfg.control.store, control["job"] = cfg.job.name;
+  if (!cfg.control.store.empty()) {
+    control["store"] = cfg.control.store;
+    control["job"] = cfg.job.name;
+    control["follow_limit_s"] = leaderless_limit_s(cfg.control.lease_ttl_s);  // read by the node agents
+  }
   write_private_file((run_dir / "control.json").string(), json_text(control) + "\n");
 }
 
@@ -301,7 +306,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   env.rank_args = [&](const std::string& rank) {
     std::vector<std::string> args{config_path, "--name", rank, "--control", hub.node().address(), "--ckpt-dir", ckpt_dir.string()};
     // [control] store: the rank trains on when this process goes and rejoins the next leader.
-    if (control && cfg.cluster.nodes.empty())
+    if (control)
       args.insert(args.end(), {"--follow-control", (run_dir / "control.json").string()});
     for (const auto& s : opts.overrides) args.insert(args.end(), {"--set", s});
     return args;
@@ -325,7 +330,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   env.stop_signal = &stop_signal::flag();
   env.stop_signal_number = &stop_signal::number();
   if (control) env.deposed = &control->deposed;
-  env.ranks_follow_leader = control != nullptr && cfg.cluster.nodes.empty();
+  env.ranks_follow_leader = control != nullptr;
   env.agent_silence_limit = heartbeat * std::max<int64_t>(1, cfg.elasticity.heartbeat_misses);
   env.progress_on_tty = ::isatty(2);
   if (cfg.cluster.nodes.empty()) env.in_process_agent = "local";  // started below

@@ -93,7 +93,7 @@ int answer_ended(const std::string& verb, const control_args& a, const std::stri
 
 int send(const std::string& verb, const control_args& a, std::ostream& out, std::ostream& err) {
   const auto path = std::filesystem::path(a.run_dir) / "control.json";
-  const auto file = read_control_file(a.run_dir);
+  const auto file = read_control_file(path);
   if (!file) {
     err << "msomni " << verb << ": cannot read an address and a token from " << path.string()
         << " (is --run-dir the job's run directory?)\n";

@@ -36,7 +36,7 @@ inspect_source::~inspect_source() {
 
 bool inspect_source::join(std::chrono::milliseconds timeout, std::string& why) {
   const auto control_path = (std::filesystem::path(run_dir_) / "control.json").string();
-  if (!run_dir_.empty() && !(control_ = read_control_file(run_dir_))) {
+  if (!run_dir_.empty() && !(control_ = read_control_file(control_path))) {
     why = "no running job found: cannot read an address and a token from " + control_path;
     return false;
   }

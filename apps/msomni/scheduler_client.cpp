@@ -51,7 +51,7 @@ caf::actor scheduler_client::scheduler() { return gw_.remote_actor("sched", "sch
 
 std::optional<control_endpoint> scheduler_client::control_of(const std::string& run_dir,
                                                              std::chrono::milliseconds timeout) {
-  const auto file = read_control_file(run_dir);
+  const auto file = read_control_file(std::filesystem::path(run_dir) / "control.json");
   if (!file || !reach("control", file->address, timeout, file->token)) return std::nullopt;
   return control_endpoint{gw_.remote_actor("control", "orchestrator"), file->token};
 }

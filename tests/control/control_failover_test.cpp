@@ -1,7 +1,8 @@
 // Control failover with real processes: a real etcd server, two msomni-run processes on one
 // run directory ([control] store), the quickstart job. The leader SIGKILLed mid-run: its ranks
 // train on, the standby takes over and adopts them as they run, and every step is recorded
-// once. Leaders killed around elastic changes keep one epoch history. The leader SIGSTOPped
+// once; with node agents (a multi-node job) the agents keep their ranks and join the standby.
+// Leaders killed around elastic changes keep one epoch history. The leader SIGSTOPped
 // past its lease: the standby is elected but starts only once the old leader let go of the run
 // directory; the old leader, continued, finds itself deposed, leaves its ranks to the next
 // leader and exits 6, and the store's history shows nothing of its term committed after the
@@ -44,7 +45,8 @@ struct control_process {
 };
 
 control_process start_control(const temp_dir& dir, const std::string& name, const std::string& store,
-                              const std::string& job, int job_steps = steps) {
+                              const std::string& job, int job_steps = steps,
+                              const std::string& config = std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml") {
   process::spawn_options o;
   o.in = process::stream::null();
   const auto log = (dir.path() / (name + ".log")).string();
@@ -52,7 +54,7 @@ control_process start_control(const temp_dir& dir, const std::string& name, cons
   o.err = process::stream::same_as_stdout();
   o.parent_death_signal = SIGKILL;
   return {process::spawn(MSOMNI_RUN_BINARY,
-                         {std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml", "--run-dir",
+                         {config, "--run-dir",
                           (dir.path() / "run").string(), "--set", "control.store=" + store, "--set",
                           "control.lease_ttl_s=3", "--set", "health.preflight=off", "--set",
                           "training.steps=" + std::to_string(job_steps), "--set", "checkpoint.interval_steps=20", "--set",
@@ -245,6 +247,85 @@ TEST_CASE("control failover: the leader SIGKILLed mid-run, its ranks train on, t
   CHECK(stored_kinds.count("ranks_adopted") == 1);
   CHECK(stored_kinds.count("job_finished") == 1);
   CHECK_FALSE(admin.get(keys.leader()).has_value());  // the last leader resigned
+}
+
+TEST_CASE("control failover: with node agents, the leader SIGKILLed mid-run: the agents keep their ranks training and join the standby, which adopts them; every step once") {
+  testing::etcd_servers etcd;
+  REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
+  temp_dir dir;
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+  const auto config = dir.write("nodes.toml", read_text(std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml") +
+                                                  "\n[[cluster.nodes]]\nname = \"node-a\"\nslots = 1\n"
+                                                  "[[cluster.nodes]]\nname = \"node-b\"\nslots = 1\n");
+  auto leader = start_control(dir, "leader", etcd.url(), "failover-nodes", steps, config);
+  const auto control_json = dir.path() / "run" / "control.json";
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "control_elected").empty() &&
+                                        std::filesystem::exists(control_json); }, 120s), leader.log());
+  const auto address = json::parse(read_text(control_json))["address"].get<std::string>();
+  std::map<std::string, control_process> agents;
+  for (const std::string node : {"node-a", "node-b"}) {
+    process::spawn_options o;
+    o.in = process::stream::null();
+    const auto log = (dir.path() / (node + ".log")).string();
+    o.out = process::stream::file(log);
+    o.err = process::stream::same_as_stdout();
+    o.parent_death_signal = SIGKILL;
+    agents.emplace(node, control_process{process::spawn(MSOMNI_AGENT_BINARY,
+                                                        {"--join", address, "--token-file", control_json.string(), "--node",
+                                                         node, "--heartbeat-s", "1", "--log-dir",
+                                                         (dir.path() / ("logs-" + node)).string()},
+                                                        o),
+                                         log});
+  }
+  auto standby = start_control(dir, "standby", etcd.url(), "failover-nodes", steps, config);
+  REQUIRE_MESSAGE(wait_for([&] { return standby.log().find("standby: ") != std::string::npos; }, 60s), standby.log());
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "checkpoint").empty() && metric_lines(dir) >= 50; }, 180s),
+                  leader.log() << agents.at("node-a").log());
+  const auto ranks_of_leader = of_kind(events_of(dir), "rank_ready");
+  REQUIRE(ranks_of_leader.size() == 2);
+  leader.child.signal(SIGKILL);
+  leader.child.wait();
+  const auto recorded_at_kill = metric_lines(dir);
+  for (const auto& r : ranks_of_leader) CHECK(pid_alive(r.value("pid", int64_t{0})));
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "ranks_adopted").empty(); }, 60s),
+                  standby.log() << agents.at("node-a").log());
+  // The agents stayed, with their ranks, and joined the new leader.
+  for (auto& [node, agent] : agents) {
+    CHECK_FALSE(agent.child.poll().has_value());
+    CHECK_MESSAGE(agent.log().find("joined the job's next leader") != std::string::npos, agent.log());
+  }
+  // The adopted rank on node-b leaves in a scale-down: its agent, still its parent, stops it
+  // and reports its end to the new leader.
+  const auto down = testing::run_command(std::string(MSOMNI_CLI_BINARY) + " scale-down --replicas 1 --run-dir " +
+                                         (dir.path() / "run").string());
+  REQUIRE_MESSAGE(down.exit_code == 0, down.output);
+  const auto status = standby.child.wait_for(300s);
+  REQUIRE_MESSAGE(status.has_value(), standby.log());
+  CHECK_MESSAGE(status->shell_code() == 0, standby.log());
+  // The job ended under its leader: the agents end, with nothing left running.
+  for (auto& [node, agent] : agents) {
+    const auto end = agent.child.wait_for(60s);
+    REQUIRE_MESSAGE(end.has_value(), agent.log());
+    CHECK_MESSAGE(end->shell_code() == 0, agent.log());
+  }
+  for (const auto& r : ranks_of_leader) CHECK_FALSE(pid_alive(r.value("pid", int64_t{0})));
+
+  const auto events = events_of(dir);
+  const auto adopted = of_kind(events, "ranks_adopted");
+  REQUIRE(adopted.size() == 1);
+  CHECK(adopted[0]["adopted"] == 2);
+  CHECK(adopted[0]["adopted_step"].get<size_t>() > recorded_at_kill);
+  // Nothing restarted: the leader's two ranks, on their two nodes, no rollback.
+  CHECK(of_kind(events, "rank_spawn").size() == 2);
+  CHECK(of_kind(events, "rank_down").empty());
+  CHECK(of_kind(events, "recovery").empty());
+  std::set<std::string> nodes;
+  for (const auto& r : ranks_of_leader) nodes.insert(r.value("node", ""));
+  CHECK(nodes == std::set<std::string>{"node-a", "node-b"});
+  CHECK(of_kind(events, "agent_joined").size() == 4);  // each agent, once per leader
+  CHECK(of_kind(events, "scale_down_done").size() == 1);
+  CHECK(of_kind(events, "job_finished").size() == 1);
+  check_every_step_once(dir);
 }
 
 TEST_CASE("control failover: an adopted rank that overruns a scale-down's grace period is stopped by its pid, and the job goes on") {

@@ -1,0 +1,49 @@
+// How msomni-agent follows the leader of a job with a control store once the leader it served
+// is gone: it reads control.json (which every leader replaces whole) until the file names
+// another leader (another address or pid), joins that leader's node and hands over its
+// orchestrator. It stops following when the job ended under the leader it lost (its
+// summary.json, written after control.json, says anything but "deposed"), or when no leader
+// answered within control.json's follow_limit_s.
+#pragma once
+
+#include "core/control_file.hpp"
+#include "gateway/gateway.hpp"
+#include "hub/transport_hub.hpp"
+
+#include <caf/actor.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace msomni::apps {
+
+class leader_follower {
+ public:
+  enum class outcome { waiting, joined, ended, gave_up };
+  struct result {
+    outcome what = outcome::waiting;
+    caf::actor orchestrator;  // joined: the next leader's
+  };
+
+  // `control_json`: the job's control.json; `joined`: the address this agent joined first.
+  leader_follower(std::filesystem::path control_json, const std::string& joined, std::string node);
+
+  // Called while no leader is known (about every 100 ms): reads the file, and joins a leader
+  // other than the one lost when it names one.
+  result step(transport::transport_hub& hub, transport::gateway& gw);
+
+ private:
+  using clock = std::chrono::steady_clock;
+  std::filesystem::path file_;
+  std::string node_;
+  std::string leader_address_;  // the leader this agent serves or lost
+  int64_t leader_pid_ = 0;
+  std::optional<clock::time_point> lost_at_;
+  std::string tried_;
+  clock::time_point tried_at_{};
+  std::chrono::seconds limit_{0};
+};
+
+}  // namespace msomni::apps
