@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <deque>
 #include <map>
 #include <memory>
 
@@ -26,6 +27,7 @@ namespace {
 using poll_atom = caf::atom_constant<caf::atom("apoll")>;
 using beat_atom = caf::atom_constant<caf::atom("abeat")>;
 constexpr auto poll_interval = std::chrono::milliseconds(100);
+constexpr size_t held_exits_max = 64;
 
 struct agent_state {
   agent_settings s;
@@ -33,6 +35,12 @@ struct agent_state {
   std::map<std::string, std::unique_ptr<logged_process>> ranks;
   std::map<std::string, int64_t> slot_of;  // live rank -> its local index on this node
   uint64_t seq = 0;
+  // Following the job's leader: ranks that ended while no leader led it, told to the next one
+  // after its agent_hello (it ignores those it never knew); the newest held_exits_max.
+  std::deque<msg::rank_exited> held_exits;
+  uint64_t exits_let_go = 0;
+  prometheus::Counter* ends_held = nullptr;     // msomni_agent_rank_ends_leaderless_total (metrics on)
+  prometheus::Counter* ends_let_go = nullptr;
   ~agent_state() {
     if (s.let_ranks_run && s.let_ranks_run->load())
       for (auto& [name, rank] : ranks) rank->release();
@@ -67,6 +75,10 @@ void lose_leader(agent_state& st) {
 
 caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_state> st) {
   self->account_as("node_agent", st->s.metrics);
+  if (st->s.metrics) {
+    st->ends_held = &st->s.metrics->counter("msomni_agent_rank_ends_leaderless_total", {{"outcome", "held"}});
+    st->ends_let_go = &st->s.metrics->counter("msomni_agent_rank_ends_leaderless_total", {{"outcome", "let_go"}});
+  }
   std::filesystem::create_directories(st->s.log_dir);
   self->monitor(st->orchestrator);
   self->set_down_handler([self, st](caf::down_msg& dm) {
@@ -111,6 +123,8 @@ caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_s
         st->orchestrator = next;
         self->monitor(next);
         say_hello(self, *st);
+        for (auto& e : st->held_exits) self->send(next, std::move(e));
+        st->held_exits.clear();
         MSOMNI_LOG(info, "agent") << "node " << st->s.node << " joined the job's next leader; its ranks here ("
                                   << st->ranks.size() << ") rejoin it themselves";
       },
@@ -136,12 +150,21 @@ caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_s
       [self, st](poll_atom) {
         for (auto it = st->ranks.begin(); it != st->ranks.end();) {
           if (auto status = it->second->poll_exit()) {
-            if (st->orchestrator)
-              self->send(st->orchestrator, msg::rank_exited{it->first, st->s.node, *status,
-                                                            *status == 0 ? "" : it->second->log_tail()});
-            else  // no leader to tell, and the next one never knew this rank
+            msg::rank_exited e{it->first, st->s.node, *status, *status == 0 ? "" : it->second->log_tail()};
+            if (st->orchestrator) {
+              self->send(st->orchestrator, std::move(e));
+            } else {  // for the next leader, which may have adopted it already
               MSOMNI_LOG(warn, "agent") << it->first << " on node " << st->s.node << " ended (status " << *status
-                                        << ") while the job had no leader";
+                                        << ") while this agent had no leader; told to the next one";
+              st->held_exits.push_back(std::move(e));
+              if (st->ends_held) st->ends_held->Increment();
+              if (st->held_exits.size() > held_exits_max) {
+                st->held_exits.pop_front();
+                if (st->ends_let_go) st->ends_let_go->Increment();
+                MSOMNI_LOG(warn, "agent") << "node " << st->s.node << ": " << ++st->exits_let_go
+                                          << " rank ends let go unreported (more than " << held_exits_max << " held)";
+              }
+            }
             st->slot_of.erase(it->first);
             it = st->ranks.erase(it);
           } else {

@@ -56,8 +56,9 @@ struct agent_settings {
   std::shared_ptr<std::atomic<bool>> let_ranks_run;
   // A job with a control store whose leader may change (msomni-agent): the orchestrator's loss
   // leaves the ranks training (they rejoin the next leader themselves) and the agent waits,
-  // without heartbeats, for leader_atom. A rank that ends while no leader leads is logged and
-  // not reported: the next leader never knew it.
+  // without heartbeats, for leader_atom. A rank that ends meanwhile is told to the next leader
+  // after its agent_hello (the newest 64 such ends are held): the leader may have adopted it
+  // before this agent found it.
   bool follow_leader = false;
 };
 

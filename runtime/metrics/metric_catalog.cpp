@@ -82,6 +82,10 @@ std::vector<family_spec> build() {
        "Reports to the control process by outcome while it was gone: dropped (not a step record), overflowed (a "
        "record the bounded history let go of unsent), resent (a record sent again to an adopting leader)",
        {"outcome"}, "rank", {}},
+      {"msomni_agent_rank_ends_leaderless_total", k::counter,
+       "Rank ends a node agent saw while the job had no leader, by outcome: held (told to the next leader once the "
+       "agent joined it) or let_go (past the newest 64 held, never told)",
+       {"outcome"}, "node agent", {}},
       {"msomni_rank_loss", k::gauge, "Loss of the last step", {}, "rank", {}},
       {"msomni_rank_threads", k::gauge, "Compute threads of the rank", {"device"}, "rank", {}},
       {"msomni_rank_memory_bytes", k::gauge, "Memory in use by the rank process (resident host memory)", {"kind"},

@@ -249,7 +249,7 @@ TEST_CASE("control failover: the leader SIGKILLed mid-run, its ranks train on, t
   CHECK_FALSE(admin.get(keys.leader()).has_value());  // the last leader resigned
 }
 
-TEST_CASE("control failover: with node agents, the leader SIGKILLed mid-run: the agents keep their ranks training and join the standby, which adopts them; every step once") {
+TEST_CASE("control failover: with node agents, the leader SIGKILLed mid-run: the agents keep their ranks training and join the standby, which adopts them with every step once") {
   testing::etcd_servers etcd;
   REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
   temp_dir dir;

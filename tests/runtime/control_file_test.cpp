@@ -22,7 +22,7 @@ void touch_relative(const fs::path& file, const fs::path& other, int seconds) {
 
 }  // namespace
 
-TEST_CASE("control.json: the address, token, pid, store, job and follow limit; nothing from a file without them") {
+TEST_CASE("control.json: the address, token, pid, store, job and follow limit, and nothing from a file without them") {
   testing::temp_dir dir;
   const auto file = dir.write(
       "control.json",
