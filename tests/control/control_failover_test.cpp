@@ -1,7 +1,8 @@
 // Control failover with real processes: a real etcd server, two msomni-run processes on one
 // run directory ([control] store), the quickstart job. The leader SIGKILLed mid-run: its ranks
 // train on, the standby takes over and adopts them as they run, and every step is recorded
-// once; with node agents (a multi-node job) the agents keep their ranks and join the standby.
+// once; with node agents (a multi-node job) the agents keep their ranks and join the standby,
+// after a SIGKILL as after a deposition.
 // Leaders killed around elastic changes keep one epoch history. The leader SIGSTOPped
 // past its lease: the standby is elected but starts only once the old leader let go of the run
 // directory; the old leader, continued, finds itself deposed, leaves its ranks to the next
@@ -61,6 +62,35 @@ control_process start_control(const temp_dir& dir, const std::string& name, cons
                           "job.name=" + job},
                          o),
           log};
+}
+
+// The quickstart job on two nodes of one slot each, node-a and node-b.
+std::string two_node_config(const temp_dir& dir) {
+  return dir.write("nodes.toml", read_text(std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml") +
+                                     "\n[[cluster.nodes]]\nname = \"node-a\"\nslots = 1\n"
+                                     "[[cluster.nodes]]\nname = \"node-b\"\nslots = 1\n");
+}
+
+// An msomni-agent for node-a and node-b, joined to the leader control.json names now.
+std::map<std::string, control_process> start_agents(const temp_dir& dir) {
+  const auto control_json = dir.path() / "run" / "control.json";
+  const auto address = json::parse(read_text(control_json))["address"].get<std::string>();
+  std::map<std::string, control_process> agents;
+  for (const std::string node : {"node-a", "node-b"}) {
+    process::spawn_options o;
+    o.in = process::stream::null();
+    const auto log = (dir.path() / (node + ".log")).string();
+    o.out = process::stream::file(log);
+    o.err = process::stream::same_as_stdout();
+    o.parent_death_signal = SIGKILL;
+    agents.emplace(node, control_process{process::spawn(MSOMNI_AGENT_BINARY,
+                                                        {"--join", address, "--token-file", control_json.string(), "--node",
+                                                         node, "--heartbeat-s", "1", "--log-dir",
+                                                         (dir.path() / ("logs-" + node)).string()},
+                                                        o),
+                                         log});
+  }
+  return agents;
 }
 
 std::vector<json> events_of(const temp_dir& dir) {
@@ -254,29 +284,12 @@ TEST_CASE("control failover: with node agents, the leader SIGKILLed mid-run: the
   REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
   temp_dir dir;
   ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
-  const auto config = dir.write("nodes.toml", read_text(std::string(MSOMNI_SOURCE_DIR) + "/configs/quickstart.toml") +
-                                                  "\n[[cluster.nodes]]\nname = \"node-a\"\nslots = 1\n"
-                                                  "[[cluster.nodes]]\nname = \"node-b\"\nslots = 1\n");
+  const auto config = two_node_config(dir);
   auto leader = start_control(dir, "leader", etcd.url(), "failover-nodes", steps, config);
   const auto control_json = dir.path() / "run" / "control.json";
   REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "control_elected").empty() &&
                                         std::filesystem::exists(control_json); }, 120s), leader.log());
-  const auto address = json::parse(read_text(control_json))["address"].get<std::string>();
-  std::map<std::string, control_process> agents;
-  for (const std::string node : {"node-a", "node-b"}) {
-    process::spawn_options o;
-    o.in = process::stream::null();
-    const auto log = (dir.path() / (node + ".log")).string();
-    o.out = process::stream::file(log);
-    o.err = process::stream::same_as_stdout();
-    o.parent_death_signal = SIGKILL;
-    agents.emplace(node, control_process{process::spawn(MSOMNI_AGENT_BINARY,
-                                                        {"--join", address, "--token-file", control_json.string(), "--node",
-                                                         node, "--heartbeat-s", "1", "--log-dir",
-                                                         (dir.path() / ("logs-" + node)).string()},
-                                                        o),
-                                         log});
-  }
+  auto agents = start_agents(dir);
   auto standby = start_control(dir, "standby", etcd.url(), "failover-nodes", steps, config);
   REQUIRE_MESSAGE(wait_for([&] { return standby.log().find("standby: ") != std::string::npos; }, 60s), standby.log());
   REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "checkpoint").empty() && metric_lines(dir) >= 50; }, 180s),
@@ -595,6 +608,53 @@ TEST_CASE("control failover: a leader stopped past its lease is deposed and fenc
   CHECK(of_kind(events, "stop").empty());
   MESSAGE("after the deposition: " << of_kind(events, "ranks_adopted").size() << " adoption(s), "
                                    << of_kind(events, "adoption_window_closed").size() << " fresh start(s)");
+}
+
+TEST_CASE("control failover: with node agents, a leader stopped past its lease is deposed, and the agents keep their ranks and join the next leader") {
+  testing::etcd_servers etcd;
+  REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
+  temp_dir dir;
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+  const auto config = two_node_config(dir);
+  auto leader = start_control(dir, "leader", etcd.url(), "failover-nodes-stop", steps, config);
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "control_elected").empty() &&
+                                        std::filesystem::exists(dir.path() / "run" / "control.json"); }, 120s), leader.log());
+  auto agents = start_agents(dir);
+  auto standby = start_control(dir, "standby", etcd.url(), "failover-nodes-stop", steps, config);
+  REQUIRE_MESSAGE(wait_for([&] { return standby.log().find("standby: ") != std::string::npos; }, 60s), standby.log());
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "checkpoint").empty() && metric_lines(dir) >= 50; }, 180s),
+                  leader.log());
+  const auto ranks_of_leader = of_kind(events_of(dir), "rank_ready");
+  REQUIRE(ranks_of_leader.size() == 2);
+  leader.child.signal(SIGSTOP);
+  const bool elected = wait_for([&] { return standby.log().find("msomni-run: leading the job") != std::string::npos; }, 60s);
+  leader.child.signal(SIGCONT);
+  REQUIRE_MESSAGE(elected, standby.log());
+  const auto old_status = leader.child.wait_for(120s);
+  REQUIRE_MESSAGE(old_status.has_value(), leader.log());
+  CHECK_MESSAGE(old_status->shell_code() == 6, leader.log());  // deposed
+  // The deposed leader's end is no end of the job: the agents stay with their ranks.
+  for (auto& [node, agent] : agents) CHECK_MESSAGE(!agent.child.poll().has_value(), agent.log());
+  const auto status = standby.child.wait_for(300s);
+  REQUIRE_MESSAGE(status.has_value(), standby.log());
+  CHECK_MESSAGE(status->shell_code() == 0, standby.log());
+  for (auto& [node, agent] : agents) {
+    const auto end = agent.child.wait_for(60s);
+    REQUIRE_MESSAGE(end.has_value(), agent.log());
+    CHECK_MESSAGE(end->shell_code() == 0, agent.log());
+    CHECK_MESSAGE(agent.log().find("joined the job's next leader") != std::string::npos, agent.log());
+  }
+  const auto events = events_of(dir);
+  CHECK(of_kind(events, "deposed").size() == 1);
+  CHECK(of_kind(events, "control_takeover").size() == 1);
+  CHECK(of_kind(events, "job_finished").size() == 1);
+  // Adopted, or (when the ranks were caught at a barrier) started anew on the same agents.
+  const bool adopted = of_kind(events, "ranks_adopted").size() == 1;
+  CHECK((adopted || of_kind(events, "adoption_window_closed").size() == 1));
+  if (adopted) CHECK(of_kind(events, "rank_spawn").size() == 2);
+  check_every_step_once(dir);
+  for (const auto& r : ranks_of_leader) CHECK_FALSE(pid_alive(r.value("pid", int64_t{0})));
+  MESSAGE("after the deposition with node agents: " << std::string(adopted ? "the ranks were adopted" : "a fresh start"));
 }
 
 TEST_CASE("control failover: a 3-member store losing a member mid-run does not touch the job") {
