@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -279,23 +280,42 @@ TEST_CASE("control failover: the leader SIGKILLed mid-run, its ranks train on, t
   CHECK_FALSE(admin.get(keys.leader()).has_value());  // the last leader resigned
 }
 
-TEST_CASE("control failover: with node agents, the leader SIGKILLed mid-run: the agents keep their ranks training and join the standby, which adopts them with every step once") {
+// A two-node job (node-a and node-b, one rank each) under a leader with its msomni-agents and a
+// standby, run past a committed checkpoint and 50 recorded steps. The store, the run
+// directory and every process are the fixture's.
+struct two_node_job {
   testing::etcd_servers etcd;
-  REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
   temp_dir dir;
-  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
-  const auto config = two_node_config(dir);
-  auto leader = start_control(dir, "leader", etcd.url(), "failover-nodes", steps, config);
-  const auto control_json = dir.path() / "run" / "control.json";
-  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "control_elected").empty() &&
-                                        std::filesystem::exists(control_json); }, 120s), leader.log());
-  auto agents = start_agents(dir);
-  auto standby = start_control(dir, "standby", etcd.url(), "failover-nodes", steps, config);
-  REQUIRE_MESSAGE(wait_for([&] { return standby.log().find("standby: ") != std::string::npos; }, 60s), standby.log());
-  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "checkpoint").empty() && metric_lines(dir) >= 50; }, 180s),
-                  leader.log() << agents.at("node-a").log());
-  const auto ranks_of_leader = of_kind(events_of(dir), "rank_ready");
-  REQUIRE(ranks_of_leader.size() == 2);
+  std::string config;
+  std::optional<control_process> leader, standby;
+  std::map<std::string, control_process> agents;
+  std::vector<json> ranks_of_leader;  // their rank_ready events
+
+  explicit two_node_job(const std::string& job) {
+    REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
+    ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+    config = two_node_config(dir);
+    leader.emplace(start_control(dir, "leader", etcd.url(), job, steps, config));
+    REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "control_elected").empty() &&
+                                          std::filesystem::exists(dir.path() / "run" / "control.json"); }, 120s),
+                    leader->log());
+    agents = start_agents(dir);
+    standby.emplace(start_control(dir, "standby", etcd.url(), job, steps, config));
+    REQUIRE_MESSAGE(wait_for([&] { return standby->log().find("standby: ") != std::string::npos; }, 60s), standby->log());
+    REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "checkpoint").empty() && metric_lines(dir) >= 50; }, 180s),
+                    leader->log() << agents.at("node-a").log());
+    ranks_of_leader = of_kind(events_of(dir), "rank_ready");
+    REQUIRE(ranks_of_leader.size() == 2);
+  }
+};
+
+TEST_CASE("control failover: with node agents, the leader SIGKILLed mid-run: the agents keep their ranks training and join the standby, which adopts them with every step once") {
+  two_node_job j("failover-nodes");
+  auto& dir = j.dir;
+  auto& leader = *j.leader;
+  auto& standby = *j.standby;
+  auto& agents = j.agents;
+  const auto& ranks_of_leader = j.ranks_of_leader;
   leader.child.signal(SIGKILL);
   leader.child.wait();
   const auto recorded_at_kill = metric_lines(dir);
@@ -611,21 +631,12 @@ TEST_CASE("control failover: a leader stopped past its lease is deposed and fenc
 }
 
 TEST_CASE("control failover: with node agents, a leader stopped past its lease is deposed, and the agents keep their ranks and join the next leader") {
-  testing::etcd_servers etcd;
-  REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
-  temp_dir dir;
-  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
-  const auto config = two_node_config(dir);
-  auto leader = start_control(dir, "leader", etcd.url(), "failover-nodes-stop", steps, config);
-  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "control_elected").empty() &&
-                                        std::filesystem::exists(dir.path() / "run" / "control.json"); }, 120s), leader.log());
-  auto agents = start_agents(dir);
-  auto standby = start_control(dir, "standby", etcd.url(), "failover-nodes-stop", steps, config);
-  REQUIRE_MESSAGE(wait_for([&] { return standby.log().find("standby: ") != std::string::npos; }, 60s), standby.log());
-  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "checkpoint").empty() && metric_lines(dir) >= 50; }, 180s),
-                  leader.log());
-  const auto ranks_of_leader = of_kind(events_of(dir), "rank_ready");
-  REQUIRE(ranks_of_leader.size() == 2);
+  two_node_job j("failover-nodes-stop");
+  auto& dir = j.dir;
+  auto& leader = *j.leader;
+  auto& standby = *j.standby;
+  auto& agents = j.agents;
+  const auto& ranks_of_leader = j.ranks_of_leader;
   leader.child.signal(SIGSTOP);
   const bool elected = wait_for([&] { return standby.log().find("msomni-run: leading the job") != std::string::npos; }, 60s);
   leader.child.signal(SIGCONT);
