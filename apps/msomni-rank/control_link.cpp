@@ -36,6 +36,19 @@ void control_link::send_record(const msg::step_record& r) {
   }
 }
 
+void control_link::send_checkpoint(const msg::checkpoint_done& d) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (orchestrator_) {
+    caf::anon_send(orchestrator_, d);
+    return;
+  }
+  held_checkpoints_.push_back(d);
+  if (held_checkpoints_.size() > checkpoints_held_max_) {
+    held_checkpoints_.pop_front();
+    ++overflowed_;
+  }
+}
+
 size_t control_link::adopt(caf::actor orchestrator, uint64_t recorded_step) {
   std::lock_guard<std::mutex> lock(mutex_);
   orchestrator_ = std::move(orchestrator);
@@ -46,6 +59,8 @@ size_t control_link::adopt(caf::actor orchestrator, uint64_t recorded_step) {
     sent_[i] = true;
     ++n;
   }
+  for (auto& d : held_checkpoints_) caf::anon_send(orchestrator_, std::move(d)), ++n;
+  held_checkpoints_.clear();
   resent_ += n;
   return n;
 }

@@ -3,9 +3,10 @@
 // lost, and reports wait for the next leader. Step records are kept in a bounded history
 // (every record, live or not, the newest history_max of them): a leader that adopts the rank
 // gets again those after the last step its metrics hold, so a record the dead leader never
-// wrote, or one sent while no leader existed, is written once. Other reports (a stall, a
-// checkpoint, a memory fit) are dropped while lost, and counted: the new leader learns the
-// checkpoints from the directory and a stall makes the rank unadoptable anyway.
+// wrote, or one sent while no leader existed, is written once. Checkpoint reports made while
+// lost are held too (the newest checkpoints_held_max) and go to an adopting leader after the
+// records, which journals them. Other reports (a stall, a memory fit) are dropped while lost,
+// and counted: a stall makes the rank unadoptable anyway.
 //
 // Thread-safe: the training thread sends records, the checkpoint writer its results, and the
 // rank's worker actor hands over the new leader's answer.
@@ -25,7 +26,8 @@ namespace msomni::apps {
 
 class control_link {
  public:
-  explicit control_link(size_t history_max = 4096) : history_max_(history_max) {}
+  explicit control_link(size_t history_max = 4096, size_t checkpoints_held_max = 64)
+      : history_max_(history_max), checkpoints_held_max_(checkpoints_held_max) {}
 
   void attach(caf::actor orchestrator);  // live, reporting to it
   void lose();                           // its control process is gone
@@ -34,6 +36,8 @@ class control_link {
 
   // A step record: kept, and sent at once while live.
   void send_record(const msg::step_record& r);
+  // A checkpoint's report: sent while live, held for an adopting leader while lost.
+  void send_checkpoint(const msg::checkpoint_done& d);
   // Any other report: sent while live, dropped (and counted) while lost.
   template <class T>
   void send(T&& m) {
@@ -43,7 +47,8 @@ class control_link {
   }
 
   // A new leader adopted the rank: live again, reporting to `orchestrator`, after the kept
-  // records of steps after `recorded_step` went to it in order. Returns how many.
+  // records of steps after `recorded_step` went to it in order, then the checkpoint reports
+  // held. Returns how many reports went.
   size_t adopt(caf::actor orchestrator, uint64_t recorded_step);
 
   // The leader's answer to a rank_rejoin, from the worker actor; taken by the training thread.
@@ -52,14 +57,16 @@ class control_link {
 
   struct counts {
     uint64_t kept = 0;         // records held now
-    uint64_t overflowed = 0;   // records the history let go of while lost (never sent)
+    uint64_t overflowed = 0;   // records (or held checkpoint reports) let go of while lost, never sent
     uint64_t dropped = 0;      // other reports dropped while lost
-    uint64_t resent = 0;       // records sent again to an adopting leader
+    uint64_t resent = 0;       // records and held checkpoint reports sent to an adopting leader
   };
   counts totals() const;
 
  private:
   const size_t history_max_;
+  const size_t checkpoints_held_max_;
+  std::deque<msg::checkpoint_done> held_checkpoints_;
   mutable std::mutex mutex_;
   caf::actor orchestrator_;
   std::deque<msg::step_record> history_;

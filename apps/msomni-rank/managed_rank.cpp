@@ -537,7 +537,7 @@ class managed_rank {
                                             static_cast<uint64_t>(cfg_.checkpoint.keep),
                                             static_cast<int>(cfg_.checkpoint.zstd_level),
                                             static_cast<int>(cfg_.checkpoint.zstd_threads), config::config_hash(cfg_),
-                                            [link = &link_](const msg::checkpoint_done& d) { link->send(d); },
+                                            [link = &link_](const msg::checkpoint_done& d) { link->send_checkpoint(d); },
                                             static_cast<uint64_t>(cfg_.checkpoint.max_consecutive_failures),
                                             nullptr, cfg_.resolved_values},
         rank);

@@ -293,8 +293,6 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   transport::gateway gw(sys, hub);
   metrics::metrics_registry::refresher_handle transport_series;
   if (job_metrics) transport_series = transport::watch_transport(*job_metrics->own(), hub, gw);
-  write_control_file(run_dir, hub.node().address(), token, metrics_http ? metrics_http->address() : "", cfg);
-  if (control) control->leadership->announce(hub.node().address(), metrics_http ? metrics_http->address() : "");
   if (job_metrics && control) control->leadership->attach_metrics(*job_metrics->own());
   else if (job_metrics) control::embedded_control_series(*job_metrics->own());
 
@@ -407,6 +405,10 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   }
   auto orchestrator = orchestrator::spawn_orchestrator(sys, elastic, std::move(env), std::move(node_checks));
   gw.publish("orchestrator", orchestrator);
+  // Only now is the address worth reading: whoever finds it (an agent, a rank that follows the
+  // leader, the CLI) reaches a published orchestrator, not a node that drops its messages.
+  write_control_file(run_dir, hub.node().address(), token, metrics_http ? metrics_http->address() : "", cfg);
+  if (control) control->leadership->announce(hub.node().address(), metrics_http ? metrics_http->address() : "");
   journal.event("control_started", "control at " + hub.node().address() + ", run directory " + run_dir.string());
 
   caf::actor local_agent;

@@ -79,8 +79,8 @@ std::vector<family_spec> build() {
        "Step records the rank keeps for a leader that adopts it after a takeover (bounded: the newest 4096)", {},
        "rank", {}},
       {"msomni_rank_control_reports_total", k::counter,
-       "Reports to the control process by outcome while it was gone: dropped (not a step record), overflowed (a "
-       "record the bounded history let go of unsent), resent (a record sent again to an adopting leader)",
+       "Reports to the control process by outcome while it was gone: dropped (neither a step record nor a "
+       "checkpoint's), overflowed (one the bounded history let go of unsent), resent (sent to an adopting leader)",
        {"outcome"}, "rank", {}},
       {"msomni_agent_rank_ends_leaderless_total", k::counter,
        "Rank ends a node agent saw while the job had no leader, by outcome: held (told to the next leader once the "

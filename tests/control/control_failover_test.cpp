@@ -106,6 +106,18 @@ std::vector<json> of_kind(const std::vector<json>& events, const std::string& ki
   return out;
 }
 
+// Checkpoint events of steps in (after, up_to], by the step their text names.
+size_t checkpoints_between(const std::vector<json>& events, size_t after, size_t up_to) {
+  size_t n = 0;
+  for (const auto& e : of_kind(events, "checkpoint")) {
+    const auto text = e.value("reason", std::string());
+    if (text.rfind("step ", 0) != 0) continue;
+    const size_t step = std::stoul(text.substr(5));
+    n += step > after && step <= up_to;
+  }
+  return n;
+}
+
 size_t metric_lines(const temp_dir& dir) {
   const auto p = dir.path() / "run" / "metrics.jsonl";
   return std::filesystem::exists(p) ? read_json_lines(p).size() : 0;
@@ -244,6 +256,9 @@ TEST_CASE("control failover: the leader SIGKILLed mid-run, its ranks train on, t
   CHECK(of_kind(events, "rank_down").empty());
   CHECK(adopted[0]["adopted_epoch"] == 1);
   CHECK(of_kind(events, "job_finished").size() == 1);
+  // The checkpoints they committed while no leader existed were reported to the one that
+  // adopted them, and journaled.
+  CHECK(checkpoints_between(events, recorded_at_kill, adopted[0]["adopted_step"].get<size_t>()) > 0);
   // Every step once in metrics.jsonl itself, not only on the effective curve.
   std::map<uint64_t, int> lines;
   std::vector<double> step_ms;
@@ -322,10 +337,11 @@ TEST_CASE("control failover: with node agents, the leader SIGKILLed mid-run: the
   for (const auto& r : ranks_of_leader) CHECK(pid_alive(r.value("pid", int64_t{0})));
   REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "ranks_adopted").empty(); }, 60s),
                   standby.log() << agents.at("node-a").log());
-  // The agents stayed, with their ranks, and joined the new leader.
+  // The agents stayed, with their ranks, and join the new leader (the ranks may find it first).
   for (auto& [node, agent] : agents) {
     CHECK_FALSE(agent.child.poll().has_value());
-    CHECK_MESSAGE(agent.log().find("joined the job's next leader") != std::string::npos, agent.log());
+    CHECK_MESSAGE(wait_for([&] { return agent.log().find("joined the job's next leader") != std::string::npos; }, 30s),
+                  agent.log());
   }
   // The adopted rank on node-b leaves in a scale-down: its agent, still its parent, stops it
   // and reports its end to the new leader.
@@ -348,6 +364,7 @@ TEST_CASE("control failover: with node agents, the leader SIGKILLed mid-run: the
   REQUIRE(adopted.size() == 1);
   CHECK(adopted[0]["adopted"] == 2);
   CHECK(adopted[0]["adopted_step"].get<size_t>() > recorded_at_kill);
+  CHECK(checkpoints_between(events, recorded_at_kill, adopted[0]["adopted_step"].get<size_t>()) > 0);
   // Nothing restarted: the leader's two ranks, on their two nodes, no rollback.
   CHECK(of_kind(events, "rank_spawn").size() == 2);
   CHECK(of_kind(events, "rank_down").empty());
