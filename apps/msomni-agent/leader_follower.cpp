@@ -43,14 +43,16 @@ leader_follower::result leader_follower::step(transport::transport_hub& hub, tra
   }
   const bool another = f && (f->address != leader_address_ || (f->pid != 0 && f->pid != leader_pid_));
   if (!another) return {};
+  // The lost leader's node still connected (its orchestrator ended first): "control" would
+  // name it, not the next leader. A next leader starts only once the last one's process is
+  // gone, so that node goes too.
+  if (hub.node().is_up("control")) return {};
   const auto key = f->address + "/" + std::to_string(f->pid);
   if (key == tried_ && now - tried_at_ < retry_interval) return {};
   tried_ = key;
   tried_at_ = now;
-  if (!hub.node().is_up("control")) {
-    hub.node().connect(f->address);
-    if (!hub.node().wait_up("control", connect_wait)) return {};
-  }
+  hub.node().connect(f->address);
+  if (!hub.node().wait_up("control", connect_wait)) return {};
   leader_address_ = f->address;
   leader_pid_ = f->pid;
   lost_at_.reset();
