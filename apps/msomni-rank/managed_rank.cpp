@@ -35,6 +35,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
@@ -633,6 +635,28 @@ class managed_rank {
 
 }  // namespace
 
+namespace {
+
+// A rank that has given its result (its checkpoints committed, its leaving acknowledged or
+// given up on) ends within this bound: a teardown that hangs (the transport or a peer not
+// letting go) must not keep the process, and the slot or GPU it holds, alive. Normal teardown
+// takes well under a second.
+constexpr auto teardown_limit = std::chrono::seconds(20);
+
+void bound_teardown(const std::string& name, int code) {
+  std::thread([name, code] {
+    std::this_thread::sleep_for(teardown_limit);
+    const std::string line = "msomni-rank: " + name + " was still tearing down " +
+                             std::to_string(teardown_limit.count()) + " s after its result; exiting with " +
+                             std::to_string(code) + "\n";
+    ::fcntl(2, F_SETFL, ::fcntl(2, F_GETFL) | O_NONBLOCK);  // a full pipe must not hold the exit too
+    [[maybe_unused]] const auto written = ::write(2, line.data(), line.size());
+    std::_Exit(code);
+  }).detach();
+}
+
+}  // namespace
+
 int run_managed_rank(const config::job_config& cfg, const managed_rank_options& opts) {
   caf::actor_system_config caf_cfg;
   caf::actor_system sys{configure_process(caf_cfg, rank_worker::rank_actor_threads(cfg), idle_threads::park)};
@@ -655,7 +679,9 @@ int run_managed_rank(const config::job_config& cfg, const managed_rank_options& 
     }
     managed_rank rank(cfg, opts, sys, hub, gw, series.get());
     try {
-      return rank.run();
+      const int code = rank.run();
+      bound_teardown(opts.name, code);
+      return code;
     } catch (const kernels::out_of_memory& e) {
       // Word for word the same on a replacement that meets it again (no name, no time in it), so
       // the orchestrator ends the job instead of replacing ranks that would fail alike.
@@ -663,9 +689,11 @@ int run_managed_rank(const config::job_config& cfg, const managed_rank_options& 
                               json_text(nlohmann::json(cfg.memory.device_memory_gb)) +
                               " GB now) or make the batches or the model smaller";
       rank.report_failure(why);
+      bound_teardown(opts.name, 1);
       throw std::runtime_error(why);
     } catch (const std::exception& e) {
       rank.report_failure(e.what());
+      bound_teardown(opts.name, 1);
       throw;
     }
   } catch (const std::exception& e) {
