@@ -3,6 +3,8 @@
 
 #include "elastic_core.hpp"
 
+#include "core/secret_file.hpp"
+
 #include "orchestrator_json.hpp"
 
 #include <fcntl.h>
@@ -59,20 +61,12 @@ run_journal::~run_journal() {
 }
 
 void run_journal::store_attempt() {
-  // Small and rewritten rarely: temp + fsync + rename, so a crash leaves the old or new number.
-  // The temporary is this process's own (its pid in the name, created exclusively), so
-  // removing it after a failure removes nothing else.
-  const auto tmp = run_dir_ / (".attempt.tmp-" + std::to_string(::getpid()));
-  const auto text = std::to_string(attempt_.load()) + "\n";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  const bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                  ::fsync(fd) == 0;
-  const int err = errno;
-  if (fd >= 0) ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), (run_dir_ / "attempt").c_str()) != 0) {
-    if (fd >= 0) ::unlink(tmp.c_str());
-    failure_ = "cannot record the attempt number in " + (run_dir_ / "attempt").string() + ": " +
-               std::strerror(ok ? errno : err);
+  // Small and rewritten rarely: replaced whole (temporary, fsync, rename), so a crash leaves
+  // the old or new number.
+  try {
+    write_private_file((run_dir_ / "attempt").string(), std::to_string(attempt_.load()) + "\n");
+  } catch (const std::exception& e) {
+    failure_ = std::string("cannot record the attempt number: ") + e.what();
     failed_ = true;
   }
 }

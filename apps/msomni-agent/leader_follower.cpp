@@ -16,10 +16,9 @@ constexpr auto default_limit = std::chrono::seconds(60);
 
 }  // namespace
 
-leader_follower::leader_follower(std::filesystem::path control_json, const std::string& joined, std::string node)
-    : file_(std::move(control_json)), node_(std::move(node)), leader_address_(joined) {
-  if (const auto f = read_control_file(file_); f && f->address == joined) leader_pid_ = f->pid;
-}
+leader_follower::leader_follower(std::filesystem::path control_json, std::string joined, int64_t joined_pid,
+                                 std::string node)
+    : file_(std::move(control_json)), node_(std::move(node)), leader_address_(std::move(joined)), leader_pid_(joined_pid) {}
 
 leader_follower::result leader_follower::step(transport::transport_hub& hub, transport::gateway& gw) {
   const auto now = clock::now();

@@ -27,8 +27,9 @@ class leader_follower {
     caf::actor orchestrator;  // joined: the next leader's
   };
 
-  // `control_json`: the job's control.json; `joined`: the address this agent joined first.
-  leader_follower(std::filesystem::path control_json, const std::string& joined, std::string node);
+  // `control_json`: the job's control.json; `joined`: the address this agent joined first, and
+  // `joined_pid` that leader's pid as control.json gave it (0: not known).
+  leader_follower(std::filesystem::path control_json, std::string joined, int64_t joined_pid, std::string node);
 
   // Called while no leader is known (about every 100 ms): reads the file, and joins a leader
   // other than the one lost when it names one.

@@ -41,12 +41,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <cstdlib>
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -54,17 +52,6 @@ using namespace msomni;
 using namespace std::chrono_literals;
 
 namespace {
-
-// Whether `token_file` is a run's control.json that names the job's /metrics (msomni-run writes
-// metrics_address only while cluster.metrics_port is on); a file with the token alone is not.
-bool job_has_metrics(const std::string& token_file) {
-  if (token_file.empty()) return false;
-  std::ifstream in(token_file);
-  const auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object()) return false;  // also a file that is not JSON (parse gives "discarded")
-  const auto address = doc.find("metrics_address");
-  return address != doc.end() && address->is_string() && !address->get<std::string>().empty();
-}
 
 // Under srun: this node is $SLURMD_NODENAME, its place and slots its row of msomni-run's
 // table (slurm::agent_table). "" when found, else why not.
@@ -145,19 +132,18 @@ int main(int argc, char** argv) {
     return 2;
   }
   ::unsetenv(job_token_env);  // the ranks get it from us, explicitly
-  if (job_has_metrics(token_file)) s.metrics = std::make_shared<metrics::metrics_registry>();
+  // control.json, when that is the token file: whether the job has metrics (it names their
+  // endpoint) and whether its leader may change (a control store: follow it).
+  const auto control = token_file.empty() ? std::nullopt : read_control_file(token_file);
+  if (control && !control->metrics_address.empty()) s.metrics = std::make_shared<metrics::metrics_registry>();
+  s.follow_leader = control && !control->store.empty();
   if (s.job_token.empty())
     return command_line::refuse(app, "the job's token is needed: --token-file RUN_DIR/control.json, or " +
                                          std::string(job_token_env));
   if (s.log_dir.empty()) s.log_dir = "/tmp/msomni-agent-" + s.node;
   s.heartbeat_interval = std::chrono::milliseconds(static_cast<int64_t>(heartbeat_s * 1000));
-  // The job's leader may change (a control store): follow it through control.json.
-  const auto control = token_file.empty() ? std::nullopt : read_control_file(token_file);
-  s.follow_leader = control && !control->store.empty();
   static std::atomic<bool> orchestrator_lost{false};
-  static bool following = false;
-  following = s.follow_leader;
-  s.on_orchestrator_lost = [] {
+  s.on_orchestrator_lost = [following = s.follow_leader] {
     orchestrator_lost = true;
     if (!following) stop_signal::flag() = true;
   };
@@ -204,7 +190,7 @@ int main(int argc, char** argv) {
     if (s.metrics) pusher = metrics::spawn_metrics_pusher(sys, s.metrics, orchestrator, {s.node, "", s.node});
     std::cout << "msomni-agent: node " << s.node << " (rack " << s.rack << ", switch " << s.switch_name << ", "
               << s.slots << " slots) joined " << join << std::endl;
-    apps::leader_follower follower(token_file, join, s.node);
+    apps::leader_follower follower(token_file, join, control && control->address == join ? control->pid : 0, s.node);
     for (;;) {
       std::this_thread::sleep_for(100ms);
       if (s.follow_leader && !stop_signal::flag()) {

@@ -43,7 +43,7 @@ std::optional<control_file> read_control_file(const fs::path& file) {
     return it != doc.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
   return control_file{address->get<std::string>(), token->get<std::string>(), number("pid"), text("store"), text("job"),
-                      number("follow_limit_s")};
+                      text("metrics_address"), number("follow_limit_s")};
 }
 
 bool control_process_gone(const control_file& file) {

@@ -16,6 +16,7 @@ struct control_file {
   std::string address, token;
   int64_t pid = 0;  // msomni-run's; 0 when the file does not say
   std::string store, job;  // [control] store and job.name when the job keeps its control state there
+  std::string metrics_address;  // the job's /metrics while cluster.metrics_port is on; "" otherwise
   // With a store: how long the job's ranks and agents train on without a leader before they
   // give up (leaderless_limit_s of the lease); 0 when the file does not say.
   int64_t follow_limit_s = 0;

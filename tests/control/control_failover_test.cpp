@@ -327,23 +327,30 @@ struct two_node_job {
     ranks_of_leader = of_kind(events_of(dir), "rank_ready");
     REQUIRE(ranks_of_leader.size() == 2);
   }
+
+  // The standby finishes the job (exit 0), and then the agents end (exit 0).
+  void ends_under_the_standby() {
+    const auto status = standby->child.wait_for(300s);
+    REQUIRE_MESSAGE(status.has_value(), standby->log());
+    CHECK_MESSAGE(status->shell_code() == 0, standby->log());
+    for (auto& [node, agent] : agents) {
+      const auto end = agent.child.wait_for(60s);
+      REQUIRE_MESSAGE(end.has_value(), agent.log());
+      CHECK_MESSAGE(end->shell_code() == 0, agent.log());
+    }
+  }
 };
 
 TEST_CASE("control failover: with node agents, the leader SIGKILLed mid-run: the agents keep their ranks training and join the standby, which adopts them with every step once") {
   two_node_job j("failover-nodes");
-  auto& dir = j.dir;
-  auto& leader = *j.leader;
-  auto& standby = *j.standby;
-  auto& agents = j.agents;
-  const auto& ranks_of_leader = j.ranks_of_leader;
-  leader.child.signal(SIGKILL);
-  leader.child.wait();
-  const auto recorded_at_kill = metric_lines(dir);
-  for (const auto& r : ranks_of_leader) CHECK(pid_alive(r.value("pid", int64_t{0})));
-  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "ranks_adopted").empty(); }, 60s),
-                  standby.log() << agents.at("node-a").log());
+  j.leader->child.signal(SIGKILL);
+  j.leader->child.wait();
+  const auto recorded_at_kill = metric_lines(j.dir);
+  for (const auto& r : j.ranks_of_leader) CHECK(pid_alive(r.value("pid", int64_t{0})));
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(j.dir), "ranks_adopted").empty(); }, 60s),
+                  j.standby->log() << j.agents.at("node-a").log());
   // The agents stayed, with their ranks, and join the new leader (the ranks may find it first).
-  for (auto& [node, agent] : agents) {
+  for (auto& [node, agent] : j.agents) {
     CHECK_FALSE(agent.child.poll().has_value());
     CHECK_MESSAGE(wait_for([&] { return agent.log().find("joined the job's next leader") != std::string::npos; }, 30s),
                   agent.log());
@@ -351,20 +358,13 @@ TEST_CASE("control failover: with node agents, the leader SIGKILLed mid-run: the
   // The adopted rank on node-b leaves in a scale-down: its agent, still its parent, stops it
   // and reports its end to the new leader.
   const auto down = testing::run_command(std::string(MSOMNI_CLI_BINARY) + " scale-down --replicas 1 --run-dir " +
-                                         (dir.path() / "run").string());
+                                         (j.dir.path() / "run").string());
   REQUIRE_MESSAGE(down.exit_code == 0, down.output);
-  const auto status = standby.child.wait_for(300s);
-  REQUIRE_MESSAGE(status.has_value(), standby.log());
-  CHECK_MESSAGE(status->shell_code() == 0, standby.log());
   // The job ended under its leader: the agents end, with nothing left running.
-  for (auto& [node, agent] : agents) {
-    const auto end = agent.child.wait_for(60s);
-    REQUIRE_MESSAGE(end.has_value(), agent.log());
-    CHECK_MESSAGE(end->shell_code() == 0, agent.log());
-  }
-  for (const auto& r : ranks_of_leader) CHECK_FALSE(pid_alive(r.value("pid", int64_t{0})));
+  j.ends_under_the_standby();
+  for (const auto& r : j.ranks_of_leader) CHECK_FALSE(pid_alive(r.value("pid", int64_t{0})));
 
-  const auto events = events_of(dir);
+  const auto events = events_of(j.dir);
   const auto adopted = of_kind(events, "ranks_adopted");
   REQUIRE(adopted.size() == 1);
   CHECK(adopted[0]["adopted"] == 2);
@@ -375,12 +375,12 @@ TEST_CASE("control failover: with node agents, the leader SIGKILLed mid-run: the
   CHECK(of_kind(events, "rank_down").empty());
   CHECK(of_kind(events, "recovery").empty());
   std::set<std::string> nodes;
-  for (const auto& r : ranks_of_leader) nodes.insert(r.value("node", ""));
+  for (const auto& r : j.ranks_of_leader) nodes.insert(r.value("node", ""));
   CHECK(nodes == std::set<std::string>{"node-a", "node-b"});
   CHECK(of_kind(events, "agent_joined").size() == 4);  // each agent, once per leader
   CHECK(of_kind(events, "scale_down_done").size() == 1);
   CHECK(of_kind(events, "job_finished").size() == 1);
-  check_every_step_once(dir);
+  check_every_step_once(j.dir);
 }
 
 TEST_CASE("control failover: an adopted rank that overruns a scale-down's grace period is stopped by its pid, and the job goes on") {
@@ -654,30 +654,19 @@ TEST_CASE("control failover: a leader stopped past its lease is deposed and fenc
 
 TEST_CASE("control failover: with node agents, a leader stopped past its lease is deposed, and the agents keep their ranks and join the next leader") {
   two_node_job j("failover-nodes-stop");
-  auto& dir = j.dir;
-  auto& leader = *j.leader;
-  auto& standby = *j.standby;
-  auto& agents = j.agents;
-  const auto& ranks_of_leader = j.ranks_of_leader;
-  leader.child.signal(SIGSTOP);
-  const bool elected = wait_for([&] { return standby.log().find("msomni-run: leading the job") != std::string::npos; }, 60s);
-  leader.child.signal(SIGCONT);
-  REQUIRE_MESSAGE(elected, standby.log());
-  const auto old_status = leader.child.wait_for(120s);
-  REQUIRE_MESSAGE(old_status.has_value(), leader.log());
-  CHECK_MESSAGE(old_status->shell_code() == 6, leader.log());  // deposed
+  j.leader->child.signal(SIGSTOP);
+  const bool elected = wait_for([&] { return j.standby->log().find("msomni-run: leading the job") != std::string::npos; }, 60s);
+  j.leader->child.signal(SIGCONT);
+  REQUIRE_MESSAGE(elected, j.standby->log());
+  const auto old_status = j.leader->child.wait_for(120s);
+  REQUIRE_MESSAGE(old_status.has_value(), j.leader->log());
+  CHECK_MESSAGE(old_status->shell_code() == 6, j.leader->log());  // deposed
   // The deposed leader's end is no end of the job: the agents stay with their ranks.
-  for (auto& [node, agent] : agents) CHECK_MESSAGE(!agent.child.poll().has_value(), agent.log());
-  const auto status = standby.child.wait_for(300s);
-  REQUIRE_MESSAGE(status.has_value(), standby.log());
-  CHECK_MESSAGE(status->shell_code() == 0, standby.log());
-  for (auto& [node, agent] : agents) {
-    const auto end = agent.child.wait_for(60s);
-    REQUIRE_MESSAGE(end.has_value(), agent.log());
-    CHECK_MESSAGE(end->shell_code() == 0, agent.log());
+  for (auto& [node, agent] : j.agents) CHECK_MESSAGE(!agent.child.poll().has_value(), agent.log());
+  j.ends_under_the_standby();
+  for (auto& [node, agent] : j.agents)
     CHECK_MESSAGE(agent.log().find("joined the job's next leader") != std::string::npos, agent.log());
-  }
-  const auto events = events_of(dir);
+  const auto events = events_of(j.dir);
   CHECK(of_kind(events, "deposed").size() == 1);
   CHECK(of_kind(events, "control_takeover").size() == 1);
   CHECK(of_kind(events, "job_finished").size() == 1);
@@ -685,8 +674,8 @@ TEST_CASE("control failover: with node agents, a leader stopped past its lease i
   const bool adopted = of_kind(events, "ranks_adopted").size() == 1;
   CHECK((adopted || of_kind(events, "adoption_window_closed").size() == 1));
   if (adopted) CHECK(of_kind(events, "rank_spawn").size() == 2);
-  check_every_step_once(dir);
-  for (const auto& r : ranks_of_leader) CHECK_FALSE(pid_alive(r.value("pid", int64_t{0})));
+  check_every_step_once(j.dir);
+  for (const auto& r : j.ranks_of_leader) CHECK_FALSE(pid_alive(r.value("pid", int64_t{0})));
   MESSAGE("after the deposition with node agents: " << std::string(adopted ? "the ranks were adopted" : "a fresh start"));
 }
 

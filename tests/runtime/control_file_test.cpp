@@ -68,7 +68,7 @@ TEST_CASE("a run ended under its leader only by a summary no older than control.
   // The CLI's view: a summary older than control.json counts once control.json's pid is gone.
   dir.write("summary.json", R"({"state":"finished"})");
   touch_relative(summary, control, -1);
-  const control_file live{"127.0.0.1:5", "f00d", static_cast<int64_t>(::getpid()), "", "", 0};
+  const control_file live{"127.0.0.1:5", "f00d", static_cast<int64_t>(::getpid()), "", "", "", 0};
   CHECK_FALSE(ended_run_summary(dir.path(), live).has_value());
   touch_relative(summary, control, 1);
   CHECK(ended_run_summary(dir.path(), live).has_value());
