@@ -9,7 +9,7 @@ packages=(
   libavcodec-dev libavformat-dev libswscale-dev libavutil-dev ffmpeg
   libzstd-dev libxxhash-dev libopenblas-dev libssl-dev
   nlohmann-json3-dev libcli11-dev
-  prometheus-cpp-dev libcpp-httplib-dev prometheus libncurses-dev tmux
+  prometheus-cpp-dev prometheus libncurses-dev tmux
   libcurl4-openssl-dev etcd-server etcd-client
   slurm-wlm munge
   python3-matplotlib

@@ -122,7 +122,7 @@ caf::behavior pool_actor(metrics::accounted_stateful_actor<pool_state>* self, pi
   setup.pool.per_worker = 2;
   st.core = std::make_unique<decode_pool_core>(setup.pool);
   st.reader_grants = std::make_unique<credit_batcher>(half_depths(setup.depth));
-  const decode_options opts{int(setup.shape.image_size), int(setup.shape.video_frames), size_t(setup.shape.max_tokens())};
+  const decode_options opts = decode_options_of(setup);
   st.inline_decoder = std::make_unique<media_decoder>(opts, pixels);
   st.inline_fetcher = std::make_unique<sample_fetcher>(sources, storage);
   st.tensor = tensor;

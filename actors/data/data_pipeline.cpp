@@ -31,6 +31,11 @@ mixer_core make_mixer(const pipeline_setup& s) {
   return mixer_core(w, s.mix, s.seed);
 }
 
+decode_options decode_options_of(const pipeline_setup& setup) {
+  return {int(setup.shape.image_size), int(setup.shape.video_frames), size_t(setup.shape.max_tokens()),
+          setup.max_image_pixels, setup.max_video_pixels};
+}
+
 std::shared_ptr<const source_list> index_sources(const pipeline_setup& setup, const storage& st) {
   auto out = std::make_shared<source_list>();
   for (uint32_t i = 0; i < setup.sources.size(); ++i) out->emplace_back(i, setup.sources[i], setup.seed, setup.shuffle, st);
@@ -47,6 +52,8 @@ pipeline_setup make_pipeline_setup(const config::job_config& cfg) {
     s.sources.push_back({d.name.empty() ? d.uri : d.name, d.uri, d.kind, d.weight, uint64_t(cfg.io.max_sample_bytes)});
     total += d.weight;
   }
+  s.max_image_pixels = uint64_t(cfg.io.max_image_pixels);
+  s.max_video_pixels = uint64_t(cfg.io.max_video_pixels);
   s.shape = {cfg.training.micro_batch, cfg.model.image_size, cfg.model.patch_size, cfg.model.video_frames, cfg.model.max_seq_len};
   s.shape.validate();
   s.mix = parse_mix_strategy(cfg.data.mix_strategy);
@@ -82,7 +89,7 @@ data_pipeline::data_pipeline(pipeline_setup setup, order_slot slot, std::shared_
       sources_(index_sources(setup_, *storage_)),
       reader_core_(setup_.sources.size()),
       pool_(setup_.pool),
-      decoder_({int(setup_.shape.image_size), int(setup_.shape.video_frames), size_t(setup_.shape.max_tokens())}, pixels_),
+      decoder_(decode_options_of(setup_), pixels_),
       repair_(sources_, storage_) {
   pipeline_position start;
   for (const auto& s : setup_.sources) start.sources.push_back(s.name);

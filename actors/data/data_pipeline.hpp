@@ -55,6 +55,8 @@ struct pipeline_setup {
   pool_limits pool;
   uint32_t batch_queue = 3;      // packed batches held ahead of the consumer
   double max_data_wait_ms = 200;
+  uint64_t max_image_pixels = default_max_image_pixels;  // io.max_image_pixels
+  uint64_t max_video_pixels = default_max_video_pixels;  // io.max_video_pixels
   // The rank's batch memory (kernels' make_batch_memory: pinned host memory on a CUDA rank).
   // When set, the actor pipeline's tensor stage also packs each batch as the model's
   // micro-batch in it (model_batch.hpp), off the training thread; actor_pipeline::
@@ -70,6 +72,9 @@ struct pipeline_setup {
   // (tests/data/actor_pipeline_test.cpp); the in-thread data_pipeline ignores it.
   double test_extra_pack_ms_per_frame = 0;
 };
+
+// What each decoder of a setup decodes to, and the media it refuses undecoded.
+decode_options decode_options_of(const pipeline_setup& setup);
 
 // The sources of a setup, each listed once (tar headers of every shard); shared by every
 // reader and decode worker of a rank, and kept across restores and reslots.

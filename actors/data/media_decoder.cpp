@@ -79,6 +79,11 @@ T* not_null(T* p, const char* what) {
   return p;
 }
 
+// FFmpeg's own frame-size bound for a limit of `pixels`: it counts a frame's width rounded up to
+// its stride alignment (up to 64), so an image exactly at the limit needs slack; twice the limit
+// keeps every stated size up to the limit decodable and still bounds what a lying header costs.
+int64_t decoder_pixel_bound(uint64_t pixels) { return int64_t(std::min<uint64_t>(pixels, uint64_t(INT64_MAX) / 4) * 2); }
+
 // Closes the demuxer and frees the custom IO context (FFmpeg does not own a custom pb).
 struct demux_guard {
   AVFormatContext* fmt = nullptr;
@@ -124,13 +129,16 @@ struct media_decoder::impl {
 
   // MJPEG contexts are reused (flushed) across samples. PNG contexts are not: after a flush
   // the PNG decoder's output still depended on the previous image (seen in FFmpeg 5.1).
-  AVCodecContext* image_codec(AVCodecID id) {
+  // `max_pixels`: FFmpeg refuses a frame buffer larger than decoder_pixel_bound of it, a second
+  // bound behind the header check for a file whose header the check could not read.
+  AVCodecContext* image_codec(AVCodecID id, uint64_t max_pixels) {
     auto& slot = image_codecs[id];
     if (id == AV_CODEC_ID_PNG) slot.reset();
     if (!slot) {
       const AVCodec* codec = not_null(avcodec_find_decoder(id), "avcodec_find_decoder");
       slot.reset(not_null(avcodec_alloc_context3(codec), "avcodec_alloc_context3"));
       slot->thread_count = 1;  // parallelism comes from decode workers, not codec threads
+      slot->max_pixels = decoder_pixel_bound(max_pixels);
       slot->err_recognition = AV_EF_EXPLODE | AV_EF_CRCCHECK;
       MSOMNI_CHECK_FFMPEG(avcodec_open2(slot.get(), codec, nullptr));
     } else {
@@ -140,10 +148,11 @@ struct media_decoder::impl {
   }
 
   // `format` is what the bytes are (media_format.hpp), which may differ from the name.
-  bool decode_image(const raw_sample& in, std::string_view format, int size, decoded_sample& out) {
+  bool decode_image(const raw_sample& in, std::string_view format, const decode_options& o, decoded_sample& out) {
+    const int size = o.image_size;
     const bool png = format == "png";
     if (!png && !jpeg_markers_ok(in.media)) return false;
-    AVCodecContext* ctx = image_codec(png ? AV_CODEC_ID_PNG : AV_CODEC_ID_MJPEG);
+    AVCodecContext* ctx = image_codec(png ? AV_CODEC_ID_PNG : AV_CODEC_ID_MJPEG, o.max_image_pixels);
     padded.assign(in.media.begin(), in.media.end());
     padded.resize(in.media.size() + AV_INPUT_BUFFER_PADDING_SIZE, 0);
     packet->data = padded.data();
@@ -185,11 +194,16 @@ const char* media_decoder::impl::decode_video(const raw_sample& in, const decode
   const int si = av_find_best_stream(d.fmt, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
   if (si < 0) return "no video stream";
   AVStream* st = d.fmt->streams[si];
+  if (uint64_t(std::max(st->codecpar->width, 0)) * uint64_t(std::max(st->codecpar->height, 0)) > o.max_video_pixels) {
+    out.reason = bad_reason::too_many_pixels;
+    return "more pixels per frame than io.max_video_pixels";
+  }
   const AVCodec* codec = avcodec_find_decoder(st->codecpar->codec_id);
   if (!codec) return "no decoder for the stream codec";
   codec_ptr ctx{not_null(avcodec_alloc_context3(codec), "avcodec_alloc_context3")};
   if (avcodec_parameters_to_context(ctx.get(), st->codecpar) < 0) return "avcodec_parameters_to_context failed";
   ctx->thread_count = 1;
+  ctx->max_pixels = decoder_pixel_bound(o.max_video_pixels);
   ctx->err_recognition = AV_EF_EXPLODE;
   if (keyframe_only) ctx->skip_frame = AVDISCARD_NONKEY;
   if (avcodec_open2(ctx.get(), codec, nullptr) < 0) return "avcodec_open2 failed";
@@ -335,14 +349,22 @@ decoded_sample media_decoder::decode(const raw_sample& in, bool keyframe_only) {
   bool ok = true;
   if (in.kind == modality::image) {
     const media_choice format = choose_media_format(in.kind, in.media_ext, in.media);
-    ok = impl_->decode_image(in, format.format, opts_.image_size, out);
-    if (!ok) out.reason = bad_reason::corrupt_image;
-    if (ok && format.mismatched_name) out.mismatched_as = std::string(format.format);
+    const auto stated = image_pixel_size(format.format, in.media);
+    if (stated && stated->pixels() > opts_.max_image_pixels) {
+      ok = false;
+      out.reason = bad_reason::too_many_pixels;
+      MSOMNI_LOG(debug, "data.decode") << in.key << ": " << stated->width << "x" << stated->height
+                                       << " is more than io.max_image_pixels " << opts_.max_image_pixels;
+    } else {
+      ok = impl_->decode_image(in, format.format, opts_, out);
+      if (!ok) out.reason = bad_reason::corrupt_image;
+      if (ok && format.mismatched_name) out.mismatched_as = std::string(format.format);
+    }
   } else if (in.kind == modality::video) {
     out.downgraded = keyframe_only;
+    out.reason = bad_reason::corrupt_video;  // unless decode_video names another reason
     if (const char* why = impl_->decode_video(in, opts_, keyframe_only, out)) {
       ok = false;
-      out.reason = bad_reason::corrupt_video;
       MSOMNI_LOG(debug, "data.decode") << in.key << ": " << why;
     }
   }

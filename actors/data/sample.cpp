@@ -17,6 +17,7 @@ const char* to_string(bad_reason r) {
     case bad_reason::corrupt_video: return "corrupt_video";
     case bad_reason::unreadable_shard: return "unreadable_shard";
     case bad_reason::too_large: return "too_large";
+    case bad_reason::too_many_pixels: return "too_many_pixels";
   }
   return "?";
 }

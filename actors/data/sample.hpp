@@ -25,8 +25,9 @@ enum class bad_reason : uint8_t {
   corrupt_video,        // MP4/H.264 failed to demux or decode
   unreadable_shard,     // storage could not open or read the shard
   too_large,            // a member it needs is larger than io.max_sample_bytes (never read)
+  too_many_pixels,      // its header states more pixels than io.max_image_pixels / io.max_video_pixels (never decoded)
 };
-inline constexpr int bad_reason_count = 9;
+inline constexpr int bad_reason_count = 10;
 const char* to_string(bad_reason r);
 
 // Counts per reason, plus the last few sample keys per reason for the report.

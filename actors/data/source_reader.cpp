@@ -258,7 +258,9 @@ raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
     if (u == member_use::caption) {
       has_caption = read_member(*m, s.caption);
     } else {
-      has_media = read_member(*m, s.media);
+      // A zero-byte media member is as absent as a missing one (missing_member), as the
+      // pre-start probe and `msomni dataset check` judge it.
+      has_media = read_member(*m, s.media) && !s.media.empty();
       const std::string ext = split_member(m->name).second;
       s.media_ext = ext == "jpeg" ? "jpg" : ext;
     }

@@ -200,19 +200,28 @@ check_result judge_write_speed(const write_fact& f, double min_mb_s) {
 check_result judge_latest_checkpoint(const checkpoint_fact& f) {
   const std::string id = "storage.checkpoint.latest";
   if (!f.root_exists) return skipped(id, "no checkpoint root yet: a fresh start");
-  if (!f.latest_step) return skipped(id, "no checkpoint in the root: a fresh start");
-  const std::string step = std::to_string(*f.latest_step);
   if (!f.verify_error.empty())
-    return make(id, check_status::fail, step, "", "step",
-                "the latest checkpoint does not verify: " + f.verify_error +
-                    " (msomni ckpt verify lists every problem; an older one would be loaded instead)");
-  return make(id, check_status::pass, step, "", "step", "every shard and checksum verified");
+    return make(id, check_status::fail, "", "", "step", "the checkpoint root cannot be read: " + f.verify_error);
+  if (!f.latest_step && !f.loaded_step && f.skipped.empty()) return skipped(id, "no checkpoint in the root: a fresh start");
+  std::string why;
+  for (size_t i = 0; i < f.skipped.size() && i < 3; ++i) why += (i ? "; " : "") + f.skipped[i];
+  if (f.skipped.size() > 3) why += "; and " + std::to_string(f.skipped.size() - 3) + " more";
+  if (!f.loaded_step)
+    return make(id, check_status::fail, "none", "", "step",
+                "no checkpoint verifies (" + why +
+                    "): a resume would start over from step 0 and replace them; msomni ckpt verify lists every "
+                    "problem, --fresh or another --run-dir starts a new run");
+  const std::string loaded = std::to_string(*f.loaded_step);
+  if (!f.skipped.empty())
+    return make(id, check_status::warn, loaded, "", "step",
+                "the newest checkpoint does not verify (" + why + "); the run resumes from step " + loaded +
+                    ", the newest that does (msomni ckpt verify lists every problem)");
+  return make(id, check_status::pass, loaded, "", "step", "every shard and checksum verified");
 }
 
 check_result judge_resume_config(const checkpoint_fact& f) {
   const std::string id = "storage.checkpoint.config";
-  if (!f.root_exists || !f.latest_step) return skipped(id, "no checkpoint to resume from");
-  if (!f.verify_error.empty()) return skipped(id, "the latest checkpoint does not verify");
+  if (!f.root_exists || !f.loaded_step) return skipped(id, "no checkpoint to resume from");
   if (!f.config_known) return skipped(id, "the checkpoint records no config");
   if (f.refused_keys.empty())
     return make(id, check_status::pass, "0", "0", "refused keys", "this config may resume from it");

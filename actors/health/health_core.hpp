@@ -128,12 +128,17 @@ struct write_fact {
 };
 check_result judge_write_speed(const write_fact& f, double min_mb_s);
 
+// What a resume would load: the ranks take the newest checkpoint that verifies, so a damaged
+// newest one is a warning naming the one loaded instead, and only a root whose checkpoints all
+// fail (the run would start over and write over them) refuses the start.
 struct checkpoint_fact {
   bool root_exists = false;
-  std::optional<uint64_t> latest_step;
-  std::string verify_error;                 // load() refused it: why
-  std::vector<std::string> refused_keys;    // compare_for_resume: keys a resume may not change
-  bool config_known = true;                 // the manifest records a config
+  std::optional<uint64_t> latest_step;      // named by `latest` (else the newest directory)
+  std::optional<uint64_t> loaded_step;      // the newest checkpoint that verifies
+  std::vector<std::string> skipped;         // "step-N: why" for each newer one that does not
+  std::string verify_error;                 // the root itself could not be read: why
+  std::vector<std::string> refused_keys;    // compare_for_resume on the loaded one: keys a resume may not change
+  bool config_known = true;                 // the loaded manifest records a config
 };
 check_result judge_latest_checkpoint(const checkpoint_fact& f);
 check_result judge_resume_config(const checkpoint_fact& f);

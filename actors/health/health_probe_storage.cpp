@@ -99,14 +99,18 @@ void probe_storage(const config::job_config& cfg, const health_options& o, const
       ckpt::checkpoint_store store(root);  // the root exists: the store creates nothing
       for (const auto& e : store.list())
         if (ckpt::classify_entry(e).cls == ckpt::entry_class::temporary) temporaries.push_back(e.name);
-      if (c.latest_step) {
+      // The ranks' own order (checkpoint_store::load_latest), quietly: newest first, every shard
+      // verified, falling back past damage. The report says what the ranks would log.
+      for (const uint64_t step : ckpt::load_order(store.list())) {
         try {
-          const auto v = store.load(*c.latest_step, {0});
+          const auto v = store.load(step, {0});
+          c.loaded_step = step;
           c.config_known = !v.m.meta.config.empty();
           for (const auto& k : config::compare_for_resume(v.m.meta.config, cfg.resolved_values).refused)
             c.refused_keys.push_back(k.key);
+          break;
         } catch (const std::exception& e) {
-          c.verify_error = e.what();
+          c.skipped.push_back(ckpt::checkpoint_dir_name(step) + ": " + e.what());
         }
       }
     } catch (const std::exception& e) {

@@ -12,6 +12,11 @@ std::string whole_seconds(nanos d) { return std::to_string(std::chrono::duration
 
 }  // namespace
 
+nanos member_wait_for_heartbeat(double interval_s, int64_t misses) {
+  const double seconds = std::max(1.0, interval_s * double(std::max<int64_t>(misses, 1)));
+  return std::chrono::duration_cast<nanos>(std::chrono::duration<double>(seconds));
+}
+
 rank_protocol::rank_protocol(rank_protocol_settings s) : s_(std::move(s)) {}
 
 rank_command rank_protocol::on_ready_sent(time_point now) {

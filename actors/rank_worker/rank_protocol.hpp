@@ -41,7 +41,15 @@ struct rank_protocol_settings {
   nanos first_plan_wait = std::chrono::seconds(600);
   nanos announced_plan_wait = std::chrono::seconds(30);
   nanos stalled_plan_wait = std::chrono::seconds(600);
+  // How long a rank joining a plan waits for each member to answer: every member of a plan
+  // was ready at the control process when it was made, so one that does not answer within the
+  // heartbeat's detection time (interval x misses) is down, and the wait ends sooner when a
+  // newer plan supersedes this one.
+  nanos member_wait = std::chrono::seconds(30);
 };
+
+// member_wait for a heartbeat of `interval_s` x `misses` (at least one second).
+nanos member_wait_for_heartbeat(double interval_s, int64_t misses);
 
 enum class rank_phase : uint8_t {
   warming_up, awaiting_plan, joining, training, after_step, awaiting_announced, at_barrier, finishing, done

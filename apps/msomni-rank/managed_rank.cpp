@@ -84,7 +84,7 @@ class managed_rank {
   managed_rank(const config::job_config& cfg, const managed_rank_options& o, caf::actor_system& sys,
                transport::transport_hub& hub, transport::gateway& gw, rank_worker::rank_metrics* metrics)
       : cfg_(cfg), o_(o), sys_(sys), hub_(hub), gw_(gw), metrics_(metrics),
-        protocol_(rank_worker::rank_protocol_settings{o.name, static_cast<uint64_t>(cfg.training.steps)}) {
+        protocol_(protocol_settings(cfg, o.name)) {
     models::register_builtin_models(registry_);
   }
   ~managed_rank() {
@@ -487,6 +487,29 @@ class managed_rank {
     bump("superseded", now.superseded, fit_counts_.superseded);
   }
 
+  // A member of the plan of `epoch` up, or a collective error: it did not answer within the
+  // protocol's member_wait (it is down), or a newer plan superseded this one meanwhile.
+  void wait_for_member(const std::string& peer, uint64_t epoch) {
+    const auto limit = protocol_.settings().member_wait;
+    const auto until = clock_.now() + limit;
+    while (!hub_.node().wait_up(peer, 100ms)) {
+      if (const auto newer = inbox_.newest_epoch(); newer > epoch)
+        throw transport::collective_error("member " + peer + " is not up and the plan of epoch " + std::to_string(newer) +
+                                          " superseded epoch " + std::to_string(epoch));
+      if (clock_.now() >= until)
+        throw transport::collective_error(
+            "member " + peer + " did not answer within " +
+            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(limit).count()) +
+            " ms (the heartbeat's detection time)");
+    }
+  }
+
+  static rank_worker::rank_protocol_settings protocol_settings(const config::job_config& cfg, const std::string& name) {
+    rank_worker::rank_protocol_settings s{name, static_cast<uint64_t>(cfg.training.steps)};
+    s.member_wait = rank_worker::member_wait_for_heartbeat(cfg.elasticity.heartbeat_interval_s, cfg.elasticity.heartbeat_misses);
+    return s;
+  }
+
   void apply(const rank_worker::join_as& join) {
     const auto& plan = join.plan;
     const uint32_t rank = join.rank, world = join.world;
@@ -497,7 +520,7 @@ class managed_rank {
       if (peer != o_.name && peer < o_.name && !hub_.node().is_up(peer)) hub_.node().connect(plan.addresses[i]);
     }
     for (const auto& peer : plan.members)
-      if (peer != o_.name && !hub_.node().wait_up(peer, 30s)) throw transport::collective_error("member " + peer + " never came up");
+      if (peer != o_.name) wait_for_member(peer, plan.epoch);
     if (tr_.trainer) tr_.trainer->rebind_gradients(nullptr);
     gradients_ = {};  // the previous epoch's NCCL communicator goes before the new one forms
     ring_ = std::make_unique<transport::ring_communicator>(hub_, plan.members, plan.epoch);

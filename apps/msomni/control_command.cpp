@@ -3,6 +3,7 @@
 // UCX as a short-lived node, sends one control_request and prints the reply.
 #include "commands.hpp"
 #include "control_file.hpp"
+#include "core/secret_file.hpp"
 #include "control_leadership.hpp"
 #include "core/store_url.hpp"
 
@@ -97,6 +98,13 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
   if (!file) {
     err << "msomni " << verb << ": cannot read an address and a token from " << path.string()
         << " (is --run-dir the job's run directory?)\n";
+    return exit_usage;
+  }
+  try {
+    // The job's token is a secret: a control.json others can read is refused, as the agents do.
+    read_secret_file(path.string());
+  } catch (const std::exception& e) {
+    err << "msomni " << verb << ": " << e.what() << "; nothing was sent\n";
     return exit_usage;
   }
   if (const auto summary = ended_run_summary(a.run_dir, *file)) return answer_ended(verb, a, *summary, out, err);

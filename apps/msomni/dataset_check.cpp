@@ -91,8 +91,11 @@ void check_sample(const data::byte_source& file, const std::string& shard, const
                       " (the pipeline decodes it by its bytes and counts it)");
     const data::decoded_sample d = decoder.decode(s, false);
     if (d.bad) {
-      std::string detail = "the decoder refused it";
-      if (sniffed.empty()) detail += std::string(" (its bytes are no ") + (kind == modality::image ? "JPEG or PNG" : "MP4") + ")";
+      std::string detail = d.reason == data::bad_reason::too_many_pixels
+                               ? "its header states more pixels than --max-image-pixels / --max-video-pixels allow"
+                               : "the decoder refused it";
+      if (d.reason == data::bad_reason::too_many_pixels) {
+      } else if (sniffed.empty()) detail += std::string(" (its bytes are no ") + (kind == modality::image ? "JPEG or PNG" : "MP4") + ")";
       else if (!data::accepted_format(kind, sniffed)) detail += " (its bytes are " + named_format(std::string(sniffed)) + ")";
       add_problem(r, shard, smp.key, data::to_string(d.reason), detail);
       return;
@@ -103,7 +106,8 @@ void check_sample(const data::byte_source& file, const std::string& shard, const
 
 }  // namespace
 
-check_result check_dataset(const std::string& uri, std::optional<modality> kind, uint64_t max_sample_bytes) {
+check_result check_dataset(const std::string& uri, std::optional<modality> kind, const check_limits& limits) {
+  const uint64_t max_sample_bytes = limits.max_sample_bytes;
   const auto storage = data::make_local_storage();
   const std::string path = uri.rfind("file://", 0) == 0 ? uri.substr(7) : uri;
   std::error_code ec;
@@ -114,7 +118,7 @@ check_result check_dataset(const std::string& uri, std::optional<modality> kind,
   }
   check_result r;
   r.uri = uri;
-  data::media_decoder decoder({32, 2, 64});
+  data::media_decoder decoder({32, 2, 64, limits.max_image_pixels, limits.max_video_pixels});
   // Every refusal is reported below with its shard and key; FFmpeg's own lines would repeat
   // them without saying which sample they are about.
   if (!log::enabled(log::level::debug)) av_log_set_level(AV_LOG_QUIET);

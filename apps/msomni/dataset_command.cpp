@@ -33,8 +33,9 @@ int cmd_pack(const pack_options& o, std::ostream& out, std::ostream& err) {
   return exit_ok;
 }
 
-int cmd_check(const std::string& uri, std::optional<modality> kind, uint64_t max_bytes, bool json, std::ostream& out) {
-  const check_result r = check_dataset(uri, kind, max_bytes);
+int cmd_check(const std::string& uri, std::optional<modality> kind, const check_limits& limits, bool json,
+              std::ostream& out) {
+  const check_result r = check_dataset(uri, kind, limits);
   if (json) {
     nlohmann::json j;
     j["uri"] = r.uri;
@@ -111,6 +112,14 @@ int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::os
   command_line::add_number(*check, "--max-sample-bytes", max_bytes, limits::io::max_sample_bytes,
                            "a member larger than this is too_large (as io.max_sample_bytes)")
       ->type_name("BYTES");
+  int64_t max_image_pixels = int64_t(data::default_max_image_pixels);
+  int64_t max_video_pixels = int64_t(data::default_max_video_pixels);
+  command_line::add_number(*check, "--max-image-pixels", max_image_pixels, limits::io::max_image_pixels,
+                           "an image whose header states more pixels is too_many_pixels (as io.max_image_pixels)")
+      ->type_name("N");
+  command_line::add_number(*check, "--max-video-pixels", max_video_pixels, limits::io::max_video_pixels,
+                           "a video whose frames have more pixels is too_many_pixels (as io.max_video_pixels)")
+      ->type_name("N");
   check->add_flag("--json", json, "the report as one JSON object");
 
   if (const auto rc = command_line::parse(app, args, out, err)) return *rc;
@@ -129,7 +138,8 @@ int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::os
     if (modality_name == "video") kind = modality::video;
     if (modality_name == "text") kind = modality::text;
     try {
-      return cmd_check(uri, kind, uint64_t(max_bytes), json, out);
+      return cmd_check(uri, kind, {uint64_t(max_bytes), uint64_t(max_image_pixels), uint64_t(max_video_pixels)}, json,
+                       out);
     } catch (const std::invalid_argument& e) {
       return command_line::refuse(app, e.what(), err);
     }

@@ -3,6 +3,8 @@
 // videos into WebDataset shards, and check shards the way the data pipeline reads them.
 #pragma once
 
+#include "media_decoder.hpp"
+
 #include "core/modality.hpp"
 
 #include <array>
@@ -62,6 +64,12 @@ inline constexpr size_t check_problems_listed_max = 1000;
 // real decoder. `kind`: every sample is of that modality; nullopt: each sample's modality is
 // what its media member says (.jpg/.jpeg/.png image, .mp4 video, none: text). Throws
 // std::invalid_argument for a uri that names nothing or a malformed pattern.
-check_result check_dataset(const std::string& uri, std::optional<modality> kind, uint64_t max_sample_bytes);
+// `max_image_pixels` / `max_video_pixels`: media stating more is too_many_pixels, undecoded.
+struct check_limits {
+  uint64_t max_sample_bytes = uint64_t{256} << 20;
+  uint64_t max_image_pixels = data::default_max_image_pixels;
+  uint64_t max_video_pixels = data::default_max_video_pixels;
+};
+check_result check_dataset(const std::string& uri, std::optional<modality> kind, const check_limits& limits);
 
 }  // namespace msomni::cli

@@ -81,6 +81,8 @@ inline constexpr range<int64_t> decode_workers{1, 1024};
 inline constexpr range<int64_t> queue_capacity{1, 1 << 20};
 inline constexpr range<double> max_data_wait_ms{0.0, 3.6e6};
 inline constexpr range<int64_t> max_sample_bytes{int64_t{4} << 10, int64_t{64} << 30};
+inline constexpr range<int64_t> max_image_pixels{64, int64_t{1} << 34};
+inline constexpr range<int64_t> max_video_pixels{64, int64_t{1} << 34};
 inline constexpr range<double> modality_weight{0.0, 1e6};
 }  // namespace io
 

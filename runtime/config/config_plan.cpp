@@ -116,7 +116,8 @@ std::string render_plan(const job_config& c, const node_gpu_facts& local) {
      << " decode workers, queue " << io.queue_capacity << ", max sample "
      << (io.max_sample_bytes % (1 << 20) == 0 ? std::to_string(io.max_sample_bytes >> 20) + " MiB"
                                                : std::to_string(io.max_sample_bytes) + " bytes")
-     << " (larger members are skipped as too_large)\n";
+     << " (larger members are skipped as too_large), at most " << io.max_image_pixels << " pixels an image and "
+     << io.max_video_pixels << " a video frame (more are skipped undecoded as too_many_pixels)\n";
   os << "  checkpoints:  " << c.checkpoint.dir << " every " << c.checkpoint.interval_steps
      << " steps, keep " << c.checkpoint.keep << ", zstd level " << c.checkpoint.zstd_level
      << (c.checkpoint.async ? ", async" : "") << ", stop after " << c.checkpoint.max_consecutive_failures

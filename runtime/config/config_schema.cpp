@@ -281,6 +281,8 @@ void read_io(table_reader& r, io_section& s) {
   r.read("downgrade_video", s.downgrade_video);
   read_within(r, "max_data_wait_ms", s.max_data_wait_ms, limits::io::max_data_wait_ms);
   read_within(r, "max_sample_bytes", s.max_sample_bytes, limits::io::max_sample_bytes);
+  read_within(r, "max_image_pixels", s.max_image_pixels, limits::io::max_image_pixels);
+  read_within(r, "max_video_pixels", s.max_video_pixels, limits::io::max_video_pixels);
   if (const auto* t = r.table("modality_weights")) {
     table_reader mw(r.context(), t, r.key_path("modality_weights"), t);
     for (auto& [name, weight] : s.modality_weights) read_within(mw, name, weight, limits::io::modality_weight);

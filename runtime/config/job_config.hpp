@@ -118,6 +118,10 @@ struct io_section {
   bool downgrade_video = true;
   double max_data_wait_ms = 200.0;
   int64_t max_sample_bytes = int64_t{256} << 20;  // a larger tar member is skipped unread (too_large)
+  // Media whose header states more pixels (per image, per video frame) is skipped undecoded
+  // (too_many_pixels): the decoder's memory and time per sample stay bounded.
+  int64_t max_image_pixels = int64_t{40} << 20;
+  int64_t max_video_pixels = int64_t{3840} * 2160;
   std::map<std::string, double> modality_weights = {{"image", 1.0}, {"video", 1.0}, {"text", 1.0}};
 };
 

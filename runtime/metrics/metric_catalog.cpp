@@ -158,6 +158,11 @@ std::vector<family_spec> build() {
        {"result"}, "rank", {}},
       {"msomni_metrics_reports_total", k::counter, "Metric reports pushed to the control process, by result",
        {"result"}, "control", {}},
+      {"msomni_metrics_endpoint_connections_total", k::counter,
+       "Connections to this /metrics endpoint, by outcome (served; timed_out: no request within the header timeout or "
+       "the response not taken within the write timeout; evicted: closed, still silent, to make room for a newer one; "
+       "refused: closed at once while every open connection was being answered; dropped: the client went first)",
+       {"outcome"}, "control, scheduler", {}},
 
       // msomni-sched.
       {"msomni_sched_jobs", k::gauge, "Jobs known to the scheduler, by class and phase", {"class", "phase"},

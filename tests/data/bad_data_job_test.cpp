@@ -248,3 +248,52 @@ TEST_CASE("io.max_sample_bytes is in the --dry-run plan and range-checked") {
   CHECK(low.exit_code == 2);
   CHECK(low.output.find("io.max_sample_bytes") != std::string::npos);
 }
+
+TEST_CASE("images stating more pixels than io.max_image_pixels are skipped undecoded and counted as too_many_pixels") {
+  msomni::testing::temp_dir dir;
+  fs::create_directories(dir.path() / "images");
+  {
+    // 32x32 images (1024 pixels) and two 128x128 PNGs (16384 pixels) among them.
+    msomni::data::tar_writer w((dir.path() / "images" / "a.tar").string());
+    for (int i = 0; i < 10; ++i) {
+      char n[16];
+      std::snprintf(n, sizeof n, "%06d", i);
+      if (i == 3 || i == 7) {
+        auto rng = msomni::rng_stream::derive(uint64_t(i), "test.job.large");
+        std::vector<uint8_t> rgb;
+        msomni::gen::render(msomni::gen::random_scene(rng, false), 128, 0, 1, rgb);
+        w.add(std::string(n) + ".png", msomni::gen::encode_image(rgb, 128, msomni::gen::image_format::png));
+      } else {
+        w.add(std::string(n) + ".jpg", jpeg(i));
+      }
+      w.add(std::string(n) + ".txt", bytes("a shape number " + std::to_string(i)));
+    }
+    w.finish();
+  }
+  const auto cfg = dir.path() / "job.toml";
+  std::ofstream(cfg) << job_text(source("images", dir.path() / "images", "image"), 6);
+  const auto plan = run_command(std::string(MSOMNI_RUN_BINARY) + " " + cfg.string() +
+                                " --dry-run --set io.max_image_pixels=4096 --set io.max_video_pixels=100000");
+  CAPTURE(plan.output);
+  CHECK(plan.exit_code == 0);
+  CHECK(plan.output.find("at most 4096 pixels an image and 100000 a video frame") != std::string::npos);
+  const auto low = run_command(std::string(MSOMNI_RUN_BINARY) + " " + cfg.string() + " --dry-run --set io.max_image_pixels=1");
+  CHECK(low.exit_code == 2);
+  CHECK(low.output.find("io.max_image_pixels") != std::string::npos);
+
+  const auto run_dir = dir.path() / "run";
+  const auto job = run_command(std::string(MSOMNI_RUN_BINARY) + " " + cfg.string() + " --set io.max_image_pixels=4096 --run-dir " +
+                               run_dir.string());
+  CAPTURE(job.output);
+  CHECK(job.exit_code == 0);
+  CHECK(std::regex_search(job.output, std::regex("bad samples [1-9]\\d*: .*too_many_pixels=[1-9]")));
+  uint64_t counted = 0;
+  for (const auto& m : read_json_lines(run_dir / "metrics.jsonl")) counted += bad_count(m, "too_many_pixels");
+  CHECK(counted > 0);
+  // With the default bound the same shard is clean.
+  const auto clean_dir = dir.path() / "clean";
+  const auto clean = run_command(std::string(MSOMNI_RUN_BINARY) + " " + cfg.string() + " --run-dir " + clean_dir.string());
+  CAPTURE(clean.output);
+  CHECK(clean.exit_code == 0);
+  CHECK(clean.output.find("too_many_pixels") == std::string::npos);
+}

@@ -226,7 +226,29 @@ TEST_CASE("pre-flight: a corrupt image fails data.decode, msomni-run exits 3 wit
   CHECK(started.output.find("pre-flight") == std::string::npos);
 }
 
-TEST_CASE("pre-flight: a flipped byte in the latest checkpoint of a real run fails storage.checkpoint.latest") {
+namespace {
+
+// Flips one byte in the middle of every shard file of checkpoint `step`.
+void flip_shard_bytes(const fs::path& run_dir, const char* step_dir) {
+  int flipped = 0;
+  for (const auto& e : fs::directory_iterator(run_dir / "checkpoints" / step_dir)) {
+    if (!(e.path().extension() == ".bin" || e.path().filename().string().rfind("shard", 0) == 0)) continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    const auto size = fs::file_size(e.path());
+    f.seekg(std::streamoff(size / 2));
+    char c = 0;
+    f.read(&c, 1);
+    c = char(c ^ 0x5a);
+    f.seekp(std::streamoff(size / 2));
+    f.write(&c, 1);
+    ++flipped;
+  }
+  REQUIRE(flipped > 0);
+}
+
+}  // namespace
+
+TEST_CASE("pre-flight: a damaged newest checkpoint is a warning naming the one loaded; none verifying refuses the start") {
   temp_dir dir;
   const auto cfg = dir.write("job.toml", job_text(synthetic_source, "[checkpoint]\ninterval_steps = 1\n"));
   const fs::path run_dir = dir.path() / "run";
@@ -240,33 +262,38 @@ TEST_CASE("pre-flight: a flipped byte in the latest checkpoint of a real run fai
   CHECK(find_check(report, "storage.checkpoint.latest")->at("value") == "2");
   CHECK(find_check(report, "storage.checkpoint.config")->at("status") == "pass");
 
-  // Flip one byte in the middle of a shard of the latest checkpoint.
-  fs::path shard;
-  for (const auto& e : fs::directory_iterator(run_dir / "checkpoints" / "step-00000002"))
-    if (e.path().extension() == ".bin" || e.path().filename().string().rfind("shard", 0) == 0) shard = e.path();
-  REQUIRE(!shard.empty());
-  {
-    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
-    const auto size = fs::file_size(shard);
-    f.seekg(std::streamoff(size / 2));
-    char c = 0;
-    f.read(&c, 1);
-    c = char(c ^ 0x5a);
-    f.seekp(std::streamoff(size / 2));
-    f.write(&c, 1);
-  }
+  // One flipped byte in the newest checkpoint: the ranks load step 1, and the check says so.
+  flip_shard_bytes(run_dir, "step-00000002");
   report = check_json(cfg + " --run-dir " + quoted(run_dir), rc);
-  CHECK(rc == 1);
+  CHECK(rc == 0);
   const auto& latest = *find_check(report, "storage.checkpoint.latest");
-  CHECK(latest["status"] == "fail");
+  CHECK(latest["status"] == "warn");
+  CHECK(latest["value"] == "1");
   CHECK(latest["reason"].get<std::string>().find("does not verify") != std::string::npos);
+  CHECK(latest["reason"].get<std::string>().find("resumes from step 1") != std::string::npos);
 
-  // A resume on it stops before any rank starts.
-  const auto lines_before = read_text(run_dir / "logs" / "rank-0.log").size();
+  // A resume on it starts (a requeue after a crash is not stopped) and trains from step 1.
   const auto resumed = run_command(run + " " + cfg + " --set training.steps=4 --run-dir " + quoted(run_dir));
   CAPTURE(resumed.output);
-  CHECK(resumed.exit_code == 3);
-  CHECK(resumed.output.find("storage.checkpoint.latest") != std::string::npos);
+  CHECK(resumed.exit_code == 0);
+  CHECK(resumed.output.find("resumes from step 1") != std::string::npos);
+  CHECK(read_text(run_dir / "logs" / "rank-0.log").find("checkpoint step 1") != std::string::npos);
+
+  // Its manifest gone and every other checkpoint damaged: nothing verifies, and a resume would
+  // start over on top of them, so the start is refused before any rank starts.
+  for (const auto& e : fs::directory_iterator(run_dir / "checkpoints"))
+    if (e.is_directory() && e.path().filename().string().rfind("step-", 0) == 0) {
+      if (e.path().filename() == "step-00000004") fs::remove(e.path() / "MANIFEST");
+      else flip_shard_bytes(run_dir, e.path().filename().c_str());
+    }
+  report = check_json(cfg + " --run-dir " + quoted(run_dir), rc);
+  CHECK(rc == 1);
+  CHECK(find_check(report, "storage.checkpoint.latest")->at("status") == "fail");
+  const auto lines_before = read_text(run_dir / "logs" / "rank-0.log").size();
+  const auto refused = run_command(run + " " + cfg + " --set training.steps=6 --run-dir " + quoted(run_dir));
+  CAPTURE(refused.output);
+  CHECK(refused.exit_code == 3);
+  CHECK(refused.output.find("no checkpoint verifies") != std::string::npos);
   CHECK(read_text(run_dir / "logs" / "rank-0.log").size() == lines_before);
 }
 

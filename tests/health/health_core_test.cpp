@@ -90,13 +90,30 @@ TEST_CASE("health core: checkpoints, memory, limits, clock, ports and governor")
   CHECK(judge_latest_checkpoint(c).status == check_status::skipped);
   c.root_exists = true;
   c.latest_step = 20;
+  c.loaded_step = 20;
   CHECK(judge_latest_checkpoint(c).status == check_status::pass);
   c.refused_keys = {"model.d_model"};
   CHECK(judge_resume_config(c).status == check_status::fail);
-  c.verify_error = "shard-0.bin: checksum mismatch";
-  CHECK(judge_latest_checkpoint(c).status == check_status::fail);
-  CHECK(judge_latest_checkpoint(c).reason.find("checksum mismatch") != std::string::npos);
+  // A damaged newest checkpoint is a warning that names the one a resume loads instead.
+  c.refused_keys.clear();
+  c.loaded_step = 10;
+  c.skipped = {"step-00000020: shard-0.bin: checksum mismatch"};
+  const auto fallback = judge_latest_checkpoint(c);
+  CHECK(fallback.status == check_status::warn);
+  CHECK(fallback.value == "10");
+  CHECK(fallback.reason.find("checksum mismatch") != std::string::npos);
+  CHECK(fallback.reason.find("resumes from step 10") != std::string::npos);
+  CHECK(judge_resume_config(c).status == check_status::pass);
+  // None verifies: a resume would start over on top of them, so the start is refused.
+  c.loaded_step.reset();
+  c.skipped.push_back("step-00000010: manifest.json: No such file or directory");
+  const auto none = judge_latest_checkpoint(c);
+  CHECK(none.status == check_status::fail);
+  CHECK(none.reason.find("no checkpoint verifies") != std::string::npos);
   CHECK(judge_resume_config(c).status == check_status::skipped);
+  c.skipped.clear();
+  c.verify_error = "cannot list the root: Permission denied";
+  CHECK(judge_latest_checkpoint(c).status == check_status::fail);
   CHECK(judge_stale_temps(true, {".tmp-step-10-e1"}).status == check_status::warn);
   CHECK(judge_stale_temps(true, {}).status == check_status::pass);
 

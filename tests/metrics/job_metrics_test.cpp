@@ -10,6 +10,11 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
 #include <doctest/doctest.h>
+#include <cerrno>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <chrono>
 #include <thread>
@@ -108,6 +113,88 @@ TEST_CASE("the endpoint serves from a thread with an ordinary stack") {
   });
   CHECK(testing::http_request("127.0.0.1", ep.port(), "/metrics").status == 200);
   CHECK(depth_reached == 512 * 1024);
+}
+
+namespace {
+
+// A TCP connection to the endpoint that sends nothing (or `bytes`) and stays open.
+int idle_connection(uint16_t port, const std::string& bytes = "") {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  if (!bytes.empty()) REQUIRE(::send(fd, bytes.data(), bytes.size(), 0) == ssize_t(bytes.size()));
+  return fd;
+}
+
+// True once the endpoint has closed `fd` (recv sees the end), within `limit`.
+bool closed_by_peer(int fd, std::chrono::milliseconds limit) {
+  timeval tv{0, 0};
+  tv.tv_sec = limit.count() / 1000;
+  tv.tv_usec = (limit.count() % 1000) * 1000;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char c;
+  for (;;) {
+    const auto n = ::recv(fd, &c, 1, 0);
+    if (n == 0) return true;
+    if (n < 0) return errno == ECONNRESET;
+  }
+}
+
+double outcome_count(const std::string& body, const std::string& outcome) {
+  const std::string key = "msomni_metrics_endpoint_connections_total{outcome=\"" + outcome + "\"} ";
+  const auto at = body.find(key);
+  return at == std::string::npos ? -1 : std::stod(body.substr(at + key.size()));
+}
+
+}  // namespace
+
+TEST_CASE("idle connections cannot keep a scrape out of the endpoint") {
+  metrics_registry r;
+  r.gauge("msomni_job_epoch").Set(7);
+  endpoint_limits limits;
+  limits.max_connections = 16;
+  limits.header_timeout = std::chrono::milliseconds(1500);
+  metrics_endpoint ep("127.0.0.1", 0, [&r] { return r.collect(); }, limits);
+  std::vector<int> idle;
+  SUBCASE("fewer than the bound: each is answered beside them, and closed at its header timeout") {
+    for (int i = 0; i < 10; ++i) idle.push_back(idle_connection(ep.port(), i % 2 ? "GET /metr" : ""));
+    const auto scrape = testing::http_request("127.0.0.1", ep.port(), "/metrics");
+    CHECK(scrape.status == 200);
+    CHECK(scrape.body.find("msomni_job_epoch 7") != std::string::npos);
+    for (const int fd : idle) CHECK(closed_by_peer(fd, std::chrono::milliseconds(3000)));
+    const auto after = testing::http_request("127.0.0.1", ep.port(), "/metrics");
+    CHECK(outcome_count(after.body, "timed_out") == 10);
+    CHECK(outcome_count(after.body, "served") >= 1);
+  }
+  SUBCASE("more than the bound: the oldest silent ones make room, and the scrape is served") {
+    for (int i = 0; i < 50; ++i) idle.push_back(idle_connection(ep.port()));
+    const auto scrape = testing::http_request("127.0.0.1", ep.port(), "/metrics");
+    CHECK(scrape.status == 200);
+    CHECK(outcome_count(scrape.body, "evicted") >= 34);
+    CHECK(closed_by_peer(idle.front(), std::chrono::milliseconds(3000)));
+  }
+  SUBCASE("a request head over the bound is refused with 431, HEAD has no body, a bad line is 400") {
+    const int fd = idle_connection(ep.port(), "GET /metrics HTTP/1.1\r\nX: " + std::string(9000, 'a'));
+    std::string got(64, '\0');
+    const auto n = ::recv(fd, got.data(), got.size(), 0);
+    REQUIRE(n > 0);
+    CHECK(got.rfind("HTTP/1.1 431", 0) == 0);
+    idle.push_back(fd);
+    const auto head = testing::http_request("127.0.0.1", ep.port(), "/metrics", "HEAD");
+    CHECK(head.status == 200);
+    CHECK(head.body.empty());
+    CHECK(testing::http_request("127.0.0.1", ep.port(), "no-slash").status == 404);
+    const int bad = idle_connection(ep.port(), "hello\r\n\r\n");
+    std::string line(16, '\0');
+    REQUIRE(::recv(bad, line.data(), line.size(), 0) > 0);
+    CHECK(line.rfind("HTTP/1.1 400", 0) == 0);
+    idle.push_back(bad);
+  }
+  for (const int fd : idle) ::close(fd);
 }
 
 TEST_CASE("an endpoint that cannot listen says where") {

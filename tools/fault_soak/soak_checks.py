@@ -88,10 +88,20 @@ def metrics_report(run_dir):
     }
 
 
-def outcome_of(rc, events):
-    """finished / failed_with_reason / failed_without_reason / hung, and the reason."""
+# msomni-run's exit when its pre-flight check failed: nothing started, the reason on its output.
+PREFLIGHT_REFUSED = 3
+FAILED_CHECK = re.compile(r"^(\S+)\s+fail\s", re.M)  # a row of the health-check table
+
+
+def outcome_of(rc, events, run_output=""):
+    """finished / failed_with_reason / refused_with_reason / failed_without_reason / hung, and
+    the reason. A start the pre-flight refused (exit 3, a disk already full, say) journals no
+    job_failed: its reason is the failed check that msomni-run printed."""
     if rc is None:
         return "hung", ""
+    if rc == PREFLIGHT_REFUSED and "pre-flight check failed" in run_output:
+        failed_checks = FAILED_CHECK.findall(run_output)
+        return "refused_with_reason", "pre-flight failed: " + (", ".join(failed_checks) or "see the output")
     finished = [e for e in events if e.get("event") == "job_finished"]
     failed = [e for e in events if e.get("event") == "job_failed"]
     if rc == 0:
@@ -107,8 +117,10 @@ def evaluate(trial, fault, must_finish):
     c = fault.checks
     broken = []
     events, _ = read_jsonl(trial.run_dir / "events.jsonl", fault.last_events_offset)
-    c["outcome"], c["reason"] = outcome_of(fault.rc, events)
-    if c["outcome"] not in ("finished", "failed_with_reason"):
+    outputs = sorted(trial.dir.glob("msomni-run-*.out"), key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+    last_output = outputs[-1].read_text(errors="replace") if outputs else ""
+    c["outcome"], c["reason"] = outcome_of(fault.rc, events, last_output)
+    if c["outcome"] not in ("finished", "failed_with_reason", "refused_with_reason"):
         broken.append(c["outcome"])
     elif must_finish and c["outcome"] != "finished":
         broken.append("did_not_recover")
