@@ -5,13 +5,19 @@ PRESET ?= default
 BUILD_DIR := $(if $(filter cpu,$(PRESET)),build-cpu,$(if $(filter asan,$(PRESET)),build-asan,build))
 JOBS ?= $(shell nproc)
 
-.PHONY: run test setup build
+.PHONY: run test setup build asan-rank
 run: build
 	$(BUILD_DIR)/apps/msomni-run/msomni-run configs/quickstart.toml --dry-run
 	$(BUILD_DIR)/apps/msomni-run/msomni-run configs/quickstart.toml --fresh
 
-test: build
+test: build asan-rank
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 900
+
+# The rank under AddressSanitizer and UBSan (Debug, CPU only), for the test that runs a rank's
+# whole lifecycle under them; only the rank and what it links are built.
+asan-rank: setup
+	cmake --preset asan
+	cmake --build --preset asan -j $(JOBS) --target msomni-rank
 
 setup:
 	tools/bootstrap.sh

@@ -88,6 +88,7 @@ caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_s
       return;
     }
     st->ranks.clear();  // SIGKILL and reap every rank of this node
+    if (st->s.live_ranks) *st->s.live_ranks = 0;
     st->slot_of.clear();
     if (st->s.on_orchestrator_lost) st->s.on_orchestrator_lost();
     self->quit();
@@ -114,6 +115,7 @@ caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_s
               r.name + " on node " + st->s.node + attempt_note(st->s.log_dir), st->s.ranks_ignore_stop_signals,
               st->s.outliving_logger);
           st->slot_of[r.name] = slot;
+          if (st->s.live_ranks) *st->s.live_ranks = st->ranks.size();
         } catch (const std::exception& e) {
           self->send(st->orchestrator, msg::rank_exited{r.name, st->s.node, -1, e.what()});
         }
@@ -167,6 +169,7 @@ caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_s
             }
             st->slot_of.erase(it->first);
             it = st->ranks.erase(it);
+            if (st->s.live_ranks) *st->s.live_ranks = st->ranks.size();
           } else {
             ++it;
           }

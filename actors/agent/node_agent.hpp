@@ -60,6 +60,9 @@ struct agent_settings {
   // after its agent_hello (the newest 64 such ends are held): the leader may have adopted it
   // before this agent found it.
   bool follow_leader = false;
+  // How many rank processes of this node run now (kept by the agent; a rank counts until it
+  // has been reaped and its end sent): for a caller that waits for its ranks to end. Null: not kept.
+  std::shared_ptr<std::atomic<size_t>> live_ranks;
 };
 
 // To a following agent: (leader_atom, orchestrator) hands over the next leader;

@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -25,6 +26,10 @@
 namespace msomni::data {
 
 struct handed_batch {
+  // The memory `packed` was allocated from, first so that it is released last: a batch still
+  // queued when the stages end (the hand-off's last holder may be the tensor stage's state,
+  // torn down with the actor system) gives its buffers back to a live resource.
+  std::shared_ptr<std::pmr::memory_resource> memory;
   std::shared_ptr<micro_batch> batch;
   pipeline_position after;
   std::optional<model::micro_batch> packed;  // the model's batch, when the stage packs one

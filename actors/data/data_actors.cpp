@@ -192,6 +192,9 @@ caf::behavior pool_actor(metrics::accounted_stateful_actor<pool_state>* self, pi
 }
 
 struct tensor_state {
+  // Set: pack the model's batch too, in this memory. First, so that it outlives every member
+  // that may hold batches packed in it.
+  std::shared_ptr<std::pmr::memory_resource> batch_memory;
   std::unique_ptr<tensor_core> core;
   batch_shape shape;
   caf::actor pool;
@@ -211,7 +214,6 @@ struct tensor_state {
   // always look as slow as the consumer and never saturated.
   double consumer_step_ms = 0;
   double test_extra_pack_ms_per_frame = 0;
-  std::shared_ptr<std::pmr::memory_resource> batch_memory;  // set: pack the model's batch too
 };
 
 caf::behavior tensor_actor(metrics::accounted_stateful_actor<tensor_state>* self, pipeline_setup setup, order_slot slot,
@@ -284,7 +286,7 @@ caf::behavior tensor_actor(metrics::accounted_stateful_actor<tensor_state>* self
         }
         if (st.test_extra_pack_ms_per_frame > 0)  // test knob (pipeline_setup): slow packing on purpose
           std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(st.test_extra_pack_ms_per_frame * unique));
-        handed_batch h{b, st.core->position_after_last_batch(), std::nullopt};
+        handed_batch h{st.batch_memory, b, st.core->position_after_last_batch(), std::nullopt};
         if (st.batch_memory) h.packed.emplace(to_model_batch(*b, st.batch_memory.get()));  // counted as packing
         st.core->on_batch_timing(st.filling_pack_ms + ms_since(*st.clock, t0), unique, full, st.consumer_step_ms);
         st.filling_pack_ms = 0;

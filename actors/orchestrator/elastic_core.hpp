@@ -305,6 +305,12 @@ class elastic_core {
   bool placed_first_ = false;  // the first ranks were placed (or adopted)
   std::string rollback_pending_;  // why, while survivors wait for replacements to roll back with
   bool rollback_pending_continues_ = false;  // that wait continues a recovery already journaled
+  // Replacements lost before they joined while that wait lasts: past max_recoveries the job
+  // ends (a replacement that dies at start would otherwise be replaced for ever).
+  int64_t replacements_lost_ = 0;
+  // Members lost while one rollback plan after another is out, before any of them trains a
+  // step: past max_replicas + max_recoveries the job ends instead of replanning for ever.
+  int64_t incident_losses_ = 0;
   bool finished_ = false;
 };
 

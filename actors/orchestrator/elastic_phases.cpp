@@ -140,6 +140,7 @@ std::vector<action> elastic_core::on_step(uint64_t step, uint32_t world, time_po
       }
       break;
     case phase::recovering:
+      incident_losses_ = 0;
       out.push_back(journal_event{"recovered", "training again on " + std::to_string(world) + " replicas at step " +
                                                    std::to_string(step) + " (" + pause + " s after the failure)"});
       phase_ = joining_.empty() ? phase::running : phase::growing;

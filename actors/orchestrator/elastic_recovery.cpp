@@ -26,6 +26,13 @@ std::vector<action> elastic_core::on_rank_down(const std::string& name, const st
   if (was == member_state::starting || was == member_state::ready) {
     std::erase(joining_, name);
     if (!rollback_pending_.empty()) {
+      if (++replacements_lost_ > s_.max_recoveries) {
+        auto end = fail(rollback_pending_ + "; gave up: " + std::to_string(replacements_lost_) +
+                        " replacement ranks were lost before they could join (bound max_recoveries " +
+                        std::to_string(s_.max_recoveries) + "), the last: " + name + " (" + why + ")");
+        out.insert(out.end(), end.begin(), end.end());
+        return out;
+      }
       if (deferring_losses_) {
         if (!deferred_loss_) deferred_loss_ = {m.node, rollback_pending_};
         return out;
@@ -98,6 +105,13 @@ std::string elastic_core::cannot_start_reason(const std::string& name, const std
 std::vector<action> elastic_core::recover_from_loss(const std::string& node, const std::string& why, time_point now) {
   const bool same_incident =
       phase_ == phase::recovering && rollback_pending_.empty() && rollback_epoch_ > 0 && rollback_epoch_ == epoch_;
+  // Every member there was may go in one incident (a node with all its ranks); beyond that,
+  // only replacements keep dying, and max_recoveries of those are allowed.
+  const int64_t incident_bound = s_.max_replicas + s_.max_recoveries;
+  if (same_incident && ++incident_losses_ > incident_bound)
+    return fail(why + "; gave up: " + std::to_string(incident_losses_) +
+                " members were lost while the recovery's rollback plans were out, before any trained a step (bound "
+                "max_replicas + max_recoveries = " + std::to_string(incident_bound) + ")");
   auto out = rollback(why, now, same_incident);
   const int64_t missing = target_ - world() - static_cast<int64_t>(joining_.size());
   const int64_t replacements = std::min(missing, free_slots());
@@ -205,6 +219,7 @@ std::vector<action> elastic_core::rollback(std::string why, time_point now, bool
   if (!counted) ++recoveries_;
   rollback_pending_.clear();
   rollback_pending_continues_ = false;
+  replacements_lost_ = 0;
   awaiting_join_ = false;
   joining_ = still_joining;
   for (const auto& n : staying) members_.at(n).state = member_state::active;

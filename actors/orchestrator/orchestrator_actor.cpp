@@ -19,6 +19,7 @@
 #include <caf/actor_system.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <deque>
 #include <fstream>
@@ -635,10 +636,19 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
         return true;
       },
       [self, st](const msg::rank_exited& r) {
+        const auto it = st->core.members().find(r.name);
+        const bool known = it != st->core.members().end();
+        // Nothing to recover once a rank has left (it gave its result), but a death by a
+        // signal then is still a failure of that process, told and journaled.
+        if (known && r.status < 0 && it->second.state == member_state::left) {
+          const std::string what = r.name + " died by signal " + std::to_string(-r.status) + " (" + strsignal(-r.status) +
+                                   ") after its result" + (r.log_tail.empty() ? "" : "; log ends: " + r.log_tail);
+          journal(*st, "rank_crashed", what);
+          if (st->env.on_rank_crash) st->env.on_rank_crash(what);
+        }
         if (st->done) return;  // the job is over; ranks exiting now are not failures to recover from
         if (st->env.memory_predictor) self->send(st->env.memory_predictor, r);
-        const auto it = st->core.members().find(r.name);
-        if (it == st->core.members().end()) return;
+        if (!known) return;
         const auto state = it->second.state;
         if (state == member_state::left || state == member_state::dead) return;
         const std::string why = r.status < 0 ? "killed by signal " + std::to_string(-r.status)

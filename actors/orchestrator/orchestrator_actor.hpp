@@ -46,6 +46,9 @@ struct orchestrator_env {
   std::function<std::vector<std::string>(const std::string& rank)> rank_args;  // msomni-rank arguments
   std::function<uint64_t()> latest_checkpoint_step;                       // 0 when there is none
   std::function<void(const job_outcome&)> on_finish;
+  // A rank that had given its result (it left, or the job was over) then died by a signal:
+  // what happened, for the end of the run (a crash in teardown can hide corruption before it).
+  std::function<void(const std::string& what)> on_rank_crash;
   run_journal* journal = nullptr;
   std::string token;
   std::atomic<bool>* stop_signal = nullptr;  // set by SIGINT/SIGTERM: stop gracefully

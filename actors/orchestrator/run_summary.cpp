@@ -142,6 +142,7 @@ nlohmann::ordered_json summary_json(const run_facts& f, const run_end& e) {
   for (const auto& [r, n] : f.bad_samples) bad += n;
   j["bad_samples"] = {{"total", bad}, {"by_reason", ordered_json::object()}};
   for (const auto& [r, n] : f.bad_samples) j["bad_samples"]["by_reason"][r] = n;
+  j["rank_crashes"] = e.rank_crashes;
   j["downgraded_samples"] = f.downgraded_samples;
   j["slow_data_steps"] = f.slow_data_steps;
   j["run_dir"] = e.run_dir;
@@ -186,6 +187,7 @@ std::string summary_text(const run_facts& f, const run_end& e) {
     reasons += " " + r + "=" + std::to_string(n);
   }
   line("bad samples", std::to_string(bad) + (reasons.empty() ? "" : ":" + reasons));
+  for (const auto& c : e.rank_crashes) line("rank crashed", c);
   line("downgrades", std::to_string(f.downgraded_samples) + " videos keyframe-only; " +
                          std::to_string(f.slow_data_steps) + " steps waited long for data");
   line("run dir", e.run_dir);

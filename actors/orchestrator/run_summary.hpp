@@ -92,6 +92,8 @@ struct run_end {
   std::string resume_checkpoint;  // its directory name under the checkpoint root
   std::string run_dir;
   std::string checkpoint_dir;
+  // Ranks that died by a signal after giving their result, each as the rank_crashed event says.
+  std::vector<std::string> rank_crashes;
 };
 
 // {"state","exit_code","reason","steps":{"done","total","recorded"},"wall_s","tokens_per_s_median",

@@ -43,6 +43,7 @@
 #include <fstream>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <iostream>
 
@@ -323,6 +324,16 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
                                              (skipped ? "; " + std::to_string(skipped) + " unreadable lines skipped" : ""));
   }
   env.on_finish = [&outcome](const orchestrator::job_outcome& o) { outcome.set_value(o); };
+  // Shared, not on this stack: the orchestrator may report a crash while the system winds down.
+  struct crash_list {
+    std::mutex mutex;
+    std::vector<std::string> what;
+  };
+  const auto rank_crashes = std::make_shared<crash_list>();
+  env.on_rank_crash = [rank_crashes](const std::string& what) {
+    std::lock_guard lock(rank_crashes->mutex);
+    rank_crashes->what.push_back(what);
+  };
   env.journal = &journal;
   env.token = token;
   env.stop_signal = &stop_signal::flag();
@@ -414,8 +425,10 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   caf::actor local_agent;
   // Set when this process was deposed: its agent leaves the ranks training for the next leader.
   auto let_ranks_run = std::make_shared<std::atomic<bool>>(false);
+  auto local_ranks = std::make_shared<std::atomic<size_t>>(0);  // rank processes of this node, until reaped
   if (cfg.cluster.nodes.empty()) {
     agent::agent_settings a;
+    a.live_ranks = local_ranks;
     a.node = "local";
     a.slots = cfg.elasticity.max_replicas;
     a.rank_binary = agent::find_rank_binary();
@@ -455,7 +468,13 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   const auto result = finished.get();
   stop_signal::restore();
   if (result.deposed && control) *let_ranks_run = true;
-  // Ranks leave on their own after rank_left; give them a moment before the agent reaps the rest.
+  // Ranks leave on their own after rank_left: their ends are awaited (a rank bounds its own
+  // teardown at 20 s), so that one dying by a signal after its result is seen and told; a
+  // moment more lets the orchestrator take the last end. Ranks left for the next leader go on.
+  if (!*let_ranks_run) {
+    const auto until = std::chrono::steady_clock::now() + 25s;
+    while (*local_ranks > 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(50ms);
+  }
   std::this_thread::sleep_for(300ms);
   if (local_agent) caf::anon_send_exit(local_agent, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(orchestrator, caf::exit_reason::user_shutdown);
@@ -477,6 +496,19 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
                   : end.state == "stopped"   ? orchestrator::exit_stopped
                                              : orchestrator::exit_finished;
   end.reason = journal.failed() && result.ok ? journal.failure() : result.reason;
+  {
+    // A rank that died by a signal after its result (its work was done and committed): the run
+    // fails all the same, since whatever broke it may have broken something before.
+    std::lock_guard lock(rank_crashes->mutex);
+    end.rank_crashes = rank_crashes->what;
+  }
+  if (!end.rank_crashes.empty() && end.exit_code == orchestrator::exit_finished) {
+    end.state = "failed";
+    end.exit_code = orchestrator::exit_failed;
+    end.reason = "every step was trained, but " + end.rank_crashes.front() +
+                 (end.rank_crashes.size() > 1 ? " (and " + std::to_string(end.rank_crashes.size() - 1) + " more)" : "");
+  }
+  for (const auto& c : end.rank_crashes) std::cerr << "msomni-run: " << c << "\n";
   end.started_ms = started_ms;
   end.ended_ms = unix_ms();
   end.attempt = journal.attempt();

@@ -264,3 +264,38 @@ TEST_CASE("a leaving rank that freezes during a scale-down: the others roll back
   CHECK(m.by_step.rbegin()->first == 400);
   CHECK(m.by_step.rbegin()->second.second == 2);
 }
+
+TEST_CASE("a frozen rank: the survivor joins the plan without it as soon as the heartbeat finds it, not after a fixed wait") {
+  msomni::testing::temp_dir dir;
+  // Heartbeat 0.5 s x 3: the frozen rank is declared down 1.5 s after its last keep-alive.
+  auto text = elastic_config(dir, 100000, 2, 2);
+  text = std::regex_replace(text, std::regex("min_replicas = 2"), "min_replicas = 1");
+  text = std::regex_replace(text, std::regex("heartbeat_interval_s = 1"), "heartbeat_interval_s = 0.5\nheartbeat_misses = 3");
+  const auto cfg = dir.write("elastic.toml", text);
+  const auto run_dir = dir.path() / "run";
+  msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
+  REQUIRE(msomni::testing::wait_for_checkpoint(run_dir));
+  const pid_t frozen = msomni::testing::rank_pid(MSOMNI_CLI_BINARY, run_dir, "rank-1");
+  REQUIRE(frozen > 0);
+  ::kill(frozen, SIGSTOP);
+  const auto frozen_at = std::chrono::steady_clock::now();
+  // rank-0's collective fails first and the control process replans with both members (it has
+  // not found the frozen one yet); then rank-1 is declared down and the next plan supersedes
+  // the first while rank-0 still waits for it.
+  const auto events_file = run_dir / "events.jsonl";
+  REQUIRE(wait_for([&] { return has_event(msomni::testing::read_json_lines(events_file), "rank_down", "rank-1"); }, 60s));
+  const uint64_t steps_before = read_metrics(run_dir / "metrics.jsonl").lines;
+  REQUIRE(wait_for([&] { return read_metrics(run_dir / "metrics.jsonl").lines > steps_before + 2; }, 60s));
+  const auto resumed_after = std::chrono::steady_clock::now() - frozen_at;
+  ::kill(frozen, SIGCONT);
+  CAPTURE(read_file(run_dir / "events.jsonl"));
+  const auto log = read_file(run_dir / "logs" / "rank-0.log");
+  CAPTURE(log.substr(log.size() > 6000 ? log.size() - 6000 : 0));
+  // Before, a member of a plan had 30 s to come up, whatever the heartbeat, and the survivor
+  // sat out that wait in full. The bound here is that old wait, not a speed target.
+  CHECK(resumed_after < 30s);
+  CHECK((log.find("superseded epoch") != std::string::npos || log.find("(the heartbeat's detection time)") != std::string::npos));
+  CHECK(log.find("never came up") == std::string::npos);
+  run_command(cli("stop --run-dir " + run_dir.string()));
+  CHECK(job.wait(120s) == 5);
+}

@@ -333,6 +333,68 @@ TEST_CASE("below min_replicas the survivors wait for a replacement and roll back
   CHECK(has_event(c.on_step(5, 2, time_point{12s}), "recovered"));
 }
 
+TEST_CASE("replacements that keep dying before they join end the job after max_recoveries, not a spawn loop") {
+  elastic_settings s = four_replicas();
+  s.replicas = 2;
+  s.min_replicas = 2;
+  s.max_replicas = 2;
+  s.max_recoveries = 3;
+  elastic_core c(s);
+  auto acts = c.on_agent({"solo", "rack1", "sw1", 2, true}, time_point{0s});
+  for (const auto& sp : all_of<spawn_on_agent>(acts)) c.on_rank_ready(ready(sp.name, sp.node), time_point{1s});
+  REQUIRE(c.world() == 2);
+  auto out = c.on_rank_down("rank-1", "killed", time_point{10s});
+  REQUIRE(has_event(out, "recovery_waiting"));
+  int spawned = 0;
+  bool ended = false;
+  for (int i = 0; i < 20 && !ended; ++i) {
+    const auto spawns = all_of<spawn_on_agent>(out);
+    if (spawns.empty()) break;
+    spawned += int(spawns.size());
+    // Each replacement dies at start (a process that crashes before it is ready).
+    out = c.on_rank_down(spawns[0].name, "exited with status 1 without leaving", time_point{11s + std::chrono::seconds(i)});
+    ended = !all_of<finish_job>(out).empty();
+  }
+  REQUIRE(ended);
+  CHECK(spawned == 4);  // the first replacement and max_recoveries more
+  const auto end = all_of<finish_job>(out).at(0);
+  CHECK_FALSE(end.ok);
+  CHECK(end.reason.find("replacement ranks were lost before they could join") != std::string::npos);
+  CHECK(c.recoveries() == 1);
+}
+
+TEST_CASE("replacements that join a rollback plan and die before its first step end the job after a bound") {
+  elastic_settings s = four_replicas();
+  s.replicas = 2;
+  s.min_replicas = 2;
+  s.max_replicas = 2;
+  s.max_recoveries = 3;
+  elastic_core c(s);
+  auto acts = c.on_agent({"solo", "rack1", "sw1", 2, true}, time_point{0s});
+  for (const auto& sp : all_of<spawn_on_agent>(acts)) c.on_rank_ready(ready(sp.name, sp.node), time_point{1s});
+  REQUIRE(c.world() == 2);
+  c.on_step(5, 2, time_point{5s});
+  auto out = c.on_rank_down("rank-1", "killed", time_point{10s});
+  int losses = 0;
+  bool ended = false;
+  for (int i = 0; i < 40 && !ended; ++i) {
+    // Every replacement gets ready and joins the rollback plan, then dies before its first step.
+    for (const auto& sp : all_of<spawn_on_agent>(out)) out = c.on_rank_ready(ready(sp.name, sp.node), time_point{11s});
+    const auto plans = all_of<send_plan>(out);
+    INFO("round " << i << ": " << out.size() << " actions");
+    REQUIRE(!plans.empty());
+    const auto& members = plans.back().plan.members;
+    const auto victim = std::find_if(members.begin(), members.end(), [](const std::string& n) { return n != "rank-0"; });
+    if (victim == members.end()) break;
+    out = c.on_rank_down(*victim, "exited with status 1 without leaving", time_point{12s + std::chrono::seconds(i)});
+    ++losses;
+    ended = !all_of<finish_job>(out).empty();
+  }
+  REQUIRE(ended);
+  CHECK(losses <= s.max_replicas + s.max_recoveries + 1);
+  CHECK(all_of<finish_job>(out).at(0).reason.find("gave up") != std::string::npos);
+}
+
 TEST_CASE("without a free slot a job below min_replicas fails with the reason") {
   elastic_settings s = four_replicas();
   s.replicas = 2;
