@@ -75,7 +75,7 @@ logged_process::logged_process(const std::string& binary, const std::vector<std:
     ::close(log_fd_);
     throw;
   }
-  write_all(log_fd_, "---- " + utc_timestamp() + " msomni-rank started: pid " + std::to_string(child_.pid()) +
+  append_whole(log_fd_, "---- " + utc_timestamp() + " msomni-rank started: pid " + std::to_string(child_.pid()) +
                          (about.empty() ? "" : ", " + about) + (outlive ? ", outlives its agent" : "") + " ----\n");
   if (!outlive) {
     copier_ = std::thread([in = child_.stdout_fd(), out = log_fd_] { copy_stamped(in, out); });

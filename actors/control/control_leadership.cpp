@@ -1,10 +1,12 @@
 // control_leadership (see control_leadership.hpp).
 #include "control_leadership.hpp"
 
+#include "core/control_file.hpp"
 #include "core/log.hpp"
 
 #include <unistd.h>
 
+#include <optional>
 #include <set>
 
 namespace msomni::control {
@@ -79,6 +81,16 @@ control_leadership::~control_leadership() {
   }
 }
 
+nanos campaign_patience(nanos ttl) {
+  return std::chrono::seconds(leaderless_limit_s(std::chrono::duration_cast<std::chrono::seconds>(ttl).count()));
+}
+
+nanos campaign_backoff(nanos renew_interval, nanos ttl, int silent) {
+  nanos wait = renew_interval;
+  for (int i = 0; i < silent && wait < ttl; ++i) wait *= 2;
+  return std::min(wait, std::max(ttl, renew_interval));
+}
+
 election control_leadership::campaign(const std::atomic<bool>& stop,
                                       const std::function<void(const std::string&)>& say) {
   election e;
@@ -87,6 +99,7 @@ election control_leadership::campaign(const std::atomic<bool>& stop,
   std::string leader_seen;
   time_point last_seen_at{};
   int failures = 0;
+  std::optional<time_point> silent_since;  // the first of the attempts in a row the store did not answer
   std::string last_failure;
   for (;;) {
     if (stop) return e;
@@ -102,6 +115,7 @@ election control_leadership::campaign(const std::atomic<bool>& stop,
           {store::operation::range(keys_.leader()), store::operation::range(keys_.state()),
            store::operation::put(keys_.standby(me_.id), record, lease_)});
       failures = 0;
+      silent_since.reset();
       const auto* state = find_key(r.ranged, keys_.state());
       if (state) e.previous = job_state::from_json(state->value);
       if (r.succeeded) {
@@ -131,15 +145,21 @@ election control_leadership::campaign(const std::atomic<bool>& stop,
         }
       }
     } catch (const store::etcd_error& err) {
-      if (++failures >= store_attempts_max) {
-        e.problem = std::string("the control store did not answer ") + std::to_string(failures) +
-                    " attempts in a row: " + err.what();
+      ++failures;
+      if (!silent_since) silent_since = sent;
+      const auto patience = campaign_patience(o_.ttl);
+      if (clock_.now() - *silent_since >= patience) {
+        e.problem = std::string("the control store did not answer for ") +
+                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(patience).count()) + " s (" +
+                    std::to_string(failures) + " attempts, as long as the ranks train on without a leader): " +
+                    err.what();
         return e;
       }
       if (last_failure != err.what()) say(std::string("standby: the control store does not answer (retrying): ") + err.what());
       last_failure = err.what();
     }
-    const auto next = sent + core_.settings().renew_interval();
+    const auto next = sent + (silent_since ? campaign_backoff(core_.settings().renew_interval(), o_.ttl, failures - 1)
+                                           : core_.settings().renew_interval());
     while (!stop && clock_.now() < next) std::this_thread::sleep_for(std::min<nanos>(50ms, next - clock_.now()));
   }
 }

@@ -5,8 +5,11 @@
 // commit. The decisions are leadership_core's; this class only talks to the store.
 //
 // Bounds: the event queue holds queue_max lines (more are dropped and counted); a campaign
-// gives up after store_attempts_max consecutive attempts the store did not answer; every
-// request is bounded by the client's timeout.
+// the store does not answer retries with a backoff (the renewal interval, doubled after each
+// silent attempt up to the lease's TTL) for as long as the job's ranks train on without a
+// leader (leaderless_limit_s of the TTL, control_file.hpp), so that the job has a leader
+// again when the store comes back within that time, and gives up after it; every request is
+// bounded by the client's timeout.
 #pragma once
 
 #include "control_keys.hpp"
@@ -32,7 +35,11 @@
 namespace msomni::control {
 
 inline constexpr size_t queue_max = 4096;
-inline constexpr int store_attempts_max = 12;
+// How long a campaign keeps trying while the store does not answer: as long as the ranks of a
+// job with a lease of `ttl` train on without a leader.
+nanos campaign_patience(nanos ttl);
+// The wait before the next attempt after `silent` attempts in a row the store did not answer.
+nanos campaign_backoff(nanos renew_interval, nanos ttl, int silent);
 
 struct leadership_options {
   std::vector<std::string> endpoints;  // "HOST:PORT" of each etcd member

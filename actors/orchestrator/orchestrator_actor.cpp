@@ -737,7 +737,10 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
           // to them from here any more.
           st->stop_sent = true;
           st->stop_by_deposition = true;
-          journal(*st, "deposed", "another control process leads the job now; the ranks train on and rejoin it");
+          const std::string why = st->env.deposed_why && !st->env.deposed_why->empty() ? *st->env.deposed_why
+                                                                                        : "the job's leadership was lost";
+          journal(*st, "deposed", "this control process no longer leads the job (" + why +
+                                      "); the ranks train on and rejoin the job's next leader");
           execute(self, *st, {finish_job{true, "deposed: the ranks train on under the next leader", true}});
           return;
         }

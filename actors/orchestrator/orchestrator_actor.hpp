@@ -56,6 +56,7 @@ struct orchestrator_env {
   // Set when another control process leads the job now ([control] store): stop gracefully,
   // the new leader resumes it. Null: no store.
   const std::atomic<bool>* deposed = nullptr;
+  const std::string* deposed_why = nullptr;  // why, once *deposed is set
   // [control] store: the ranks outlive this process and follow the job's leader. A deposed
   // leader then leaves them training for the next one (which adopts them) instead of stopping
   // them; a takeover sets recorded_step, the last step the job's metrics.jsonl holds, so that

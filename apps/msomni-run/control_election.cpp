@@ -77,7 +77,8 @@ std::optional<int> stand_for_control(const config::job_config& cfg, const run_pa
     case control::takeover::start:
       break;
   }
-  role.leadership->serve([&role](const std::string&) {
+  role.leadership->serve([&role](const std::string& why) {
+    role.deposed_why = why;
     role.deposed = true;
     stop_signal::flag() = true;  // a standby's wait below ends too
   });

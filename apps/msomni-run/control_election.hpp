@@ -21,6 +21,9 @@ struct control_role {
   std::unique_ptr<control::control_leadership> leadership;  // null: no store (embedded)
   control::election elected;
   std::atomic<bool> deposed{false};  // set once by the leadership's thread
+  // Why, written before `deposed` is set (read it once `deposed` is seen): the store could not
+  // be reached to renew the lease, or another leader's term fenced a commit.
+  std::string deposed_why;
 };
 
 // Campaigns (printing what it waits for on `err`) and, once elected, starts serving the

@@ -338,7 +338,10 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   env.token = token;
   env.stop_signal = &stop_signal::flag();
   env.stop_signal_number = &stop_signal::number();
-  if (control) env.deposed = &control->deposed;
+  if (control) {
+    env.deposed = &control->deposed;
+    env.deposed_why = &control->deposed_why;
+  }
   env.ranks_follow_leader = control != nullptr;
   env.agent_silence_limit = heartbeat * std::max<int64_t>(1, cfg.elasticity.heartbeat_misses);
   env.progress_on_tty = ::isatty(2);
@@ -522,7 +525,9 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
               << (control->deposed ? " (this process no longer leads it)" : "") << "\n";
   std::cout << (end.state == "failed" ? "job failed: " : "job ") << result.text << "\n";
   if (end.state == "deposed")
-    std::cout << "  deposed: another control process leads the job now and resumes it from step "
+    std::cout << "  deposed: " << (control->deposed_why.empty() ? std::string("the job's leadership was lost")
+                                                                 : control->deposed_why)
+              << "; the job's next leader (a standby, or msomni-run run again) resumes it from step "
               << (end.resume_step ? std::to_string(*end.resume_step) : std::string("0")) << "; exit code " << end.exit_code << "\n";
   else if (end.state == "stopped" || end.state == "preempted")
     std::cout << "  " << end.state << ": resume from " << (end.resume_step ? "step " + std::to_string(*end.resume_step) + " (" +

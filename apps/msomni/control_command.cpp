@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "control_file.hpp"
 #include "core/secret_file.hpp"
+#include "checkpoint_store.hpp"
 #include "control_leadership.hpp"
 #include "core/store_url.hpp"
 
@@ -69,9 +70,31 @@ control::control_view store_view(const control_file& file) {
 
 // A run that has ended answers from its run directory at once: `status` prints its summary
 // (summary.json with --json) and exits 0; the other verbs are refused (exit 1).
+// A checkpoint summary.json names as the resume point may be gone since it was written (the
+// ranks of a deposed leader trained on under the next one, whose retention removed it): then
+// the checkpoint root's `latest` now, and a note saying so. Nothing when the summary still holds.
+std::optional<std::pair<nlohmann::json, std::string>> resume_now(const nlohmann::json& s) {
+  if (!s.is_object() || !s.contains("resume") || !s["resume"].is_object()) return std::nullopt;
+  const auto& resume = s["resume"];
+  const auto named = resume.value("checkpoint", nlohmann::json()).is_string() ? resume["checkpoint"].get<std::string>() : "";
+  const auto root = s.value("checkpoint_dir", std::string());
+  std::error_code ec;
+  if (named.empty() || root.empty() || std::filesystem::is_directory(std::filesystem::path(root) / named, ec))
+    return std::nullopt;
+  nlohmann::json now = {{"step", nullptr}, {"checkpoint", nullptr}};
+  if (const auto step = ckpt::latest_step(root)) {
+    now["step"] = *step;
+    now["checkpoint"] = ckpt::latest_pointer_of(root).value_or("");
+  }
+  const std::string note = "the summary names " + named + ", which no longer exists in " + root + "; the checkpoint root's latest is now " +
+                           (now["checkpoint"].is_string() ? now["checkpoint"].get<std::string>() : std::string("none (a new run starts at step 0)"));
+  return std::make_pair(now, note);
+}
+
 int answer_ended(const std::string& verb, const control_args& a, const std::string& summary_json, std::ostream& out,
                  std::ostream& err) {
-  const auto s = nlohmann::json::parse(summary_json, nullptr, /*allow_exceptions=*/false);
+  auto s = nlohmann::json::parse(summary_json, nullptr, /*allow_exceptions=*/false);
+  const auto resume = resume_now(s);
   const auto state = s.value("state", std::string("ended"));
   const auto steps = s.value("steps", nlohmann::json::object());
   const auto where = "step " + std::to_string(steps.value("done", uint64_t{0})) + "/" +
@@ -82,13 +105,21 @@ int answer_ended(const std::string& verb, const control_args& a, const std::stri
     return exit_failed;
   }
   if (a.json) {
-    out << summary_json << (summary_json.ends_with("\n") ? "" : "\n");
+    if (resume) {
+      s["resume"] = resume->first;
+      s["resume_note"] = resume->second;
+      out << s.dump() << "\n";
+    } else {
+      out << summary_json << (summary_json.ends_with("\n") ? "" : "\n");
+    }
     return exit_ok;
   }
   out << "job " << state << " (it has ended; from " << (std::filesystem::path(a.run_dir) / "summary.json").string()
       << "): " << where << "\n";
   std::ifstream text(std::filesystem::path(a.run_dir) / "summary.txt");
-  for (std::string line; std::getline(text, line);) out << "  " << line << "\n";
+  for (std::string line; std::getline(text, line);)
+    if (!(resume && line.rfind("resume from", 0) == 0)) out << "  " << line << "\n";
+  if (resume) out << "  resume from   " << resume->second << "\n";
   return exit_ok;
 }
 
@@ -134,9 +165,14 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
     transport::gateway gw(sys, hub);
     hub.node().connect(address, token);  // the control node lets in only peers that prove the token
     const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!hub.node().wait_up("control", 100ms) && !refused && std::chrono::steady_clock::now() < deadline) {
+    const auto lost_before = hub.node().counters().connects_lost.load();
+    const auto turned_away = [&] { return hub.node().counters().connects_lost.load() > lost_before; };
+    while (!hub.node().wait_up("control", 100ms) && !refused && !turned_away() &&
+           std::chrono::steady_clock::now() < deadline) {
     }
-    if (refused) {
+    if (refused || (turned_away() && !hub.node().is_up("control"))) {
+      // The control process closes a connection whose token does not prove the job's (and
+      // journals it); this client sees its connection end before it was let in.
       err << "msomni " << verb << ": refused: missing or wrong token (read it from the run directory's control.json)\n";
       return exit_failed;
     }

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <cstdint>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -33,24 +35,53 @@ bool write_all(int fd, const std::string& s) {
   return true;
 }
 
+bool append_whole(int fd, const std::string& s) {
+  const off_t before = ::lseek(fd, 0, SEEK_END);
+  if (write_all(fd, s)) return true;
+  if (before >= 0) {  // not on a pipe: nothing to cut there
+    [[maybe_unused]] const int cut = ::ftruncate(fd, before);
+  }
+  return false;
+}
+
 void copy_stamped(int in, int out) {
+  constexpr size_t line_max = 64 * 1024;  // a longer line is written in parts, each stamped
   char buf[8192];
-  bool at_line_start = true;
-  std::string chunk;
+  std::string pending;      // the unfinished line, stamped where it began
+  std::string lines;        // the whole lines of this read, stamped
+  uint64_t lost_lines = 0;  // since the last append that failed
+  const auto put = [&](const std::string& text, uint64_t count) {
+    std::string out_text;
+    if (lost_lines > 0)
+      out_text = utc_timestamp() + " msomni: " + std::to_string(lost_lines) +
+                 " log lines were lost here (a write to this log failed: a full disk?)\n";
+    out_text += text;
+    if (append_whole(out, out_text)) {
+      lost_lines = 0;
+    } else {
+      lost_lines += count;
+    }
+  };
   for (;;) {
     const ssize_t n = ::read(in, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    chunk.clear();
+    lines.clear();
+    uint64_t count = 0;
     const std::string stamp = utc_timestamp() + " ";
     for (ssize_t i = 0; i < n; ++i) {
-      if (at_line_start) chunk += stamp;
-      chunk += buf[i];
-      at_line_start = buf[i] == '\n';
+      if (pending.empty()) pending = stamp;
+      pending += buf[i];
+      if (buf[i] == '\n' || pending.size() >= line_max) {
+        if (buf[i] != '\n') pending += '\n';
+        lines += pending;
+        pending.clear();
+        ++count;
+      }
     }
-    write_all(out, chunk);
+    if (count > 0) put(lines, count);
   }
-  if (!at_line_start) write_all(out, "\n");
+  if (!pending.empty()) put(pending + "\n", 1);
 }
 
 }  // namespace msomni

@@ -15,9 +15,15 @@ std::string utc_timestamp();
 // (a full disk: the caller's process goes on, its log is short).
 bool write_all(int fd, const std::string& s);
 
-// Copies `in` to `out` until EOF, each line prefixed with the UTC time it was read and a
-// space. A line longer than the read buffer is stamped once, where it began; an unfinished
-// last line gets its newline.
+// Appends `s` to the file `fd` whole or not at all: a write that fails part-way (a full disk)
+// is cut back to where it began, so the file never ends in a torn line. False when it failed.
+bool append_whole(int fd, const std::string& s);
+
+// Copies `in` to `out` until EOF, each line prefixed with the UTC time it began to be read and
+// a space, whole lines only: a line is written once its newline came (a line of over 64 KiB in
+// parts, each ended), and an unfinished last line gets its newline. Lines a write could not
+// take (a full disk) are dropped whole, and the next write that succeeds begins with a stamped
+// line saying how many were lost.
 void copy_stamped(int in, int out);
 
 }  // namespace msomni

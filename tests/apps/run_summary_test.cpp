@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -218,4 +219,34 @@ TEST_CASE("a run that fails exits 1 and its summary says failed with the reason"
   CHECK(s.at("elastic_events").value("training_rollback", 0) == 1);
   CHECK(s.at("checkpoints").at("last_step") == 10);
   CHECK(read_text(run_dir / "summary.txt").find("state         failed (exit code 1)\n") == 0);
+}
+
+TEST_CASE("status on an ended run never names a checkpoint that no longer exists as the resume point") {
+  msomni::testing::temp_dir dir;
+  use_cache_of(dir);
+  const auto run_dir = dir.path() / "run";
+  const auto r = run_command(std::string(MSOMNI_RUN_BINARY) + " " + quickstart() +
+                             " --set training.steps=12 --set checkpoint.interval_steps=4 --run-dir " + run_dir.string());
+  CAPTURE(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto s = summary_of(run_dir);
+  REQUIRE(s.at("resume").at("checkpoint") == "step-00000012");
+  // What a later leader's retention does after this one wrote its summary: the named
+  // checkpoint goes, `latest` names another.
+  const auto root = fs::path(s.at("checkpoint_dir").get<std::string>());
+  fs::remove_all(root / "step-00000012");
+  {
+    std::ofstream latest(root / "latest", std::ios::trunc);
+    latest << "step-00000008\n";
+  }
+  auto status = run_command(cli("status --json --run-dir " + run_dir.string()));
+  CAPTURE(status.output);
+  REQUIRE(status.exit_code == 0);
+  const auto j = parse_json(status.output);
+  CHECK(j.at("resume").at("checkpoint") == "step-00000008");
+  CHECK(j.at("resume").at("step") == 8);
+  CHECK(j.at("resume_note").get<std::string>().find("step-00000012, which no longer exists") != std::string::npos);
+  status = run_command(cli("status --run-dir " + run_dir.string()));
+  CHECK(status.output.find("no longer exists") != std::string::npos);
+  CHECK(status.output.find("(step-00000012)") == std::string::npos);
 }

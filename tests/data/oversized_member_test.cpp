@@ -139,3 +139,32 @@ TEST_CASE("io.max_sample_bytes bounds a caption member as well, and is read from
   CHECK(p.bad_data()[data::bad_reason::too_large] >= 1);
   CHECK(st->largest_read() <= (uint64_t{1} << 20));
 }
+
+TEST_CASE("a zero-byte media member is missing_member in training, as msomni dataset check and the pre-start probe say") {
+  testing::temp_dir dir;
+  const auto shard = (dir.path() / "empty.tar").string();
+  {
+    sparse_tar t(shard);
+    t.add("000.jpg", jpeg(0));
+    t.add("000.txt", text("a good one before"));
+    t.add("001.jpg", {});  // present, but zero bytes
+    t.add("001.txt", text("the caption of an empty file"));
+    t.add("002.jpg", jpeg(2));
+    t.add("002.txt", text("a good one after"));
+    t.add("003.jpg", jpeg(3));
+    t.add("003.txt", text("another good one"));
+    t.finish();
+  }
+  config::job_config job;
+  job.training.micro_batch = 2;
+  job.model.image_size = 16;
+  job.model.max_seq_len = 64;
+  job.data.shuffle = false;
+  job.data.sources = {{"src", dir.path().string(), 1.0, modality::image}};
+  data::data_pipeline p(data::make_pipeline_setup(job), {0, 1, 1, 2}, data::make_local_storage());
+  for (int i = 0; i < 2; ++i) p.next_batch();
+  const auto report = p.bad_data().report();
+  CAPTURE(report);
+  CHECK(report.find("missing_member=1") != std::string::npos);
+  CHECK(report.find("corrupt_image") == std::string::npos);
+}

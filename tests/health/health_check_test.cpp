@@ -248,7 +248,7 @@ void flip_shard_bytes(const fs::path& run_dir, const char* step_dir) {
 
 }  // namespace
 
-TEST_CASE("pre-flight: a damaged newest checkpoint is a warning naming the one loaded; none verifying refuses the start") {
+TEST_CASE("pre-flight: a damaged newest checkpoint is a warning naming the one loaded, and none verifying refuses the start") {
   temp_dir dir;
   const auto cfg = dir.write("job.toml", job_text(synthetic_source, "[checkpoint]\ninterval_steps = 1\n"));
   const fs::path run_dir = dir.path() / "run";

@@ -45,7 +45,8 @@ DATASET_ARGS = ["--seed", "1234", "--images", "400", "--videos", "120", "--texts
                 "--video-size", "32", "--per-shard", "50"]
 OBSERVED = ["finished_with_bad_samples", "finished_no_bad_samples", "resume_claim_mismatch",
             "latest_names_unverified", "seconds"]
-COLUMNS = ["trials", "finished", "failed_with_reason", "failed_without_reason", "hung", "not_injected",
+COLUMNS = ["trials", "finished", "failed_with_reason", "refused_with_reason", "failed_without_reason", "hung",
+           "not_injected",
            "steps_lost", "torn_loads", "unexplained_repeats", "strays", "broken"]
 
 
