@@ -297,13 +297,13 @@ TEST_CASE("a frozen rank: the survivor joins the plan without it as soon as the 
   CHECK((log.find("superseded epoch") != std::string::npos || log.find("(the heartbeat's detection time)") != std::string::npos));
   CHECK(log.find("never came up") == std::string::npos);
 
-  // The CLI against the same live job: an empty token is refused as the wrong token it is
-  // (the control process closed the connection), not taken for a job that does not answer;
-  // a control.json others can read is refused before anything is sent, as the agents do.
+  // The CLI against the same live job: an empty token is refused at once as the usage error
+  // it is, not sent and then taken for a job that does not answer; a control.json others can
+  // read is refused before anything is sent, as the agents do.
   auto r = run_command(cli("status --run-dir " + run_dir.string() + " --token ''"));
   CAPTURE(r.output);
-  CHECK(r.exit_code == 1);
-  CHECK(r.output.find("refused: missing or wrong token") != std::string::npos);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("--token is empty") != std::string::npos);
   const auto control_json = run_dir / "control.json";
   fs::permissions(control_json, fs::perms::group_read | fs::perms::others_read, fs::perm_options::add);
   r = run_command(cli("status --run-dir " + run_dir.string()));

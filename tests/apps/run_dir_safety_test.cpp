@@ -14,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -160,8 +161,18 @@ TEST_CASE("after a SIGKILL of msomni-run the next start takes over its lock, and
   const auto lines = steps_and_attempts(run_dir);
   bool repeated = false;
   std::map<uint64_t, int> seen;
-  for (const auto& [step, a] : lines) repeated = repeated || ++seen[step] > 1;
-  CHECK(repeated);  // the second attempt repeated steps the first had journaled
+  uint64_t first_attempt_last = 0, second_attempt_first = 0;
+  for (const auto& [step, a] : lines) {
+    repeated = repeated || ++seen[step] > 1;
+    if (a == 1) first_attempt_last = std::max(first_attempt_last, step);
+    if (a == 2 && second_attempt_first == 0) second_attempt_first = step;
+  }
+  // The second attempt repeats the steps the first journaled past the checkpoint it resumed
+  // from: none when the kill came right after a commit.
+  CAPTURE(first_attempt_last);
+  CAPTURE(second_attempt_first);
+  CHECK(second_attempt_first > 0);
+  CHECK(repeated == (first_attempt_last >= second_attempt_first));
   const auto curve = effective_curve(lines);
   CHECK(curve.size() == 60);
   CHECK(curve.begin()->first == 1);

@@ -30,9 +30,11 @@ class Binaries:
         self.cli = build / "apps/msomni/msomni"
         self.agent = build / "apps/msomni-agent/msomni-agent"
         self.gen_dataset = build / "tools/dataset_gen/msomni-gen-dataset"
+        # The pre-flight's UCX loopback check starts it, found beside msomni-run in the build's layout.
+        self.health_peer = build / "actors/health/msomni-health-peer"
 
     def all(self):
-        return (self.run, self.rank, self.cli, self.agent, self.gen_dataset)
+        return (self.run, self.rank, self.cli, self.agent, self.gen_dataset, self.health_peer)
 
     def snapshot(self, dest, lock=None):
         """Copies the programs to `dest` in the build's layout (msomni-run finds msomni-rank

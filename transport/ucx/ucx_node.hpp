@@ -94,7 +94,6 @@ struct ucx_node_counters {
   std::atomic<uint64_t> peers_down{0};
   std::atomic<uint64_t> peers_silent{0};       // of peers_down: missed keepalive_misses keep-alives
   std::atomic<uint64_t> peers_refused{0};      // failed or never finished the HELLO exchange
-  std::atomic<uint64_t> connects_lost{0};      // connections this node opened that ended before the peer let it in
   std::atomic<uint64_t> queue_depth{0};
   std::atomic<uint64_t> queue_depth_max{0};
 };

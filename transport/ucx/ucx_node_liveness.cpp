@@ -15,14 +15,9 @@ void ucx_node::impl::mark_down(ucp_ep_h ep, const std::string& reason) {
   // An accepted peer that goes before it proved the secret is as refused as a wrong proof.
   const bool unproven = it->second.incoming && !it->second.secret.empty() && it->second.stage != hello_stage::done;
   const std::string address = it->second.address;
-  const bool it_incoming = it->second.incoming;
   by_ep.erase(it);
   to_close.push_back(ep);
   if (unproven) report_refused(address, "left before proving the job secret (" + reason + ")");
-  if (!it_incoming && !was_up) {  // the peer closed what this node opened before letting it in
-    counters.connects_lost++;
-    changed.notify_all();
-  }
   if (name.empty() || !was_up) return;
   {
     std::lock_guard<std::mutex> lock(mutex);
