@@ -744,3 +744,39 @@ TEST_CASE("msomni health-check: store.etcd passes on a healthy 3-member store, w
   CHECK_MESSAGE(c["status"] == "fail", c.dump());
   CHECK(rc == 1);
 }
+
+TEST_CASE("control failover: etcd stopped for longer than the lease: the leader is deposed saying why, the standby keeps campaigning and leads when etcd returns") {
+  testing::etcd_servers etcd;
+  REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
+  temp_dir dir;
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+  testing::orphan_reaper reaper;  // ranks outlive their leader
+  const int job_steps = 3000;
+  auto leader = start_control(dir, "leader", etcd.url(), "failover-outage", job_steps);
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "control_elected").empty(); }, 120s), leader.log());
+  auto standby = start_control(dir, "standby", etcd.url(), "failover-outage", job_steps);
+  REQUIRE_MESSAGE(wait_for([&] { return standby.log().find("standby: ") != std::string::npos; }, 60s), standby.log());
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "checkpoint").empty() && metric_lines(dir) >= 50; }, 180s),
+                  leader.log());
+  // The store is gone for 20 s: longer than the lease (3 s), and longer than 12 campaign
+  // attempts one renewal interval apart, shorter than the ranks' follow limit (3 x 3 + 30 s).
+  etcd.pause(0);
+  std::this_thread::sleep_for(20s);
+  etcd.resume(0);
+  const auto old_status = leader.child.wait_for(120s);
+  REQUIRE_MESSAGE(old_status.has_value(), leader.log());
+  CHECK_MESSAGE(old_status->shell_code() == 6, leader.log());
+  // It says the store did not answer, not that another leader took the job.
+  CHECK_MESSAGE(leader.log().find("deposed: no renewal of the lease was confirmed in time") != std::string::npos, leader.log());
+  CHECK(leader.log().find("another control process leads the job now") == std::string::npos);
+  const auto status = standby.child.wait_for(300s);
+  REQUIRE_MESSAGE(status.has_value(), standby.log());
+  CHECK_MESSAGE(status->shell_code() == 0, standby.log());
+  CHECK_MESSAGE(standby.log().find("msomni-run: leading the job") != std::string::npos, standby.log());
+  const auto events = events_of(dir);
+  REQUIRE(of_kind(events, "control_takeover").size() == 1);
+  const auto deposed = of_kind(events, "deposed");
+  REQUIRE(deposed.size() == 1);
+  CHECK(deposed[0].value("reason", std::string()).find("no renewal of the lease") != std::string::npos);
+  check_every_step_once(dir, job_steps);
+}
