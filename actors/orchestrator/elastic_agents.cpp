@@ -114,17 +114,29 @@ std::vector<action> elastic_core::maybe_place_first(time_point now) {
     if (now - *first_agent_at_ < s_.adopt_window) return out;
     out = close_adoption(now);
   }
-  if (free_slots() < target_) return out;
   int64_t alive = 0;
   for (const auto& [node, a] : agents_) alive += a.alive;
   const bool all_in = alive >= s_.expected_agents;
-  if (!all_in && now - *first_agent_at_ < s_.agent_gather) return out;
-  if (!all_in)
+  const bool gather_over = now - *first_agent_at_ >= s_.agent_gather;
+  // Fewer slots than the target: once agent_gather has passed since the first agent joined,
+  // the job starts on the largest world the slots allow (at least min_replicas) and tops up
+  // as slots come; below min_replicas it keeps waiting for agents.
+  int64_t place = target_;
+  if (free_slots() < target_) {
+    if (!gather_over) return out;
+    place = largest_world_at_most(free_slots());
+    if (place == 0) return out;
+  }
+  if (!all_in && !gather_over) return out;
+  if (!all_in || place < target_)
     out.push_back(journal_event{"placement_partial", std::to_string(alive) + " of the " + std::to_string(s_.expected_agents) +
                                                          " expected node agents joined within " +
-                                                         seconds_text(s_.agent_gather) + " s; placing on those"});
+                                                         seconds_text(s_.agent_gather) + " s with " +
+                                                         std::to_string(free_slots()) + " free slots; placing " +
+                                                         std::to_string(place) + " of " + std::to_string(target_) +
+                                                         " replicas on those"});
   placed_first_ = true;
-  auto more = spawn(target_, "", now);
+  auto more = spawn(place, "", now);
   out.insert(out.end(), more.begin(), more.end());
   return out;
 }

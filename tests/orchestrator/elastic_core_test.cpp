@@ -484,3 +484,27 @@ TEST_CASE("the first ranks wait for every expected agent, so placement sees all 
   CHECK(all_of<spawn_on_agent>(acts).size() == 2);
   CHECK(has_event(acts, "placement_partial"));
 }
+
+TEST_CASE("fewer slots than replicas: after agent_gather the job starts on the largest world the slots allow, not never") {
+  auto s = small_job(2, 1, 2);  // 2 replicas, min_replicas 1
+  s.expected_agents = 2;
+  s.agent_gather = 10s;
+  elastic_core c(s);
+  // node-b's agent died before it joined: one slot for a target of 2.
+  CHECK(all_of<spawn_on_agent>(c.on_agent({"node-a", "r1", "top", 1, true}, time_point{0s})).empty());
+  CHECK(all_of<spawn_on_agent>(c.on_tick(time_point{9s})).empty());
+  const auto acts = c.on_tick(time_point{11s});
+  const auto spawns = all_of<spawn_on_agent>(acts);
+  REQUIRE(spawns.size() == 1);
+  CHECK(has_event(acts, "placement_partial"));
+  const auto started = c.on_rank_ready(ready(spawns[0].name, "node-a"), time_point{12s});
+  REQUIRE(all_of<send_plan>(started).size() == 1);
+  CHECK(c.world() == 1);
+  // Below min_replicas there is nothing to start on: it keeps waiting for agents.
+  auto strict = small_job(2, 2, 2);
+  strict.expected_agents = 2;
+  strict.agent_gather = 10s;
+  elastic_core w(strict);
+  w.on_agent({"node-a", "r1", "top", 1, true}, time_point{0s});
+  CHECK(all_of<spawn_on_agent>(w.on_tick(time_point{30s})).empty());
+}
