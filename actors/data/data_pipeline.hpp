@@ -55,8 +55,8 @@ struct pipeline_setup {
   pool_limits pool;
   uint32_t batch_queue = 3;      // packed batches held ahead of the consumer
   double max_data_wait_ms = 200;
-  uint64_t max_image_pixels = default_max_image_pixels;  // io.max_image_pixels
-  uint64_t max_video_pixels = default_max_video_pixels;  // io.max_video_pixels
+  uint64_t max_image_pixels = uint64_t(config::default_max_image_pixels);  // io.max_image_pixels
+  uint64_t max_video_pixels = uint64_t(config::default_max_video_pixels);  // io.max_video_pixels
   // The rank's batch memory (kernels' make_batch_memory: pinned host memory on a CUDA rank).
   // When set, the actor pipeline's tensor stage also packs each batch as the model's
   // micro-batch in it (model_batch.hpp), off the training thread; actor_pipeline::

@@ -10,6 +10,8 @@
 
 #include "sample.hpp"
 
+#include "config/job_config.hpp"
+
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -25,18 +27,16 @@ inline constexpr int32_t token_vocab_min = 260;
 // BOS, the UTF-8 bytes, EOS; the bytes are cut so the result fits max_tokens (>= 2).
 std::vector<int32_t> tokenize_bytes(std::string_view text, size_t max_tokens);
 
-// The largest media decoded, in pixels per image or per video frame (io.max_image_pixels,
-// io.max_video_pixels): a larger one is bad as too_many_pixels, judged by its header before any
-// decoding, so one huge file costs neither its decoded size in memory nor its decode time.
-inline constexpr uint64_t default_max_image_pixels = uint64_t{40} << 20;  // about 40 megapixels
-inline constexpr uint64_t default_max_video_pixels = 3840 * 2160;          // a 4K UHD frame
-
+// max_*_pixels: the largest media decoded, in pixels per image or per video frame
+// (io.max_image_pixels, io.max_video_pixels): a larger one is bad as too_many_pixels, judged by
+// its header before any decoding, so one huge file costs neither its decoded size in memory nor
+// its decode time.
 struct decode_options {
   int image_size = 32;
   int video_frames = 2;
   size_t max_tokens = 224;
-  uint64_t max_image_pixels = default_max_image_pixels;
-  uint64_t max_video_pixels = default_max_video_pixels;
+  uint64_t max_image_pixels = uint64_t(config::default_max_image_pixels);
+  uint64_t max_video_pixels = uint64_t(config::default_max_video_pixels);
 };
 
 // Pixel buffers shared by the decoders of one pipeline (thread-safe): a decoder given a pool

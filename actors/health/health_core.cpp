@@ -202,7 +202,7 @@ check_result judge_latest_checkpoint(const checkpoint_fact& f) {
   if (!f.root_exists) return skipped(id, "no checkpoint root yet: a fresh start");
   if (!f.verify_error.empty())
     return make(id, check_status::fail, "", "", "step", "the checkpoint root cannot be read: " + f.verify_error);
-  if (!f.latest_step && !f.loaded_step && f.skipped.empty()) return skipped(id, "no checkpoint in the root: a fresh start");
+  if (!f.loaded_step && f.skipped.empty()) return skipped(id, "no checkpoint in the root: a fresh start");
   std::string why;
   for (size_t i = 0; i < f.skipped.size() && i < 3; ++i) why += (i ? "; " : "") + f.skipped[i];
   if (f.skipped.size() > 3) why += "; and " + std::to_string(f.skipped.size() - 3) + " more";

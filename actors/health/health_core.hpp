@@ -133,7 +133,6 @@ check_result judge_write_speed(const write_fact& f, double min_mb_s);
 // fail (the run would start over and write over them) refuses the start.
 struct checkpoint_fact {
   bool root_exists = false;
-  std::optional<uint64_t> latest_step;      // named by `latest` (else the newest directory)
   std::optional<uint64_t> loaded_step;      // the newest checkpoint that verifies
   std::vector<std::string> skipped;         // "step-N: why" for each newer one that does not
   std::string verify_error;                 // the root itself could not be read: why

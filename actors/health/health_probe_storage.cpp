@@ -94,14 +94,14 @@ void probe_storage(const config::job_config& cfg, const health_options& o, const
   c.root_exists = fs::is_directory(root, ec);
   std::vector<std::string> temporaries;
   if (c.root_exists) {
-    c.latest_step = ckpt::latest_step(root);
     try {
       ckpt::checkpoint_store store(root);  // the root exists: the store creates nothing
-      for (const auto& e : store.list())
+      const auto listing = store.list();
+      for (const auto& e : listing)
         if (ckpt::classify_entry(e).cls == ckpt::entry_class::temporary) temporaries.push_back(e.name);
       // The ranks' own order (checkpoint_store::load_latest), quietly: newest first, every shard
       // verified, falling back past damage. The report says what the ranks would log.
-      for (const uint64_t step : ckpt::load_order(store.list())) {
+      for (const uint64_t step : ckpt::load_order(listing)) {
         try {
           const auto v = store.load(step, {0});
           c.loaded_step = step;

@@ -487,10 +487,18 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   // (SIGTERM: a manager took the resources back), pre-flight failed on an agent's node 5
   // (nothing trained). Both stops are resumable alike.
   orchestrator::run_end end;
+  {
+    std::lock_guard lock(rank_crashes->mutex);
+    end.rank_crashes = rank_crashes->what;
+  }
+  // A rank that died by a signal after its result (its work was done and committed) fails a
+  // run that would have finished: whatever broke it may have broken something before.
+  const bool crashed_after_result = !end.rank_crashes.empty();
   end.state = !result.ok || journal.failed() ? "failed"
               : result.deposed               ? "deposed"
               : result.preempted             ? "preempted"
               : result.stopped               ? "stopped"
+              : crashed_after_result         ? "failed"
                                              : "finished";
   end.exit_code = result.preflight_failed     ? orchestrator::exit_preflight_failed
                   : end.state == "failed"    ? orchestrator::exit_failed
@@ -499,18 +507,9 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
                   : end.state == "stopped"   ? orchestrator::exit_stopped
                                              : orchestrator::exit_finished;
   end.reason = journal.failed() && result.ok ? journal.failure() : result.reason;
-  {
-    // A rank that died by a signal after its result (its work was done and committed): the run
-    // fails all the same, since whatever broke it may have broken something before.
-    std::lock_guard lock(rank_crashes->mutex);
-    end.rank_crashes = rank_crashes->what;
-  }
-  if (!end.rank_crashes.empty() && end.exit_code == orchestrator::exit_finished) {
-    end.state = "failed";
-    end.exit_code = orchestrator::exit_failed;
+  if (end.state == "failed" && result.ok && !journal.failed())  // failed only by the crash
     end.reason = "every step was trained, but " + end.rank_crashes.front() +
                  (end.rank_crashes.size() > 1 ? " (and " + std::to_string(end.rank_crashes.size() - 1) + " more)" : "");
-  }
   for (const auto& c : end.rank_crashes) std::cerr << "msomni-run: " << c << "\n";
   end.started_ms = started_ms;
   end.ended_ms = unix_ms();

@@ -68,8 +68,6 @@ control::control_view store_view(const control_file& file) {
   }
 }
 
-// A run that has ended answers from its run directory at once: `status` prints its summary
-// (summary.json with --json) and exits 0; the other verbs are refused (exit 1).
 // A checkpoint summary.json names as the resume point may be gone since it was written (the
 // ranks of a deposed leader trained on under the next one, whose retention removed it): then
 // the checkpoint root's `latest` now, and a note saying so. Nothing when the summary still holds.
@@ -82,15 +80,18 @@ std::optional<std::pair<nlohmann::json, std::string>> resume_now(const nlohmann:
   if (named.empty() || root.empty() || std::filesystem::is_directory(std::filesystem::path(root) / named, ec))
     return std::nullopt;
   nlohmann::json now = {{"step", nullptr}, {"checkpoint", nullptr}};
-  if (const auto step = ckpt::latest_step(root)) {
+  const auto latest = ckpt::latest_pointer_of(root);
+  if (const auto step = latest ? ckpt::parse_checkpoint_dir_name(*latest) : std::nullopt) {
     now["step"] = *step;
-    now["checkpoint"] = ckpt::latest_pointer_of(root).value_or("");
+    now["checkpoint"] = *latest;
   }
   const std::string note = "the summary names " + named + ", which no longer exists in " + root + "; the checkpoint root's latest is now " +
                            (now["checkpoint"].is_string() ? now["checkpoint"].get<std::string>() : std::string("none (a new run starts at step 0)"));
   return std::make_pair(now, note);
 }
 
+// A run that has ended answers from its run directory at once: `status` prints its summary
+// (summary.json with --json) and exits 0; the other verbs are refused (exit 1).
 int answer_ended(const std::string& verb, const control_args& a, const std::string& summary_json, std::ostream& out,
                  std::ostream& err) {
   auto s = nlohmann::json::parse(summary_json, nullptr, /*allow_exceptions=*/false);
@@ -133,7 +134,7 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
   }
   try {
     // The job's token is a secret: a control.json others can read is refused, as the agents do.
-    read_secret_file(path.string());
+    refuse_readable_by_others(path.string());
   } catch (const std::exception& e) {
     err << "msomni " << verb << ": " << e.what() << "; nothing was sent\n";
     return exit_usage;

@@ -91,11 +91,10 @@ void check_sample(const data::byte_source& file, const std::string& shard, const
                       " (the pipeline decodes it by its bytes and counts it)");
     const data::decoded_sample d = decoder.decode(s, false);
     if (d.bad) {
-      std::string detail = d.reason == data::bad_reason::too_many_pixels
-                               ? "its header states more pixels than --max-image-pixels / --max-video-pixels allow"
-                               : "the decoder refused it";
-      if (d.reason == data::bad_reason::too_many_pixels) {
-      } else if (sniffed.empty()) detail += std::string(" (its bytes are no ") + (kind == modality::image ? "JPEG or PNG" : "MP4") + ")";
+      std::string detail = "the decoder refused it";
+      if (d.reason == data::bad_reason::too_many_pixels)
+        detail = "its header states more pixels than --max-image-pixels / --max-video-pixels allow";
+      else if (sniffed.empty()) detail += std::string(" (its bytes are no ") + (kind == modality::image ? "JPEG or PNG" : "MP4") + ")";
       else if (!data::accepted_format(kind, sniffed)) detail += " (its bytes are " + named_format(std::string(sniffed)) + ")";
       add_problem(r, shard, smp.key, data::to_string(d.reason), detail);
       return;

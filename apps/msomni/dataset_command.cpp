@@ -112,8 +112,8 @@ int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::os
   command_line::add_number(*check, "--max-sample-bytes", max_bytes, limits::io::max_sample_bytes,
                            "a member larger than this is too_large (as io.max_sample_bytes)")
       ->type_name("BYTES");
-  int64_t max_image_pixels = int64_t(data::default_max_image_pixels);
-  int64_t max_video_pixels = int64_t(data::default_max_video_pixels);
+  int64_t max_image_pixels = config::default_max_image_pixels;
+  int64_t max_video_pixels = config::default_max_video_pixels;
   command_line::add_number(*check, "--max-image-pixels", max_image_pixels, limits::io::max_image_pixels,
                            "an image whose header states more pixels is too_many_pixels (as io.max_image_pixels)")
       ->type_name("N");

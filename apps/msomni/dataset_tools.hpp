@@ -66,9 +66,9 @@ inline constexpr size_t check_problems_listed_max = 1000;
 // std::invalid_argument for a uri that names nothing or a malformed pattern.
 // `max_image_pixels` / `max_video_pixels`: media stating more is too_many_pixels, undecoded.
 struct check_limits {
-  uint64_t max_sample_bytes = uint64_t{256} << 20;
-  uint64_t max_image_pixels = data::default_max_image_pixels;
-  uint64_t max_video_pixels = data::default_max_video_pixels;
+  uint64_t max_sample_bytes = uint64_t(config::io_section{}.max_sample_bytes);
+  uint64_t max_image_pixels = uint64_t(config::default_max_image_pixels);
+  uint64_t max_video_pixels = uint64_t(config::default_max_video_pixels);
 };
 check_result check_dataset(const std::string& uri, std::optional<modality> kind, const check_limits& limits);
 

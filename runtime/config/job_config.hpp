@@ -108,6 +108,11 @@ struct memory_section {
   bool predictor_enabled = true;  // the memory watermark predictor in the control process
 };
 
+// io.max_image_pixels / io.max_video_pixels by default: about 40 megapixels an image, a 4K
+// UHD video frame (the decoders of tools and tests take the same).
+inline constexpr int64_t default_max_image_pixels = int64_t{40} << 20;
+inline constexpr int64_t default_max_video_pixels = int64_t{3840} * 2160;
+
 struct io_section {
   // "actors": each rank's batches come from the data stage actors, decoding beside compute;
   // "inline": decoded in the training thread (the deterministic reference).
@@ -120,8 +125,8 @@ struct io_section {
   int64_t max_sample_bytes = int64_t{256} << 20;  // a larger tar member is skipped unread (too_large)
   // Media whose header states more pixels (per image, per video frame) is skipped undecoded
   // (too_many_pixels): the decoder's memory and time per sample stay bounded.
-  int64_t max_image_pixels = int64_t{40} << 20;
-  int64_t max_video_pixels = int64_t{3840} * 2160;
+  int64_t max_image_pixels = default_max_image_pixels;
+  int64_t max_video_pixels = default_max_video_pixels;
   std::map<std::string, double> modality_weights = {{"image", 1.0}, {"video", 1.0}, {"text", 1.0}};
 };
 

@@ -58,11 +58,15 @@ void write_private_file(const std::string& path, const std::string& text) {
   }
 }
 
-std::string read_secret_file(const std::string& path) {
+void refuse_readable_by_others(const std::string& path) {
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0) throw std::runtime_error("cannot read the token file " + path);
   if (st.st_mode & 077)
     throw std::runtime_error("the token file " + path + " can be read by others (chmod 600 it)");
+}
+
+std::string read_secret_file(const std::string& path) {
+  refuse_readable_by_others(path);
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();

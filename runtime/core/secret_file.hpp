@@ -22,6 +22,8 @@ inline constexpr const char* job_token_env = "MSOMNI_JOB_TOKEN";
 // run directory's control.json (its "token" field). Throws, naming the path, when the file
 // cannot be read, holds no token, or can be read by anybody but its owner.
 std::string read_secret_file(const std::string& path);
+// Throws, naming the path, when `path` cannot be stat'ed or anybody but its owner may read it.
+void refuse_readable_by_others(const std::string& path);
 
 // The value of `name` in the environment (empty when unset), removed from it so that
 // whatever this process starts does not inherit it by accident.

@@ -3,10 +3,9 @@
 
 #include <unistd.h>
 
-#include <cstdint>
-
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 

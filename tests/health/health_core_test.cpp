@@ -89,7 +89,6 @@ TEST_CASE("health core: checkpoints, memory, limits, clock, ports and governor")
   checkpoint_fact c;
   CHECK(judge_latest_checkpoint(c).status == check_status::skipped);
   c.root_exists = true;
-  c.latest_step = 20;
   c.loaded_step = 20;
   CHECK(judge_latest_checkpoint(c).status == check_status::pass);
   c.refused_keys = {"model.d_model"};
