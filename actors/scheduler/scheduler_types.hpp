@@ -61,7 +61,7 @@ struct scheduler_params {
   // msomni-sched takes scheduler.best_effort_drain_s (30 s unless configured).
   double best_effort_drain_s = 0;
   double min_run_window_s = 7200;       // a regular job runs this long before preemption
-  // Co-location is decided per window of this length (seed 002: 30 min to 1 h; shorter
+  // Co-location is decided per window of this length (30 min to 1 h is the useful range; shorter
   // windows only add shortfalls, see BENCHMARKS.md).
   double reservation_window_s = 1800;
   size_t queue_capacity = 1024;         // pending jobs; submissions past it are rejected
@@ -83,8 +83,8 @@ struct scheduler_params {
   // regular jobs borrow the reserve meanwhile; see BENCHMARKS.md).
   double critical_reserve_factor = 2.0;
   size_t critical_peak_samples = 4096;  // bound on the sliding-window maximum's entries
-  // Share of a critical job's run time that its guests may cost it (seed 002: keep the
-  // training loss under 1%). The environment reports what each host lost to its guests
+  // Share of a critical job's run time that its guests may cost it (guests must cost a
+  // critical job under 1% of its training time). The environment reports what each host lost to its guests
   // (scheduler_core::report_guest_delay); a host past its budget lends nothing, and its
   // guests leave at the next window, until its run has grown back under the budget. omni
   // only (greedy is the baseline without such care).
