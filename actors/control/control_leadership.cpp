@@ -137,6 +137,12 @@ election control_leadership::campaign(const std::atomic<bool>& stop,
         terms_seen.insert(leader->create_revision);
         last_seen_at = clock_.now();
         const auto rec = leader_record::from_json(leader->value);
+        if (o_.yield_to_another_leader && rec.id != me_.id) {  // its own old key expires by itself
+          e.previous_leader = rec;
+          e.term = leader->create_revision;
+          e.yielded = true;
+          return e;
+        }
         if (rec.id != leader_seen) {
           leader_seen = rec.id;
           e.previous_leader = rec;
@@ -229,6 +235,11 @@ bool control_leadership::finish(const std::string& phase) {
 bool control_leadership::leading() const {
   std::lock_guard lock(mutex_);
   return core_.role() == leader_role::leading;
+}
+
+bool control_leadership::deposed_by_fence() const {
+  std::lock_guard lock(mutex_);
+  return core_.fenced();
 }
 int64_t control_leadership::term() const {
   std::lock_guard lock(mutex_);

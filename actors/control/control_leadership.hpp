@@ -47,6 +47,9 @@ struct leadership_options {
   std::string fingerprint;             // the configuration, as config_fingerprint says
   std::string run_dir;
   nanos ttl{std::chrono::seconds(5)};
+  // A leader deposed when its lease ran out stands again with this set: another process
+  // leading the job ends its campaign (`yielded`) instead of making it a standby.
+  bool yield_to_another_leader = false;
 };
 
 struct election {
@@ -57,6 +60,7 @@ struct election {
   int64_t term = 0;
   nanos waited{0};            // from the previous leader's last sight to this election
   std::string problem;
+  bool yielded = false;       // yield_to_another_leader: previous_leader leads the job
 };
 
 // What `msomni status` shows of the control plane, read from the store.
@@ -97,6 +101,8 @@ class control_leadership {
   void attach_metrics(metrics::metrics_registry& registry);
 
   bool leading() const;
+  // Deposed because another leader's term fenced a commit (not because the lease ran out).
+  bool deposed_by_fence() const;
   int64_t term() const;
   const std::string& id() const { return me_.id; }
 

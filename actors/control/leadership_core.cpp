@@ -45,7 +45,9 @@ void leadership_core::on_renew_failed(const std::string& why) {
 }
 
 void leadership_core::on_fenced(const std::string& why) {
-  if (role_ == leader_role::leading) depose("a commit was refused by its fence: " + why);
+  if (role_ != leader_role::leading) return;
+  fenced_ = true;
+  depose("a commit was refused by its fence: " + why);
 }
 
 bool leadership_core::check(time_point now) {

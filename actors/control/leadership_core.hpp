@@ -57,6 +57,8 @@ class leadership_core {
   nanos lease_left(time_point now) const;
   int64_t term() const { return term_; }
   const std::string& why_deposed() const { return why_; }
+  // Deposed because a commit met another leader's term, not because the lease ran out.
+  bool fenced() const { return fenced_; }
   const lease_settings& settings() const { return s_; }
 
  private:
@@ -70,6 +72,7 @@ class leadership_core {
   std::string last_failure_;
   std::string why_;
   bool newly_deposed_ = false;
+  bool fenced_ = false;
 };
 
 // What a process that just won the election does with the job it finds in the store.

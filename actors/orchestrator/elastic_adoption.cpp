@@ -27,6 +27,10 @@ std::string where(const msg::rank_rejoin& r) {
 std::vector<action> elastic_core::on_rank_rejoin(const msg::rank_rejoin& r, time_point now) {
   std::vector<action> out;
   if (const auto id = rank_id_of(r.name)) next_rank_id_ = std::max(next_rank_id_, *id + 1);
+  // A member of this process's own membership whose connection dropped (elastic_reconnect.cpp).
+  if (const auto it = members_.find(r.name);
+      it != members_.end() && it->second.pid == r.pid && it->second.state == member_state::active)
+    return readopt(r, now);
   if (s_.adopt_window <= nanos{0} || adoption_closed_ || placed_first_ || phase_ != phase::starting) {
     const std::string why = adopted_ ? "the job's ranks were adopted without it"
                             : s_.adopt_window <= nanos{0} ? "this control process adopts no ranks"

@@ -92,10 +92,26 @@ control_outcome elastic_core::scale_up(int64_t replicas, time_point now) {
 
 control_outcome elastic_core::stop(time_point now) {
   control_outcome o;
-  if (phase_ != phase::running) {
-    o.text = std::string("refused: the job is ") + to_string(phase_) + "; stop waits for a steady state";
+  if (phase_ == phase::done || phase_ == phase::stopping || stop_queued_) {
+    o.text = std::string("refused: the job is ") + (stop_queued_ ? "already to stop once its change has landed" : to_string(phase_));
     return o;
   }
+  if (phase_ != phase::running) {
+    // A change is under way (a start, a recovery and the replacements it waits for, a
+    // resize): the stop waits for it to land, then goes out like any other (on_tick).
+    stop_queued_ = true;
+    o.ok = true;
+    o.text = std::string("queued: the job is ") + to_string(phase_) +
+             "; it stops with a final checkpoint at the first barrier once that change has landed";
+    o.actions.push_back(journal_event{"stop_queued", o.text});
+    return o;
+  }
+  return stop_now(now);
+}
+
+control_outcome elastic_core::stop_now(time_point now) {
+  control_outcome o;
+  stop_queued_ = false;
   change_started_ = now;
   auto everyone = ring_;
   auto plan = make_plan({}, msg::state_source::carry_on, true, everyone, "stop requested");

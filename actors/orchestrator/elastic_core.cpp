@@ -97,6 +97,14 @@ send_plan elastic_core::make_plan(std::vector<std::string> members, msg::state_s
 
 std::vector<action> elastic_core::on_tick(time_point now) {
   std::vector<action> out = declare_silent_agents_down(now);
+  if (stop_queued_ && phase_ == phase::running) {
+    auto o = stop_now(now);
+    out.insert(out.end(), o.actions.begin(), o.actions.end());
+  }
+  {
+    auto late = declare_unreconnected_down(now);
+    out.insert(out.end(), late.begin(), late.end());
+  }
   {
     auto first = maybe_place_first(now);
     out.insert(out.end(), first.begin(), first.end());

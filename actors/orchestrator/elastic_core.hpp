@@ -67,6 +67,11 @@ struct elastic_settings {
   // closes, the ranks that rejoined are told to leave and new ranks start from the newest
   // checkpoint. 0: nobody is adopted (a first leader, or no store).
   nanos adopt_window{0};
+  // How long a member whose connection dropped, while its agent reported no exit, keeps its
+  // place: its process may live on (this control process or the rank stood still, the link
+  // blinked) and reconnect, and is then adopted again as it runs, with no rollback. 0: a lost
+  // connection is a down rank at once.
+  nanos reconnect_window{0};
   // New ranks are named from rank-<rank_ids_before> on, so that none takes the name of a rank
   // an earlier leader started (which may still be running until it is told to leave).
   uint64_t rank_ids_before = 0;
@@ -89,6 +94,9 @@ struct member_info {
   bool replacement = false;  // started after an earlier rank went down (failure_history.hpp)
   uint64_t member_since = 0;  // the epoch of the first plan naming it
   uint64_t departed_step = 0;  // the job's step when it left or went down
+  // Its connection dropped at this time and it may still reconnect (reconnect_window), why.
+  std::optional<time_point> unreachable_since;
+  std::string unreachable_why;
 };
 
 struct agent_info {
@@ -130,10 +138,13 @@ struct finish_job {
   bool stopped = false;
 };
 // The answer to a rank_rejoin: adopted (it reports here from now on) or told to leave.
+// in_place: a member of this control process's own membership that reconnected: its step
+// records after what this process journaled come again (not after what an earlier leader did).
 struct answer_rejoin {
   std::string name;
   bool adopted = false;
   std::string reason;
+  bool in_place = false;
 };
 using action = std::variant<send_plan, spawn_on_agent, stop_on_agent, journal_event, finish_job, answer_rejoin>;
 
@@ -195,6 +206,15 @@ class elastic_core {
   std::vector<action> on_rank_rejoin(const msg::rank_rejoin& r, time_point now);
   bool adopted() const { return adopted_; }
 
+  // -- reconnects and this process's own pauses (elastic_reconnect.cpp) --------------------
+  // The connection to `name` dropped while its agent reported no exit: it keeps its place for
+  // reconnect_window (on_tick declares it down after), or is down at once without a window.
+  std::vector<action> on_rank_unreachable(const std::string& name, const std::string& why, time_point now);
+  // This control process stood still for `paused` (stopped, or starved of the CPU): the
+  // silence of its agents and ranks in that time is its own, so every silence and timeout
+  // clock moves on by it, and the pause is journaled.
+  std::vector<action> on_own_pause(nanos paused, time_point now);
+
   // -- recovery: losses, rollbacks, replacements (elastic_recovery.cpp) --------------------
   std::vector<action> on_rank_stalled(const msg::rank_stalled& r, time_point now);
   // The process died, went silent, or exited without saying goodbye.
@@ -217,7 +237,10 @@ class elastic_core {
   // The CLI verbs: like scale_to, but refused when they would not shrink (grow) the job.
   control_outcome scale_down(int64_t replicas, nanos grace_period, time_point now);
   control_outcome scale_up(int64_t replicas, time_point now);
+  // While a change is under way (start, recovery, resize) the stop is queued (journaled
+  // stop_queued) and goes out once that change has landed.
   control_outcome stop(time_point now);
+  bool stop_queued() const { return stop_queued_; }
 
   // -- status (elastic_status.cpp) ---------------------------------------------------------
   // Plain data for `msomni status`.
@@ -298,6 +321,11 @@ class elastic_core {
   std::optional<std::pair<std::string, std::string>> deferred_start_;
   // elastic_adoption.cpp
   std::vector<action> close_adoption(time_point now);  // the window passed: refuse, start anew
+  // elastic_reconnect.cpp
+  // A member of the current membership rejoined after its connection dropped: adopted in
+  // place when it trains at the current epoch with nothing under way, else down.
+  std::vector<action> readopt(const msg::rank_rejoin& r, time_point now);
+  std::vector<action> declare_unreconnected_down(time_point now);
   std::vector<action> adopt(const msg::rank_rejoin& r, time_point now);
   std::map<std::string, msg::rank_rejoin> rejoined_;  // while the adoption window is open
   bool adoption_closed_ = false;
@@ -312,6 +340,9 @@ class elastic_core {
   // step: past max_replicas + max_recoveries the job ends instead of replanning for ever.
   int64_t incident_losses_ = 0;
   bool finished_ = false;
+  // elastic_control.cpp
+  control_outcome stop_now(time_point now);
+  bool stop_queued_ = false;
 };
 
 }  // namespace msomni::orchestrator

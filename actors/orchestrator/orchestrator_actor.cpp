@@ -36,6 +36,9 @@ namespace {
 using tick_atom = caf::atom_constant<caf::atom("otick")>;
 using gather_atom = caf::atom_constant<caf::atom("ogather")>;  // the node check's gather deadline
 constexpr auto tick_interval = std::chrono::milliseconds(200);
+// A gap between ticks this long is a pause of this process: a quarter of the silence that
+// declares an agent down, at least 2 s.
+nanos own_pause_limit(nanos silence) { return std::max<nanos>(std::chrono::seconds(2), silence / 4); }
 // Advice lines the journal takes from the memory watermark predictor; later ones are counted
 // in msomni_memory_advice_total only.
 constexpr uint64_t memory_advice_journaled_max = 1000;
@@ -59,6 +62,7 @@ struct shell_state {
   uint64_t autoscale_epoch = 0;  // a new epoch is a resize: the autoscale windows start over
   orchestrator_env env;
   real_clock clock;
+  std::optional<time_point> last_tick;  // when the tick ran last: a long gap is this process's own pause
   std::map<std::string, caf::actor> workers;  // rank name -> its worker actor
   std::map<std::string, caf::actor> agents;   // node -> agent actor
   std::map<caf::actor_addr, std::pair<bool, std::string>> watched;  // (is_agent, name)
@@ -214,9 +218,11 @@ void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
   } else if (auto* r = std::get_if<answer_rejoin>(&a)) {
     const auto it = st.workers.find(r->name);
     if (it == st.workers.end()) return;
-    // An adopted rank's records after what metrics.jsonl holds come again: written once.
-    if (r->adopted) st.progress.resume_after(st.env.recorded_step);
-    self->send(it->second, msg::rejoin_answer{r->adopted, st.env.recorded_step, r->reason});
+    // An adopted rank's records after what metrics.jsonl holds come again: written once. A
+    // member that reconnected to this process sends again what this process did not journal.
+    const auto recorded = r->in_place ? st.progress.last_step() : st.env.recorded_step;
+    if (r->adopted && !r->in_place) st.progress.resume_after(recorded);
+    self->send(it->second, msg::rejoin_answer{r->adopted, recorded, r->reason});
     if (!r->adopted) {  // it leaves: its end is no failure
       st.watched.erase(it->second.address());
       st.workers.erase(it);
@@ -410,6 +416,13 @@ void journal_step(metrics::accounted_actor* self, shell_state& st, const msg::st
     auto record = metrics_json(*line);
     st.memory->annotate(record, r.step);
     if (st.env.journal && !st.env.journal->metric(std::move(record))) stop_if_journal_failed(self, st);
+    if (auto gap = st.progress.take_gap())
+      journal(st, "steps_unrecorded",
+              "steps " + std::to_string(gap->first) + ".." + std::to_string(gap->last) +
+                  " were trained but their records never reached this control process (a rank keeps a bounded "
+                  "history of them while no control process answers, and the oldest went first); metrics.jsonl "
+                  "lacks them",
+              "", "", {{"first", static_cast<int64_t>(gap->first)}, {"last", static_cast<int64_t>(gap->last)}});
     if (auto note = st.progress.take_bad_samples_note()) journal(st, "bad_samples", *note);
     for (const auto& n : st.data.on_step(r)) journal(st, n.kind, n.detail);
     const bool tty = st.env.progress_on_tty;
@@ -523,7 +536,9 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
       st->held_agents.erase(name);  // its pending check answers with an error
       execute(self, *st, st->core.on_agent_down(name, "connection lost: " + caf::to_string(d.reason), now));
     } else if (d.reason != caf::exit_reason::normal) {
-      execute(self, *st, st->core.on_rank_down(name, "connection lost: " + caf::to_string(d.reason), now));
+      // Its process may live on (its agent reports an exit, and that comes as rank_exited):
+      // the core gives it its reconnect window.
+      execute(self, *st, st->core.on_rank_unreachable(name, "connection lost: " + caf::to_string(d.reason), now));
     }
   });
   self->delayed_send(self, tick_interval, tick_atom::value);
@@ -586,6 +601,11 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
         } catch (const std::exception& e) {
           MSOMNI_LOG(warn, "orchestrator") << "rank_rejoin from " << r.name << " dropped: unreachable: " << e.what();
           return;
+        }
+        // A member reconnecting: its old connection's end is no news any more.
+        if (const auto old = st->workers.find(r.name); old != st->workers.end() && old->second != w) {
+          st->watched.erase(old->second.address());
+          self->demonitor(old->second);
         }
         st->workers[r.name] = w;
         self->monitor(w);
@@ -730,6 +750,11 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
         stop_if_journal_failed(self, *st);
         if (st->done) return;
         const auto now = st->clock.now();
+        // Ticks come every tick_interval; a gap past own_pause_limit is this process standing
+        // still, and its peers' silence in it is not theirs.
+        if (st->last_tick && now - *st->last_tick > own_pause_limit(st->env.agent_silence_limit))
+          execute(self, *st, st->core.on_own_pause(now - *st->last_tick - tick_interval, now));
+        st->last_tick = now;
         const bool deposed = st->env.deposed && *st->env.deposed;
         const bool own_signal = st->env.stop_signal && *st->env.stop_signal;
         if (deposed && st->env.ranks_follow_leader && !st->stop_sent) {
@@ -794,6 +819,7 @@ caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orches
                               std::optional<node_preflight> node_checks) {
   s.agent_silence_limit = env.agent_silence_limit;
   s.in_process_agent = env.in_process_agent;
+  s.reconnect_window = env.reconnect_window;
   auto st = std::make_shared<shell_state>(s, std::move(env));
   if (node_checks) {
     st->node_checks = std::make_unique<health::node_check_core>(node_checks->settings, node_checks->control_report);

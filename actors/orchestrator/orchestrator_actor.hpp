@@ -67,6 +67,8 @@ struct orchestrator_env {
   // and the node agent living in this process, if any.
   nanos agent_silence_limit{std::chrono::seconds(30)};
   std::string in_process_agent;
+  // How long a rank whose connection dropped keeps its place to reconnect (elastic_settings).
+  nanos reconnect_window{0};
   // cluster.release_idle_nodes: gives a node no rank needs any more back to the cluster's
   // engine; "" when it took it, else why not. Null: nodes are kept to the end.
   std::function<std::string(const std::string& node)> release_node;

@@ -47,12 +47,25 @@ class progress_core {
   bool rollback_to(uint64_t step) {
     const bool repeats = last_step_ > step;
     last_step_ = std::min(last_step_, step);
+    // The ranks may load a checkpoint committed at the barrier, past `step`: the next record
+    // is no gap.
+    rolled_back_ = true;
     return repeats;
   }
 
   // Steps up to `step` are recorded already (by an earlier leader of the job): records of
   // them are ignored from now on.
-  void resume_after(uint64_t step) { last_step_ = std::max(last_step_, step); }
+  void resume_after(uint64_t step) {
+    last_step_ = std::max(last_step_, step);
+    continues_ = true;
+  }
+
+  // Steps that never came: a record past the next step (after this process recorded one, or
+  // resumed after an earlier leader's) leaves [first, last] out of metrics.jsonl.
+  struct step_gap {
+    uint64_t first = 0, last = 0;
+  };
+  std::optional<step_gap> take_gap() { return std::exchange(gap_, std::nullopt); }
 
   // Bad samples (all ranks): the events.jsonl note for the step on_step last accepted, when
   // it had any (at most bad_sample_notes_max steps get one; metrics.jsonl has every step).
@@ -72,6 +85,9 @@ class progress_core {
  private:
   uint64_t total_;
   uint64_t last_step_ = 0;
+  bool continues_ = false;  // the next record should be last_step_ + 1
+  bool rolled_back_ = false;  // the next record may be past it
+  std::optional<step_gap> gap_;
   double last_loss_ = 0;
   double first_loss_ = 0;
   double tokens_per_s_ = 0;

@@ -276,7 +276,7 @@ class managed_rank {
       if (pusher_) caf::anon_send_exit(pusher_, caf::exit_reason::user_shutdown);
       pusher_ = metrics::spawn_metrics_pusher(sys_, metrics_->registry(), leader, {o_.name, o_.name, o_.node});
     }
-    std::cout << "CONTROL adopted by the new leader at epoch " << protocol_.epoch() << ", step " << steps_done() << "; "
+    std::cout << "CONTROL adopted by the leader at epoch " << protocol_.epoch() << ", step " << steps_done() << "; "
               << resent << " step records after step " << answer->recorded_step << " sent again" << std::endl;
     return std::nullopt;
   }

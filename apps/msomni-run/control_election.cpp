@@ -7,9 +7,16 @@
 #include "core/stop_signal.hpp"
 #include "core/store_url.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 namespace msomni::apps {
 
@@ -18,6 +25,8 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr int exit_usage = 2;
+// How many times this command line stood again (the environment carries it across the exec).
+constexpr const char* stands_count_var = "MSOMNI_CONTROL_STANDS";
 
 int exit_code_of_phase(const std::string& phase) {
   if (phase == "finished") return orchestrator::exit_finished;
@@ -37,6 +46,7 @@ std::optional<int> stand_for_control(const config::job_config& cfg, const run_pa
   o.fingerprint = control::config_fingerprint(cfg.resolved_values);
   o.run_dir = paths.run_dir.string();
   o.ttl = std::chrono::seconds(cfg.control.lease_ttl_s);
+  o.yield_to_another_leader = std::getenv(stands_count_var) != nullptr;  // stood again (stand_again)
   role.leadership = std::make_unique<control::control_leadership>(o);
   stop_signal::install();
   role.elected = role.leadership->campaign(stop_signal::flag(), [&err](const std::string& line) {
@@ -45,6 +55,11 @@ std::optional<int> stand_for_control(const config::job_config& cfg, const run_pa
   const auto& e = role.elected;
   if (!e.elected) {
     stop_signal::restore();
+    if (e.yielded) {
+      err << "msomni-run: another control process leads the job now: " << e.previous_leader.id << " (term " << e.term
+          << "); this deposed leader does not stand by\n";
+      return orchestrator::exit_deposed;
+    }
     if (!e.problem.empty()) {
       err << "msomni-run: " << e.problem << "; nothing was started.\n";
       return orchestrator::exit_failed;
@@ -79,6 +94,7 @@ std::optional<int> stand_for_control(const config::job_config& cfg, const run_pa
   }
   role.leadership->serve([&role](const std::string& why) {
     role.deposed_why = why;
+    role.lease_ran_out = !role.leadership->deposed_by_fence();
     role.deposed = true;
     stop_signal::flag() = true;  // a standby's wait below ends too
   });
@@ -107,6 +123,30 @@ std::optional<int> stand_for_control(const config::job_config& cfg, const run_pa
     return orchestrator::exit_stopped;
   }
   return std::nullopt;
+}
+
+int stand_again(int argc, char** argv, const control_role& role, std::ostream& err) {
+  const char* before = std::getenv(stands_count_var);
+  const int stood = before ? std::atoi(before) : 0;
+  if (!role.lease_ran_out) return orchestrator::exit_deposed;
+  if (stood >= stands_max) {
+    err << "msomni-run: deposed again after standing " << stood << " times (bound " << stands_max
+        << "); not standing again\n";
+    return orchestrator::exit_deposed;
+  }
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i)
+    if (std::string_view(argv[i]) != "--fresh") args.push_back(argv[i]);
+  args.push_back(nullptr);
+  ::setenv(stands_count_var, std::to_string(stood + 1).c_str(), 1);
+  err << "msomni-run: the lease ran out while the store did not answer and no other leader fenced this one: standing "
+         "for the job's leadership again (the ranks train on; "
+      << stood + 1 << " of at most " << stands_max << ")" << std::endl;
+  std::cout.flush();
+  // Every thread of this process is gone with the old image; no destructor runs.
+  ::execv("/proc/self/exe", args.data());
+  err << "msomni-run: could not stand again: " << std::strerror(errno) << "\n";
+  return orchestrator::exit_deposed;
 }
 
 }  // namespace msomni::apps

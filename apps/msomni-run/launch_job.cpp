@@ -304,9 +304,9 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   env.worker_of = [&gw](const std::string& rank) { return gw.remote_actor(rank, "worker"); };
   env.rank_args = [&](const std::string& rank) {
     std::vector<std::string> args{config_path, "--name", rank, "--control", hub.node().address(), "--ckpt-dir", ckpt_dir.string()};
-    // [control] store: the rank trains on when this process goes and rejoins the next leader.
-    if (control)
-      args.insert(args.end(), {"--follow-control", (run_dir / "control.json").string()});
+    // The rank trains on when this process stops answering and rejoins whoever control.json
+    // names: this process when it answers again, or with a [control] store the next leader.
+    args.insert(args.end(), {"--follow-control", (run_dir / "control.json").string()});
     for (const auto& s : opts.overrides) args.insert(args.end(), {"--set", s});
     return args;
   };
@@ -344,6 +344,9 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   }
   env.ranks_follow_leader = control != nullptr;
   env.agent_silence_limit = heartbeat * std::max<int64_t>(1, cfg.elasticity.heartbeat_misses);
+  // A rank sees a frozen control process's silence after the same misses and asks again within
+  // a few seconds of it answering: the takeover's adoption window fits a reconnect too.
+  env.reconnect_window = adopt_window_for(heartbeat, cfg.elasticity.heartbeat_misses);
   env.progress_on_tty = ::isatty(2);
   if (cfg.cluster.nodes.empty()) env.in_process_agent = "local";  // started below
   if (slurm && cfg.cluster.release_idle_nodes)

@@ -4,6 +4,7 @@
 #include "slurm_launch.hpp"
 #include "model_check.hpp"
 #include "resume_check.hpp"
+#include "run_summary.hpp"
 #include "run_options.hpp"
 
 #include "config/config_loader.hpp"
@@ -136,8 +137,10 @@ int main(int argc, char** argv) {
     return exit_ok;
   }
   try {
-    return msomni::apps::launch_job(cfg, paths, opts, resume_from, preflight, control.leadership ? &control : nullptr,
-                                    slurm ? &*slurm : nullptr);
+    const int rc = msomni::apps::launch_job(cfg, paths, opts, resume_from, preflight,
+                                            control.leadership ? &control : nullptr, slurm ? &*slurm : nullptr);
+    if (rc == msomni::orchestrator::exit_deposed && control.leadership) return msomni::apps::stand_again(argc, argv, control, std::cerr);
+    return rc;
   } catch (const msomni::apps::run_paths_refused& e) {
     std::cerr << "msomni-run: " << e.what() << "; nothing was started.\n";
     return exit_config;

@@ -279,7 +279,7 @@ TEST_CASE("control failover: the leader SIGKILLed mid-run, its ranks train on, t
                                                   << " ms against a median of " << all[all.size() / 2] << " ms");
   }
   // The adopted ranks said so in their logs, and are gone now.
-  CHECK(read_text(dir.path() / "run" / "logs" / "rank-0.log").find("CONTROL adopted by the new leader") != std::string::npos);
+  CHECK(read_text(dir.path() / "run" / "logs" / "rank-0.log").find("CONTROL adopted by the leader") != std::string::npos);
   for (const auto& r : ranks_of_leader) {
     const auto log = [&] { return read_text(dir.path() / "run" / "logs" / (r.value("rank", std::string()) + ".log")); };
     CHECK_MESSAGE(reaper.wait_gone(r.value("pid", int64_t{0}), 60s), log());
@@ -745,7 +745,7 @@ TEST_CASE("msomni health-check: store.etcd passes on a healthy 3-member store, w
   CHECK(rc == 1);
 }
 
-TEST_CASE("control failover: etcd stopped for longer than the lease: the leader is deposed saying why, the standby keeps campaigning and leads when etcd returns") {
+TEST_CASE("control failover: etcd stopped for longer than the lease: the leader is deposed saying why, both keep campaigning and one leads when etcd returns") {
   testing::etcd_servers etcd;
   REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
   temp_dir dir;
@@ -763,20 +763,51 @@ TEST_CASE("control failover: etcd stopped for longer than the lease: the leader 
   etcd.pause(0);
   std::this_thread::sleep_for(20s);
   etcd.resume(0);
-  const auto old_status = leader.child.wait_for(120s);
-  REQUIRE_MESSAGE(old_status.has_value(), leader.log());
-  CHECK_MESSAGE(old_status->shell_code() == 6, leader.log());
-  // It says the store did not answer, not that another leader took the job.
-  CHECK_MESSAGE(leader.log().find("deposed: no renewal of the lease was confirmed in time") != std::string::npos, leader.log());
-  CHECK(leader.log().find("another control process leads the job now") == std::string::npos);
+  // The deposed leader stands again (the same command, a fresh process) beside the standby,
+  // which keeps campaigning: the first to win leads. The other ends: the standby with the
+  // job's exit code, the deposed leader at once with 6 when it finds the standby leading.
   const auto status = standby.child.wait_for(300s);
   REQUIRE_MESSAGE(status.has_value(), standby.log());
   CHECK_MESSAGE(status->shell_code() == 0, standby.log());
-  CHECK_MESSAGE(standby.log().find("msomni-run: leading the job") != std::string::npos, standby.log());
+  const auto old_status = leader.child.wait_for(120s);
+  REQUIRE_MESSAGE(old_status.has_value(), leader.log());
+  const bool standby_led = standby.log().find("msomni-run: leading the job") != std::string::npos;
+  CHECK_MESSAGE(old_status->shell_code() == (standby_led ? 6 : 0), leader.log());
+  if (standby_led)
+    CHECK_MESSAGE(leader.log().find("another control process leads the job now") != std::string::npos, leader.log());
+  // It says the store did not answer, not that another leader took the job, and stood again.
+  CHECK_MESSAGE(leader.log().find("deposed: no renewal of the lease was confirmed in time") != std::string::npos, leader.log());
+  CHECK_MESSAGE(leader.log().find("standing for the job's leadership again") != std::string::npos, leader.log());
   const auto events = events_of(dir);
   REQUIRE(of_kind(events, "control_takeover").size() == 1);
   const auto deposed = of_kind(events, "deposed");
   REQUIRE(deposed.size() == 1);
   CHECK(deposed[0].value("reason", std::string()).find("no renewal of the lease") != std::string::npos);
+  check_every_step_once(dir, job_steps);
+}
+
+TEST_CASE("control failover: etcd stopped for longer than the lease with no standby: the deposed leader stands again, leads when etcd returns and adopts its ranks") {
+  testing::etcd_servers etcd;
+  REQUIRE_MESSAGE(etcd.wait_ready(), etcd.log(0));
+  temp_dir dir;
+  ::setenv("MSOMNI_CACHE_DIR", (dir.path() / "cache").c_str(), 1);
+  testing::orphan_reaper reaper;  // ranks outlive their leader
+  const int job_steps = 3000;
+  auto leader = start_control(dir, "leader", etcd.url(), "outage-alone", job_steps);
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "control_elected").empty(); }, 120s), leader.log());
+  REQUIRE_MESSAGE(wait_for([&] { return !of_kind(events_of(dir), "checkpoint").empty() && metric_lines(dir) >= 50; }, 180s),
+                  leader.log());
+  etcd.pause(0);
+  std::this_thread::sleep_for(20s);
+  etcd.resume(0);
+  const auto status = leader.child.wait_for(300s);
+  REQUIRE_MESSAGE(status.has_value(), leader.log());
+  CHECK_MESSAGE(status->shell_code() == 0, leader.log());
+  CHECK_MESSAGE(leader.log().find("standing for the job's leadership again") != std::string::npos, leader.log());
+  const auto events = events_of(dir);
+  CHECK(of_kind(events, "deposed").size() == 1);
+  CHECK(of_kind(events, "control_takeover").size() == 1);
+  CHECK(of_kind(events, "ranks_adopted").size() == 1);
+  CHECK(of_kind(events, "job_finished").size() == 1);
   check_every_step_once(dir, job_steps);
 }

@@ -25,3 +25,33 @@ TEST_CASE("progress records each step once, replays after a rollback, and estima
   r.step = 6;
   CHECK(p.on_step(r, time_point{11s}));
 }
+
+TEST_CASE("a step that never came is named once as a gap; a rollback's first record and a fresh start are none") {
+  orchestrator::progress_core p(100);
+  msg::step_record r;
+  r.world_size = 1;
+  r.step = 7;  // a resumed run's first record
+  CHECK(p.on_step(r, time_point{0s}));
+  CHECK_FALSE(p.take_gap());
+  r.step = 8;
+  CHECK(p.on_step(r, time_point{1s}));
+  CHECK_FALSE(p.take_gap());
+  r.step = 12;
+  CHECK(p.on_step(r, time_point{2s}));
+  const auto gap = p.take_gap();
+  REQUIRE(gap);
+  CHECK(gap->first == 9);
+  CHECK(gap->last == 11);
+  CHECK_FALSE(p.take_gap());
+  // Ranks that load a checkpoint committed at the rollback's barrier start past its step.
+  p.rollback_to(10);
+  r.step = 15;
+  CHECK(p.on_step(r, time_point{3s}));
+  CHECK_FALSE(p.take_gap());
+  // After an earlier leader's records, the next one is expected.
+  orchestrator::progress_core q(100);
+  q.resume_after(20);
+  r.step = 23;
+  CHECK(q.on_step(r, time_point{0s}));
+  REQUIRE(q.take_gap());
+}

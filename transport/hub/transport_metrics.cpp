@@ -44,6 +44,8 @@ metrics::metrics_registry::refresher_handle watch_transport(metrics::metrics_reg
   add(n.sends_rejected, "msomni_transport_sends_rejected_total", {});
   add(n.peers_refused, "msomni_transport_peers_refused_total", {});
   add(n.peers_silent, "msomni_transport_peers_down_total", {{"cause", "silent"}});
+  add(n.peers_superseded, "msomni_transport_peers_down_total", {{"cause", "superseded"}});
+  add(n.own_pauses, "msomni_transport_own_pauses_total", {});
   add(g.forwarded, "msomni_gateway_messages_total", {{"outcome", "forwarded"}});
   add(g.delivered, "msomni_gateway_messages_total", {{"outcome", "delivered"}});
   add(g.dropped_malformed, "msomni_gateway_messages_total", {{"outcome", "dropped_malformed"}});
@@ -56,8 +58,8 @@ metrics::metrics_registry::refresher_handle watch_transport(metrics::metrics_reg
   return r.add_refresher([follow, &n, &other_down, &depth, &depth_max, other_seen] {
     for (auto& f : *follow) f.refresh();
     const auto down = n.peers_down.load(std::memory_order_relaxed);
-    const auto silent = n.peers_silent.load(std::memory_order_relaxed);
-    const auto other = down > silent ? down - silent : 0;
+    const auto named = n.peers_silent.load(std::memory_order_relaxed) + n.peers_superseded.load(std::memory_order_relaxed);
+    const auto other = down > named ? down - named : 0;
     if (other > *other_seen) other_down.Increment(static_cast<double>(other - *other_seen));
     *other_seen = std::max(*other_seen, other);
     depth.Set(static_cast<double>(n.queue_depth.load(std::memory_order_relaxed)));

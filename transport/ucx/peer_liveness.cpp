@@ -27,4 +27,20 @@ bool hello_overdue(const liveness_rule& rule, const peer_liveness& peer, livenes
   return now - peer.created > rule.hello_timeout;
 }
 
+bool own_pause(const liveness_rule& rule, liveness_time last_check, liveness_time now) {
+  return last_check != liveness_time{} && now - last_check > rule.keepalive_interval;
+}
+
+liveness_time excuse_own_pause(const liveness_rule& rule, liveness_time last_heard, liveness_time last_check,
+                               liveness_time now) {
+  if (!own_pause(rule, last_check, now)) return last_heard;
+  // Half an interval of the gap is the progress loop's own wait.
+  const auto paused = (now - last_check) - rule.keepalive_interval / 2;
+  return std::min(now, last_heard + paused);
+}
+
+bool supersedes_quiet(const liveness_rule& rule, const peer_liveness& first, liveness_time now) {
+  return now - first.last_frame > rule.keepalive_interval;
+}
+
 }  // namespace msomni::transport

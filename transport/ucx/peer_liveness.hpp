@@ -7,6 +7,7 @@
 //   up --nothing sent to it for keepalive_interval--> keep-alive due (any frame sent resets it)
 //   up --nothing heard for more than keepalive_interval x keepalive_misses--> silent: down
 //   accepted --not up within hello_timeout of its creation--> overdue: refused
+//   this node stood still --> its peers' silence in that time does not count
 #pragma once
 
 #include <chrono>
@@ -32,9 +33,10 @@ struct liveness_rule {
   std::string hello_overdue_reason() const;
 };
 
-// When an endpoint was created, and when a frame was last heard from and sent to its peer.
+// When an endpoint was created, and when a frame was last heard from and sent to its peer;
+// last_frame is when one really came, which this node's own pauses do not move.
 struct peer_liveness {
-  liveness_time created{}, last_heard{}, last_sent{};
+  liveness_time created{}, last_heard{}, last_sent{}, last_frame{};
 };
 
 enum class liveness_due : uint8_t {
@@ -47,5 +49,18 @@ enum class liveness_due : uint8_t {
 liveness_due liveness_check(const liveness_rule& rule, const peer_liveness& peer, liveness_time now);
 // Whether an accepted connection that is not up yet has had its time for the hello.
 bool hello_overdue(const liveness_rule& rule, const peer_liveness& peer, liveness_time now);
+
+// This node's own pause: the checks normally come at most half an interval apart, so a gap
+// since `last_check` longer than an interval is this process standing still (stopped,
+// starved of the CPU). The silence of a peer in that time is not the peer's: returns when it
+// counts as last heard, moved on by the pause (never past `now`).
+bool own_pause(const liveness_rule& rule, liveness_time last_check, liveness_time now);
+liveness_time excuse_own_pause(const liveness_rule& rule, liveness_time last_heard, liveness_time last_check,
+                               liveness_time now);
+
+// A second connection that proves the name of a peer that is up supersedes the first once no
+// frame came on the first for a keep-alive interval (the peer lost it and connected again, say
+// after this node stood still); until then the first stays, for the order of frames.
+bool supersedes_quiet(const liveness_rule& rule, const peer_liveness& first, liveness_time now);
 
 }  // namespace msomni::transport

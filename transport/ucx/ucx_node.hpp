@@ -94,6 +94,8 @@ struct ucx_node_counters {
   std::atomic<uint64_t> peers_down{0};
   std::atomic<uint64_t> peers_silent{0};       // of peers_down: missed keepalive_misses keep-alives
   std::atomic<uint64_t> peers_refused{0};      // failed or never finished the HELLO exchange
+  std::atomic<uint64_t> peers_superseded{0};   // of peers_down: a quiet connection replaced by the peer's new one
+  std::atomic<uint64_t> own_pauses{0};         // this node stood still past a keep-alive interval
   std::atomic<uint64_t> queue_depth{0};
   std::atomic<uint64_t> queue_depth_max{0};
 };

@@ -120,12 +120,17 @@ void ucx_node::impl::accept_peer(ucp_ep_h ep, peer_state& st, const std::string&
     std::lock_guard<std::mutex> lock(mutex);
     auto [pos, fresh] = by_name.emplace(st.name, ep);
     if (!fresh && up_names[st.name] && pos->second != ep) {
-      // A second connection from a peer we already talk to: keep the first for ordering.
+      // A second connection from a peer we already talk to: the first stays for the order of
+      // frames until it goes quiet (supersede_quiet_connections).
       st.up = false;
     } else {
       pos->second = ep;
       up_names[st.name] = true;
     }
+  }
+  if (!st.up) {
+    held_back = true;
+    supersede_quiet_connections();
   }
   changed.notify_all();
   if (st.up && answer) send_hello(ep);  // the connecting side learns our name
@@ -159,6 +164,42 @@ void ucx_node::impl::expire_pending_hellos() {
   for (const auto& [ep, st] : by_ep)
     if (st.incoming && st.stage != hello_stage::done && hello_overdue(liveness, st.liveness, now)) late.push_back(ep);
   for (auto ep : late) refuse(ep, liveness.hello_overdue_reason());
+}
+
+// Second connections (proven, held back behind the peer's first) whose first went quiet take
+// its place: the first goes down (superseded) and the second comes up.
+void ucx_node::impl::supersede_quiet_connections() {
+  if (!held_back) return;
+  held_back = false;
+  const auto now = steady::now();
+  std::vector<std::pair<ucp_ep_h, ucp_ep_h>> swaps;  // (quiet first, second)
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& [ep, st] : by_ep) {
+      if (st.up || st.stage != hello_stage::done || st.name.empty()) continue;
+      held_back = true;  // looked at again on the next check until it is up or gone
+      const auto first = by_name.find(st.name);
+      if (first == by_name.end() || first->second == ep || !up_names[st.name]) continue;
+      const auto f = by_ep.find(first->second);
+      if (f != by_ep.end() && supersedes_quiet(liveness, f->second.liveness, now)) swaps.emplace_back(first->second, ep);
+    }
+  }
+  for (const auto& [quiet, second] : swaps) {
+    auto it = by_ep.find(second);
+    if (it == by_ep.end()) continue;
+    counters.peers_superseded++;
+    mark_down(quiet, "superseded by its new connection");
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      by_name[it->second.name] = second;
+      up_names[it->second.name] = true;
+    }
+    it->second.up = true;
+    changed.notify_all();
+    MSOMNI_LOG(info, "ucx") << opt.name << ": peer " << it->second.name << " up again on its new connection";
+    if (it->second.incoming && it->second.secret.empty()) send_hello(second);
+    if (h.on_peer) h.on_peer(it->second.name, true, "hello");
+  }
 }
 
 }  // namespace msomni::transport

@@ -102,6 +102,8 @@ struct ucx_node::impl {
   // Progress-thread only.
   std::map<ucp_ep_h, detail::peer_state> by_ep;
   std::vector<ucp_ep_h> to_close;
+  liveness_time last_check{};  // of check_keepalives: a long gap is this node's own pause
+  bool held_back = false;      // a peer's second connection waits behind its first
   std::atomic<bool> stopping{false};
   std::atomic<int> polling_holds{0};
   std::thread thread;
@@ -116,6 +118,7 @@ struct ucx_node::impl {
   ucp_ep_h ep_of(const std::string& peer);
   void mark_down(ucp_ep_h ep, const std::string& reason);
   void check_keepalives();
+  void supersede_quiet_connections();
   void close_endpoints();
   ucs_status_t on_am(const void* header, size_t header_length, void* data, size_t length,
                      const ucp_am_recv_param_t* param);

@@ -35,7 +35,16 @@ void ucx_node::impl::mark_down(ucp_ep_h ep, const std::string& reason) {
 
 void ucx_node::impl::check_keepalives() {
   expire_pending_hellos();
+  supersede_quiet_connections();
   const auto now = steady::now();
+  if (own_pause(liveness, last_check, now)) {
+    MSOMNI_LOG(info, "ucx") << opt.name << ": stood still for "
+                            << std::chrono::duration_cast<std::chrono::milliseconds>(now - last_check).count()
+                            << " ms; the peers' silence in that time is not counted";
+    counters.own_pauses++;
+    for (auto& [ep, st] : by_ep) st.liveness.last_heard = excuse_own_pause(liveness, st.liveness.last_heard, last_check, now);
+  }
+  last_check = now;
   std::vector<ucp_ep_h> silent, due;
   for (auto& [ep, st] : by_ep) {
     if (!st.up) continue;

@@ -52,7 +52,7 @@ ucs_status_t ucx_node::impl::on_am(const void* header, size_t header_length, voi
     return release();
   }
   auto& st = it->second;
-  st.liveness.last_heard = steady::now();
+  st.liveness.last_heard = st.liveness.last_frame = steady::now();
   if (!st.up) {
     // Nothing from a peer that is not up reaches a handler: only its HELLO exchange counts.
     if (rndv) {
