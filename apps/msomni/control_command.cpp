@@ -196,7 +196,13 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
               }
               code = r.ok ? exit_ok : exit_failed;
             },
-            [&](caf::error& e) { err << "msomni " << verb << ": no reply: " << caf::to_string(e) << "\n"; });
+            [&](caf::error& e) {
+              if (e == caf::sec::request_receiver_down)
+                err << "msomni " << verb << ": the job's control process at " << address
+                    << " went away before it answered (has it ended?)\n";
+              else
+                err << "msomni " << verb << ": no reply: " << caf::to_string(e) << "\n";
+            });
     return code;
   } catch (const std::exception& e) {
     err << "msomni " << verb << ": " << e.what() << "\n";

@@ -45,6 +45,12 @@ std::vector<family_spec> build() {
        {}, "every process", {}},
       {"msomni_transport_peers_refused_total", k::counter,
        "Connections refused for failing or never finishing the authenticated hello", {}, "every process", {}},
+      {"msomni_gateway_requests_total", k::counter,
+       "Requests to another process that got no answer, by outcome (failed_peer_down: failed at once when that "
+       "process went down; untracked: past the bound of 16384 tracked requests, left to their timeout)",
+       {"outcome"}, "every process", {}},
+      {"msomni_gateway_requests_pending", k::gauge, "Requests to other processes waiting for their answer now", {},
+       "every process", {}},
       {"msomni_gateway_messages_total", k::counter,
        "Actor messages through the gateway, by outcome (forwarded, delivered, dropped_malformed, dropped_unknown, "
        "dropped_unsendable)",

@@ -26,7 +26,7 @@ TEST_CASE("progress records each step once, replays after a rollback, and estima
   CHECK(p.on_step(r, time_point{11s}));
 }
 
-TEST_CASE("a step that never came is named once as a gap; a rollback's first record and a fresh start are none") {
+TEST_CASE("a step that never came is named once as a gap, but a rollback's first record and a fresh start are none") {
   orchestrator::progress_core p(100);
   msg::step_record r;
   r.world_size = 1;

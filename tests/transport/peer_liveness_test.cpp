@@ -107,3 +107,35 @@ TEST_CASE("checked at the loop's cadence, a talking peer stays up and a quiet on
   CHECK(a_keepalives >= intervals - 1);
   CHECK(a_keepalives <= intervals);
 }
+
+TEST_CASE("this node's own pause is not its peers' silence, and only then") {
+  liveness_rule rule;
+  rule.keepalive_interval = 100ms;
+  rule.keepalive_misses = 5;
+  const liveness_time t0{std::chrono::seconds(10)};
+  // Checked 50 ms apart: no pause, nothing moves.
+  CHECK_FALSE(own_pause(rule, t0, t0 + 50ms));
+  CHECK(excuse_own_pause(rule, t0 - 400ms, t0, t0 + 50ms) == t0 - 400ms);
+  // Stood still 10 s: the peer last heard 400 ms before is 400 ms + half an interval behind.
+  const auto now = t0 + 10s;
+  REQUIRE(own_pause(rule, t0, now));
+  const auto heard = excuse_own_pause(rule, t0 - 400ms, t0, now);
+  CHECK(heard == now - 450ms);
+  peer_liveness p{t0 - 1s, heard, now, t0 - 400ms};
+  CHECK(liveness_check(rule, p, now) != liveness_due::silent);
+  // Never past now; and the first check (no earlier one) is no pause.
+  CHECK(excuse_own_pause(rule, now, t0, now) == now);
+  CHECK_FALSE(own_pause(rule, liveness_time{}, now));
+}
+
+TEST_CASE("a peer's second connection supersedes the first only once no frame came on the first for an interval") {
+  liveness_rule rule;
+  rule.keepalive_interval = 100ms;
+  const liveness_time t0{std::chrono::seconds(10)};
+  peer_liveness first{t0, t0, t0, t0};
+  CHECK_FALSE(supersedes_quiet(rule, first, t0 + 50ms));
+  CHECK(supersedes_quiet(rule, first, t0 + 150ms));
+  // An excused last_heard does not count: only a real frame does.
+  first.last_heard = t0 + 140ms;
+  CHECK(supersedes_quiet(rule, first, t0 + 150ms));
+}

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <thread>
+
 #include <chrono>
 #include <memory>
 
@@ -113,6 +115,20 @@ TEST_CASE("kill -9 delivers down to every monitor and the survivors all-reduce a
   }
   g.expect_results(240s, 3);
   g.finish(3);
+}
+
+TEST_CASE("a request to a process killed before it answered fails at once, not at its timeout") {
+  group g(2, "request_down");
+  std::this_thread::sleep_for(500ms);  // the request is out
+  const auto killed_at = wall_ms();
+  g.nodes.back()->kill9();
+  auto failed = g.nodes[0]->read_until("FAILED ", 20s);  // the request's own timeout is 60 s
+  CAPTURE(g.nodes[0]->log);
+  REQUIRE(failed);
+  MESSAGE("the request failed " << std::stoll(failed->substr(7)) - killed_at << " ms after the kill");
+  CHECK(failed->find("request_receiver_down") != std::string::npos);
+  g.expect_results(20s, 1);
+  g.finish(1);
 }
 
 TEST_CASE("kill -9 during an all-reduce fails the collective and the survivors rebuild") {

@@ -54,6 +54,15 @@ caf::behavior echo_actor(caf::event_based_actor*, std::string node) {
   }};
 }
 
+// Takes scale_request and never answers (the promise is kept, not delivered).
+caf::behavior mute_actor(caf::event_based_actor* self) {
+  auto kept = std::make_shared<std::vector<caf::response_promise>>();
+  return {[self, kept](const msg::scale_request&) -> caf::result<msg::scale_reply> {
+    kept->push_back(self->make_response_promise());
+    return kept->back();
+  }};
+}
+
 struct sink_state {
   std::atomic<uint64_t> received{0};
   std::atomic<uint64_t> out_of_order{0};
@@ -182,7 +191,7 @@ int main(int argc, char** argv) {
   CLI::App app{"One process of a transport integration test (driven over stdin/stdout).", "transport_test_node"};
   command_line::set_conventions(app);
   app.add_option("--name", name, "this node's name")->required();
-  app.add_option("--scenario", scenario, "request | ordering | bulk | allreduce | same_bits | kill | kill_busy");
+  app.add_option("--scenario", scenario, "request | ordering | bulk | allreduce | same_bits | kill | kill_busy | request_down");
   app.add_option_function<std::string>(
          "--same-host", [&](const std::string& v) { g_same_host = v == "1"; },
          "1: same-host members read each other's memory (ring_options::same_host); 0: UCX frames")
@@ -230,6 +239,7 @@ int main(int argc, char** argv) {
   // Publish before announcing the address: a peer may send the moment it sees us.
   auto sink_st = std::make_shared<sink_state>();
   gw.publish("echo", sys.spawn(echo_actor, name));
+  gw.publish("mute", sys.spawn(mute_actor));
   gw.publish("sink", sys.spawn(sink_actor, sink_st));
   say("ADDR " + name + " " + hub.node().address());
   std::vector<peer_info> peers;
@@ -363,6 +373,24 @@ int main(int argc, char** argv) {
     for (int tries = 0; tries < 150 && hub.node().is_up(members.back()); ++tries) std::this_thread::sleep_for(20ms);
     error = run_allreduce(hub, survivors, 2);
     details = "failed mid-transfer, rebuilt ring of " + std::to_string(survivors.size());
+  } else if (scenario == "request_down") {
+    // The first node asks the last node's mute actor with a 60 s timeout; the driver SIGKILLs
+    // the last node: the request fails as soon as the node is down, not after 60 s.
+    if (name != members.back()) {
+      auto mute = gw.remote_actor(members.back(), "mute");
+      bool asked = false;
+      self->request(mute, 60s, msg::scale_request{1, 1, 0, name})
+          .receive([&](const msg::scale_reply&) { error = "a mute actor answered"; },
+                   [&](caf::error& e) {
+                     asked = true;
+                     say("FAILED " + std::to_string(wall_ms()) + " " + sys.render(e));
+                     if (e != caf::sec::request_receiver_down) error = "failed with " + sys.render(e);
+                   });
+      if (!asked && error.empty()) error = "no answer";
+      details = "failed " + std::to_string(gw.counters().requests_failed.load()) + " request(s) at once";
+    } else {
+      std::this_thread::sleep_for(60s);  // killed by the driver before this ends
+    }
   } else {
     error = "unknown scenario " + scenario;
   }

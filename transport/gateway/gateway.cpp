@@ -24,6 +24,9 @@ namespace {
 // Proxy ids for named references live far above real actor ids so the two never collide.
 constexpr uint64_t named_ref_base = uint64_t{1} << 62;
 constexpr size_t max_local_senders = 1 << 16;
+// Requests waiting for their remote answer, tracked so that a node going down fails them at
+// once; beyond this many, a request is not tracked and times out as its caller asked.
+constexpr size_t max_pending_requests = 1 << 14;
 
 caf::node_id node_id_of(const std::string& node) {
   caf::node_id::default_data::host_id_type host{};
@@ -82,6 +85,13 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
   std::map<uint64_t, std::string> named_refs;                                 // proxy aid -> name
   std::map<std::pair<std::string, std::string>, uint64_t> named_ids;          // (node, name) -> aid
   std::map<uint64_t, caf::weak_actor_ptr> local_senders;                      // aid -> actor
+  // (sender aid, request id) -> the node asked and the request's id: answered or failed once.
+  struct pending_request {
+    std::string node;
+    caf::weak_actor_ptr sender;
+    caf::message_id mid;
+  };
+  std::map<std::pair<uint64_t, uint64_t>, pending_request> pending;
   uint64_t next_named = named_ref_base;
 
   impl(caf::actor_system& s, transport_hub& h) : sys(s), hub(h) {}
@@ -107,6 +117,49 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
     if (local_senders.size() < max_local_senders) local_senders[sender->id()] = caf::weak_actor_ptr{sender.get()};
   }
 
+  void track_request(const std::string& node, const caf::strong_actor_ptr& sender, caf::message_id mid) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (pending.size() >= max_pending_requests)  // requests whose askers are gone need no answer
+      for (auto it = pending.begin(); it != pending.end();) it = it->second.sender.lock() ? std::next(it) : pending.erase(it);
+    if (pending.size() >= max_pending_requests) {
+      counters.requests_untracked++;
+      return;
+    }
+    pending[{sender->id(), mid.request_id().integer_value()}] = {node, caf::weak_actor_ptr{sender.get()}, mid};
+    counters.requests_pending = pending.size();
+  }
+
+  void answered(uint64_t receiver_aid, caf::message_id mid) {
+    if (!mid.is_response()) return;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (pending.erase({receiver_aid, mid.request_id().integer_value()})) counters.requests_pending = pending.size();
+  }
+
+  // Every request still waiting for `node`'s answer gets request_receiver_down now.
+  void fail_requests_to(const std::string& node) {
+    std::vector<pending_request> failed;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      for (auto it = pending.begin(); it != pending.end();) {
+        if (it->second.node == node) {
+          failed.push_back(std::move(it->second));
+          it = pending.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      counters.requests_pending = pending.size();
+    }
+    for (auto& r : failed) {
+      auto sender = r.sender.lock();
+      if (!sender) continue;
+      sender->enqueue(caf::make_mailbox_element(nullptr, r.mid.response_id(), {},
+                                                caf::make_message(caf::make_error(caf::sec::request_receiver_down))),
+                      nullptr);
+      counters.requests_failed++;
+    }
+  }
+
   void forward(const std::string& node, uint64_t proxy_aid, caf::mailbox_element& what) {
     std::string receiver_name;
     {
@@ -114,6 +167,7 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
       if (auto it = named_refs.find(proxy_aid); it != named_refs.end()) receiver_name = it->second;
     }
     remember_sender(what.sender);
+    if (what.sender && what.mid.is_request()) track_request(node, what.sender, what.mid);
     std::vector<char> buf;
     caf::binary_serializer sink{sys, buf};
     auto msg = what.move_content_to_message();
@@ -156,6 +210,7 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
       return;
     }
     caf::strong_actor_ptr sender = h.a != 0 ? proxy_for(peer, h.a) : nullptr;
+    answered(receiver->id(), caf::message_id{h.c});
     receiver->enqueue(caf::make_mailbox_element(std::move(sender), caf::message_id{h.c},
                                                 {}, std::move(msg)),
                       nullptr);
@@ -177,6 +232,7 @@ struct gateway::impl : std::enable_shared_from_this<gateway::impl> {
       for (auto it = named_ids.begin(); it != named_ids.end();)
         it = it->first.first == node ? named_ids.erase(it) : std::next(it);
     }
+    fail_requests_to(node);
     // A clean leave ends its actors normally; anything else is remote_link_unreachable.
     const bool clean = reason == peer_left_reason;
     for (auto& p : victims) {

@@ -26,6 +26,11 @@ struct gateway_counters {
   std::atomic<uint64_t> dropped_unknown{0};    // no such receiver here
   std::atomic<uint64_t> dropped_unsendable{0};  // peer down, queue full, or serializer error
   std::atomic<uint64_t> proxies_killed{0};
+  // Requests to a node that went down before it answered: failed at once
+  // (request_receiver_down) instead of waiting out their timeout.
+  std::atomic<uint64_t> requests_failed{0};
+  std::atomic<uint64_t> requests_untracked{0};  // past the bound on tracked requests: they time out
+  std::atomic<uint64_t> requests_pending{0};    // tracked now (a gauge)
 };
 
 class gateway {

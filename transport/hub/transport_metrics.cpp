@@ -51,11 +51,15 @@ metrics::metrics_registry::refresher_handle watch_transport(metrics::metrics_reg
   add(g.dropped_malformed, "msomni_gateway_messages_total", {{"outcome", "dropped_malformed"}});
   add(g.dropped_unknown, "msomni_gateway_messages_total", {{"outcome", "dropped_unknown"}});
   add(g.dropped_unsendable, "msomni_gateway_messages_total", {{"outcome", "dropped_unsendable"}});
+  add(g.requests_failed, "msomni_gateway_requests_total", {{"outcome", "failed_peer_down"}});
+  add(g.requests_untracked, "msomni_gateway_requests_total", {{"outcome", "untracked"}});
   auto& other_down = r.counter("msomni_transport_peers_down_total", {{"cause", "other"}});
+  auto& pending = r.gauge("msomni_gateway_requests_pending");
   auto& depth = r.gauge("msomni_transport_send_queue_depth");
   auto& depth_max = r.gauge("msomni_transport_send_queue_depth_max");
   auto other_seen = std::make_shared<uint64_t>(0);
-  return r.add_refresher([follow, &n, &other_down, &depth, &depth_max, other_seen] {
+  return r.add_refresher([follow, &n, &g, &other_down, &pending, &depth, &depth_max, other_seen] {
+    pending.Set(static_cast<double>(g.requests_pending.load(std::memory_order_relaxed)));
     for (auto& f : *follow) f.refresh();
     const auto down = n.peers_down.load(std::memory_order_relaxed);
     const auto named = n.peers_silent.load(std::memory_order_relaxed) + n.peers_superseded.load(std::memory_order_relaxed);
