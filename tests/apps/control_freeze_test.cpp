@@ -1,11 +1,15 @@
-// A control process that stands still (SIGSTOP, no control store) for longer than the
-// heartbeat's silence limit, with real processes: the ranks train on, see it silent, and
-// reconnect to it once it answers again; it journals its own pause, takes them back as they run
-// (no rank declared down, no rollback), and their step records of the frozen time reach
-// metrics.jsonl: every step once.
+// The control process while things change, with real processes. One that stands still
+// (SIGSTOP, no control store) for longer than the heartbeat's silence limit: the ranks train
+// on, see it silent, and reconnect to it once it answers again; it journals its own pause,
+// takes them back as they run (no rank declared down, no rollback), and their step records of
+// the frozen time reach metrics.jsonl: every step once. And `msomni stop` during a recovery is
+// queued, not refused: the job stops with a final checkpoint once the recovery has landed.
 #include "core/child_process.hpp"
 #include "support/job_probe.hpp"
 #include "support/json_lines.hpp"
+#include "support/process_runner.hpp"
+
+#include <sys/stat.h>
 
 #include <signal.h>
 
@@ -72,4 +76,38 @@ TEST_CASE("a control process frozen past the silence limit takes its ranks back 
   const auto log = read_text(run_dir / "logs" / "rank-0.log");
   CHECK(log.find("CONTROL the control process is gone; training on") != std::string::npos);
   CHECK(log.find("CONTROL adopted by the leader") != std::string::npos);
+}
+
+TEST_CASE("msomni stop during a recovery is queued and the job stops with a final checkpoint once it trains again") {
+  temp_dir dir;
+  const auto cfg = dir.path() / "job.toml";
+  std::ofstream(cfg) << job_text(100000);
+  // Replacement ranks (rank-2 on) take 4 s to start, so the recovery is still under way when
+  // the stop comes.
+  const auto wrapper = dir.path() / "slow-replacement.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\ncase \" $* \" in *' --name rank-0 '*|*' --name rank-1 '*) ;; *) sleep 4 ;; esac\nexec '"
+                         << MSOMNI_RANK_BINARY_PATH << "' \"$@\"\n";
+  ::chmod(wrapper.c_str(), 0700);
+  ::setenv("MSOMNI_RANK_BINARY", wrapper.c_str(), 1);
+  const auto run_dir = dir.path() / "run";
+  msomni::child_process job(MSOMNI_RUN_BINARY, {cfg.string(), "--run-dir", run_dir.string(), "--set",
+                                                "elasticity.min_replicas=2"});
+  ::unsetenv("MSOMNI_RANK_BINARY");
+  REQUIRE(msomni::testing::wait_for_checkpoint(run_dir));
+  const pid_t victim = msomni::testing::rank_pid(MSOMNI_CLI_BINARY, run_dir, "rank-1");
+  REQUIRE(victim > 0);
+  ::kill(victim, SIGKILL);
+  REQUIRE(msomni::testing::wait_for(
+      [&] { return !events_named(read_json_lines(run_dir / "events.jsonl"), "recovery_waiting").empty(); }, 30s));
+  const auto r = msomni::testing::run_command(std::string(MSOMNI_CLI_BINARY) + " stop --run-dir " + run_dir.string());
+  CAPTURE(r.output);
+  CHECK(r.exit_code == 0);
+  // Recovering, or growing when the survivor already trains and the replacement is joining.
+  CHECK(r.output.find("queued: the job is ") == 0);
+  CHECK(job.wait(120s) == 5);  // stopped, resumable
+  CAPTURE(read_text(run_dir / "events.jsonl"));
+  const auto events = read_json_lines(run_dir / "events.jsonl");
+  CHECK(events_named(events, "stop_queued").size() == 1);
+  CHECK(!events_named(events, "recovered").empty());
+  CHECK(events_named(events, "job_stopped").size() == 1);
 }
