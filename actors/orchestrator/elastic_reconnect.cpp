@@ -14,7 +14,9 @@ std::vector<action> elastic_core::on_rank_unreachable(const std::string& name, c
   const auto it = members_.find(name);
   if (it == members_.end()) return {};
   auto& m = it->second;
-  if (s_.reconnect_window <= nanos{0} || m.state != member_state::active || phase_ == phase::done)
+  // Only a member of a job that trains with nothing under way can be taken back as it runs;
+  // during a change the others wait for it at a barrier, so waiting would only cost them.
+  if (s_.reconnect_window <= nanos{0} || m.state != member_state::active || phase_ != phase::running)
     return on_rank_down(name, why, now);
   if (m.unreachable_since) return {};
   m.unreachable_since = now;

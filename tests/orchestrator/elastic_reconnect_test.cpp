@@ -170,3 +170,16 @@ TEST_CASE("a stop asked for during a recovery is queued and goes out once the jo
   CHECK(plans[0].plan.members.empty());
   CHECK_FALSE(c.stop_queued());
 }
+
+TEST_CASE("during a change a lost connection is a down rank at once: the others wait for it at a barrier") {
+  std::vector<std::string> ring;
+  auto c = two_ranks(ring);
+  // A stall before the control process saw the silence: a rollback with both members is out.
+  REQUIRE(all_of<send_plan>(c.on_rank_stalled({ring[1], c.epoch(), 6, "peer down"}, time_point{10s})).size() == 1);
+  const auto lost = c.on_rank_unreachable(ring[0], "silent", time_point{11s});
+  CHECK(has_event(lost, "rank_down"));
+  CHECK_FALSE(has_event(lost, "rank_unreachable"));
+  const auto plans = all_of<send_plan>(lost);
+  REQUIRE(plans.size() == 1);
+  CHECK(plans[0].plan.members == std::vector<std::string>{ring[1]});
+}
