@@ -5,7 +5,7 @@ PRESET ?= default
 BUILD_DIR := $(if $(filter cpu,$(PRESET)),build-cpu,$(if $(filter asan,$(PRESET)),build-asan,build))
 JOBS ?= $(shell nproc)
 
-.PHONY: run test setup build asan-rank
+.PHONY: run test setup build asan-rank gpu-bundle
 run: build
 	$(BUILD_DIR)/apps/msomni-run/msomni-run configs/quickstart.toml --dry-run
 	$(BUILD_DIR)/apps/msomni-run/msomni-run configs/quickstart.toml --fresh
@@ -25,3 +25,7 @@ setup:
 build: setup
 	cmake --preset $(PRESET)
 	cmake --build --preset $(PRESET) -j $(JOBS)
+
+# The self-contained archive a bare GPU machine runs the GPU check from (docs/gpu_check.md).
+gpu-bundle: setup
+	tools/gpu_bundle.sh --out msomni-gpu-bundle.tar.xz

@@ -13,6 +13,7 @@ packages=(
   libcurl4-openssl-dev etcd-server etcd-client
   slurm-wlm munge
   python3-matplotlib
+  patchelf xz-utils
 )
 # Extra packages for a caller (e.g. benchmarks): MSOMNI_EXTRA_PACKAGES="python3-torch python3-av openmpi-bin"
 read -r -a extra <<< "${MSOMNI_EXTRA_PACKAGES:-}"

@@ -52,6 +52,7 @@ struct shell_state {
     if (env.metrics) control = std::make_unique<control_metrics>(*env.metrics->own(), env.job_name);
     memory = make_memory_hook(env.journal, env.metrics ? env.metrics->own() : nullptr);
     if (!env.fit_replay) env.fit_replay = std::make_shared<memory_fit_replay>();
+    if (env.metrics_last_step) progress.expect_after(*env.metrics_last_step);
   }
   elastic_core core;
   progress_core progress;
@@ -419,9 +420,12 @@ void journal_step(metrics::accounted_actor* self, shell_state& st, const msg::st
     if (auto gap = st.progress.take_gap())
       journal(st, "steps_unrecorded",
               "steps " + std::to_string(gap->first) + ".." + std::to_string(gap->last) +
-                  " were trained but their records never reached this control process (a rank keeps a bounded "
-                  "history of them while no control process answers, and the oldest went first); metrics.jsonl "
-                  "lacks them",
+                  (gap->earlier ? " were trained by an earlier attempt and are in the checkpoint this one loaded, but "
+                                  "their records never reached metrics.jsonl (that attempt's control process ended "
+                                  "between the checkpoint's commit and their journaling)"
+                                : " were trained but their records never reached this control process (a rank keeps a "
+                                  "bounded history of them while no control process answers, and the oldest went "
+                                  "first); metrics.jsonl lacks them"),
               "", "", {{"first", static_cast<int64_t>(gap->first)}, {"last", static_cast<int64_t>(gap->last)}});
     if (auto note = st.progress.take_bad_samples_note()) journal(st, "bad_samples", *note);
     for (const auto& n : st.data.on_step(r)) journal(st, n.kind, n.detail);

@@ -63,6 +63,9 @@ struct orchestrator_env {
   // records an adopted rank sends again are written once.
   bool ranks_follow_leader = false;
   uint64_t recorded_step = 0;
+  // A run over earlier attempts: the last step their metrics.jsonl holds. A first record past
+  // the next step journals the steps between as steps_unrecorded.
+  std::optional<uint64_t> metrics_last_step;
   // Handed to the core (elastic_settings says what they mean): heartbeat_interval x misses,
   // and the node agent living in this process, if any.
   nanos agent_silence_limit{std::chrono::seconds(30)};

@@ -8,6 +8,8 @@ namespace msomni::orchestrator {
 std::optional<metrics_record> progress_core::on_step(const msg::step_record& r, time_point now, int64_t wall_ms) {
   if (r.step <= last_step_) return std::nullopt;
   if ((continues_ || first_at_) && !rolled_back_ && r.step > last_step_ + 1) gap_ = step_gap{last_step_ + 1, r.step - 1};
+  if (!first_at_ && !continues_ && expected_after_ && r.step > *expected_after_ + 1)
+    gap_ = step_gap{*expected_after_ + 1, r.step - 1, true};
   continues_ = rolled_back_ = false;
   if (!first_at_) {
     first_at_ = now;

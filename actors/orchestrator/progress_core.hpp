@@ -61,10 +61,15 @@ class progress_core {
   }
 
   // Steps that never came: a record past the next step (after this process recorded one, or
-  // resumed after an earlier leader's) leaves [first, last] out of metrics.jsonl.
+  // resumed after an earlier leader's) leaves [first, last] out of metrics.jsonl. earlier:
+  // the first record of a run that resumed from a checkpoint past what metrics.jsonl held
+  // (expect_after): those steps were trained by an earlier attempt.
   struct step_gap {
     uint64_t first = 0, last = 0;
+    bool earlier = false;
   };
+  // metrics.jsonl of earlier attempts ends at `step`: a first record past step + 1 is a gap.
+  void expect_after(uint64_t step) { expected_after_ = step; }
   std::optional<step_gap> take_gap() { return std::exchange(gap_, std::nullopt); }
 
   // Bad samples (all ranks): the events.jsonl note for the step on_step last accepted, when
@@ -87,6 +92,7 @@ class progress_core {
   uint64_t last_step_ = 0;
   bool continues_ = false;  // the next record should be last_step_ + 1
   bool rolled_back_ = false;  // the next record may be past it
+  std::optional<uint64_t> expected_after_;  // expect_after, for the first record
   std::optional<step_gap> gap_;
   double last_loss_ = 0;
   double first_loss_ = 0;

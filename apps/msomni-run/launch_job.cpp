@@ -403,6 +403,10 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
   // A takeover goes on with the job as its predecessors left it: the recoveries they spent
   // (the budget is the job's), the epochs they used (one epoch history) and the replicas of
   // their last completed resize (a resize they did not complete is dropped).
+  if (resume && fs::exists(run_dir / "metrics.jsonl")) {
+    std::ifstream metrics(run_dir / "metrics.jsonl");
+    env.metrics_last_step = orchestrator::last_step_in(metrics);
+  }
   if (control && control->elected.what == control::takeover::take_over) {
     const auto& before = control->elected.previous;
     elastic.recoveries_spent = static_cast<int64_t>(before.recoveries);

@@ -55,3 +55,23 @@ TEST_CASE("a step that never came is named once as a gap, but a rollback's first
   CHECK(q.on_step(r, time_point{0s}));
   REQUIRE(q.take_gap());
 }
+
+TEST_CASE("a run that resumed past what metrics.jsonl held names the steps between as an earlier attempt's") {
+  orchestrator::progress_core p(100);
+  p.expect_after(419);  // metrics.jsonl ends at 419; the checkpoint loaded is step 420
+  msg::step_record r;
+  r.world_size = 1;
+  r.step = 421;
+  CHECK(p.on_step(r, time_point{0s}));
+  const auto gap = p.take_gap();
+  REQUIRE(gap);
+  CHECK(gap->first == 420);
+  CHECK(gap->last == 420);
+  CHECK(gap->earlier);
+  // A resume from an older checkpoint repeats steps: no gap.
+  orchestrator::progress_core q(100);
+  q.expect_after(419);
+  r.step = 411;
+  CHECK(q.on_step(r, time_point{0s}));
+  CHECK_FALSE(q.take_gap());
+}

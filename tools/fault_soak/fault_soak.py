@@ -47,7 +47,7 @@ OBSERVED = ["finished_with_bad_samples", "finished_no_bad_samples", "resume_clai
             "latest_names_unverified", "seconds"]
 COLUMNS = ["trials", "finished", "failed_with_reason", "refused_with_reason", "failed_without_reason", "hung",
            "not_injected",
-           "steps_lost", "torn_loads", "unexplained_repeats", "strays", "broken"]
+           "steps_lost", "torn_loads", "unexplained_repeats", "explained_gaps", "strays", "broken"]
 
 
 def kind_of(seed, number, kinds):
@@ -168,6 +168,7 @@ def tally(results, kinds):
         row["steps_lost"] += r.get("steps_lost", 0)
         row["torn_loads"] += r.get("torn_loads", 0)
         row["unexplained_repeats"] += r.get("unexplained_repeats", 0)
+        row["explained_gaps"] += len(r.get("explained_gaps", []))
         row["strays"] += len(r.get("strays", []))
         row["broken"] += 1 if r["broken"] else 0
     table["all"] = {c: sum(table[k][c] for k in kinds) for c in COLUMNS}

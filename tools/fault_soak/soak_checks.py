@@ -10,7 +10,9 @@
                        running after its timeout (hung), breaks it
   strays               an msomni process of the trial still alive after the trial
   checkpoint lost      no checkpoint at least as new as the last good one verifies at the end
-  gaps                 a finished job whose metrics miss a step
+  gaps                 a finished job whose metrics miss a step that no steps_unrecorded
+                       event names (the steps such an event names are counted apart, as
+                       explained gaps: trained, in the checkpoint, their records lost)
   below min replicas   a step recorded at a world size under elasticity.min_replicas
   failed without fault a job that ended before its fault's moment and did not finish
 """
@@ -142,7 +144,15 @@ def evaluate(trial, fault, must_finish):
         c["smallest_world"] = m["smallest_world"]
         broken.append("below_min_replicas")
     if c["outcome"] == "finished":
+        named = set()
+        for e in read_jsonl(trial.run_dir / "events.jsonl")[0]:
+            if e.get("event") == "steps_unrecorded" and "first" in e and "last" in e:
+                named.update(range(int(e["first"]), int(e["last"]) + 1))
         gaps = [s for s in range(1, fault.steps + 1) if s not in m["steps"]]
+        explained = [s for s in gaps if s in named]
+        gaps = [s for s in gaps if s not in named]
+        if explained:
+            c["explained_gaps"] = explained[:20]
         if gaps:
             c["gaps"] = gaps[:20]
             broken.append("gaps")
