@@ -13,9 +13,11 @@ std::optional<int> parse_run_options(int argc, const char* const* argv, run_opti
   app.set_help_flag("-h,--help", "print this help and exit");
   app.get_formatter()->column_width(26);
   app.footer(
-      "exit codes: 0 success; 2 configuration or usage error, or a run directory or checkpoint\n"
-      "root that may not be used (foreign files, another run's, in use by a running job); 1 runtime\n"
-      "failure");
+      "exit codes: 0 success; 1 runtime failure; 2 configuration or usage error, or a run directory\n"
+      "or checkpoint root that may not be used (foreign files, another run's, in use by a running\n"
+      "job); 3 a failed pre-flight check (nothing trained); 4 preempted (SIGTERM, a final checkpoint);\n"
+      "5 stopped (SIGINT or msomni stop, a final checkpoint); 6 deposed (with control.store: another\n"
+      "control process leads the job, or the store stayed away)");
   app.add_option("CONFIG.toml", o.config_path, "the job's configuration")->required();
   app.add_option("--set", o.overrides,
                  "override one config key (repeatable); VALUE is a TOML literal, a bare word is "

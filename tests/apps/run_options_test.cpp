@@ -77,6 +77,10 @@ TEST_CASE("--help and --version exit with 0 without a config, and the help docum
   for (const char* flag : {"CONFIG.toml", "--set", "--dry-run", "--run-dir", "--fresh", "--log-level", "--version",
                            "--help", "exit codes"})
     CHECK_MESSAGE(has(help.out, flag), flag);
+  // Every exit code msomni-run has, 0 to 6, with its meaning.
+  for (const char* code : {"0 success", "1 runtime failure", "2 configuration or usage error", "3 a failed pre-flight",
+                           "4 preempted", "5 stopped", "6 deposed"})
+    CHECK_MESSAGE(has(help.out, code), code);
   const auto version = parse({"--version"});
   CHECK(version.exit_code == 0);
   CHECK(has(version.out, "msomni-run 0.1.0"));
