@@ -35,6 +35,7 @@ rank_metrics::rank_metrics(std::shared_ptr<metrics::metrics_registry> registry)
       steps_(registry_->counter("msomni_rank_steps_total")),
       step_seconds_(registry_->histogram("msomni_rank_step_seconds")),
       tokens_per_second_(registry_->gauge("msomni_rank_tokens_per_second")),
+      own_tokens_per_second_(registry_->gauge("msomni_rank_own_tokens_per_second")),
       data_wait_ratio_(registry_->gauge("msomni_rank_data_wait_ratio")),
       loss_(registry_->gauge("msomni_rank_loss")),
       data_wait_seconds_(registry_->counter("msomni_data_wait_seconds_total")),
@@ -87,13 +88,15 @@ void rank_metrics::set_compute(int cuda_device, int64_t threads) {
   threads_->Set(static_cast<double>(threads));
 }
 
-void rank_metrics::on_step(const msg::step_record& r, const rank_trainer::allreduce_cost& allreduce) {
+void rank_metrics::on_step(const msg::step_record& r, const rank_trainer::allreduce_cost& allreduce,
+                           double own_tokens_per_s) {
   const double step_s = static_cast<double>(r.step_time_ns) / 1e9;
   const double wait_s = static_cast<double>(r.data_wait_ns) / 1e9;
   step_.Set(static_cast<double>(r.step));
   steps_.Increment();
   step_seconds_.Observe(step_s);
   tokens_per_second_.Set(r.tokens_per_s);
+  own_tokens_per_second_.Set(own_tokens_per_s);
   data_wait_ratio_.Set(step_s > 0 ? std::clamp(wait_s / step_s, 0.0, 1.0) : 0.0);
   loss_.Set(r.loss);
   data_wait_seconds_.Increment(wait_s);

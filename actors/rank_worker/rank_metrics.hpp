@@ -31,7 +31,8 @@ class rank_metrics {
   void set_compute(int cuda_device, int64_t threads);
   // After every optimizer step, in the training thread. The loss is the step's all-reduced
   // mean over every rank's target tokens, so every rank reports the same one.
-  void on_step(const msg::step_record& r, const rank_trainer::allreduce_cost& allreduce);
+  // own_tokens_per_s: this rank's alone (the record's tokens_per_s is the job's).
+  void on_step(const msg::step_record& r, const rank_trainer::allreduce_cost& allreduce, double own_tokens_per_s);
   // After every optimizer step's memory sample (memory_probe.hpp): the compute backend's bytes in
   // use and the step's peak, its budget, and the batch memory the data pipeline holds.
   void on_memory(const msg::memory_sample& s);
@@ -55,6 +56,7 @@ class rank_metrics {
   prometheus::Counter& steps_;
   prometheus::Histogram& step_seconds_;
   prometheus::Gauge& tokens_per_second_;
+  prometheus::Gauge& own_tokens_per_second_;
   prometheus::Gauge& data_wait_ratio_;
   prometheus::Gauge& loss_;
   prometheus::Counter& data_wait_seconds_;

@@ -115,6 +115,7 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   r.loss = stats[1] > 0 ? static_cast<double>(stats[0]) / static_cast<double>(stats[1]) : 0.0;
   r.step_time_ns = elapsed.count();
   r.tokens_per_s = elapsed.count() > 0 ? static_cast<double>(stats[2]) * 1e9 / static_cast<double>(elapsed.count()) : 0;
+  own_tokens_per_s_ = elapsed.count() > 0 ? inputs * 1e9 / static_cast<double>(elapsed.count()) : 0;
   r.data_wait_ns = data_wait.count();
   r.downgraded_samples = static_cast<uint64_t>(stats[4]);  // all ranks, this step
   for (size_t i = 0; i < bad_after.size(); ++i)

@@ -77,6 +77,9 @@ class rank_trainer {
     uint64_t bytes = 0;
   };
   allreduce_cost last_allreduce() const { return last_allreduce_; }
+  // This rank's own input tokens per second over the last step (the step record's
+  // tokens_per_s is the whole job's).
+  double own_tokens_per_s() const { return own_tokens_per_s_; }
   // False after a step whose loss or gradient was not finite (the optimizer skipped it): the
   // state then is no checkpoint to keep.
   bool last_step_finite() const { return last_step_finite_; }
@@ -116,6 +119,7 @@ class rank_trainer {
   uint64_t announced_ = 0;
   bool last_step_finite_ = true;
   allreduce_cost last_allreduce_;
+  double own_tokens_per_s_ = 0;
   msg::batch_features last_batch_;
   std::vector<float> host_grads_;  // staging when the model keeps gradients on a GPU
   fit_source fit_source_;

@@ -92,7 +92,7 @@ view_content ranks_view(const snapshot& now, const snapshot* before) {
   const auto& job = now.job;
   const auto loss = per_rank(job, "msomni_rank_loss");
   const auto wait = per_rank(job, "msomni_rank_data_wait_ratio");
-  const auto tokens = per_rank(job, "msomni_rank_tokens_per_second");
+  const auto tokens = per_rank(job, "msomni_rank_own_tokens_per_second");  // the rank's own, not the job's
   const auto memory = sums_by(job, "msomni_rank_memory_bytes", "kind");
   const auto steps = histograms_by(job, "msomni_rank_step_seconds", "");
   std::optional<std::map<key2, histogram_sum>> steps_before;

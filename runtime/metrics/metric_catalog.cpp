@@ -77,7 +77,12 @@ std::vector<family_spec> build() {
       {"msomni_rank_step", k::gauge, "The last optimizer step the rank finished", {}, "rank", {}},
       {"msomni_rank_steps_total", k::counter, "Optimizer steps the rank process finished", {}, "rank", {}},
       {"msomni_rank_step_seconds", k::histogram, "Time of one optimizer step", {}, "rank", step_buckets},
-      {"msomni_rank_tokens_per_second", k::gauge, "Tokens per second over the last step, all ranks together", {},
+      {"msomni_rank_own_tokens_per_second", k::gauge, "This rank's own input tokens per second over the last step",
+       {}, "rank", {}},
+      {"msomni_rank_tokens_per_second", k::gauge,
+       "Tokens per second over the last step, all ranks together (the job's throughput, the same on every rank; "
+       "msomni_rank_own_tokens_per_second is the rank's own)",
+       {},
        "rank", {}},
       {"msomni_rank_data_wait_ratio", k::gauge, "Share of the last step spent waiting for data (0-1)", {}, "rank", {}},
       {"msomni_rank_allreduce_seconds_total", k::counter, "Time spent in gradient all-reduce", {}, "rank", {}},

@@ -124,7 +124,7 @@ TEST_CASE("grafana dashboard: every metric name in its expressions is a family o
   CHECK_MESSAGE(outside.empty(), "not families of runtime/metrics/metric_catalog.cpp:" << outside);
   // The panels the dashboard is for.
   for (const char* f :
-       {"msomni_rank_step_seconds", "msomni_rank_tokens_per_second", "msomni_rank_data_wait_ratio",
+       {"msomni_rank_step_seconds", "msomni_rank_own_tokens_per_second", "msomni_rank_data_wait_ratio",
         "msomni_data_stage_fill_ratio", "msomni_data_samples_total", "msomni_data_downgrades_total",
         "msomni_job_world_size", "msomni_job_target_world_size", "msomni_elastic_events_total",
         "msomni_checkpoint_save_seconds", "msomni_actor_mailbox_depth", "msomni_sched_jobs", "msomni_sched_guests",

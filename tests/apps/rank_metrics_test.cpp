@@ -163,6 +163,9 @@ TEST_CASE("rank_metrics: with metrics on, every family a rank exports is served 
     CHECK(std::isfinite(second.value("msomni_rank_loss", of)));
     CHECK(second.value("msomni_rank_loss", of) > 0);
     CHECK(second.value("msomni_rank_tokens_per_second", of) > 0);
+    // Its own throughput, readable per rank: a part of the job's, which both ranks share.
+    CHECK(second.value("msomni_rank_own_tokens_per_second", of) > 0);
+    CHECK(second.value("msomni_rank_own_tokens_per_second", of) < second.value("msomni_rank_tokens_per_second", of));
     const double wait_ratio = second.value("msomni_rank_data_wait_ratio", of);
     CHECK((wait_ratio >= 0 && wait_ratio <= 1));
     CHECK(second.value("msomni_rank_allreduce_bytes_total", of) > 0);
