@@ -126,7 +126,7 @@ cp "$allow" "$root/allow.txt"
 {
   echo "msomni GPU bundle"
   echo "commit: $(git -C "$here" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$here" diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
-  echo "build: $(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build/CMakeCache.txt"), CUDA architectures: $(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:STRING=//p' "$build/CMakeCache.txt")"
+  echo "build: $(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build/CMakeCache.txt"), CUDA architectures: $(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt")"
   echo "made: $(date -u +%FT%TZ) on $(hostname)"
   echo "files:"
   (cd "$root" && find . -type f -printf '  %P %s\n' | sort)
