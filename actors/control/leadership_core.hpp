@@ -5,7 +5,8 @@
 //                                         |  renewal missing until step_down_at, the store
 //                                         |  says the lease is gone, or a fenced commit
 //                                         v  is refused
-//                                      deposed (final)
+//                                      deposed (final for this process; when the lease
+//                                      only ran out, msomni-run stands again as a new one)
 //
 // Safety: etcd starts a lease's time when it receives the grant or renewal, which is after
 // this process sent it, so `sent_at + ttl` is never later than the store's own expiry. The
