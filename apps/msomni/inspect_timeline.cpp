@@ -54,9 +54,11 @@ view_content predictor_view(const snapshot& now) {
                     show("horizon_s", 0) + " s");
   table t{"windows", {{"WINDOW", true}, {"START_IN_S", true}, {"LENGTH_S", true}}, {}};
   double n = 0;
+  // Checkpoint phases last milliseconds on a small job: lengths to the millisecond, so that
+  // a short window does not read as 0.0.
   for (const auto& w : array_at(p, "windows"))
     t.rows.push_back({number_cell(++n, 0), number_cell(json_number(w, "start_in_s"), 1),
-                      number_cell(json_number(w, "length_s"), 1)});
+                      number_cell(json_number(w, "length_s"), 3)});
   if (t.rows.empty()) v.lines.push_back("no idle window predicted within the horizon");
   v.tables.push_back(std::move(t));
   return v;

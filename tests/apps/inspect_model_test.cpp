@@ -56,7 +56,8 @@ json job_reply(double scale) {
   j["timeline"] = json::array({json{{"time_ms", 1000}, {"kind", "job_started"}, {"epoch", 1}, {"step", 0}, {"detail", "first"}},
                                json{{"time_ms", 2000}, {"kind", "checkpoint"}, {"epoch", 1}, {"step", 25}, {"detail", "second"}}});
   j["predictor"] = {{"idle_ratio", 0.25}, {"confidence", 0.5}, {"horizon_s", 600},
-                    {"windows", json::array({json{{"start_in_s", 30.0}, {"length_s", 12.5}}})}};
+                    {"windows", json::array({json{{"start_in_s", 30.0}, {"length_s", 12.5}},
+                                                     json{{"start_in_s", 90.0}, {"length_s", 0.012}}})}};
   return j;
 }
 
@@ -267,7 +268,8 @@ TEST_CASE("inspect model: elastic timeline newest first, predictor windows, sche
   CHECK(events.rows[0][1].text == "checkpoint");
   const auto p = build_view(view::predictor, now, nullptr);
   CHECK(p.lines.front() == "idle ratio 0.250, confidence 0.500, horizon 600 s");
-  CHECK(cell_text(first_table(p), "1", "30.0", "LENGTH_S") == "12.5");
+  CHECK(cell_text(first_table(p), "1", "30.0", "LENGTH_S") == "12.500");
+  CHECK(cell_text(first_table(p), "2", "90.0", "LENGTH_S") == "0.012");  // a checkpoint phase of 12 ms is not 0.0
   CHECK(first_table(build_view(view::scheduler, now, nullptr)).rows.at(0)[0].text == "a");
   const auto text = render_text(now);
   for (const char* part : {"== actors ==", "== ranks ==", "== data ==", "== elastic ==", "== predictor ==", "== scheduler ==",
