@@ -71,11 +71,21 @@ check_result judge_problems(std::string id, const std::vector<std::string>& prob
   return make(std::move(id), check_status::fail, std::to_string(problems.size()), "0", "problems", reason);
 }
 
+// Fails only when nothing decodes (training could not go on); refused samples among decoded
+// ones are what training skips and counts, so they warn, naming the first with its cause.
 check_result judge_decode(const decode_fact& f) {
   const std::string id = "data.decode." + f.source;
+  const auto counted = std::to_string(f.samples_decoded) + " decoded, " + std::to_string(f.samples_refused) + " refused";
+  const auto first_refused = f.refused_key + ": " + f.refused_reason;
   if (!f.problem.empty())
-    return make(id, check_status::fail, std::to_string(f.samples_decoded), "all", "samples",
-                (f.sample_key.empty() ? "" : f.sample_key + ": ") + f.problem);
+    return make(id, check_status::fail, counted, "at least 1 decoded", "samples",
+                f.samples_refused > 0 ? f.problem + "; the first refused: " + first_refused
+                                      : (f.sample_key.empty() ? "" : f.sample_key + ": ") + f.problem);
+  if (f.samples_refused > 0)
+    return make(id, check_status::warn, counted, "0 refused", "samples",
+                std::to_string(f.samples_refused) + " of the " + std::to_string(f.samples_decoded + f.samples_refused) +
+                    " samples tried were refused, the first " + first_refused +
+                    "; training skips such samples and counts them as bad samples");
   return make(id, check_status::pass, num(f.decode_ms, 2), "", "ms",
               std::to_string(f.samples_decoded) + (f.samples_decoded == 1 ? " sample" : " samples") +
                   " decoded (first " + f.sample_key + ")");

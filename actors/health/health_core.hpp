@@ -47,12 +47,19 @@ check_result skipped(std::string id, std::string reason);
 check_result judge_problems(std::string id, const std::vector<std::string>& problems, const std::string& ok_value);
 
 // One sample per source decoded for real: `problem` empty when it decoded.
+// A source's first samples through the pipeline's decoder. problem: the source gave nothing to
+// decode (no shard, a shard that does not open, no sample); refused: samples the decoder or the
+// sample check refused, which training skips and counts as bad samples (the first one's key
+// and cause are kept).
 struct decode_fact {
   std::string source;
   std::string sample_key;
   uint64_t samples_decoded = 0;
   std::string problem;
   double decode_ms = 0.0;
+  uint64_t samples_refused = 0;
+  std::string refused_key;
+  std::string refused_reason;
 };
 check_result judge_decode(const decode_fact& f);
 

@@ -64,7 +64,11 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-// Decodes up to `want` samples of the first shards of one local source.
+// Decodes `want` samples of the first shards of one local source, trying at most
+// refused_tries_max more past the ones it refuses (so that one bad sample first in a shard does
+// not hide a usable source).
+constexpr uint64_t refused_tries_max = 16;
+
 decode_fact decode_source(const data::storage& st, const config::data_source& src, const fs::path& path,
                           uint64_t max_bytes, uint64_t want) {
   decode_fact f;
@@ -104,30 +108,31 @@ decode_fact decode_source(const data::storage& st, const config::data_source& sr
           has_media = !s.media.empty();
         }
       }
-      if (f.sample_key.empty()) f.sample_key = s.key;
+      // A refused sample is counted and the probe goes on: training skips it too.
+      const auto refuse = [&](std::string why) {
+        if (f.samples_refused++ == 0) f.refused_key = s.key, f.refused_reason = std::move(why);
+      };
       if (!data::check_raw_sample(s, has_media, has_caption)) {
-        f.sample_key = s.key;
-        f.problem = std::string("not a usable sample: ") + data::to_string(s.reason);
-        return f;
-      }
-      if (src.kind != modality::text) {
-        const auto t0 = clock_type::now();
-        const data::decoded_sample d = decoder.decode(s, src.kind == modality::video);
-        total_ms += std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-        if (d.bad) {
-          f.sample_key = s.key;
-          f.problem = std::string("the decoder refused it: ") + data::to_string(d.reason);
-          return f;
+        refuse(std::string("not a usable sample: ") + data::to_string(s.reason));
+      } else {
+        bool decoded = true;
+        if (src.kind != modality::text) {
+          const auto t0 = clock_type::now();
+          const data::decoded_sample d = decoder.decode(s, src.kind == modality::video);
+          total_ms += std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+          if (d.bad) refuse(std::string("the decoder refused it: ") + data::to_string(d.reason)), decoded = false;
         }
+        if (decoded && f.sample_key.empty()) f.sample_key = s.key;
+        if (decoded) ++f.samples_decoded;
       }
-      if (++f.samples_decoded >= want) {
-        f.decode_ms = total_ms;
-        return f;
-      }
+      if (f.samples_decoded >= want || f.samples_refused >= refused_tries_max) break;
     }
+    if (f.samples_decoded >= want || f.samples_refused >= refused_tries_max) break;
   }
   f.decode_ms = total_ms;
-  if (f.samples_decoded == 0) f.problem = "no sample found in " + std::to_string(shards.size()) + " shard(s)";
+  if (f.samples_decoded == 0)
+    f.problem = f.samples_refused > 0 ? "none of the " + std::to_string(f.samples_refused) + " samples tried decodes"
+                                      : "no sample found in " + std::to_string(shards.size()) + " shard(s)";
   return f;
 }
 

@@ -178,52 +178,67 @@ TEST_CASE("health-check: a source pattern that matches no shard fails data.sourc
   CHECK(find_check(report, "data.decode.gone")->at("status") == "skipped");
 }
 
-TEST_CASE("pre-flight: a corrupt image fails data.decode, msomni-run exits 3 with nothing started and starts with health.preflight=off") {
+TEST_CASE("pre-flight: a corrupt image among good ones warns in data.decode naming it and the job starts, while a source with none that decodes fails and nothing starts") {
   temp_dir dir;
-  const fs::path shards = dir.path() / "shards";
-  fs::create_directories(shards);
-  {
+  const auto write_shard = [&](const fs::path& shards, int corrupt) {
+    fs::create_directories(shards);
     msomni::data::tar_writer w((shards / "shard-000000.tar").string());
-    auto garbage = image(1);
-    for (size_t i = 8; i < garbage.size(); ++i) garbage[i] = uint8_t(i * 37);  // a PNG signature, then noise
-    w.add("000000.png", garbage);
-    w.add("000000.txt", bytes("a damaged shape"));
-    for (int i = 1; i < 6; ++i) {
-      w.add("00000" + std::to_string(i) + ".png", image(i + 1));
-      w.add("00000" + std::to_string(i) + ".txt", bytes("a good shape"));
+    for (int i = 0; i < 6; ++i) {
+      auto img = image(i + 1);
+      if (i < corrupt)
+        for (size_t b = 8; b < img.size(); ++b) img[b] = uint8_t(b * 37);  // a PNG signature, then noise
+      w.add("00000" + std::to_string(i) + ".png", img);
+      w.add("00000" + std::to_string(i) + ".txt", bytes(i < corrupt ? "a damaged shape" : "a good shape"));
     }
     w.finish();
-  }
+  };
+  const fs::path shards = dir.path() / "shards";
+  write_shard(shards, 1);
   const auto cfg = dir.write("job.toml", job_text("[[data.sources]]\nname = \"pics\"\nuri = \"" + shards.string() +
                                                    "\"\nmodality = \"image\"\n"));
   int rc = -1;
   const auto report = check_json(cfg + " --run-dir " + quoted(dir.path() / "probe"), rc);
-  CHECK(rc == 1);
   REQUIRE(find_check(report, "data.decode.pics"));
   const auto& decode = *find_check(report, "data.decode.pics");
-  CHECK(decode["status"] == "fail");
+  CHECK(decode["status"] == "warn");
+  CHECK(decode["value"] == "1 decoded, 1 refused");
   CHECK(decode["reason"].get<std::string>().find("shard-000000.tar/000000") != std::string::npos);
   CHECK(decode["reason"].get<std::string>().find("corrupt_image") != std::string::npos);
-  CHECK(report["verdict"] == "fail");
+  CHECK(decode["reason"].get<std::string>().find("training skips such samples") != std::string::npos);
+  CHECK(report["verdict"] != "fail");
 
+  // Training tolerates it: the job starts (the ranks' repair rule replaces the damaged sample).
   const fs::path run_dir = dir.path() / "run";
-  const auto refused = run_command(run + " " + cfg + " --run-dir " + quoted(run_dir));
+  const auto started = run_command(run + " " + cfg + " --run-dir " + quoted(run_dir));
+  CAPTURE(started.output);
+  CHECK(started.exit_code == 0);
+  CHECK(started.output.find("data.decode.pics") != std::string::npos);  // the warning is shown
+  CHECK(fs::exists(run_dir / "logs" / "rank-0.log"));
+
+  // Every sample corrupt: nothing to train on, the pre-flight fails and nothing starts.
+  const fs::path bad_shards = dir.path() / "bad-shards";
+  write_shard(bad_shards, 6);
+  const auto bad_cfg = dir.write("bad.toml", job_text("[[data.sources]]\nname = \"pics\"\nuri = \"" +
+                                                       bad_shards.string() + "\"\nmodality = \"image\"\n"));
+  const auto bad_report = check_json(bad_cfg + " --run-dir " + quoted(dir.path() / "probe2"), rc);
+  CHECK(rc == 1);
+  REQUIRE(find_check(bad_report, "data.decode.pics"));
+  CHECK((*find_check(bad_report, "data.decode.pics"))["status"] == "fail");
+  CHECK((*find_check(bad_report, "data.decode.pics"))["reason"].get<std::string>().find("none of the 6 samples tried decodes") !=
+        std::string::npos);
+  const fs::path bad_run = dir.path() / "bad-run";
+  const auto refused = run_command(run + " " + bad_cfg + " --run-dir " + quoted(bad_run));
   CAPTURE(refused.output);
   CHECK(refused.exit_code == 3);
   CHECK(refused.output.find("pre-flight check failed; nothing was started") != std::string::npos);
-  CHECK(refused.output.find("data.decode.pics") != std::string::npos);
-  CHECK(!fs::exists(run_dir / "logs"));
-  CHECK(!fs::exists(run_dir / "checkpoints"));
+  CHECK(!fs::exists(bad_run / "logs"));
+  CHECK(run_command(run + " " + bad_cfg + " --dry-run --run-dir " + quoted(bad_run)).exit_code == 3);
 
-  // --dry-run reports the same failure.
-  CHECK(run_command(run + " " + cfg + " --dry-run --run-dir " + quoted(run_dir)).exit_code == 3);
-
-  // Switched off, the job starts (the ranks' repair rule replaces the damaged sample) and trains.
-  const auto started = run_command(run + " " + cfg + " --set health.preflight=off --run-dir " + quoted(run_dir));
-  CAPTURE(started.output);
-  CHECK(started.exit_code == 0);
-  CHECK(fs::exists(run_dir / "logs" / "rank-0.log"));
-  CHECK(started.output.find("pre-flight") == std::string::npos);
+  // Switched off, no pre-flight runs at all.
+  const auto unchecked = run_command(run + " " + cfg + " --set health.preflight=off --run-dir " + quoted(dir.path() / "run2"));
+  CAPTURE(unchecked.output);
+  CHECK(unchecked.exit_code == 0);
+  CHECK(unchecked.output.find("pre-flight") == std::string::npos);
 }
 
 namespace {
