@@ -167,15 +167,24 @@ std::vector<action> elastic_core::on_agent_down(const std::string& node, const s
   if (!agents_.count(node) || !agents_[node].alive) return out;
   agents_[node].alive = false;
   out.push_back(journal_event{"agent_down", node + ": " + why, "", node});
-  std::vector<std::string> lost;
+  std::vector<std::pair<std::string, std::string>> lost;  // every rank of the node, at once
   for (const auto& [n, m] : members_)
-    if (m.node == node && m.state != member_state::left && m.state != member_state::dead) lost.push_back(n);
-  // Every rank of the node is down at once: one recovery for all of them, planned once they
-  // are all marked (rank by rank, the first plan would name the next lost rank and the node
-  // would spend a recovery per rank).
+    if (m.node == node && m.state != member_state::left && m.state != member_state::dead)
+      lost.emplace_back(n, "its node agent " + node + " is down");
+  auto more = down_together(lost, now);
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
+// Members lost in one incident are all marked down before anything is planned: one recovery
+// for all of them (rank by rank, the first plan would name the next lost member and each
+// would spend a recovery).
+std::vector<action> elastic_core::down_together(const std::vector<std::pair<std::string, std::string>>& lost,
+                                                time_point now) {
+  std::vector<action> out;
   deferring_losses_ = true;
-  for (const auto& n : lost) {
-    auto more = on_rank_down(n, "its node agent " + node + " is down", now);
+  for (const auto& [name, why] : lost) {
+    auto more = on_rank_down(name, why, now);
     out.insert(out.end(), more.begin(), more.end());
   }
   deferring_losses_ = false;

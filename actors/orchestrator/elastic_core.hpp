@@ -281,6 +281,8 @@ class elastic_core {
   int64_t free_slots() const;
   int64_t free_slots_on(const agent_info& a) const;
   std::vector<action> declare_silent_agents_down(time_point now);
+  // Several members lost in one incident: all marked down, then one recovery.
+  std::vector<action> down_together(const std::vector<std::pair<std::string, std::string>>& lost, time_point now);
   std::vector<action> maybe_place_first(time_point now);
   // elastic_phases.cpp
   std::vector<action> maybe_start();

@@ -272,25 +272,14 @@ std::vector<action> elastic_core::on_rank_stalled(const msg::rank_stalled& r, ti
   // A member kept for its reconnect window holds the others up: this control process's view
   // settles it once, the unreachable member is down and one recovery plans without it (the
   // ranks' own views of each other never decide who is out).
-  std::vector<std::string> unreachable;
-  for (const auto& [n, m] : members_)
-    if (n != r.name && m.state == member_state::active && m.unreachable_since) unreachable.push_back(n);
-  if (!unreachable.empty()) {
-    deferring_losses_ = true;
-    for (const auto& n : unreachable) {
-      const auto why = members_.at(n).unreachable_why + "; " + r.name + " stalled at step " + std::to_string(r.step) +
-                       " waiting for it";
-      members_.at(n).unreachable_since.reset();
-      auto more = on_rank_down(n, why, now);
-      out.insert(out.end(), more.begin(), more.end());
+  std::vector<std::pair<std::string, std::string>> unreachable;
+  for (auto& [n, m] : members_)
+    if (n != r.name && m.state == member_state::active && m.unreachable_since) {
+      unreachable.emplace_back(n, m.unreachable_why + "; " + r.name + " stalled at step " + std::to_string(r.step) +
+                                      " waiting for it");
+      m.unreachable_since.reset();
     }
-    deferring_losses_ = false;
-    if (auto loss = std::exchange(deferred_loss_, std::nullopt); loss && phase_ != phase::done) {
-      auto more = recover_from_loss(loss->first, loss->second, now);
-      out.insert(out.end(), more.begin(), more.end());
-    }
-    return out;
-  }
+  if (!unreachable.empty()) return down_together(unreachable, now);
   return rollback(r.name + " stalled at step " + std::to_string(r.step) + " (" + r.reason + ")", now);
 }
 

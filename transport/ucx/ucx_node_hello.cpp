@@ -112,29 +112,34 @@ void ucx_node::impl::hello_step(ucp_ep_h ep, peer_state& st, const frame_header&
 }
 
 void ucx_node::impl::accept_peer(ucp_ep_h ep, peer_state& st, const std::string& name) {
-  const bool answer = st.incoming && st.secret.empty();  // a plain hello is answered with ours
   st.stage = hello_stage::done;
   st.name = name;
+  bool second = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto known = by_name.find(name);
+    second = known != by_name.end() && known->second != ep && up_names[name];
+  }
+  if (!second) return bring_up(ep, st);
+  // A second connection from a peer we already talk to: the first stays for the order of
+  // frames until it goes quiet (supersede_quiet_connections).
+  st.up = false;
+  held_back = true;
+  supersede_quiet_connections();
+}
+
+// `ep` is the peer's connection from now on: up, named, told of, and answered with our hello
+// when the peer sent a plain one (the connecting side learns our name).
+void ucx_node::impl::bring_up(ucp_ep_h ep, peer_state& st) {
   st.up = true;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    auto [pos, fresh] = by_name.emplace(st.name, ep);
-    if (!fresh && up_names[st.name] && pos->second != ep) {
-      // A second connection from a peer we already talk to: the first stays for the order of
-      // frames until it goes quiet (supersede_quiet_connections).
-      st.up = false;
-    } else {
-      pos->second = ep;
-      up_names[st.name] = true;
-    }
-  }
-  if (!st.up) {
-    held_back = true;
-    supersede_quiet_connections();
+    by_name[st.name] = ep;
+    up_names[st.name] = true;
   }
   changed.notify_all();
-  if (st.up && answer) send_hello(ep);  // the connecting side learns our name
-  if (st.up && h.on_peer) h.on_peer(st.name, true, "hello");
+  if (st.incoming && st.secret.empty()) send_hello(ep);
+  if (h.on_peer) h.on_peer(st.name, true, "hello");
 }
 
 void ucx_node::impl::refuse(ucp_ep_h ep, const std::string& reason) {
@@ -189,16 +194,8 @@ void ucx_node::impl::supersede_quiet_connections() {
     if (it == by_ep.end()) continue;
     counters.peers_superseded++;
     mark_down(quiet, "superseded by its new connection");
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      by_name[it->second.name] = second;
-      up_names[it->second.name] = true;
-    }
-    it->second.up = true;
-    changed.notify_all();
     MSOMNI_LOG(info, "ucx") << opt.name << ": peer " << it->second.name << " up again on its new connection";
-    if (it->second.incoming && it->second.secret.empty()) send_hello(second);
-    if (h.on_peer) h.on_peer(it->second.name, true, "hello");
+    bring_up(second, it->second);
   }
 }
 

@@ -119,6 +119,7 @@ struct ucx_node::impl {
   void mark_down(ucp_ep_h ep, const std::string& reason);
   void check_keepalives();
   void supersede_quiet_connections();
+  void bring_up(ucp_ep_h ep, detail::peer_state& st);
   void close_endpoints();
   ucs_status_t on_am(const void* header, size_t header_length, void* data, size_t length,
                      const ucp_am_recv_param_t* param);
