@@ -1,5 +1,5 @@
 // The typed, fully resolved job configuration: one struct per TOML section.
-// Defaults here are the seed defaults; config_loader fills them and records which it used.
+// The defaults here are msomni's own; config_loader fills them in and records which it used.
 #pragma once
 
 #include "core/modality.hpp"
