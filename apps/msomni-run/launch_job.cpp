@@ -400,13 +400,17 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     node_checks = std::move(np);
   }
   auto elastic = elastic_settings_from(cfg, resume);
+  // The last step metrics.jsonl holds, read once: a resume names the steps past it that its
+  // checkpoint holds and no record does; adopted ranks send again the records after it.
+  uint64_t metrics_last = 0;
+  if (fs::exists(run_dir / "metrics.jsonl")) {
+    std::ifstream metrics(run_dir / "metrics.jsonl");
+    metrics_last = orchestrator::last_step_in(metrics);
+    if (resume) env.metrics_last_step = metrics_last;
+  }
   // A takeover goes on with the job as its predecessors left it: the recoveries they spent
   // (the budget is the job's), the epochs they used (one epoch history) and the replicas of
   // their last completed resize (a resize they did not complete is dropped).
-  if (resume && fs::exists(run_dir / "metrics.jsonl")) {
-    std::ifstream metrics(run_dir / "metrics.jsonl");
-    env.metrics_last_step = orchestrator::last_step_in(metrics);
-  }
   if (control && control->elected.what == control::takeover::take_over) {
     const auto& before = control->elected.previous;
     elastic.recoveries_spent = static_cast<int64_t>(before.recoveries);
@@ -420,8 +424,7 @@ int launch_job(const config::job_config& cfg, const run_paths& paths, const run_
     // The ranks the dead leader left training are adopted as they run, when they all rejoin.
     if (env.ranks_follow_leader) {
       elastic.adopt_window = adopt_window_for(heartbeat, cfg.elasticity.heartbeat_misses);
-      std::ifstream metrics(run_dir / "metrics.jsonl");
-      env.recorded_step = orchestrator::last_step_in(metrics);
+      env.recorded_step = metrics_last;
     }
   }
   auto orchestrator = orchestrator::spawn_orchestrator(sys, elastic, std::move(env), std::move(node_checks));
