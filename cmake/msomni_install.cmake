@@ -1,6 +1,6 @@
 # What `cmake --install` puts under the prefix: the programs (bin/), the model embedding API
-# headers with their include closure (include/msomni/), and the two ways to find them: the
-# CMake package msomni (msomni::model) and the pkg-config file msomni-model.
+# headers with their include closure (include/msomni/), the two ways to find them (the CMake
+# package msomni: msomni::model; the pkg-config file msomni-model).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -13,10 +13,11 @@ foreach(program ${msomni_installed_programs})
 endforeach()
 install(TARGETS ${msomni_installed_programs} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-# A plugin compiles against these alone: the embedding API and what it includes from
-# runtime/ (job_config.hpp for model_context's [model] section, modality.hpp). The model
-# registry (model_registry.hpp) is the host's side and lives in msomni's libraries, so it is
-# not installed.
+# A plugin compiles against these alone: the embedding API, its helpers for flat-buffer
+# models (parameter layout, AdamW, checkpoint state, the host_model base) and what they
+# include from runtime/ (job_config.hpp for model_context's [model] section, modality.hpp).
+# The model registry (model_registry.hpp) is the host's side and lives in msomni's
+# libraries, so it is not installed.
 set(msomni_headers ${PROJECT_SOURCE_DIR}/runtime)
 install(FILES
   ${msomni_headers}/model/model.hpp
@@ -25,6 +26,10 @@ install(FILES
   ${msomni_headers}/model/plugin_abi.hpp
   ${msomni_headers}/model/plugin_keys.hpp
   ${msomni_headers}/model/text_tokens.hpp
+  ${msomni_headers}/model/parameter_layout.hpp
+  ${msomni_headers}/model/adamw.hpp
+  ${msomni_headers}/model/flat_state.hpp
+  ${msomni_headers}/model/host_model.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/msomni/model)
 install(FILES ${msomni_headers}/config/job_config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/msomni/config)
 install(FILES ${msomni_headers}/core/modality.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/msomni/core)

@@ -66,7 +66,7 @@ TEST_CASE("an installed msomni builds, checks and trains a model plugin made out
     CAPTURE(r.output);
     CHECK(r.exit_code == 0);
   }
-  CHECK(headers == 8);
+  CHECK(headers == 12);
   CHECK_FALSE(fs::exists(include_dir / "model/model_registry.hpp"));  // the host's side, not the API
 
   // A plugin project of its own, against the installed package only.

@@ -6,7 +6,9 @@
 //
 // All compute goes through kernels::ops, so the same code runs on the CPU reference and on
 // CUDA. Parameters, gradients and AdamW moments are each one flat buffer in the backend's
-// memory, laid out by fuyu_layout.
+// memory, laid out by fuyu_layout (a model::parameter_layout). The optimizer step and the
+// checkpoint state are the embedding API's helpers (model/adamw.hpp, model/flat_state.hpp),
+// the ones a plugin model uses.
 #pragma once
 
 #include "fuyu_tiny/fuyu_tiny_layout.hpp"
@@ -62,6 +64,7 @@ class fuyu_tiny final : public model::trainable_model {
   std::unique_ptr<kernels::ops> ops_;
   kernels::device_buffer<float> params_, grads_, adam_m_, adam_v_;
   int64_t step_ = 0;
+  int host_threads_ = 1;                // the CPU optimizer's threads (model_context::cpu_threads)
   std::shared_ptr<workspace> work_;     // shared_ptr: incomplete type with a defaulted dtor
   std::shared_ptr<batch_inputs> inputs_;
 };

@@ -16,22 +16,6 @@ void require(bool ok, const std::string& why) {
   if (!ok) throw std::invalid_argument("fuyu-tiny: " + why);
 }
 
-class layout_builder {
- public:
-  explicit layout_builder(fuyu_layout& l) : l_(l) {}
-  int64_t add(const std::string& name, std::vector<int64_t> shape, bool decay) {
-    int64_t size = 1;
-    for (int64_t s : shape) size *= s;
-    l_.params.push_back(model::parameter_info{name, std::move(shape), l_.total, size, decay});
-    const int64_t offset = l_.total;
-    l_.total += size;
-    return offset;
-  }
-
- private:
-  fuyu_layout& l_;
-};
-
 }  // namespace
 
 std::string fuyu_layout::signature() const {
@@ -77,32 +61,31 @@ fuyu_layout make_fuyu_layout(const config::model_section& cfg) {
               ") leaves no room for text after " + std::to_string(d.max_patches) +
               " video patches (video_frames * (image_size / patch_size)^2)");
 
-  layout_builder b(l);
   const int64_t D = d.d_model, F = d.d_ff;
-  l.patch_w = b.add("patch_proj.w", {d.patch_dim, D}, true);
-  l.patch_b = b.add("patch_proj.b", {D}, false);
-  l.tok_emb = b.add("tok_emb", {d.vocab, D}, true);
-  l.pos_emb = b.add("pos_emb", {d.max_seq_len, D}, true);
+  l.patch_w = l.add("patch_proj.w", {d.patch_dim, D}, true);
+  l.patch_b = l.add("patch_proj.b", {D}, false);
+  l.tok_emb = l.add("tok_emb", {d.vocab, D}, true);
+  l.pos_emb = l.add("pos_emb", {d.max_seq_len, D}, true);
   for (int64_t i = 0; i < d.layers; ++i) {
     const std::string p = "layer" + std::to_string(i) + ".";
     fuyu_block k{};
-    k.ln1_g = b.add(p + "ln1.g", {D}, false);
-    k.ln1_b = b.add(p + "ln1.b", {D}, false);
-    k.w_qkv = b.add(p + "attn.w_qkv", {D, 3 * D}, true);
-    k.b_qkv = b.add(p + "attn.b_qkv", {3 * D}, false);
-    k.w_o = b.add(p + "attn.w_o", {D, D}, true);
-    k.b_o = b.add(p + "attn.b_o", {D}, false);
-    k.ln2_g = b.add(p + "ln2.g", {D}, false);
-    k.ln2_b = b.add(p + "ln2.b", {D}, false);
-    k.w_fc = b.add(p + "mlp.w_fc", {D, F}, true);
-    k.b_fc = b.add(p + "mlp.b_fc", {F}, false);
-    k.w_proj = b.add(p + "mlp.w_proj", {F, D}, true);
-    k.b_proj = b.add(p + "mlp.b_proj", {D}, false);
+    k.ln1_g = l.add(p + "ln1.g", {D}, false);
+    k.ln1_b = l.add(p + "ln1.b", {D}, false);
+    k.w_qkv = l.add(p + "attn.w_qkv", {D, 3 * D}, true);
+    k.b_qkv = l.add(p + "attn.b_qkv", {3 * D}, false);
+    k.w_o = l.add(p + "attn.w_o", {D, D}, true);
+    k.b_o = l.add(p + "attn.b_o", {D}, false);
+    k.ln2_g = l.add(p + "ln2.g", {D}, false);
+    k.ln2_b = l.add(p + "ln2.b", {D}, false);
+    k.w_fc = l.add(p + "mlp.w_fc", {D, F}, true);
+    k.b_fc = l.add(p + "mlp.b_fc", {F}, false);
+    k.w_proj = l.add(p + "mlp.w_proj", {F, D}, true);
+    k.b_proj = l.add(p + "mlp.b_proj", {D}, false);
     l.blocks.push_back(k);
   }
-  l.lnf_g = b.add("ln_f.g", {D}, false);
-  l.lnf_b = b.add("ln_f.b", {D}, false);
-  l.w_head = b.add("lm_head.w", {D, d.vocab}, true);
+  l.lnf_g = l.add("ln_f.g", {D}, false);
+  l.lnf_b = l.add("ln_f.b", {D}, false);
+  l.w_head = l.add("lm_head.w", {D, d.vocab}, true);
   return l;
 }
 

@@ -1,9 +1,11 @@
 // fuyu-tiny's shape: dimensions derived from [model], the table of named parameters as
-// slices of one flat buffer, and the deterministic initialisation from the job seed.
+// slices of one flat buffer (model::parameter_layout), and the deterministic
+// initialisation from the job seed.
 #pragma once
 
 #include "config/job_config.hpp"
 #include "model/model.hpp"
+#include "model/parameter_layout.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -22,12 +24,12 @@ struct fuyu_block {
   int64_t ln1_g, ln1_b, w_qkv, b_qkv, w_o, b_o, ln2_g, ln2_b, w_fc, b_fc, w_proj, b_proj;
 };
 
-struct fuyu_layout {
+// `params` and `total` (model::parameter_layout) in the order make_fuyu_layout declares
+// them; the offsets below are the tensors' places in the flat buffers.
+struct fuyu_layout : model::parameter_layout {
   fuyu_dims dims;
-  std::vector<model::parameter_info> params;
   int64_t patch_w = 0, patch_b = 0, tok_emb = 0, pos_emb = 0, lnf_g = 0, lnf_b = 0, w_head = 0;
   std::vector<fuyu_block> blocks;
-  int64_t total = 0;
   // A text fingerprint of the dimensions, stored in checkpoints to refuse mismatched loads.
   std::string signature() const;
 };
