@@ -1,6 +1,7 @@
 # What `cmake --install` puts under the prefix: the programs (bin/), the model embedding API
 # headers with their include closure (include/msomni/), the two ways to find them (the CMake
-# package msomni: msomni::model; the pkg-config file msomni-model).
+# package msomni: msomni::model; the pkg-config file msomni-model) and an example model
+# plugin's sources (share/msomni/examples/).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -33,6 +34,13 @@ install(FILES
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/msomni/model)
 install(FILES ${msomni_headers}/config/job_config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/msomni/config)
 install(FILES ${msomni_headers}/core/modality.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/msomni/core)
+
+# The example model plugin, a CMake project of its own against the installed package.
+install(FILES
+  ${msomni_headers}/model/examples/byte_bigram/CMakeLists.txt
+  ${msomni_headers}/model/examples/byte_bigram/byte_bigram_model.hpp
+  ${msomni_headers}/model/examples/byte_bigram/byte_bigram_plugin.cpp
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/msomni/examples/byte_bigram)
 
 install(TARGETS msomni_model_headers EXPORT msomniTargets)
 install(EXPORT msomniTargets NAMESPACE msomni:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/msomni)

@@ -1,9 +1,11 @@
 // The installed package, used the way someone outside the tree would: `cmake --install` into
-// a temporary prefix; every installed header compiles on its own; a plugin project of its
-// own finds the package (find_package(msomni) -> msomni::model) and builds; pkg-config
-// msomni-model gives the include flags for a plain compiler line; the installed msomni-run
+// a temporary prefix; every installed header compiles on its own; the installed example
+// model plugin (share/msomni/examples/byte_bigram, built on the installed helpers) builds
+// from the prefix alone as a project of its own (find_package(msomni) -> msomni::model) and
+// with pkg-config msomni-model's flags on a plain compiler line; the installed msomni-run
 // (which finds the installed msomni-rank next to it) checks the plugin's own keys, reports
-// the model in --dry-run and trains it for a few steps on loopback.
+// the model in --dry-run, trains it for a few steps on loopback and resumes it from its
+// checkpoint.
 #include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
 
@@ -51,6 +53,9 @@ TEST_CASE("an installed msomni builds, checks and trains a model plugin made out
   CHECK(fs::exists(prefix / "lib/cmake/msomni/msomniConfig.cmake"));
   CHECK(fs::exists(prefix / "lib/cmake/msomni/msomniConfigVersion.cmake"));
   CHECK(fs::exists(prefix / "lib/pkgconfig/msomni-model.pc"));
+  const auto example_dir = prefix / "share/msomni/examples/byte_bigram";
+  for (const char* file : {"CMakeLists.txt", "byte_bigram_model.hpp", "byte_bigram_plugin.cpp"})
+    CHECK(fs::exists(example_dir / file));
 
   // Every installed header compiles with the installed include folder alone: the
   // embedding API's include closure is installed with it.
@@ -68,13 +73,15 @@ TEST_CASE("an installed msomni builds, checks and trains a model plugin made out
   }
   CHECK(headers == 12);
   CHECK_FALSE(fs::exists(include_dir / "model/model_registry.hpp"));  // the host's side, not the API
+  for (const char* helper : {"parameter_layout.hpp", "adamw.hpp", "flat_state.hpp", "host_model.hpp"})
+    CHECK(fs::exists(include_dir / "model" / helper));
 
-  // A plugin project of its own, against the installed package only.
+  // The installed example, a plugin project of its own, built from the installed package only.
   const auto example_build = dir.path() / "example-build";
-  const auto configure = run_logged(clean_env + MSOMNI_CMAKE_COMMAND + " -S " + MSOMNI_EXAMPLE_PLUGIN_DIR + " -B " +
+  const auto configure = run_logged(clean_env + MSOMNI_CMAKE_COMMAND + " -S " + example_dir.string() + " -B " +
                                     example_build.string() + " -G Ninja -DCMAKE_BUILD_TYPE=Release" +
                                     " -DCMAKE_CXX_COMPILER=" + MSOMNI_CXX_COMPILER + " -DCMAKE_PREFIX_PATH=" +
-                                    prefix.string() + " -DMSOMNI_EXAMPLE_MODEL_DIR=" + MSOMNI_TEST_MODELS_DIR);
+                                    prefix.string());
   CAPTURE(configure.output);
   REQUIRE(configure.exit_code == 0);
   CHECK(msomni::testing::read_text(example_build / "CMakeCache.txt").find("msomni_DIR:PATH=" + (prefix / "lib/cmake/msomni").string()) !=
@@ -96,8 +103,8 @@ TEST_CASE("an installed msomni builds, checks and trains a model plugin made out
   CHECK(run_command(pkg_config + "--modversion msomni-model").output == "0.1.0\n");
   const auto plain_plugin = (dir.path() / "libexample_pc.so").string();
   const auto plain = run_logged(MSOMNI_CXX_COMPILER + std::string(" -std=c++20 -O1 -shared -fPIC -fvisibility=hidden $(") +
-                                pkg_config + "--cflags msomni-model) -I " + MSOMNI_TEST_MODELS_DIR + " " +
-                                MSOMNI_EXAMPLE_PLUGIN_DIR + "/example_plugin.cpp -o " + plain_plugin);
+                                pkg_config + "--cflags msomni-model) " + (example_dir / "byte_bigram_plugin.cpp").string() +
+                                " -o " + plain_plugin);
   CAPTURE(plain.output);
   REQUIRE(plain.exit_code == 0);
 
@@ -153,4 +160,16 @@ TEST_CASE("an installed msomni builds, checks and trains a model plugin made out
     CHECK(std::isfinite(m.at("loss").get<double>()));
   }
   CHECK(msomni::testing::read_text(fs::path(run_dir) / "checkpoints" / "latest") == "step-00000006\n");
+
+  // A longer run resumes from that checkpoint: the plugin's state (model/flat_state.hpp)
+  // loads on both ranks and training goes on from step 6.
+  const auto resumed = run_logged(run + job + " --run-dir " + run_dir + " --set training.steps=9");
+  CAPTURE(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(resumed.output.find("warmed up with checkpoint step 6") != std::string::npos);
+  const auto more = msomni::testing::read_json_lines(fs::path(run_dir) / "metrics.jsonl");
+  REQUIRE(!more.empty());
+  CHECK(more.back().at("step") == 9);
+  CHECK(std::isfinite(more.back().at("loss").get<double>()));
+  CHECK(msomni::testing::read_text(fs::path(run_dir) / "checkpoints" / "latest") == "step-00000009\n");
 }

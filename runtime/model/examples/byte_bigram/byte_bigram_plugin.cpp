@@ -1,6 +1,7 @@
-// An out-of-tree model plugin: "example-bigram", msomni's bigram test model with two
-// [model] keys of its own. It includes only the installed embedding API headers.
-#include "bigram_model.hpp"  // msomni's test bigram model (tests/models), header-only
+// An msomni model plugin: "example-bigram", the byte bigram model of byte_bigram_model.hpp
+// with two [model] keys of its own. It includes only installed msomni headers and links
+// no msomni library.
+#include "byte_bigram_model.hpp"
 
 #include "model/plugin_abi.hpp"
 
@@ -11,9 +12,9 @@ MSOMNI_MODEL_PLUGIN_KEYS(
     float_key("example_init_std", 0.001, 1.0, 0.1, "standard deviation of the initial weights"))
 
 MSOMNI_MODEL_PLUGIN(host) {
-  host.add_model("example-bigram", "byte bigram MLP built out of tree",
+  host.add_model("example-bigram", "byte bigram language model (msomni's installed example)",
                  [](const model_context& c) -> std::unique_ptr<trainable_model> {
-                   return std::make_unique<msomni::test_models::bigram_mlp>(
+                   return std::make_unique<msomni::examples::byte_bigram>(
                        c, plugin_int(c, "example_hidden"), static_cast<float>(plugin_float(c, "example_init_std")),
                        "example-bigram");
                  });
