@@ -76,10 +76,13 @@ std::string render_plan(const job_config& c, const node_gpu_facts& local) {
   const auto& e = c.elasticity;
   os << "msomni plan for " << c.source_path << "\n";
   os << "  job:          " << c.job.name << " (class " << to_string(c.job.klass) << ")\n";
-  os << "  model:        " << c.model.name << (c.model.plugin.empty() ? "" : " from " + c.model.plugin)
-     << ", d_model " << c.model.d_model << ", " << c.model.n_layers << " layers, "
-     << c.model.n_heads << " heads, image " << c.model.image_size << "px / patch "
-     << c.model.patch_size << "\n";
+  os << "  model:        " << c.model.name;
+  if (c.model.plugin.empty())
+    os << ", d_model " << c.model.d_model << ", " << c.model.n_layers << " layers, " << c.model.n_heads
+       << " heads, image " << c.model.image_size << "px / patch " << c.model.patch_size;
+  else  // the plugin's model has a shape of its own: msomni-run's model check reports its size
+    os << " from " << c.model.plugin << " (its size: see model check)";
+  os << "\n";
   if (!c.model.plugin_values.empty()) {
     os << "  plugin keys:  ";
     const char* separator = "";

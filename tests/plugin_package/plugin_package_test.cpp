@@ -4,8 +4,8 @@
 // from the prefix alone as a project of its own (find_package(msomni) -> msomni::model) and
 // with pkg-config msomni-model's flags on a plain compiler line; the installed msomni-run
 // (which finds the installed msomni-rank next to it) checks the plugin's own keys, reports
-// the model in --dry-run, trains it for a few steps on loopback and resumes it from its
-// checkpoint.
+// the plugin's model (not fuyu-tiny's shape) in --dry-run, trains it for a few steps on
+// loopback and resumes it from its checkpoint.
 #include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
 
@@ -113,10 +113,14 @@ TEST_CASE("an installed msomni builds, checks and trains a model plugin made out
   const auto run_dir = (dir.path() / "run").string();
 
   // --dry-run loads the plugin, builds its model once and reports it; its own key reaches
-  // the model (parameters: 2 x 260 x hidden + 260).
+  // the model (parameters: 2 x 260 x hidden + 260). The plan's model line names the plugin
+  // and none of fuyu-tiny's sizes.
   auto dry = run_logged(run + job + " --dry-run --run-dir " + run_dir);
   CAPTURE(dry.output);
   CHECK(dry.exit_code == 0);
+  CHECK(dry.output.find("  model:        example-bigram from " + plugin + " (its size: see model check)\n") !=
+        std::string::npos);
+  CHECK(dry.output.find("d_model 128") == std::string::npos);
   CHECK(dry.output.find("plugin keys:  model.example_hidden = 12, model.example_init_std = 0.1") != std::string::npos);
   CHECK(dry.output.find("model check:  example-bigram from plugin " + plugin + " (registers example-bigram)") != std::string::npos);
   CHECK(dry.output.find("6500 parameters; memory per rank") != std::string::npos);
