@@ -9,7 +9,9 @@
 //
 // adamw_step_with(...) is the same step around update and norm code of the caller's own
 // (e.g. device kernels). Header-only. Built with OpenMP (-fopenmp), the host loops use up to
-// `threads` threads; the values do not depend on it.
+// `threads` threads; the values do not depend on it. They do depend on strict floating
+// point: no -ffast-math, and no a*b + c fused into FMA (-ffp-contract=off where the target
+// has FMA; msomni builds for the x86-64 baseline, which has none).
 #pragma once
 
 #include "model/model.hpp"
