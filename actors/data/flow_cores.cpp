@@ -191,18 +191,21 @@ std::optional<uint32_t> tensor_core::fill_slot(std::vector<msg::credit_grant>& u
     throw std::logic_error("tensor stage: " + x.key + " is draw " + std::to_string(x.pos.draw) + " of " + names_[src] +
                            ", the order wants draw " + std::to_string(pending_->draw));
   for (const auto& [reason, shard] : x.shard_problems) {
-    bad.add(reason, shard);
+    bad.add(reason, shard, "the shard as a whole (" + std::string(to_string(reason)) + ")");
     MSOMNI_LOG(warn, "data.tensor") << "shard " << shard << ": " << to_string(reason);
   }
   if (x.replaced) {
-    bad.add(x.replaced_reason, x.replaced_key);
+    bad.add(x.replaced_reason, x.replaced_key, x.replaced_cause);
     MSOMNI_LOG(warn, "data.tensor") << "skipped bad sample " << x.replaced_key << ": " << to_string(x.replaced_reason)
-                                    << "; its slot takes " << x.key;
+                                    << (x.replaced_cause.empty() ? "" : " (" + x.replaced_cause + ")") << "; its slot takes "
+                                    << x.key;
   }
+  if (!x.bad && !x.mismatched_as.empty()) bad.add_mismatched(x.key, x.mismatched_as);
   if (x.bad) {
-    bad.add(x.reason, x.key);
+    bad.add(x.reason, x.key, x.cause);
     throw std::runtime_error("data source '" + names_[src] + "': " + std::to_string(x.bad_run) +
-                             " bad samples in a row (first " + x.key + ": " + to_string(x.reason) + ")");
+                             " bad samples in a row (first " + x.key + ": " + to_string(x.reason) +
+                             (x.cause.empty() ? "" : ", " + x.cause) + ")");
   }
   if (slots_.empty()) batch_global_ = pending_->global;
   pending_.reset();

@@ -1,4 +1,4 @@
-// FFmpeg decode of in-memory images and videos, swscale resize, frame sampling, tokenizing.
+// FFmpeg decode of in-memory images and videos (media_format.hpp's formats), swscale resize, frame sampling, tokenizing.
 #include "media_decoder.hpp"
 
 #include "media_format.hpp"
@@ -23,7 +23,7 @@ extern "C" {
 namespace msomni::data {
 namespace {
 
-// Custom AVIO over a byte span: the demuxer reads the .mp4 straight from the tar member.
+// Custom AVIO over a byte span: the demuxer reads the video straight from the tar member.
 struct memory_reader {
   const uint8_t* data;
   int64_t size;
@@ -95,6 +95,40 @@ struct demux_guard {
   }
 };
 
+std::string av_error_text(int rc) {
+  char text[AV_ERROR_MAX_STRING_SIZE] = {};
+  av_strerror(rc, text, sizeof text);
+  return text;
+}
+
+AVCodecID image_codec_id(std::string_view format) {
+  if (format == "jpg") return AV_CODEC_ID_MJPEG;
+  if (format == "png") return AV_CODEC_ID_PNG;
+  if (format == "webp") return AV_CODEC_ID_WEBP;
+  if (format == "gif") return AV_CODEC_ID_GIF;
+  if (format == "bmp") return AV_CODEC_ID_BMP;
+  return AV_CODEC_ID_NONE;
+}
+
+// The FFmpeg demuxer of a video format family (media_format.hpp), or nullptr.
+const char* video_demuxer(std::string_view format) {
+  if (format == "mp4") return "mov";
+  if (format == "mkv") return "matroska";
+  if (format == "avi") return "avi";
+  return nullptr;
+}
+
+// Why media of neither a known name nor known bytes is refused.
+std::string no_format_cause(modality kind, const raw_sample& in) {
+  const std::string_view sniffed = sniff_media_format(in.media);
+  std::string out = "its bytes are ";
+  out += sniffed.empty() ? std::string("no ") + to_string(kind) + " format msomni decodes"
+                         : "a " + std::string(format_label(sniffed)) + " " + to_string(kind_of_format(sniffed)) + ", not an " +
+                               to_string(kind);
+  out += " (accepted: " + std::string(accepted_extensions(kind)) + ")";
+  return out;
+}
+
 }  // namespace
 
 struct media_decoder::impl {
@@ -127,13 +161,13 @@ struct media_decoder::impl {
     MSOMNI_CHECK_FFMPEG(sws_scale(sws, f->data, f->linesize, 0, f->height, planes, strides));
   }
 
-  // MJPEG contexts are reused (flushed) across samples. PNG contexts are not: after a flush
+  // MJPEG contexts are reused (flushed) across samples. The others are not: after a flush
   // the PNG decoder's output still depended on the previous image (seen in FFmpeg 5.1).
   // `max_pixels`: FFmpeg refuses a frame buffer larger than decoder_pixel_bound of it, a second
   // bound behind the header check for a file whose header the check could not read.
   AVCodecContext* image_codec(AVCodecID id, uint64_t max_pixels) {
     auto& slot = image_codecs[id];
-    if (id == AV_CODEC_ID_PNG) slot.reset();
+    if (id != AV_CODEC_ID_MJPEG) slot.reset();
     if (!slot) {
       const AVCodec* codec = not_null(avcodec_find_decoder(id), "avcodec_find_decoder");
       slot.reset(not_null(avcodec_alloc_context3(codec), "avcodec_alloc_context3"));
@@ -148,11 +182,14 @@ struct media_decoder::impl {
   }
 
   // `format` is what the bytes are (media_format.hpp), which may differ from the name.
-  bool decode_image(const raw_sample& in, std::string_view format, const decode_options& o, decoded_sample& out) {
+  // Returns the cause when the image is refused, empty when it decoded.
+  std::string decode_image(const raw_sample& in, std::string_view format, const decode_options& o, decoded_sample& out) {
     const int size = o.image_size;
-    const bool png = format == "png";
-    if (!png && !jpeg_markers_ok(in.media)) return false;
-    AVCodecContext* ctx = image_codec(png ? AV_CODEC_ID_PNG : AV_CODEC_ID_MJPEG, o.max_image_pixels);
+    const AVCodecID id = image_codec_id(format);
+    if (id == AV_CODEC_ID_NONE) return no_format_cause(modality::image, in);
+    if (format == "jpg" && !jpeg_markers_ok(in.media)) return "a cut JPEG: no end-of-image marker";
+    if (!avcodec_find_decoder(id)) return "this FFmpeg has no " + std::string(format_label(format)) + " decoder";
+    AVCodecContext* ctx = image_codec(id, o.max_image_pixels);
     padded.assign(in.media.begin(), in.media.end());
     padded.resize(in.media.size() + AV_INPUT_BUFFER_PADDING_SIZE, 0);
     packet->data = padded.data();
@@ -160,23 +197,32 @@ struct media_decoder::impl {
     int rc = avcodec_send_packet(ctx, packet.get());
     packet->data = nullptr;
     packet->size = 0;
-    if (rc < 0) return false;
+    const std::string decoder = "the " + std::string(format_label(format)) + " decoder";
+    if (rc < 0) return decoder + " refused it (" + av_error_text(rc) + ")";
     avcodec_send_packet(ctx, nullptr);  // drain: single-packet images
     rc = avcodec_receive_frame(ctx, frame.get());
-    if (rc < 0 || frame->decode_error_flags != 0 || (frame->flags & AV_FRAME_FLAG_CORRUPT)) return false;
+    if (rc < 0) return decoder + " gave no picture (" + av_error_text(rc) + ")";
+    if (frame->decode_error_flags != 0 || (frame->flags & AV_FRAME_FLAG_CORRUPT)) {
+      av_frame_unref(frame.get());
+      return decoder + " found damaged data";
+    }
     out.pixels.resize(size_t(size) * size * 3);
     resize_into(frame.get(), size, out.pixels.data());
     av_frame_unref(frame.get());
     out.frames = out.unique_frames = 1;
-    return true;
+    return {};
   }
 
-  // nullptr on success, else what failed (for the debug log; the sample is then bad).
-  const char* decode_video(const raw_sample& in, const decode_options& o, bool keyframe_only, decoded_sample& out);
+  // The cause on failure (the sample is then bad), empty on success.
+  std::string decode_video(const raw_sample& in, std::string_view format, const decode_options& o, bool keyframe_only,
+                           decoded_sample& out);
 };
 
-const char* media_decoder::impl::decode_video(const raw_sample& in, const decode_options& o, bool keyframe_only,
-                                       decoded_sample& out) {
+std::string media_decoder::impl::decode_video(const raw_sample& in, std::string_view format, const decode_options& o,
+                                              bool keyframe_only, decoded_sample& out) {
+  const char* demuxer = video_demuxer(format);
+  if (!demuxer) return no_format_cause(modality::video, in);
+  const std::string container(format_label(format));
   memory_reader reader{in.media.data(), int64_t(in.media.size())};
   demux_guard d;
   constexpr int io_size = 32 * 1024;
@@ -190,33 +236,60 @@ const char* media_decoder::impl::decode_video(const raw_sample& in, const decode
   d.fmt->pb = d.io;
   d.fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
   // On failure avformat_open_input frees the context; the guard then sees nullptr.
-  if (avformat_open_input(&d.fmt, nullptr, av_find_input_format("mp4"), nullptr) < 0) return "avformat_open_input: not a readable MP4";
+  if (const int rc = avformat_open_input(&d.fmt, nullptr, av_find_input_format(demuxer), nullptr); rc < 0)
+    return "the " + container + " demuxer cannot read it (" + av_error_text(rc) + ")";
+  // Every family states its streams, codecs and frame sizes in its header; no probing decode.
+  if (d.fmt->nb_streams == 0) return "the " + container + " file holds no stream";
   const int si = av_find_best_stream(d.fmt, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
-  if (si < 0) return "no video stream";
+  if (si < 0) return "the " + container + " file holds no video stream";
   AVStream* st = d.fmt->streams[si];
-  if (uint64_t(std::max(st->codecpar->width, 0)) * uint64_t(std::max(st->codecpar->height, 0)) > o.max_video_pixels) {
+  const uint64_t stated = uint64_t(std::max(st->codecpar->width, 0)) * uint64_t(std::max(st->codecpar->height, 0));
+  if (stated > o.max_video_pixels) {
     out.reason = bad_reason::too_many_pixels;
-    return "more pixels per frame than io.max_video_pixels";
+    return std::to_string(st->codecpar->width) + "x" + std::to_string(st->codecpar->height) +
+           " per frame is more than io.max_video_pixels " + std::to_string(o.max_video_pixels);
   }
   const AVCodec* codec = avcodec_find_decoder(st->codecpar->codec_id);
-  if (!codec) return "no decoder for the stream codec";
+  const std::string codec_name = avcodec_get_name(st->codecpar->codec_id);
+  if (!codec) return "this FFmpeg has no decoder for its " + codec_name + " video";
   codec_ptr ctx{not_null(avcodec_alloc_context3(codec), "avcodec_alloc_context3")};
-  if (avcodec_parameters_to_context(ctx.get(), st->codecpar) < 0) return "avcodec_parameters_to_context failed";
+  if (avcodec_parameters_to_context(ctx.get(), st->codecpar) < 0) return "the " + codec_name + " stream's parameters are unusable";
   ctx->thread_count = 1;
   ctx->max_pixels = decoder_pixel_bound(o.max_video_pixels);
   ctx->err_recognition = AV_EF_EXPLODE;
   if (keyframe_only) ctx->skip_frame = AVDISCARD_NONKEY;
-  if (avcodec_open2(ctx.get(), codec, nullptr) < 0) return "avcodec_open2 failed";
+  if (const int rc = avcodec_open2(ctx.get(), codec, nullptr); rc < 0)
+    return "the " + codec_name + " decoder cannot open the stream (" + av_error_text(rc) + ")";
 
-  const int64_t total = st->nb_frames;
-  if (total <= 0) return "stream has no frame count";  // our shards always carry a frame count in the moov
+  // The stream's packets first: a container without a frame count in its header (Matroska,
+  // WebM, fragmented MP4) states it by its packets. They reference the sample's bytes'
+  // copies, so they cost about the sample's size, which io.max_sample_bytes bounds.
+  std::vector<packet_ptr> packets;
+  int64_t discarded = 0;
+  while (true) {
+    packet_ptr p{not_null(av_packet_alloc(), "av_packet_alloc")};
+    const int rc = av_read_frame(d.fmt, p.get());
+    if (rc == AVERROR_EOF) break;
+    if (rc < 0)
+      return "the " + container + " demuxer failed after " + std::to_string(packets.size()) + " video packets (" +
+             av_error_text(rc) + "): a damaged or cut file";
+    if (p->stream_index != si) continue;
+    if (p->flags & AV_PKT_FLAG_DISCARD) ++discarded;  // cut by an edit list: never shown
+    packets.push_back(std::move(p));
+  }
+  const int64_t promised = st->nb_frames;
+  if (promised > 0 && int64_t(packets.size()) < promised)
+    return "a cut file: " + std::to_string(packets.size()) + " video packets of the " + std::to_string(promised) +
+           " its header promises";
+  const int64_t total = promised > 0 ? promised : int64_t(packets.size()) - discarded;
+  if (total <= 0) return "the " + container + " file holds no video frame";
   const auto wanted = sample_frame_indices(total, o.video_frames);
   const size_t frame_bytes = size_t(o.image_size) * o.image_size * 3;
   // Every byte is written below (each slot is decoded, copied from a keyframe or from the slot
   // before, or the sample is bad), so a recycled buffer needs no zeroing.
   out.pixels.resize(frame_bytes * wanted.size());
   const AVRational rate = st->avg_frame_rate.num > 0 ? st->avg_frame_rate : AVRational{25, 1};
-  int64_t decoded = 0, packets = 0, discarded = 0;
+  int64_t decoded = 0;
   std::vector<bool> filled(wanted.size(), false);
   bool damaged = false;
   std::vector<std::pair<int64_t, std::vector<uint8_t>>> keyframes;  // (frame index, RGB)
@@ -239,30 +312,28 @@ const char* media_decoder::impl::decode_video(const raw_sample& in, const decode
     }
     ++decoded;
   };
-  auto drain = [&]() -> bool {
+  auto drain = [&]() -> int {
     while (true) {
       const int rc = avcodec_receive_frame(ctx.get(), frame.get());
-      if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return true;
-      if (rc < 0) return false;
+      if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return 0;
+      if (rc < 0) return rc;
       take(frame.get());
       av_frame_unref(frame.get());
     }
   };
-  while (!damaged) {
-    const int rc = av_read_frame(d.fmt, packet.get());
-    if (rc == AVERROR_EOF) break;
-    if (rc < 0) return "av_read_frame: damaged container";  // damaged container beyond the moov
-    if (packet->stream_index == si) {
-      ++packets;
-      if (packet->flags & AV_PKT_FLAG_DISCARD) ++discarded;  // cut by an edit list: never shown
-    }
-    const bool skip = packet->stream_index != si || (keyframe_only && !(packet->flags & AV_PKT_FLAG_KEY));
-    const int sent = skip ? 0 : avcodec_send_packet(ctx.get(), packet.get());
-    av_packet_unref(packet.get());
-    if (sent < 0 || !drain()) return "decode error on a packet";
+  const std::string decoder = "the " + codec_name + " decoder";
+  for (size_t k = 0; k < packets.size() && !damaged; ++k) {
+    if (keyframe_only && !(packets[k]->flags & AV_PKT_FLAG_KEY)) continue;
+    int rc = avcodec_send_packet(ctx.get(), packets[k].get());
+    if (rc >= 0) rc = drain();
+    if (rc < 0) return decoder + " refused video packet " + std::to_string(k) + " (" + av_error_text(rc) + ")";
   }
-  if (damaged || avcodec_send_packet(ctx.get(), nullptr) < 0 || !drain() || damaged) return "decode error while draining or a corrupt frame";
-  if (packets < total) return "fewer packets than the container promises (truncated)";
+  if (!damaged) {
+    int rc = avcodec_send_packet(ctx.get(), nullptr);
+    if (rc >= 0) rc = drain();
+    if (rc < 0) return decoder + " failed while draining (" + av_error_text(rc) + ")";
+  }
+  if (damaged) return decoder + " marked a frame damaged";
   if (keyframe_only) {
     if (keyframes.empty()) return "no keyframe decoded";
     std::sort(keyframes.begin(), keyframes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -276,7 +347,9 @@ const char* media_decoder::impl::decode_video(const raw_sample& in, const decode
     }
     out.unique_frames = uint32_t(used.size());
   } else {
-    if (decoded < packets - discarded) return "fewer frames decoded than packets sent";
+    const int64_t shown = int64_t(packets.size()) - discarded;
+    if (decoded < shown)
+      return decoder + " gave " + std::to_string(decoded) + " frames for " + std::to_string(shown) + " packets";
     // A slot past the last shown frame (edit lists can hide the tail) repeats the one before.
     for (size_t i = 1; i < wanted.size(); ++i)
       if (!filled[i] && filled[i - 1]) {
@@ -287,7 +360,7 @@ const char* media_decoder::impl::decode_video(const raw_sample& in, const decode
     out.unique_frames = uint32_t(wanted.size());
   }
   out.frames = uint32_t(wanted.size());
-  return nullptr;
+  return {};
 }
 
 std::vector<int64_t> sample_frame_indices(int64_t total, int count) {
@@ -342,30 +415,36 @@ decoded_sample media_decoder::decode(const raw_sample& in, bool keyframe_only) {
   if (in.bad) {
     out.bad = true;
     out.reason = in.reason;
+    out.cause = in.cause;
     return out;
   }
   out.tokens = tokenize_bytes(in.caption, opts_.max_tokens);
   if (pool_ && in.kind != modality::text) out.pixels = pool_->take();  // resized, not zeroed, below
   bool ok = true;
-  if (in.kind == modality::image) {
+  if (in.kind != modality::text) {
     const media_choice format = choose_media_format(in.kind, in.media_ext, in.media);
-    const auto stated = image_pixel_size(format.format, in.media);
-    if (stated && stated->pixels() > opts_.max_image_pixels) {
-      ok = false;
-      out.reason = bad_reason::too_many_pixels;
-      MSOMNI_LOG(debug, "data.decode") << in.key << ": " << stated->width << "x" << stated->height
-                                       << " is more than io.max_image_pixels " << opts_.max_image_pixels;
+    std::string cause;
+    if (in.kind == modality::image) {
+      out.reason = bad_reason::corrupt_image;
+      const auto stated = image_pixel_size(format.format, in.media);
+      if (stated && stated->pixels() > opts_.max_image_pixels) {
+        out.reason = bad_reason::too_many_pixels;
+        cause = std::to_string(stated->width) + "x" + std::to_string(stated->height) + " is more than io.max_image_pixels " +
+                std::to_string(opts_.max_image_pixels);
+      } else {
+        cause = impl_->decode_image(in, format.format, opts_, out);
+      }
     } else {
-      ok = impl_->decode_image(in, format.format, opts_, out);
-      if (!ok) out.reason = bad_reason::corrupt_image;
-      if (ok && format.mismatched_name) out.mismatched_as = std::string(format.format);
+      out.downgraded = keyframe_only;
+      out.reason = bad_reason::corrupt_video;  // unless decode_video names another reason
+      cause = impl_->decode_video(in, format.format, opts_, keyframe_only, out);
     }
-  } else if (in.kind == modality::video) {
-    out.downgraded = keyframe_only;
-    out.reason = bad_reason::corrupt_video;  // unless decode_video names another reason
-    if (const char* why = impl_->decode_video(in, opts_, keyframe_only, out)) {
+    if (!cause.empty()) {
       ok = false;
-      MSOMNI_LOG(debug, "data.decode") << in.key << ": " << why;
+      MSOMNI_LOG(debug, "data.decode") << in.key << ": " << cause;
+      out.cause = std::move(cause);
+    } else if (format.mismatched_name) {
+      out.mismatched_as = std::string(format.format);
     }
   }
   if (!ok) {

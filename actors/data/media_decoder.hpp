@@ -1,11 +1,11 @@
-// The decode stage's work on one sample: JPEG/PNG and MP4/H.264 from memory through
-// libavcodec/libavformat, libswscale resize to the model's square image size, video frame
-// sampling (`video_frames` evenly spaced frames, or keyframe-only when downgraded), and
+// The decode stage's work on one sample: the images and videos of media_format.hpp from memory
+// through libavcodec/libavformat, libswscale resize to the model's square image size, video
+// frame sampling (`video_frames` evenly spaced frames, or keyframe-only when downgraded), and
 // byte-level text tokenization. Media whose header states more pixels than the options allow is
-// refused before decoding (too_many_pixels). Images are decoded as what their bytes are (media_format.hpp):
-// a PNG named .jpeg decodes, marked `mismatched_as`. Damaged media is reported as a bad
-// decoded_sample, never thrown; only allocation failures and misuse throw. One decoder per
-// worker thread.
+// refused before decoding (too_many_pixels). Media is decoded as what its bytes are: a PNG
+// named .jpeg decodes, marked `mismatched_as`. Damaged media is reported as a bad
+// decoded_sample with its cause in words, never thrown; only allocation failures and misuse
+// throw. One decoder per worker thread.
 #pragma once
 
 #include "sample.hpp"

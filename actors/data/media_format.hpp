@@ -1,8 +1,14 @@
-// What a media member's bytes are, whatever its name says: JPEG (FF D8 FF), PNG (the 8-byte
-// signature 89 50 4E 47 0D 0A 1A 0A) or MP4 ("ftyp" at offset 4). The decoder decodes by the
-// bytes when they are another accepted format of the sample's modality than the name says
-// (a PNG named .jpeg), and counts it as a mismatched name, not as a bad sample.
-// Pure: looks at the first bytes (and, for a JPEG's size, its header segments) only.
+// What a media member's bytes are, whatever its name says. msomni decodes, through FFmpeg:
+//   images: JPEG, PNG, WebP, GIF (its first frame), BMP (TIFF is not: FFmpeg 5.1's decoder
+//           refuses common TIFFs, its own encoder's included);
+//   videos: the ISO base media family (MP4, MOV, M4V, fragmented MP4 included), the Matroska
+//           family (MKV, WebM) and AVI, with whatever video codec FFmpeg's decoders take.
+// A format is named by one short word per family: "jpg", "png", "webp", "gif", "bmp",
+// "mp4" (MP4/MOV/M4V), "mkv" (MKV/WebM), "avi". A member keeps its real extension (.mov,
+// .webm, .jpeg); the family is what the decoder opens. The decoder decodes by the bytes when
+// they are another accepted format of the sample's modality than the name says (a PNG named
+// .jpeg), and counts it as a mismatched name, not as a bad sample.
+// Pure: looks at the first bytes (and, for an image's size, its header) only.
 #pragma once
 
 #include "core/modality.hpp"
@@ -15,14 +21,25 @@
 
 namespace msomni::data {
 
-// "jpg", "png", "mp4", or "" when the bytes start like none of them.
+// The format family the bytes start like, or "" when none msomni decodes.
 std::string_view sniff_media_format(std::span<const uint8_t> bytes);
 
-// The canonical format a member name's extension claims ("jpeg" -> "jpg"), or "".
+// The family a member name's extension claims, lower case without the dot ("jpeg" -> "jpg",
+// "mov" -> "mp4", "webm" -> "mkv"), or "" for an extension msomni does not decode.
 std::string_view format_of_extension(std::string_view ext);
 
-// True when `format` ("jpg", "png", "mp4") is a media format `kind` accepts.
+// True when `format` (a family above) is a media format `kind` accepts.
 bool accepted_format(modality kind, std::string_view format);
+
+// The modality a media format family belongs to (text for "" and unknown ones).
+modality kind_of_format(std::string_view format);
+
+// What a person calls a family ("JPEG", "MP4/MOV", "Matroska/WebM"), for messages.
+std::string_view format_label(std::string_view format);
+
+// The extensions a modality's media members may have, for messages:
+// ".jpg .jpeg .png .webp .gif .bmp" or ".mp4 .m4v .mov .mkv .webm .avi".
+std::string_view accepted_extensions(modality kind);
 
 // The format to decode a sample's media by: the sniffed one when it is accepted for `kind`,
 // else what the name says (then the decoder fails on bytes that are no accepted format).
@@ -33,9 +50,10 @@ struct media_choice {
 media_choice choose_media_format(modality kind, std::string_view named, std::span<const uint8_t> bytes);
 
 // An image's width and height as its header states them, read before any decoding: PNG's
-// IHDR, or JPEG's first frame header (SOFn), found by walking the marker segments up to the
-// scan. nullopt when `format` ("jpg", "png") is another or the header is cut or malformed
-// (the decoder then judges the bytes).
+// IHDR, JPEG's first frame header (SOFn, found by walking the marker segments up to the scan),
+// GIF's logical screen, BMP's info header, WebP's VP8/VP8L/VP8X header. nullopt for other
+// formats or when the header is cut or malformed (the decoder's own pixel bound then
+// judges the bytes).
 struct pixel_size {
   uint32_t width = 0, height = 0;
   uint64_t pixels() const { return uint64_t(width) * height; }

@@ -1,6 +1,8 @@
 // Bad-data bookkeeping and the raw-stage checks (captions, missing pair members).
 #include "sample.hpp"
 
+#include "media_format.hpp"
+
 #include <algorithm>
 #include <sstream>
 
@@ -28,11 +30,30 @@ uint64_t bad_data_counts::total() const {
   return t;
 }
 
-void bad_data_counts::add(bad_reason r, const std::string& key) {
+void bad_data_counts::see(const std::string& key, const std::string& reason, const std::string& cause, uint64_t draws) {
+  auto it = samples.find(key);
+  if (it == samples.end()) {
+    if (samples.size() >= samples_max) {
+      unlisted_draws += draws;
+      return;
+    }
+    it = samples.emplace(key, seen_sample{reason, cause, 0}).first;
+  }
+  it->second.draws += draws;
+}
+
+void bad_data_counts::add(bad_reason r, const std::string& key, const std::string& cause) {
   ++count[size_t(r)];
   auto& keys = recent_keys[r];
   if (keys.size() >= 8) keys.erase(keys.begin());
   keys.push_back(key);
+  see(key, to_string(r), cause, 1);
+}
+
+void bad_data_counts::add_mismatched(const std::string& key, const std::string& format) {
+  ++mismatched;
+  const std::string label(format_label(format));
+  see(key, "mismatched_name", "its bytes are " + label + ", not the format its name says; decoded as " + label, 1);
 }
 
 void bad_data_counts::merge(const bad_data_counts& other) {
@@ -43,6 +64,9 @@ void bad_data_counts::merge(const bad_data_counts& other) {
       if (mine.size() >= 8) mine.erase(mine.begin());
       mine.push_back(k);
     }
+  for (const auto& [key, s] : other.samples) see(key, s.reason, s.cause, s.draws);
+  unlisted_draws += other.unlisted_draws;
+  mismatched += other.mismatched;
 }
 
 std::string bad_data_counts::report() const {
@@ -83,17 +107,20 @@ bool valid_utf8(std::string_view text) {
 }
 
 bool check_raw_sample(raw_sample& s, bool has_media, bool has_caption) {
-  auto fail = [&](bad_reason r) {
+  auto fail = [&](bad_reason r, std::string cause) {
     s.bad = true;
     s.reason = r;
+    s.cause = std::move(cause);
     return false;
   };
   const bool needs_media = s.kind != modality::text;
-  if (!has_caption || (needs_media && !has_media)) return fail(bad_reason::missing_member);
+  if (!has_caption) return fail(bad_reason::missing_member, "no .txt caption member");
+  if (needs_media && !has_media)
+    return fail(bad_reason::missing_member, std::string("no ") + to_string(s.kind) + " member (or an empty one)");
   const bool blank = std::all_of(s.caption.begin(), s.caption.end(),
                                  [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; });
-  if (blank) return fail(bad_reason::empty_caption);
-  if (!valid_utf8(s.caption)) return fail(bad_reason::invalid_utf8);
+  if (blank) return fail(bad_reason::empty_caption, "the caption is blank");
+  if (!valid_utf8(s.caption)) return fail(bad_reason::invalid_utf8, "the caption is not valid UTF-8");
   return true;
 }
 

@@ -18,11 +18,11 @@ namespace msomni::data {
 enum class bad_reason : uint8_t {
   bad_tar_header = 0,   // a run of blocks in a shard that were not valid ustar headers
   truncated_shard,      // a shard ended inside a header or a member's data
-  missing_member,       // a key lacks its media or its caption (.jpg/.png/.mp4 + .txt)
+  missing_member,       // a key lacks its media or its caption (media_format.hpp's extensions + .txt)
   empty_caption,        // caption is empty or whitespace only
   invalid_utf8,         // caption is not valid UTF-8
-  corrupt_image,        // JPEG/PNG failed to decode (truncated or damaged)
-  corrupt_video,        // MP4/H.264 failed to demux or decode
+  corrupt_image,        // an image failed to decode (truncated, damaged, or no format msomni decodes)
+  corrupt_video,        // a video failed to demux or decode
   unreadable_shard,     // storage could not open or read the shard
   too_large,            // a member it needs is larger than io.max_sample_bytes (never read)
   too_many_pixels,      // its header states more pixels than io.max_image_pixels / io.max_video_pixels (never decoded)
@@ -30,15 +30,33 @@ enum class bad_reason : uint8_t {
 inline constexpr int bad_reason_count = 10;
 const char* to_string(bad_reason r);
 
-// Counts per reason, plus the last few sample keys per reason for the report.
+// Counts per reason, the last few sample keys per reason for the report, and the distinct
+// samples behind the counts: each bad (or mismatched-name) sample once, with its reason, the
+// cause in words and how often it was drawn (a bad file of a small source is drawn every
+// epoch). At most samples_max distinct samples are listed; later ones are only counted.
+struct seen_sample {
+  std::string reason;  // a bad_reason's name, or "mismatched_name"
+  std::string cause;
+  uint64_t draws = 0;
+};
+
 struct bad_data_counts {
+  static constexpr size_t samples_max = 64;
   std::array<uint64_t, bad_reason_count> count{};
   std::map<bad_reason, std::vector<std::string>> recent_keys;  // at most 8 per reason
+  std::map<std::string, seen_sample> samples;  // by key ("<shard>/<member key>", or a shard's name)
+  uint64_t unlisted_draws = 0;                 // draws of samples past samples_max
+  uint64_t mismatched = 0;                     // good samples whose names say another format
   uint64_t operator[](bad_reason r) const { return count[size_t(r)]; }
   uint64_t total() const;
-  void add(bad_reason r, const std::string& key);
+  void add(bad_reason r, const std::string& key, const std::string& cause = {});
+  // A good sample decoded by its bytes, which are `format`, not what its name says.
+  void add_mismatched(const std::string& key, const std::string& format);
   void merge(const bad_data_counts& other);
   std::string report() const;  // one line: "bad_tar_header=1 corrupt_image=2 ..."
+
+ private:
+  void see(const std::string& key, const std::string& reason, const std::string& cause, uint64_t draws);
 };
 
 // Where a sample sits: its source, the source's draw number (its place in the source's own
@@ -59,11 +77,12 @@ struct raw_sample {
   std::string key;       // "<shard file name>/<member key>", unique and readable in logs
   modality kind = modality::image;
   sample_position pos;
-  std::vector<uint8_t> media;  // .jpg/.png/.mp4 bytes (empty for text)
-  std::string media_ext;       // "jpg", "png", "mp4" or ""
+  std::vector<uint8_t> media;  // the media member's bytes (empty for text)
+  std::string media_ext;       // the media member's extension, lower case ("jpg", "mov", ...), or ""
   std::string caption;         // .txt contents
   bool bad = false;            // already known bad at the raw stage (then `reason` says why)
   bad_reason reason = bad_reason::missing_member;
+  std::string cause;           // when bad: what exactly, for a person ("no .txt caption member")
   std::vector<shard_problem> shard_problems;
 };
 
@@ -73,11 +92,13 @@ struct decoded_sample {
   sample_position pos;
   bool bad = false;               // unusable; after decode_or_replace: no good replacement found
   bad_reason reason = bad_reason::corrupt_image;
+  std::string cause;              // when bad: what exactly ("the H.264 decoder refused packet 3: ...")
   // The slot's own sample was bad (counted under replaced_reason with replaced_key) and this
   // is the next good sample of the same source in its order (see sample_repair.hpp).
   bool replaced = false;
   bad_reason replaced_reason = bad_reason::corrupt_image;
   std::string replaced_key;
+  std::string replaced_cause;
   uint32_t bad_run = 0;           // bad samples met before this one (replacement attempts)
   bool downgraded = false;        // video decoded keyframe-only
   // The format its media bytes are ("png") when its name said another accepted one (a PNG

@@ -20,6 +20,7 @@ decoded_sample decode_or_replace(media_decoder& decoder, sample_fetcher& fetcher
     x.replaced = true;
     x.replaced_reason = out.reason;
     x.replaced_key = std::move(out.key);
+    x.replaced_cause = std::move(out.cause);
     x.bad_run = k;
     return x;
   }

@@ -1,6 +1,8 @@
 // usable_source_problem (see source_probe.hpp).
 #include "source_probe.hpp"
 
+#include "media_format.hpp"
+
 #include "sample.hpp"
 #include "source_reader.hpp"
 
@@ -17,10 +19,10 @@ struct seen {
   std::string last_problem;          // the raw-stage reason of the last sample checked
 };
 
-const char* wanted(modality kind) {
+std::string wanted(modality kind) {
   switch (kind) {
-    case modality::image: return "a .jpg, .jpeg or .png image and its .txt caption";
-    case modality::video: return "an .mp4 video and its .txt caption";
+    case modality::image: return "an image (" + std::string(accepted_extensions(kind)) + ") and its .txt caption";
+    case modality::video: return "a video (" + std::string(accepted_extensions(kind)) + ") and its .txt caption";
     case modality::text: return "a .txt caption";
   }
   return "?";

@@ -1,6 +1,8 @@
 // Source orders, random access to draws, and the own-draw reader (see source_reader.hpp).
 #include "source_reader.hpp"
 
+#include "media_format.hpp"
+
 #include "core/log.hpp"
 #include "core/rng.hpp"
 
@@ -39,8 +41,7 @@ std::pair<std::string, std::string> split_member(const std::string& name) {
 
 member_use use_of(const std::string& ext, modality kind) {
   if (ext == "txt") return member_use::caption;
-  if (kind == modality::image && (ext == "jpg" || ext == "jpeg" || ext == "png")) return member_use::media;
-  if (kind == modality::video && ext == "mp4") return member_use::media;
+  if (kind != modality::text && accepted_format(kind, format_of_extension(ext))) return member_use::media;
   return member_use::none;
 }
 
@@ -211,6 +212,7 @@ raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
     s.key = info.label + "/#" + std::to_string(offset);
     s.bad = true;
     s.reason = bad_reason::unreadable_shard;
+    s.cause = o.file ? "the shard changed since it was listed" : "the shard can no longer be opened";
     o.file.reset();
     return s;
   }
@@ -226,6 +228,8 @@ raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
     if (m.size > src.spec().max_sample_bytes) {
       s.bad = true;
       s.reason = bad_reason::too_large;
+      s.cause = m.name + " is " + std::to_string(m.size) + " bytes, over io.max_sample_bytes " +
+                std::to_string(src.spec().max_sample_bytes);
       return s;
     }
     used.emplace_back(&m, u);
@@ -262,7 +266,7 @@ raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
       // pre-start probe and `msomni dataset check` judge it.
       has_media = read_member(*m, s.media) && !s.media.empty();
       const std::string ext = split_member(m->name).second;
-      s.media_ext = ext == "jpeg" ? "jpg" : ext;
+      s.media_ext = ext;
     }
   }
   check_raw_sample(s, has_media, has_caption);

@@ -40,8 +40,8 @@ struct source_spec {
 
 // WebDataset names: "dir/000123.seg.jpg" -> key "dir/000123", extension "seg.jpg".
 std::pair<std::string, std::string> split_member(const std::string& name);
-// What a member is to a sample of `kind`: its caption (.txt), its media (.jpg/.jpeg/.png for
-// images, .mp4 for video), or nothing the decoder reads (skipped, never read).
+// What a member is to a sample of `kind`: its caption (.txt), its media (an extension of a
+// format of that modality, media_format.hpp), or nothing the decoder reads (skipped, never read).
 enum class member_use { none, caption, media };
 member_use use_of(const std::string& extension, modality kind);
 

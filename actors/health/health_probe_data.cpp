@@ -104,7 +104,7 @@ decode_fact decode_source(const data::storage& st, const config::data_source& sr
           has_caption = true;
         } else {
           s.media = std::move(bytes);
-          s.media_ext = ext == "jpeg" ? "jpg" : ext;
+          s.media_ext = ext;
           has_media = !s.media.empty();
         }
       }
@@ -113,14 +113,14 @@ decode_fact decode_source(const data::storage& st, const config::data_source& sr
         if (f.samples_refused++ == 0) f.refused_key = s.key, f.refused_reason = std::move(why);
       };
       if (!data::check_raw_sample(s, has_media, has_caption)) {
-        refuse(std::string("not a usable sample: ") + data::to_string(s.reason));
+        refuse(std::string("not a usable sample: ") + data::to_string(s.reason) + " (" + s.cause + ")");
       } else {
         bool decoded = true;
         if (src.kind != modality::text) {
           const auto t0 = clock_type::now();
           const data::decoded_sample d = decoder.decode(s, src.kind == modality::video);
           total_ms += std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-          if (d.bad) refuse(std::string("the decoder refused it: ") + data::to_string(d.reason)), decoded = false;
+          if (d.bad) refuse(std::string(data::to_string(d.reason)) + ": " + d.cause), decoded = false;
         }
         if (decoded && f.sample_key.empty()) f.sample_key = s.key;
         if (decoded) ++f.samples_decoded;

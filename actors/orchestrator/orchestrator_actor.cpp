@@ -56,6 +56,7 @@ struct shell_state {
   }
   elastic_core core;
   progress_core progress;
+  bad_sample_ledger bad_ledger;  // which samples were bad, as the ranks say
   data_watch data;
   training_health health;
   autoscale_core autoscale;
@@ -249,6 +250,9 @@ void execute_one(metrics::accounted_actor* self, shell_state& st, action& a) {
     out.text = summary;
     out.facts = st.tally.facts(st.progress.last_step(), st.progress.bad_samples_by_reason(), st.data.downgraded_total(),
                                st.data.slow_steps());
+    out.facts.bad_sample_list = st.bad_ledger.entries();
+    out.facts.bad_samples_unlisted_draws = st.bad_ledger.unlisted_draws();
+    out.facts.mismatched_names = st.progress.mismatched_names();
     if (st.env.on_finish) st.env.on_finish(out);
   }
 }
@@ -299,9 +303,24 @@ std::string health_summary(const shell_state& st) {
          " rollbacks for them";
 }
 
-// The core's status with the bad samples met so far (all ranks).
-std::string status_reply_json(const shell_state& st) {
-  return json_text(orchestrator::status_json(st.core.status(), st.progress.bad_samples_by_reason()));
+// The core's status with the bad samples met so far (all ranks): by reason, and which.
+ordered_json status_with_samples(const shell_state& st) {
+  auto j = orchestrator::status_json(st.core.status(), st.progress.bad_samples_by_reason());
+  j["bad_sample_list"] = bad_sample_list_json(st.bad_ledger.entries());
+  j["bad_samples_unlisted_draws"] = st.bad_ledger.unlisted_draws();
+  j["mismatched_names"] = st.progress.mismatched_names();
+  return j;
+}
+
+std::string status_reply_json(const shell_state& st) { return json_text(status_with_samples(st)); }
+
+// `msomni status` for a person: the core's lines, the bad samples by reason and which.
+std::string status_reply_text(const shell_state& st) {
+  std::string t = status_text(st.core.status()) + "  " + st.progress.bad_samples_summary() + "\n";
+  for (const auto& l : bad_sample_lines(st.bad_ledger.entries(), st.bad_ledger.unlisted_draws(), 8)) t += "    " + l + "\n";
+  if (const auto n = st.progress.mismatched_names())
+    t += "  mismatched names " + std::to_string(n) + " (samples decoded by bytes of another format than their names say)\n";
+  return t;
 }
 
 // What `msomni inspect` shows: the status (the same fields as `msomni status --json`), every
@@ -321,7 +340,7 @@ void remember_memory_event(shell_state& st, const char* kind, const std::string&
 }
 
 std::string inspect_reply_json(const shell_state& st) {
-  auto j = orchestrator::status_json(st.core.status(), st.progress.bad_samples_by_reason());
+  auto j = status_with_samples(st);
   j["metrics"] = metrics::families_json(st.env.metrics->collect());
   auto& events = j["timeline"] = ordered_json::array();
   for (const auto& e : st.timeline) events.push_back(e);
@@ -379,7 +398,7 @@ msg::control_reply handle_control(metrics::accounted_actor* self, shell_state& s
   }
   const auto now = st.clock.now();
   if (r.verb == "status")
-    return {true, status_text(st.core.status()) + "  " + st.progress.bad_samples_summary() + "\n", status_reply_json(st)};
+    return {true, status_reply_text(st), status_reply_json(st)};
   if (r.verb == "inspect") {
     if (!st.env.metrics)
       return {false, "refused: metrics are off for this job (set cluster.metrics_port to a port or \"auto\")", ""};
@@ -642,6 +661,9 @@ caf::behavior orchestrator(metrics::accounted_actor* self, std::shared_ptr<shell
         }
         execute(self, *st, st->core.on_rank_left(r, st->clock.now()));
         return true;
+      },
+      [st](const msg::bad_samples_seen& m) {
+        for (auto& note : st->bad_ledger.on_seen(m)) journal(*st, "bad_sample", note);
       },
       [st](const msg::checkpoint_done& d) {
         if (st->control) st->control->on_checkpoint(d);

@@ -69,4 +69,21 @@ ordered_json status_json(const job_status& s, const std::map<std::string, uint64
   return j;
 }
 
+ordered_json bad_sample_list_json(const std::vector<bad_sample_ledger::entry>& entries) {
+  auto out = ordered_json::array();
+  for (const auto& e : entries) {
+    const size_t slash = e.key.find('/');
+    ordered_json j;
+    j["shard"] = e.key.substr(0, slash);
+    j["key"] = slash == std::string::npos ? std::string() : e.key.substr(slash + 1);
+    j["reason"] = e.reason;
+    j["cause"] = e.cause;
+    j["draws"] = e.draws;
+    j["first_step"] = e.first_step;
+    j["first_rank"] = e.first_rank;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 }  // namespace msomni::orchestrator

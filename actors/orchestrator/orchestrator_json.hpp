@@ -5,6 +5,7 @@
 // follow core/json_number.hpp: null with a sibling "<name>_nonfinite": true.
 #pragma once
 
+#include "bad_sample_ledger.hpp"
 #include "elastic_core.hpp"
 #include "progress_core.hpp"
 
@@ -33,5 +34,9 @@ ordered_json metrics_json(const metrics_record& r);
 // "departed":[..]}. "ranks" holds the members still there; "departed" those that left or died,
 // with the step they left at.
 ordered_json status_json(const job_status& s, const std::map<std::string, uint64_t>& bad_samples);
+
+// [{"shard","key","reason","cause","draws","first_step","first_rank"}...]: `shard` is the key
+// up to its first '/', `key` the rest (empty for a whole shard's damage).
+ordered_json bad_sample_list_json(const std::vector<bad_sample_ledger::entry>& entries);
 
 }  // namespace msomni::orchestrator

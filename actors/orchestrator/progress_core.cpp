@@ -28,6 +28,7 @@ std::optional<metrics_record> progress_core::on_step(const msg::step_record& r, 
     bad_text += " " + b.reason + "=" + std::to_string(b.count);
   }
   bad_total_ += bad;
+  mismatched_ += r.mismatched_names;
   if (bad > 0 && bad_notes_ < bad_sample_notes_max) {
     ++bad_notes_;
     bad_note_ = "step " + std::to_string(r.step) + ": " + std::to_string(bad) + " bad samples skipped (" + bad_text.substr(1) +

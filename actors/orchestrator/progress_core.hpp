@@ -80,6 +80,8 @@ class progress_core {
   // "bad samples 3: corrupt_image=2 missing_member=1" (or "bad samples 0"), and the counts.
   std::string bad_samples_summary() const;
   const std::map<std::string, uint64_t>& bad_samples_by_reason() const { return bad_by_reason_; }
+  // Good samples decoded by bytes that are another format than their names say (all ranks).
+  uint64_t mismatched_names() const { return mismatched_; }
 
   std::string progress_line() const;
   // "N steps in T s, loss A -> B, X tokens/s at the end" for the end-of-job line.
@@ -102,6 +104,7 @@ class progress_core {
   time_point last_at_{};
   std::map<std::string, uint64_t> bad_by_reason_;  // bounded by the data pipeline's reasons
   uint64_t bad_total_ = 0;
+  uint64_t mismatched_ = 0;
   uint64_t bad_notes_ = 0;
   std::optional<std::string> bad_note_;
 };

@@ -1,6 +1,8 @@
 // run_summary (see run_summary.hpp).
 #include "run_summary.hpp"
 
+#include "orchestrator_json.hpp"
+
 #include "core/json_number.hpp"
 
 #include <algorithm>
@@ -142,6 +144,9 @@ nlohmann::ordered_json summary_json(const run_facts& f, const run_end& e) {
   for (const auto& [r, n] : f.bad_samples) bad += n;
   j["bad_samples"] = {{"total", bad}, {"by_reason", ordered_json::object()}};
   for (const auto& [r, n] : f.bad_samples) j["bad_samples"]["by_reason"][r] = n;
+  j["bad_samples"]["samples"] = bad_sample_list_json(f.bad_sample_list);
+  j["bad_samples"]["unlisted_draws"] = f.bad_samples_unlisted_draws;
+  j["mismatched_names"] = f.mismatched_names;
   j["rank_crashes"] = e.rank_crashes;
   j["downgraded_samples"] = f.downgraded_samples;
   j["slow_data_steps"] = f.slow_data_steps;
@@ -187,6 +192,9 @@ std::string summary_text(const run_facts& f, const run_end& e) {
     reasons += " " + r + "=" + std::to_string(n);
   }
   line("bad samples", std::to_string(bad) + (reasons.empty() ? "" : ":" + reasons));
+  for (const auto& l : bad_sample_lines(f.bad_sample_list, f.bad_samples_unlisted_draws, 8)) line("", "  " + l);
+  if (f.mismatched_names > 0)
+    line("names", std::to_string(f.mismatched_names) + " samples decoded by bytes of another format than their names say (mismatched_name)");
   for (const auto& c : e.rank_crashes) line("rank crashed", c);
   line("downgrades", std::to_string(f.downgraded_samples) + " videos keyframe-only; " +
                          std::to_string(f.slow_data_steps) + " steps waited long for data");

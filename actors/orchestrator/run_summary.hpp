@@ -4,6 +4,8 @@
 // and text out; nothing is read or written here.
 #pragma once
 
+#include "bad_sample_ledger.hpp"
+
 #include "progress_core.hpp"
 
 #include <nlohmann/json.hpp>
@@ -50,6 +52,9 @@ struct run_facts {
   uint64_t checkpoints_committed = 0, checkpoint_failures = 0;
   std::optional<uint64_t> last_checkpoint_step;  // committed by this run
   std::map<std::string, uint64_t> bad_samples;   // by reason
+  std::vector<bad_sample_ledger::entry> bad_sample_list;  // the distinct samples behind them (bounded)
+  uint64_t bad_samples_unlisted_draws = 0;               // draws of samples past the listing
+  uint64_t mismatched_names = 0;  // good samples decoded by bytes unlike their names
   uint64_t downgraded_samples = 0;  // videos decoded keyframe-only
   uint64_t slow_data_steps = 0;     // steps that waited longer than io.max_data_wait_ms
 };
@@ -99,7 +104,8 @@ struct run_end {
 // {"state","exit_code","reason","steps":{"done","total","recorded"},"wall_s","tokens_per_s_median",
 //  "step_time_ms_median","data_wait_ms_median","loss":{"first","last","min"},"world_sizes":[..],
 //  "elastic_events":{kind:n},"checkpoints":{"committed","failed","last_step"},"resume":{..},
-//  "bad_samples":{"total","by_reason"},"downgraded_samples","slow_data_steps",...}
+//  "bad_samples":{"total","by_reason","samples":[..],"unlisted_draws"},"mismatched_names",
+//  "downgraded_samples","slow_data_steps",...}
 nlohmann::ordered_json summary_json(const run_facts& f, const run_end& e);
 // The same for a person: a dozen lines.
 std::string summary_text(const run_facts& f, const run_end& e);

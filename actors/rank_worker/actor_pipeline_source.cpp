@@ -38,4 +38,6 @@ std::vector<msg::bad_sample_count> actor_pipeline_source::bad_sample_totals() co
   return bad_sample_totals_of(pipe_->bad_data());
 }
 
+bad_sample_listing actor_pipeline_source::bad_samples_listed() const { return bad_samples_listed_of(pipe_->bad_data()); }
+
 }  // namespace msomni::rank_worker

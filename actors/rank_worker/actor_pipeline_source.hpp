@@ -43,6 +43,7 @@ class actor_pipeline_source final : public batch_source {
   void restore_state(std::span<const uint8_t> bytes) override { pipe_->restore_state(bytes); }
   uint64_t downgraded_total() const override { return downgraded_; }
   std::vector<msg::bad_sample_count> bad_sample_totals() const override;
+  bad_sample_listing bad_samples_listed() const override;
   std::vector<msg::batch_features> upcoming_features(size_t max) const override;
 
  private:

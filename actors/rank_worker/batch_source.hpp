@@ -36,6 +36,15 @@ struct data_watch {
   std::shared_ptr<data::live_data_metrics> live;
 };
 
+// The distinct bad samples a source met so far, each with its cumulative draws (at most the
+// data pipeline's listing bound), and how many good samples it decoded by bytes that are
+// another format than their names say.
+struct bad_sample_listing {
+  std::vector<msg::bad_sample_count> totals;  // as bad_sample_totals(), of the same moment
+  std::vector<msg::bad_sample_seen> samples;
+  uint64_t mismatched = 0;
+};
+
 // The memory a source packs the model's batches into: the rank's batch memory when it has
 // one (kernels' make_batch_memory), else ordinary memory.
 inline std::pmr::memory_resource* batch_memory_or_default(const std::shared_ptr<std::pmr::memory_resource>& m) {
@@ -63,6 +72,8 @@ class batch_source {
   // Bad samples met so far, one entry per reason the source can meet, in the same order on
   // every rank of a job (the trainer sums them over ranks per step); none for generated data.
   virtual std::vector<msg::bad_sample_count> bad_sample_totals() const { return {}; }
+  // Which samples those were (cumulative draws), and the mismatched names; none for generated data.
+  virtual bad_sample_listing bad_samples_listed() const { return {}; }
   // The micro-batches already packed that next() returns next, at most `max`, oldest first
   // (memory_features.hpp): what a memory forecast may know of the coming steps. Only the data
   // stage actors read ahead into packed batches; the other sources know none.

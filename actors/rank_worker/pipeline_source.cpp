@@ -32,6 +32,14 @@ std::vector<msg::bad_sample_count> bad_sample_totals_of(const data::bad_data_cou
   return out;
 }
 
+bad_sample_listing bad_samples_listed_of(const data::bad_data_counts& bad) {
+  bad_sample_listing out;
+  out.totals = bad_sample_totals_of(bad);
+  out.mismatched = bad.mismatched;
+  for (const auto& [key, s] : bad.samples) out.samples.push_back({key, s.reason, s.cause, s.draws});
+  return out;
+}
+
 uint64_t downgraded_in(const data::micro_batch& b) {
   uint64_t n = 0;
   for (uint8_t d : b.downgraded) n += d;
@@ -58,6 +66,8 @@ void pipeline_source::reslot(const data_slot& slot) {
 std::vector<msg::bad_sample_count> pipeline_source::bad_sample_totals() const {
   return bad_sample_totals_of(pipe_->bad_data());
 }
+
+bad_sample_listing pipeline_source::bad_samples_listed() const { return bad_samples_listed_of(pipe_->bad_data()); }
 
 model::micro_batch pipeline_source::next() {
   const auto b = pipe_->next_batch();

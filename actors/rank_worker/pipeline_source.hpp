@@ -28,6 +28,7 @@ class pipeline_source final : public batch_source {
   uint64_t downgraded_total() const override { return downgraded_; }
   // Every reason of data::bad_reason, counted since this source was built.
   std::vector<msg::bad_sample_count> bad_sample_totals() const override;
+  bad_sample_listing bad_samples_listed() const override;
   const data::data_pipeline& pipeline() const { return *pipe_; }
 
  private:
@@ -43,6 +44,7 @@ class pipeline_source final : public batch_source {
 data::pipeline_setup pipeline_setup_for(const config::job_config& cfg, data_watch watch = {});
 data::order_slot order_slot_of(const data_slot& s);
 std::vector<msg::bad_sample_count> bad_sample_totals_of(const data::bad_data_counts& bad);
+bad_sample_listing bad_samples_listed_of(const data::bad_data_counts& bad);
 uint64_t downgraded_in(const data::micro_batch& b);
 
 // True when every data source is synthetic:// (then synthetic_source applies).

@@ -41,7 +41,9 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   double targets = 0, inputs = 0;
   model_.zero_gradients();
   const uint64_t downgraded_before = data_->downgraded_total();
-  const auto bad_before = data_->bad_sample_totals();
+  // The counts the last step ended with: a sample the data stages count between two steps
+  // (packing ahead) belongs to the next step's count, never to none.
+  const auto bad_before = bad_counted_;
   const float scale = 1.0f / static_cast<float>(settings_.grad_accum);
   last_batch_ = {};
   last_fit_.reset();
@@ -92,11 +94,19 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   last_allreduce_ = {clock_.now() - allreduce_from, grads.size() * sizeof(float)};
   // Epochs are small integers, exact in a float (below 2^24); only rank 0 adds one.
   const auto downgraded = static_cast<float>(data_->downgraded_total() - downgraded_before);
-  // Bad samples of this step per reason follow the five fixed statistics; every rank of a job
-  // has the same kind of data source, so the same reasons in the same order.
-  const auto bad_after = data_->bad_sample_totals();
+  // Good samples decoded by bytes unlike their names, this step, are the sixth statistic; bad
+  // samples of this step per reason follow (every rank of a job has the same kind of data
+  // source, so the same reasons in the same order). Counts and listing are one snapshot, so
+  // the samples named agree with the counts summed.
+  last_listing_ = data_->bad_samples_listed();
+  const auto bad_after = last_listing_.totals;
+  bad_counted_ = bad_after;
+  const uint64_t mismatched_after = last_listing_.mismatched;
+  const auto mismatched = static_cast<float>(mismatched_after - std::min(mismatched_after, mismatched_before_));
+  mismatched_before_ = mismatched_after;
   std::vector<float> stats = {static_cast<float>(loss_sum), static_cast<float>(targets), static_cast<float>(inputs),
-                              static_cast<float>(announce), downgraded};
+                              static_cast<float>(announce), downgraded, mismatched};
+  constexpr size_t bad_from = 6;
   for (size_t i = 0; i < bad_after.size(); ++i)
     stats.push_back(static_cast<float>(bad_after[i].count - (i < bad_before.size() ? bad_before[i].count : 0)));
   comm_->all_reduce(stats, transport::reduce_op::sum);
@@ -118,8 +128,9 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   own_tokens_per_s_ = elapsed.count() > 0 ? inputs * 1e9 / static_cast<double>(elapsed.count()) : 0;
   r.data_wait_ns = data_wait.count();
   r.downgraded_samples = static_cast<uint64_t>(stats[4]);  // all ranks, this step
+  r.mismatched_names = static_cast<uint64_t>(stats[5]);
   for (size_t i = 0; i < bad_after.size(); ++i)
-    if (const auto n = static_cast<uint64_t>(stats[5 + i]); n > 0) r.bad_samples.push_back({bad_after[i].reason, n});
+    if (const auto n = static_cast<uint64_t>(stats[bad_from + i]); n > 0) r.bad_samples.push_back({bad_after[i].reason, n});
   r.grad_norm = rep.grad_norm;
   r.optimizer_skipped = rep.skipped;
   r.loss_kind = msg::kind_of(r.loss);
@@ -127,6 +138,19 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   r.epoch = comm_->epoch();
   last_step_finite_ = std::isfinite(r.loss) && std::isfinite(r.grad_norm) && !rep.skipped;
   return r;
+}
+
+std::vector<msg::bad_sample_seen> rank_trainer::take_bad_samples_seen() {
+  std::vector<msg::bad_sample_seen> out;
+  for (auto s : last_listing_.samples) {
+    uint64_t& reported = seen_reported_[s.key];
+    if (s.draws <= reported) continue;
+    const uint64_t more = s.draws - reported;
+    reported = s.draws;
+    s.draws = more;
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 activation_bytes_fn rank_trainer::activations() const {

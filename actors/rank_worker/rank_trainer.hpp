@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,6 +84,9 @@ class rank_trainer {
   // False after a step whose loss or gradient was not finite (the optimizer skipped it): the
   // state then is no checkpoint to keep.
   bool last_step_finite() const { return last_step_finite_; }
+  // The distinct bad samples this rank drew up to the last step (as its counts say) since the
+  // last call, each with the draws since then (the rank sends them to the control process; each rank draws its own samples).
+  std::vector<msg::bad_sample_seen> take_bad_samples_seen();
   // What the last step's micro-batches asked of memory together (memory_features.hpp).
   const msg::batch_features& last_step_batch() const { return last_batch_; }
 
@@ -120,6 +124,10 @@ class rank_trainer {
   bool last_step_finite_ = true;
   allreduce_cost last_allreduce_;
   double own_tokens_per_s_ = 0;
+  uint64_t mismatched_before_ = 0;                  // the data source's count after the last step
+  bad_sample_listing last_listing_;                 // taken with the last step's bad-sample counts
+  std::vector<msg::bad_sample_count> bad_counted_;  // the data source's counts after the last step
+  std::map<std::string, uint64_t> seen_reported_;  // draws already reported, by key (bounded by the source's listing)
   msg::batch_features last_batch_;
   std::vector<float> host_grads_;  // staging when the model keeps gradients on a GPU
   fit_source fit_source_;

@@ -382,6 +382,9 @@ class managed_rank {
       }
       const auto peak = send_memory_sample();
       report_fit(t, peak);
+      // Which samples were bad: each rank draws its own, so each says so itself.
+      if (auto seen = t.take_bad_samples_seen(); !seen.empty())
+        link_.send(msg::bad_samples_seen{identity_.rank, t.steps_done(), std::move(seen)});
       if (metrics_) {
         const auto c = link_.totals();
         metrics_->on_control_link(c.kept, c.dropped, c.overflowed, c.resent);

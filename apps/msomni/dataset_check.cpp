@@ -40,9 +40,6 @@ modality inferred_kind(const data::shard_sample& s) {
   return modality::text;
 }
 
-std::string named_format(const std::string& ext) {
-  return ext == "png" ? "PNG" : ext == "mp4" ? "MP4" : "JPEG";
-}
 
 void check_sample(const data::byte_source& file, const std::string& shard, const data::shard_sample& smp, modality kind,
                   uint64_t max_bytes, data::media_decoder& decoder, check_result& r) {
@@ -69,7 +66,7 @@ void check_sample(const data::byte_source& file, const std::string& shard, const
       has_caption = true;
     } else {
       s.media = std::move(bytes);
-      s.media_ext = ext == "jpeg" ? "jpg" : ext;
+      s.media_ext = ext;
       has_media = !s.media.empty();
     }
   }
@@ -87,15 +84,11 @@ void check_sample(const data::byte_source& file, const std::string& shard, const
     const auto choice = data::choose_media_format(kind, s.media_ext, s.media);
     if (choice.mismatched_name)
       add_problem(r, shard, smp.key, "mismatched_name",
-                  std::string("named .") + s.media_ext + " but its bytes are " + named_format(std::string(sniffed)) +
+                  std::string("named .") + s.media_ext + " but its bytes are " + std::string(data::format_label(sniffed)) +
                       " (the pipeline decodes it by its bytes and counts it)");
     const data::decoded_sample d = decoder.decode(s, false);
     if (d.bad) {
-      std::string detail = "the decoder refused it";
-      if (d.reason == data::bad_reason::too_many_pixels)
-        detail = "its header states more pixels than --max-image-pixels / --max-video-pixels allow";
-      else if (sniffed.empty()) detail += std::string(" (its bytes are no ") + (kind == modality::image ? "JPEG or PNG" : "MP4") + ")";
-      else if (!data::accepted_format(kind, sniffed)) detail += " (its bytes are " + named_format(std::string(sniffed)) + ")";
+      const std::string detail = d.cause;
       add_problem(r, shard, smp.key, data::to_string(d.reason), detail);
       return;
     }

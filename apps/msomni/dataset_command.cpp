@@ -80,11 +80,13 @@ int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::os
   int64_t per_shard = 1000;
   auto* pack = app.add_subcommand("pack", "pack a folder of captioned images or videos into shards");
   pack->footer(command_line::wrap_lines(
-      "Packs every .jpg/.jpeg/.png (--images) or .mp4 (--videos) file under DIR, recursively in name order, with its "
-      "caption into OUT/shard-000000.tar, ... and lists the files skipped and why. Exit 0 when it packed something, 1 "
-      "when nothing was packed or OUT already holds shards (nothing is overwritten), 2 on bad usage.", 100));
-  auto* source = pack->add_option("--images", images, "a folder of images (.jpg, .jpeg, .png)")->type_name("DIR");
-  pack->add_option("--videos", videos, "a folder of videos (.mp4)")->type_name("DIR")->excludes(source);
+      "Packs every image (--images: JPEG, PNG, WebP, GIF, BMP) or video (--videos: MP4, MOV, M4V, fragmented "
+      "MP4, MKV, WebM, AVI) under DIR, judged by its bytes, recursively in name order, with its caption into "
+      "OUT/shard-000000.tar, ... Each file is decoded once as training decodes it; what training would refuse is "
+      "skipped, and every file skipped is listed with the cause. Exit 0 when it packed something, 1 when nothing was "
+      "packed or OUT already holds shards (nothing is overwritten), 2 on bad usage.", 100));
+  auto* source = pack->add_option("--images", images, "a folder of images")->type_name("DIR");
+  pack->add_option("--videos", videos, "a folder of videos")->type_name("DIR")->excludes(source);
   pack->add_option("--out", po.out, "the directory the shards go to (new or without .tar files)")
       ->type_name("OUT")
       ->required();
@@ -94,6 +96,18 @@ int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::os
                    "file's stem (underscores and dashes as spaces)")
       ->check(CLI::IsMember({"txt", "name"}))
       ->capture_default_str();
+  int64_t pack_max_bytes = int64_t(po.limits.max_sample_bytes);
+  int64_t pack_max_image_pixels = config::default_max_image_pixels;
+  int64_t pack_max_video_pixels = config::default_max_video_pixels;
+  command_line::add_number(*pack, "--max-sample-bytes", pack_max_bytes, limits::io::max_sample_bytes,
+                           "a larger file is skipped, as training refuses it (io.max_sample_bytes of the job)")
+      ->type_name("BYTES");
+  command_line::add_number(*pack, "--max-image-pixels", pack_max_image_pixels, limits::io::max_image_pixels,
+                           "an image whose header states more pixels is skipped (io.max_image_pixels of the job)")
+      ->type_name("N");
+  command_line::add_number(*pack, "--max-video-pixels", pack_max_video_pixels, limits::io::max_video_pixels,
+                           "a video whose frames have more pixels is skipped (io.max_video_pixels of the job)")
+      ->type_name("N");
 
   std::string uri, modality_name;
   bool json = false;
@@ -106,8 +120,8 @@ int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::os
   check->add_option("URI", uri, "a directory of shards, one .tar file, or a pattern (shards/shard-00000?.tar)")
       ->required();
   check->add_option("--modality", modality_name,
-                    "every sample is of this modality (default: each sample's media member says: .jpg/.jpeg/.png "
-                    "image, .mp4 video, none text)")
+                    "every sample is of this modality (default: each sample's media member's extension says: an "
+                    "image or a video extension, none: text)")
       ->check(CLI::IsMember({"image", "video", "text"}));
   command_line::add_number(*check, "--max-sample-bytes", max_bytes, limits::io::max_sample_bytes,
                            "a member larger than this is too_large (as io.max_sample_bytes)")
@@ -131,6 +145,7 @@ int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::os
       po.kind = images.empty() ? modality::video : modality::image;
       po.per_shard = uint64_t(per_shard);
       po.caption_from_name = caption_from == "name";
+      po.limits = {uint64_t(pack_max_bytes), uint64_t(pack_max_image_pixels), uint64_t(pack_max_video_pixels)};
       return cmd_pack(po, out, err);
     }
     std::optional<modality> kind;

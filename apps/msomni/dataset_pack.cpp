@@ -1,11 +1,16 @@
 // `msomni dataset pack`: a plain folder of captioned images or videos to WebDataset shards
-// (see dataset_tools.hpp). Every media file whose caption is found becomes one sample, KEY.EXT
-// + KEY.txt, KEY being its path under the folder without the extension ('/' kept, other dots
-// as '_', since the reader cuts a member name at the first dot after the last '/'). The
-// member's extension follows the file's bytes, so a PNG named .jpeg is packed as .png.
+// (see dataset_tools.hpp). Every file whose bytes are media of the chosen modality
+// (media_format.hpp: judged by content, not by name) and whose caption is found is decoded
+// once by the pipeline's own decoder; when it decodes, it becomes one sample, KEY.EXT +
+// KEY.txt, KEY being its path under the folder without the extension ('/' kept, other dots as
+// '_', since the reader cuts a member name at the first dot after the last '/'). The member
+// keeps its own extension (.mov, .webm, .jpeg) when that names the format its bytes are;
+// otherwise the extension follows the bytes, so a PNG named .jpeg is packed as .png and a
+// JPEG named .dat as .jpg. What training would refuse is refused here, with the cause.
 #include "dataset_tools.hpp"
 
 #include "durable_io.hpp"
+#include "media_decoder.hpp"
 #include "media_format.hpp"
 #include "sample.hpp"
 #include "tar_format.hpp"
@@ -35,8 +40,17 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool media_extension(modality kind, const std::string& ext) {
-  return kind == modality::image ? (ext == ".jpg" || ext == ".jpeg" || ext == ".png") : ext == ".mp4";
+// The member extension for bytes of `format` in a file named with `ext` (".MOV"): its own
+// when it names that format, else the format's.
+std::string member_extension(const std::string& ext, std::string_view format) {
+  const std::string own = ext.empty() ? ext : ext.substr(1);
+  return data::format_of_extension(own) == format ? own : std::string(format);
+}
+
+// How to make a refused file into one msomni decodes.
+std::string conversion_hint(modality kind) {
+  return kind == modality::image ? "; convert it with e.g. `ffmpeg -i FILE FILE.png`"
+                                 : "; convert it with e.g. `ffmpeg -i FILE -c:v libx264 -pix_fmt yuv420p FILE.mp4`";
 }
 
 // The whole file, or nullopt with errno's reason in `why`.
@@ -72,7 +86,7 @@ std::string caption_from_stem(const std::string& stem) {
 
 struct sample_file {
   fs::path media;
-  std::string key, ext;  // ext: what the bytes are ("jpg", "png", "mp4")
+  std::string key, ext;  // ext: the member's extension (its own when it names what the bytes are)
   std::vector<uint8_t> bytes;
   std::string caption;
 };
@@ -139,17 +153,50 @@ pack_result pack_dataset(const pack_options& o) {
   std::set<std::string> keys;
   std::vector<sample_file> pending;
   fs::create_directories(o.out);
+  data::decode_options decode;
+  decode.image_size = 16;
+  decode.video_frames = 2;
+  decode.max_image_pixels = o.limits.max_image_pixels;
+  decode.max_video_pixels = o.limits.max_video_pixels;
+  data::media_decoder decoder(decode);
+  std::set<fs::path> media_stems;  // every non-caption file, judged or refused: its caption is accounted for
   for (const auto& f : files) {
     const std::string ext = lower(f.extension().string());
     if (ext == ".txt") continue;  // a caption: taken with its media below, or reported after
-    if (!media_extension(o.kind, ext)) {
-      r.skipped.push_back({f.string(), "unknown extension (" + std::string(o.kind == modality::image ? ".jpg, .jpeg, .png" : ".mp4") +
-                                           " are packed)"});
+    media_stems.insert(fs::path(f).replace_extension());
+    std::error_code size_ec;
+    const uint64_t size = fs::file_size(f, size_ec);
+    if (!size_ec && size > o.limits.max_sample_bytes) {
+      r.skipped.push_back({f.string(), std::to_string(size) + " bytes, over --max-sample-bytes " +
+                                           std::to_string(o.limits.max_sample_bytes) + " (training refuses it as too_large)"});
+      continue;
+    }
+    std::string why;
+    auto bytes = read_bytes(f, why);
+    if (!bytes) {
+      r.skipped.push_back({f.string(), why});
+      continue;
+    }
+    const std::string_view format = data::sniff_media_format(*bytes);
+    if (!data::accepted_format(o.kind, format)) {
+      const bool named_media = !data::format_of_extension(ext.empty() ? ext : ext.substr(1)).empty();
+      if (format.empty() && !named_media) {
+        r.skipped.push_back({f.string(), std::string("not ") + (o.kind == modality::image ? "an image" : "a video") +
+                                             " msomni decodes, by its bytes (accepted: " +
+                                             std::string(data::accepted_extensions(o.kind)) + ")"});
+      } else if (format.empty()) {
+        r.skipped.push_back({f.string(), "named " + ext + " but its bytes are no " + to_string(o.kind) +
+                                             " format msomni decodes" + conversion_hint(o.kind)});
+      } else {
+        r.skipped.push_back({f.string(), "its bytes are a " + std::string(data::format_label(format)) + " " +
+                                             to_string(data::kind_of_format(format)) + "; pack " +
+                                             to_string(data::kind_of_format(format)) + "s with --" +
+                                             to_string(data::kind_of_format(format)) + "s"});
+      }
       continue;
     }
     sample_file s;
     s.media = f;
-    std::string why;
     if (o.caption_from_name) {
       s.caption = caption_from_stem(f.stem().string());
     } else {
@@ -174,21 +221,24 @@ pack_result pack_dataset(const pack_options& o) {
       r.skipped.push_back({f.string(), "caption is not valid UTF-8"});
       continue;
     }
-    auto bytes = read_bytes(f, why);
-    if (!bytes) {
-      r.skipped.push_back({f.string(), why});
+    s.ext = member_extension(ext, format);
+    // Decoded once, as training decodes it: what would be refused there is refused here.
+    data::raw_sample probe;
+    probe.kind = o.kind;
+    probe.key = f.string();
+    probe.media_ext = s.ext;
+    probe.caption = s.caption;
+    probe.media = std::move(*bytes);
+    const data::decoded_sample decoded = decoder.decode(probe, false);
+    if (decoded.bad) {
+      r.skipped.push_back({f.string(), std::string(data::to_string(decoded.reason)) + ": " + decoded.cause +
+                                           (decoded.reason == data::bad_reason::too_many_pixels ? "" : conversion_hint(o.kind))});
       continue;
     }
-    const std::string_view format = data::sniff_media_format(*bytes);
-    if (!data::accepted_format(o.kind, format)) {
-      r.skipped.push_back({f.string(), std::string("its bytes are no ") + (o.kind == modality::image ? "JPEG or PNG image" : "MP4 video")});
-      continue;
-    }
-    s.ext = std::string(format);
-    s.bytes = std::move(*bytes);
+    s.bytes = std::move(probe.media);
     s.key = key_of(fs::relative(f, o.source).replace_extension());
     // A key must be unique in the dataset and fit a ustar name with its extension.
-    if (keys.count(s.key) || s.key.size() + 5 > member_name_max) {
+    if (keys.count(s.key) || s.key.size() + 1 + s.ext.size() > member_name_max) {
       s.key = "sample-" + std::to_string(r.packed);
       while (keys.count(s.key)) s.key += "_";
     }
@@ -202,9 +252,6 @@ pack_result pack_dataset(const pack_options& o) {
   }
   if (!pending.empty()) r.shards.push_back(write_shard(o.out, r.shards.size(), pending));
   if (!o.caption_from_name) {
-    std::set<fs::path> media_stems;
-    for (const auto& f : files)
-      if (media_extension(o.kind, lower(f.extension().string()))) media_stems.insert(fs::path(f).replace_extension());
     for (const auto& f : files)
       if (lower(f.extension().string()) == ".txt" && !media_stems.count(fs::path(f).replace_extension()))
         r.skipped.push_back({f.string(), "a caption without a media file of the same name"});

@@ -16,12 +16,21 @@
 
 namespace msomni::cli {
 
+// What a job refuses: a member larger than max_sample_bytes (too_large), media whose header
+// states more pixels than max_*_pixels (too_many_pixels, undecoded); as io.* of a job config.
+struct check_limits {
+  uint64_t max_sample_bytes = uint64_t(config::io_section{}.max_sample_bytes);
+  uint64_t max_image_pixels = uint64_t(config::default_max_image_pixels);
+  uint64_t max_video_pixels = uint64_t(config::default_max_video_pixels);
+};
+
 struct pack_options {
   std::filesystem::path source;      // the folder walked (recursively, in name order)
-  modality kind = modality::image;   // image: .jpg .jpeg .png; video: .mp4
+  modality kind = modality::image;   // which media is packed, judged by the files' bytes (media_format.hpp)
   std::filesystem::path out;         // where shard-000000.tar ... are written
   uint64_t per_shard = 1000;         // samples per shard
   bool caption_from_name = false;    // false: a sibling KEY.txt; true: the file's stem
+  check_limits limits;               // a file training would refuse by these is refused here
 };
 
 struct pack_skip {
@@ -62,14 +71,9 @@ inline constexpr size_t check_problems_listed_max = 1000;
 // groups each shard's members into samples as the reader does, and checks every sample: its
 // members present and within max_sample_bytes, its caption text, its media decoded by the
 // real decoder. `kind`: every sample is of that modality; nullopt: each sample's modality is
-// what its media member says (.jpg/.jpeg/.png image, .mp4 video, none: text). Throws
+// what its media member's extension says (media_format.hpp; none: text). Throws
 // std::invalid_argument for a uri that names nothing or a malformed pattern.
 // `max_image_pixels` / `max_video_pixels`: media stating more is too_many_pixels, undecoded.
-struct check_limits {
-  uint64_t max_sample_bytes = uint64_t(config::io_section{}.max_sample_bytes);
-  uint64_t max_image_pixels = uint64_t(config::default_max_image_pixels);
-  uint64_t max_video_pixels = uint64_t(config::default_max_video_pixels);
-};
 check_result check_dataset(const std::string& uri, std::optional<modality> kind, const check_limits& limits);
 
 }  // namespace msomni::cli

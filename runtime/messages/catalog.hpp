@@ -68,6 +68,8 @@ CAF_ADD_TYPE_ID(msomni, (msomni::msg::node_pair_result))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::agent_signalled))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::rank_rejoin))
 CAF_ADD_TYPE_ID(msomni, (msomni::msg::rejoin_answer))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::bad_sample_seen))
+CAF_ADD_TYPE_ID(msomni, (msomni::msg::bad_samples_seen))
 CAF_END_TYPE_ID_BLOCK(msomni)
 
 namespace msomni {

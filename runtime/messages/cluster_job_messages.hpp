@@ -8,9 +8,14 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace msomni::msg {
+
+// The numbers a scheduler decision or hold compared, by name, in the order its reason gives
+// them (sched::figures on the wire).
+using reason_figures = std::vector<std::pair<std::string, double>>;
 
 // job -> scheduler: run me. The sender is where the job's commands go. `job_class`:
 // 0 critical, 1 regular, 2 best-effort. Idempotent: a repeat of a known job is ignored.
@@ -84,6 +89,7 @@ struct job_command {
   uint64_t resume_step = 0;
   double at_s = 0;
   std::string reason;
+  reason_figures figures;  // the numbers in `reason`, by name
   bool operator==(const job_command&) const = default;
 };
 
@@ -115,6 +121,10 @@ struct scheduler_job_row {
   // ended): the command's exit code, and for a stopped job the step it resumes from.
   int32_t exit_code = 0;
   uint64_t checkpoint_step = 0;
+  // Why it is where it is when not held: a guest's placement, a running critical job's lending
+  // (empty otherwise); and the numbers of hold_detail, else of `why`.
+  std::string why;
+  reason_figures figures;
   bool operator==(const scheduler_job_row&) const = default;
 };
 
@@ -146,7 +156,11 @@ struct scheduler_status {
   // restart of the scheduler.
   std::vector<scheduler_job_row> ended;
   uint64_t ended_capacity = 0;
+  reason_figures held_figures;  // the numbers of held_detail
+  // The newest decisions and holds, oldest first, at most max_recent_decisions.
+  std::vector<job_command> recent;
   static constexpr size_t max_status_rows = 256;
+  static constexpr size_t max_recent_decisions = 32;
   bool operator==(const scheduler_status&) const = default;
 };
 

@@ -34,7 +34,7 @@ typename Inspector::result_type inspect(Inspector& f, job_finished& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_command& x) {
   return f(caf::meta::type_name("job_command"), x.kind, x.job, x.epoch, x.gpus, x.replicas,
-           x.keep_replicas, x.drain_s, x.host, x.share, x.resume_step, x.at_s, x.reason);
+           x.keep_replicas, x.drain_s, x.host, x.share, x.resume_step, x.at_s, x.reason, x.figures);
 }
 
 template <class Inspector>
@@ -45,7 +45,8 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_status_request& 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scheduler_job_row& x) {
   return f(caf::meta::type_name("scheduler_job_row"), x.job, x.job_class, x.phase, x.gpus, x.replicas, x.borrowed,
-           x.host, x.since_s, x.hold, x.hold_detail, x.share, x.exit_code, x.checkpoint_step);
+           x.host, x.since_s, x.hold, x.hold_detail, x.share, x.exit_code, x.checkpoint_step, x.why,
+           x.figures);
 }
 
 template <class Inspector>
@@ -54,7 +55,7 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_status& x) {
            x.pending_regular, x.pending_best_effort, x.queue_capacity, x.running, x.borrowed, x.draining, x.guests,
            x.decisions, x.reserve_deferrals, x.rejected, x.budget_holds, x.recovering, x.held_back, x.jobs,
            x.jobs_listed_of, x.now_s, x.metrics_address, x.held, x.held_job, x.held_detail, x.best_effort_drain_s,
-           x.ended, x.ended_capacity);
+           x.ended, x.ended_capacity, x.held_figures, x.recent);
 }
 
 }  // namespace msomni::msg

@@ -52,7 +52,27 @@ struct step_record {
   uint8_t loss_kind = 0;           // number_kind of loss (value_of(loss, loss_kind) is the loss)
   uint8_t grad_norm_kind = 0;      // number_kind of grad_norm
   uint64_t epoch = 0;              // the membership epoch the step was taken in
+  uint64_t mismatched_names = 0;   // all ranks, this step: good samples whose names say another format
   bool operator==(const step_record&) const = default;
+};
+
+// One distinct bad (or mismatched-name) sample a rank drew: its key ("<shard>/<member key>"),
+// reason, cause in words, and how many more times it was drawn since the rank last said.
+struct bad_sample_seen {
+  std::string key;
+  std::string reason;
+  std::string cause;
+  uint64_t draws = 0;
+  bool operator==(const bad_sample_seen&) const = default;
+};
+
+// rank -> orchestrator, after a step in which the rank drew bad samples: which ones (at most
+// the data pipeline's listing bound of distinct samples per rank over the job).
+struct bad_samples_seen {
+  uint32_t rank = 0;
+  uint64_t step = 0;
+  std::vector<bad_sample_seen> samples;
+  bool operator==(const bad_samples_seen&) const = default;
 };
 
 // checkpoint writer -> orchestrator: one shard written (or failed, with why).

@@ -18,7 +18,17 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_record& x) {
   return f(caf::meta::type_name("step_record"), x.step, x.world_size, x.loss, x.step_time_ns,
            x.tokens_per_s, x.data_wait_ns, x.downgraded_samples, x.checkpoint_ns, x.bad_samples,
-           x.grad_norm, x.optimizer_skipped, x.loss_kind, x.grad_norm_kind, x.epoch);
+           x.grad_norm, x.optimizer_skipped, x.loss_kind, x.grad_norm_kind, x.epoch, x.mismatched_names);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, bad_sample_seen& x) {
+  return f(caf::meta::type_name("bad_sample_seen"), x.key, x.reason, x.cause, x.draws);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, bad_samples_seen& x) {
+  return f(caf::meta::type_name("bad_samples_seen"), x.rank, x.step, x.samples);
 }
 
 template <class Inspector>

@@ -52,6 +52,57 @@ TEST_CASE("media formats are recognised by their first bytes") {
   CHECK_FALSE(data::choose_media_format(modality::video, "mp4", image(gen::image_format::png, 1)).mismatched_name);
 }
 
+TEST_CASE("every container and image family is recognised by its first bytes and named by its extensions") {
+  const auto head = [](std::initializer_list<int> b, std::string tail = {}) {
+    std::vector<uint8_t> v;
+    for (int x : b) v.push_back(uint8_t(x));
+    v.insert(v.end(), tail.begin(), tail.end());
+    v.resize(std::max<size_t>(v.size(), 32), 0);
+    return v;
+  };
+  CHECK(data::sniff_media_format(head({}, "RIFF\x10\x01\x01\x01WEBPVP8 ")) == "webp");
+  CHECK(data::sniff_media_format(head({}, "RIFF\x10\x01\x01\x01" "AVI LIST")) == "avi");
+  CHECK(data::sniff_media_format(head({}, "GIF89a")) == "gif");
+  CHECK(data::sniff_media_format(head({'B', 'M', 0, 0, 0, 0, 0, 0, 0, 0, 54, 0, 0, 0, 40, 0, 0, 0})) == "bmp");
+  CHECK(data::sniff_media_format(head({'B', 'M', 0, 0, 0, 0, 0, 0, 0, 0, 54, 0, 0, 0, 99, 0, 0, 0})) == "");  // no DIB size
+  CHECK(data::sniff_media_format(head({0x1A, 0x45, 0xDF, 0xA3})) == "mkv");
+  CHECK(data::sniff_media_format(head({0, 0, 0, 8}, "moov")) == "mp4");  // QuickTime without ftyp
+  CHECK(data::sniff_media_format(head({}, "II*")) == "");                // TIFF: not decoded
+  for (const char* ext : {"mp4", "m4v", "mov"}) CHECK(data::format_of_extension(ext) == "mp4");
+  for (const char* ext : {"mkv", "webm"}) CHECK(data::format_of_extension(ext) == "mkv");
+  CHECK(data::format_of_extension("jpeg") == "jpg");
+  CHECK(data::format_of_extension("tiff") == "");
+  CHECK(data::kind_of_format("webp") == modality::image);
+  CHECK(data::kind_of_format("avi") == modality::video);
+  CHECK(data::accepted_format(modality::video, "mkv"));
+  CHECK_FALSE(data::accepted_format(modality::image, "mkv"));
+  CHECK_FALSE(data::accepted_format(modality::text, "jpg"));
+  // A .mov that is an ISO file and a .webm that is Matroska name their own family: no mismatch.
+  CHECK_FALSE(data::choose_media_format(modality::video, "mov", head({0, 0, 0, 8}, "ftypisom")).mismatched_name);
+  CHECK_FALSE(data::choose_media_format(modality::video, "webm", head({0x1A, 0x45, 0xDF, 0xA3})).mismatched_name);
+  CHECK(data::choose_media_format(modality::video, "mp4", head({0x1A, 0x45, 0xDF, 0xA3})).mismatched_name);
+}
+
+TEST_CASE("bad data counts name each distinct sample once with its draws, bounded, and merge") {
+  data::bad_data_counts a, b;
+  a.add(data::bad_reason::corrupt_video, "s0.tar/clip", "a cut file");
+  a.add(data::bad_reason::corrupt_video, "s0.tar/clip", "a cut file");
+  a.add_mismatched("s0.tar/cat", "png");
+  b.add(data::bad_reason::corrupt_video, "s0.tar/clip", "a cut file");
+  a.merge(b);
+  CHECK(a[data::bad_reason::corrupt_video] == 3);
+  CHECK(a.samples.at("s0.tar/clip").draws == 3);
+  CHECK(a.samples.at("s0.tar/clip").cause == "a cut file");
+  CHECK(a.samples.at("s0.tar/cat").reason == "mismatched_name");
+  CHECK(a.samples.at("s0.tar/cat").cause.find("PNG") != std::string::npos);
+  CHECK(a.mismatched == 1);
+  CHECK(a.total() == 3);  // a mismatched name is no bad sample
+  data::bad_data_counts many;
+  for (size_t i = 0; i < data::bad_data_counts::samples_max + 3; ++i) many.add(data::bad_reason::too_large, "k" + std::to_string(i));
+  CHECK(many.samples.size() == data::bad_data_counts::samples_max);
+  CHECK(many.unlisted_draws == 3);
+}
+
 TEST_CASE("a PNG named .jpeg and a JPEG named .png decode by their bytes and are marked mismatched") {
   gen::quiet_ffmpeg_logs();
   data::media_decoder dec({16, 2, 64});

@@ -73,7 +73,11 @@ TEST_CASE("the summary counts losses, medians, worlds, elastic events and checkp
   CHECK(j.at("elastic_events").at("rank_down") == 2);
   CHECK(j.at("checkpoints") == nlohmann::json{{"committed", 2}, {"failed", 1}, {"last_step", 4}});
   CHECK(j.at("resume") == nlohmann::json{{"step", 4}, {"checkpoint", "step-00000004"}});
-  CHECK(j.at("bad_samples") == nlohmann::json{{"total", 3}, {"by_reason", {{"corrupt_image", 3}}}});
+  CHECK(j.at("bad_samples") == nlohmann::json{{"total", 3},
+                                              {"by_reason", {{"corrupt_image", 3}}},
+                                              {"samples", nlohmann::json::array()},
+                                              {"unlisted_draws", 0}});
+  CHECK(j.at("mismatched_names") == 0);
   CHECK(j.at("downgraded_samples") == 7);
   CHECK(j.at("slow_data_steps") == 1);
 
@@ -83,6 +87,40 @@ TEST_CASE("the summary counts losses, medians, worlds, elastic events and checkp
   CHECK(text.find("resume from   step 4 (step-00000004)\n") != std::string::npos);
   CHECK(text.find("elastic       rank_down 2, recovered 1, recovery 1\n") != std::string::npos);
   CHECK(text.find("bad samples   3: corrupt_image=3\n") != std::string::npos);
+
+  // The samples behind the counts, each once with its draws, most drawn first.
+  bad_sample_ledger ledger;
+  const auto notes = ledger.on_seen({1, 3, {{"shard-000001.tar/cat", "corrupt_image", "a cut JPEG: no end-of-image marker", 1},
+                                           {"shard-000002.tar/dog", "corrupt_image", "", 1}}});
+  CHECK(notes.size() == 2);
+  CHECK(notes[0] == "shard-000001.tar/cat: corrupt_image (a cut JPEG: no end-of-image marker), first drawn by rank 1 in step 3");
+  CHECK(ledger.on_seen({0, 4, {{"shard-000002.tar/dog", "corrupt_image", "", 2}}}).empty());  // known: counted only
+  auto listed = f;
+  listed.bad_sample_list = ledger.entries();
+  const auto lj = nlohmann::json::parse(summary_json(listed, stopped_end()).dump());
+  REQUIRE(lj.at("bad_samples").at("samples").size() == 2);
+  CHECK(lj.at("bad_samples").at("samples").at(0) == nlohmann::json{{"shard", "shard-000002.tar"}, {"key", "dog"},
+                                                                     {"reason", "corrupt_image"}, {"cause", ""},
+                                                                     {"draws", 3}, {"first_step", 3}, {"first_rank", 1}});
+  const auto lt = summary_text(listed, stopped_end());
+  CHECK(lt.find("shard-000002.tar/dog  corrupt_image x3\n") != std::string::npos);
+  CHECK(lt.find("shard-000001.tar/cat  corrupt_image x1 (a cut JPEG: no end-of-image marker)\n") != std::string::npos);
+}
+
+TEST_CASE("the bad-sample listing is bounded: samples past it are counted as unlisted draws") {
+  bad_sample_ledger ledger;
+  msomni::msg::bad_samples_seen m{0, 1, {}};
+  for (size_t i = 0; i < bad_sample_ledger::listed_max + 5; ++i)
+    m.samples.push_back({"s.tar/k" + std::to_string(i), "missing_member", "no .txt caption member", 2});
+  const auto notes = ledger.on_seen(m);
+  CHECK(notes.size() == bad_sample_ledger::listed_max);
+  CHECK(notes.back().find("the listing is full") != std::string::npos);
+  CHECK(ledger.entries().size() == bad_sample_ledger::listed_max);
+  CHECK(ledger.unlisted_draws() == 10);
+  const auto lines = bad_sample_lines(ledger.entries(), ledger.unlisted_draws(), 8);
+  CHECK(lines.size() == 10);
+  CHECK(lines[8] == "... " + std::to_string(bad_sample_ledger::listed_max - 8) + " more samples listed in summary.json");
+  CHECK(lines[9].find("10 draws of samples past the listing") != std::string::npos);
 }
 
 TEST_CASE("a run that recorded nothing has nulls, not zeros, for what it never measured") {
