@@ -104,6 +104,12 @@ int run_inspect(const std::vector<std::string>& args, std::ostream& out, std::os
       ->transform(command_line::within(0.1, 3600.0));
   app.add_flag("--once", once, "print one snapshot and exit (plain text, no terminal needed)");
   app.add_flag("--json", as_json, "with --once: the job's inspect reply as JSON, plus \"scheduler\"");
+  std::string views = "Views (key or letter): ";
+  for (size_t i = 0; i < inspect::view_count; ++i) {
+    const auto v = static_cast<inspect::view>(i);
+    views += (i ? ", " : "") + std::to_string(i + 1) + " " + inspect::view_letter(v) + " " + inspect::view_name(v);
+  }
+  app.footer(views + ". Tab: next view; o/O: sort; q: quit.");
   if (const auto rc = command_line::parse(app, args, out, err)) return *rc;
   if (run_dir.empty() && scheduler_info.empty())
     return command_line::refuse(app, "give --run-dir DIR, --scheduler-info FILE or both", err);

@@ -43,6 +43,11 @@ std::string view_label(view v) {
 
 }  // namespace
 
+char view_letter(view v) {
+  static const char letters[] = {'a', 'r', 'd', 'e', 'p', 's', 'm'};
+  return letters[static_cast<size_t>(v)];
+}
+
 const char* view_name(view v) {
   static const char* const names[] = {"actors", "ranks", "data", "elastic", "predictor", "scheduler", "memory"};
   return names[static_cast<size_t>(v)];
@@ -103,9 +108,8 @@ std::vector<std::string> layout_table(const table& t, size_t width, size_t max_r
 }
 
 key_effect on_key(console_state& st, int key, size_t columns) {
-  static const char view_keys[] = {'a', 'r', 'd', 'e', 'p', 's', 'm'};
   for (size_t i = 0; i < view_count; ++i)
-    if (key == '1' + static_cast<int>(i) || key == view_keys[i]) {
+    if (key == '1' + static_cast<int>(i) || key == view_letter(static_cast<view>(i))) {
       st.current = static_cast<view>(i);
       return key_effect::redraw;
     }

@@ -30,6 +30,8 @@ using json = nlohmann::ordered_json;
 enum class view : unsigned char { actors, ranks, data, elastic, predictor, scheduler, memory };
 inline constexpr size_t view_count = 7;
 const char* view_name(view v);
+// The letter that shows a view besides its number (1..7): 'a' actors, 'r' ranks, ...
+char view_letter(view v);
 
 // One value of a table: the text shown, and what it sorts by (numbers numerically, the rest
 // by text; a row without the number ("-") goes last).
