@@ -12,7 +12,7 @@ packages=(
   prometheus-cpp-dev prometheus libncurses-dev tmux
   libcurl4-openssl-dev etcd-server etcd-client
   slurm-wlm munge
-  python3-matplotlib
+  python3-matplotlib python3-torch
   patchelf xz-utils
 )
 # Extra packages for a caller (e.g. benchmarks): MSOMNI_EXTRA_PACKAGES="python3-torch python3-av openmpi-bin"

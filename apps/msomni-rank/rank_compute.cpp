@@ -12,7 +12,8 @@ rank_compute decide_rank_compute(const config::job_config& cfg, int64_t threads,
   const auto local_index = kernels::local_rank_index(default_local_index);
   const auto facts = kernels::gather_gpu_facts();
   rank_compute rc;
-  rc.choice = config::choose_device(cfg.training.device, facts, local_index);
+  // A torch model computes on the CPU (docs/torch_models.md): "auto" means the CPU for it.
+  rc.choice = config::choose_device(cfg.model.name == "torch" ? std::string("cpu") : cfg.training.device, facts, local_index);
   const auto& c = rc.choice;
   if (c.refused)
     throw std::runtime_error("training.device = \"cuda\", but " + c.reason + "; use \"auto\" or \"cpu\" to train on the CPU");

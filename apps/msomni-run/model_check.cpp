@@ -5,6 +5,7 @@
 #include "config/config_loader.hpp"
 #include "config/plugin_library.hpp"
 #include "model/model_registry.hpp"
+#include "torch_module/torch_module_check.hpp"
 
 #include <filesystem>
 #include <sstream>
@@ -35,6 +36,15 @@ std::vector<config::config_error> check_model(const config::job_config& cfg, boo
   model::model_registry registry;
   models::register_builtin_models(registry);
   const auto builtin = registry.names();
+  if (cfg.model.name == "torch") {  // refused here, with the module's FILE:LINE, or not at all
+    models::torch_module_summary torch;
+    if (auto problems = models::check_torch_module(cfg, torch); !problems.empty()) return problems;
+    out.torch_module = torch.description + "; probe " + torch.probe;
+    out.parameters = torch.parameters;
+    out.memory = torch.memory;
+    out.built = true;
+    return {};
+  }
   const auto& plugin = cfg.model.plugin;
   // The rank loads the plugin only when the name is not built in; do the same here.
   if (!plugin.empty() && !registry.contains(cfg.model.name)) {
@@ -75,6 +85,12 @@ std::vector<config::config_error> check_model(const config::job_config& cfg, boo
 
 std::string render_model_summary(const model_summary& s, const config::job_config& cfg) {
   std::ostringstream os;
+  if (!s.torch_module.empty()) {
+    os << "  model check:  torch module " << s.torch_module << "\n";
+    os << "                " << s.parameters << " parameters; memory per rank " << mib(s.memory.total())
+       << " (parameters, gradients, AdamW state and the shared micro-batch; the module's activations, in its worker, are not counted)\n";
+    return os.str();
+  }
   if (s.plugin_path.empty()) {
     os << "  model check:  " << s.name << " is built in\n";
     return os.str();

@@ -77,7 +77,9 @@ std::string render_plan(const job_config& c, const node_gpu_facts& local) {
   os << "msomni plan for " << c.source_path << "\n";
   os << "  job:          " << c.job.name << " (class " << to_string(c.job.klass) << ")\n";
   os << "  model:        " << c.model.name;
-  if (c.model.plugin.empty())
+  if (c.model.name == "torch")  // the module's size: msomni-run's model check reports it
+    os << ": " << c.model.torch_class << " from " << c.model.torch_file << " (its size: see model check)";
+  else if (c.model.plugin.empty())
     os << ", d_model " << c.model.d_model << ", " << c.model.n_layers << " layers, " << c.model.n_heads
        << " heads, image " << c.model.image_size << "px / patch " << c.model.patch_size;
   else  // the plugin's model has a shape of its own: msomni-run's model check reports its size
@@ -158,6 +160,9 @@ uint64_t config_hash(const job_config& c) {
     os << '|' << s.name << ',' << s.uri << ',' << s.weight << ',' << to_string(s.kind);
   // Only present with a plugin that declares keys, so every other config keeps its hash.
   for (const auto& [key, value] : m.plugin_values) os << "|model." << key << '=' << plugin_value_text(value);
+  // Only present for a torch model, so every other config keeps its hash.
+  if (m.name == "torch")
+    os << "|model.torch=" << m.torch_file << ',' << m.torch_class << ',' << m.torch_args << ',' << m.torch_python;
   return stable_hash(os.str());
 }
 

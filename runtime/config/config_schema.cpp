@@ -4,6 +4,7 @@
 
 #include "config/config_limits.hpp"
 #include "config/plugin_library.hpp"
+#include "config/torch_model_keys.hpp"
 #include "core/store_url.hpp"
 
 #include <algorithm>
@@ -103,7 +104,7 @@ void read_plugin_keys(table_reader& r, model_section& s, const std::set<std::str
 void read_model(table_reader& r, model_section& s) {
   static const std::set<std::string, std::less<>> builtin = {
       "name", "plugin", "d_model", "n_layers", "n_heads", "d_ff", "image_size", "patch_size",
-      "video_frames", "max_seq_len", "vocab_size"};
+      "video_frames", "max_seq_len", "vocab_size", "torch_file", "torch_class", "torch_args", "torch_python"};
   r.read("name", s.name);
   r.read("plugin", s.plugin);
   read_within(r, "d_model", s.d_model, limits::model::d_model);
@@ -115,6 +116,7 @@ void read_model(table_reader& r, model_section& s) {
   read_within(r, "video_frames", s.video_frames, limits::model::video_frames);
   read_within(r, "max_seq_len", s.max_seq_len, limits::model::max_seq_len);
   read_within(r, "vocab_size", s.vocab_size, limits::model::vocab_size);
+  read_torch_model_keys(r, s);
   read_plugin_keys(r, s, builtin);
   r.finish();
   auto& ctx = r.context();
@@ -369,6 +371,9 @@ void check_cross_section(table_reader& training, table_reader& elastic, job_conf
   auto& ctx = training.context();
   auto& t = c.training;
   const auto& e = c.elasticity;
+  if (c.model.name == "torch" && t.device == "cuda")
+    ctx.fail("training.device", training.node("device") ? training.node("device") : training.anchor(),
+             "not built yet: a torch model (model.name = \"torch\") computes on the CPU; set \"cpu\" or \"auto\"");
   bool batch_known = true;
   if (!training.node("grad_accum")) {
     // The runtime recomputes grad_accum in the same way for every world size it resizes to.

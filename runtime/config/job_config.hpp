@@ -37,6 +37,11 @@ struct model_section {
   int64_t video_frames = 2;    // frames sampled per video sample
   int64_t max_seq_len = 256;   // patches + text tokens
   int64_t vocab_size = 260;    // 256 bytes + specials
+  // name = "torch": a PyTorch nn.Module run by a Python worker (docs/torch_models.md).
+  std::string torch_file;                   // its Python file, absolute (given relative to the config's folder)
+  std::string torch_class;                  // the nn.Module subclass in it
+  std::string torch_args = "{}";            // its constructor's keyword arguments, a JSON object
+  std::string torch_python = "/usr/bin/python3";  // the interpreter that runs it (with torch installed)
   // The keys model.plugin declares for itself (model/plugin_keys.hpp), each at its declared
   // type: every declared key is present, at its default when the config leaves it out.
   std::map<std::string, plugin_value> plugin_values;

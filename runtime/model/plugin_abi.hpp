@@ -27,7 +27,7 @@ namespace msomni::model {
 
 // Bump when model.hpp, micro_batch.hpp, model_state.hpp, plugin_keys.hpp, model_host or
 // config::model_section (inside model_context) change shape.
-inline constexpr int plugin_api_version = 2;
+inline constexpr int plugin_api_version = 3;
 
 using model_factory = std::function<std::unique_ptr<trainable_model>(const model_context&)>;
 

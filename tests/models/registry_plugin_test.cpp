@@ -14,7 +14,7 @@ using namespace msomni;
 TEST_CASE("registry creates built-in models by name and lists them when the name is unknown") {
   model::model_registry reg;
   models::register_builtin_models(reg);
-  CHECK(reg.names() == std::vector<std::string>{"fuyu-tiny"});
+  CHECK(reg.names() == std::vector<std::string>{"fuyu-tiny", "torch"});
   model::model_context ctx{test::tiny_model_config(), 1, model::compute_device::cpu, 0, 1};
   auto m = reg.create(ctx);
   CHECK(m->name() == "fuyu-tiny");
