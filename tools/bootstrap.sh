@@ -19,6 +19,22 @@ packages=(
 read -r -a extra <<< "${MSOMNI_EXTRA_PACKAGES:-}"
 packages+=("${extra[@]}")
 
+# The S3 server the remote-source tests and bench start on loopback (s3rver, npm), kept in
+# tools/node_modules (gitignored), never installed globally. Skipped, with the reason, when
+# npm is missing: those tests then report themselves skipped.
+install_node_tools() {
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "bootstrap: npm not found; the s3:// tests will be skipped (install nodejs and npm, then rerun)"
+    return 0
+  fi
+  local tools_dir
+  tools_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  if [ ! -x "$tools_dir/node_modules/.bin/s3rver" ]; then
+    echo "bootstrap: installing s3rver 3.7.1 into $tools_dir/node_modules"
+    npm install --prefix "$tools_dir" --no-save --no-audit --no-fund s3rver@3.7.1
+  fi
+}
+
 missing=()
 for p in "${packages[@]}"; do
   [ -z "$p" ] && continue
@@ -29,6 +45,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "bootstrap: all ${#packages[@]} Debian packages present"
+  install_node_tools
   exit 0
 fi
 
@@ -40,3 +57,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_node_tools

@@ -3,6 +3,8 @@
 
 #include "config/job_config.hpp"
 #include "pipeline_state.hpp"
+#include "remote_io.hpp"
+#include "remote_storage.hpp"
 #include "sample_repair.hpp"
 #include "tensorizer.hpp"
 
@@ -38,6 +40,7 @@ decode_options decode_options_of(const pipeline_setup& setup) {
 
 std::shared_ptr<const source_list> index_sources(const pipeline_setup& setup, const storage& st) {
   auto out = std::make_shared<source_list>();
+  watch_remote_io(setup.registry);  // remote sources' requests, retries and cache, when metrics are on
   for (uint32_t i = 0; i < setup.sources.size(); ++i) out->emplace_back(i, setup.sources[i], setup.seed, setup.shuffle, st);
   return out;
 }
@@ -45,6 +48,7 @@ std::shared_ptr<const source_list> index_sources(const pipeline_setup& setup, co
 pipeline_setup make_pipeline_setup(const config::job_config& cfg) {
   pipeline_setup s;
   if (cfg.data.sources.empty()) throw std::invalid_argument("data: no [[data.sources]] configured");
+  set_remote_io(remote_io_of(cfg));  // how this process reads s3:// and http(s):// sources
   double total = 0;
   for (const auto& d : cfg.data.sources) {
     if (d.uri.rfind("synthetic://", 0) == 0)

@@ -1,6 +1,8 @@
 // Local-file storage: directory listing of *.tar shards and pread-based shard access.
 #include "storage.hpp"
 
+#include "remote_storage.hpp"
+
 #include "core/shard_pattern.hpp"
 
 #include <fcntl.h>
@@ -69,7 +71,7 @@ class local_storage final : public storage {
 
 }  // namespace
 
-std::shared_ptr<storage> make_local_storage() { return std::make_shared<local_storage>(); }
+std::shared_ptr<storage> make_local_storage() { return make_routing_storage(std::make_shared<local_storage>()); }
 
 size_t memory_source::read_at(uint64_t offset, void* dst, size_t n) const {
   if (offset >= bytes_.size()) return 0;

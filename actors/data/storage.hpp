@@ -1,5 +1,5 @@
-// Where shards come from. Local and NFS paths today; an HTTP/S3 implementation later plugs in
-// behind the same two calls, so the reader never touches the file system directly.
+// Where shards come from: local and NFS paths, and remote stores (s3://, http(s)://, see
+// remote_storage.hpp) behind the same two calls, so the reader never touches either directly.
 #pragma once
 
 #include "tar_format.hpp"
@@ -22,7 +22,8 @@ class storage {
   virtual std::unique_ptr<byte_source> open(const std::string& path) const = 0;
 };
 
-// POSIX files read with pread (one descriptor per open shard).
+// POSIX files read with pread (one descriptor per open shard); s3:// and http(s):// uris and
+// the shard uris they list go to the process's remote storage (remote_storage.hpp).
 std::shared_ptr<storage> make_local_storage();
 
 // Whole file in memory: the decoder bench and tests use it to take storage out of timing.

@@ -106,6 +106,15 @@ tar_listing list_tar(const byte_source& src) { return list_tar(src, [](const tar
 
 tar_listing list_tar(const byte_source& src, const std::function<bool(const tar_member&)>& more) {
   tar_listing out;
+  if (const auto known = src.known_listing()) {
+    out.bad_header_runs = known->bad_header_runs;
+    out.truncated = known->truncated;
+    for (const auto& m : known->members) {
+      out.members.push_back(m);
+      if (!more(m)) return out;
+    }
+    return out;
+  }
   const uint64_t end = src.size();
   uint64_t pos = 0;
   bool in_bad_run = false;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,13 +42,18 @@ class tar_writer {
   bool finished_ = false;
 };
 
-// Random access to a shard's bytes; storage (local files, later object stores) implements it.
+struct tar_listing;
+
+// Random access to a shard's bytes; storage (local files, remote stores) implements it.
 class byte_source {
  public:
   virtual ~byte_source() = default;
   virtual uint64_t size() const = 0;
   // Reads up to n bytes at offset; returns the count read (short only at end of data).
   virtual size_t read_at(uint64_t offset, void* dst, size_t n) const = 0;
+  // The member listing when the source already has it (a remote shard's member index):
+  // list_tar returns it instead of reading each header. nullptr: list_tar walks the headers.
+  virtual std::shared_ptr<const tar_listing> known_listing() const { return nullptr; }
 };
 
 struct tar_member {

@@ -7,6 +7,8 @@
 #include "media_decoder.hpp"
 #include "media_format.hpp"
 #include "sample.hpp"
+#include "remote_io.hpp"
+#include "remote_storage.hpp"
 #include "source_probe.hpp"
 #include "source_reader.hpp"
 #include "storage.hpp"
@@ -162,6 +164,7 @@ void probe_config_and_data(const config::job_config& cfg, const health_options& 
       add(skipped("config.model", why));
     }
   }
+  data::set_remote_io(data::remote_io_of(cfg));  // s3:// and http(s):// sources
   const auto st = data::make_local_storage();
   const uint64_t max_bytes = uint64_t(cfg.io.max_sample_bytes);
   const uint64_t want = o.level == health_level::quick ? 1 : 8;

@@ -13,6 +13,8 @@
 #include "health_preflight.hpp"
 #include "device/gpu_facts.hpp"
 #include "nccl/nccl_info.hpp"
+#include "remote_io.hpp"
+#include "remote_storage.hpp"
 #include "source_probe.hpp"
 
 #include <sys/stat.h>
@@ -74,6 +76,7 @@ int main(int argc, char** argv) {
     return exit_config;
   }
   // Every local source must have a usable sample before a rank starts (headers only, cheap).
+  msomni::data::set_remote_io(msomni::data::remote_io_of(cfg));  // s3:// and http(s):// sources
   const auto storage = msomni::data::make_local_storage();
   const auto usable = [&](const std::filesystem::path& p, msomni::modality kind, uint64_t max_bytes) {
     return msomni::data::usable_source_problem(*storage, p.string(), kind, max_bytes);

@@ -72,8 +72,27 @@ std::string data_path_problem(const fs::path& path) {
 
 }  // namespace
 
+bool is_remote_source(const std::string& uri) {
+  return uri.rfind("s3://", 0) == 0 || uri.rfind("http://", 0) == 0 || uri.rfind("https://", 0) == 0;
+}
+
+std::string remote_source_problem(const std::string& uri) {
+  if (!is_remote_source(uri)) return "";
+  const auto rest = uri.substr(uri.find("://") + 3);
+  const std::string host = rest.substr(0, rest.find('/'));
+  const bool s3 = uri.rfind("s3://", 0) == 0;
+  if (host.empty()) return s3 ? "\"" + uri + "\" names no bucket (s3://bucket/prefix)" : "\"" + uri + "\" names no host";
+  if (uri.find_first_of(" \t\r\n") != std::string::npos) return "\"" + uri + "\" holds white space";
+  if (host.find('@') != std::string::npos)
+    return "\"" + uri + "\" carries credentials; use io.s3_credentials_file or the AWS_* environment";
+  if (s3 && host.find(':') != std::string::npos)
+    return "\"" + uri + "\": a bucket name holds no ':' (name the store with io.s3_endpoint)";
+  return "";
+}
+
 fs::path resolve_data_path(const job_config& cfg, const std::string& uri) {
   if (uri.rfind("generated://", 0) == 0) return generated_path(uri);
+  if (is_remote_source(uri)) return fs::path(uri);  // s3:// and http(s):// are taken as written
   std::string p = uri.rfind("file://", 0) == 0 ? uri.substr(7) : uri;
   fs::path path(p);
   return path.is_absolute() ? path : config_dir(cfg) / path;
@@ -98,9 +117,26 @@ std::vector<config_error> check_environment(const job_config& cfg, const source_
       }
       continue;
     }
+    if (is_remote_source(src.uri)) {
+      if (auto problem = remote_source_problem(src.uri); !problem.empty()) {
+        errors.push_back(located(cfg, key, problem));
+        continue;
+      }
+      // The store answers here (listing, one shard's index): an unreachable store, missing
+      // credentials or a cache below one shard are refused before anything starts.
+      if (usable_source) try {
+          if (auto unusable = usable_source(fs::path(src.uri), src.kind, uint64_t(cfg.io.max_sample_bytes));
+              !unusable.empty())
+            errors.push_back(located(cfg, key, unusable));
+        } catch (const std::exception& e) {
+          errors.push_back(located(cfg, key, std::string("cannot read ") + src.uri + ": " + e.what()));
+        }
+      continue;
+    }
     if (src.uri.find("://") != std::string::npos && src.uri.rfind("file://", 0) != 0) {
       errors.push_back(located(cfg, key, "unsupported scheme in \"" + src.uri +
-                                             "\" (local paths, file://, synthetic:// and generated:// only)"));
+                                             "\" (local paths, file://, s3://, http://, https://, synthetic:// and "
+                                             "generated:// only)"));
       continue;
     }
     const auto path = resolve_data_path(cfg, src.uri);
@@ -109,6 +145,35 @@ std::vector<config_error> check_environment(const job_config& cfg, const source_
     else if (usable_source)
       if (auto unusable = usable_source(path, src.kind, uint64_t(cfg.io.max_sample_bytes)); !unusable.empty())
         errors.push_back(located(cfg, key, unusable));
+  }
+  // Remote-only keys change nothing without a remote source: refused rather than ignored.
+  bool any_remote = false, any_s3 = false;
+  for (const auto& src : cfg.data.sources) {
+    any_remote = any_remote || is_remote_source(src.uri);
+    any_s3 = any_s3 || src.uri.rfind("s3://", 0) == 0;
+  }
+  if (!any_remote && !cfg.io.cache_dir.empty())
+    errors.push_back(located(cfg, "io.cache_dir", "io.cache_dir caches remote sources only, and no data source is "
+                                                  "s3:// or http(s)://; remove it"));
+  const io_section io_defaults;
+  for (const auto& [k, changed] :
+       {std::pair{"io.s3_endpoint", cfg.io.s3_endpoint != io_defaults.s3_endpoint},
+        std::pair{"io.s3_region", cfg.io.s3_region != io_defaults.s3_region},
+        std::pair{"io.s3_credentials_file", cfg.io.s3_credentials_file != io_defaults.s3_credentials_file},
+        std::pair{"io.s3_profile", cfg.io.s3_profile != io_defaults.s3_profile}})
+    if (changed && !any_s3)
+      errors.push_back(located(cfg, k, std::string(k) + " applies to s3:// sources only, and no data source is one; remove it"));
+  for (const auto& [k, changed] :
+       {std::pair{"io.remote_request_timeout_ms", cfg.io.remote_request_timeout_ms != io_defaults.remote_request_timeout_ms},
+        std::pair{"io.remote_give_up_s", cfg.io.remote_give_up_s != io_defaults.remote_give_up_s},
+        std::pair{"io.remote_backoff_max_ms", cfg.io.remote_backoff_max_ms != io_defaults.remote_backoff_max_ms}})
+    if (changed && !any_remote)
+      errors.push_back(located(cfg, k, std::string(k) + " applies to remote sources only, and no data source is "
+                                                        "s3:// or http(s)://; remove it"));
+  if (!cfg.io.s3_credentials_file.empty()) {
+    std::error_code ec;
+    if (!fs::is_regular_file(cfg.io.s3_credentials_file, ec))
+      errors.push_back(located(cfg, "io.s3_credentials_file", cfg.io.s3_credentials_file + " is not a readable file"));
   }
   if (!cfg.model.plugin.empty()) {
     fs::path p(cfg.model.plugin);

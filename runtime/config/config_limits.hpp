@@ -84,6 +84,10 @@ inline constexpr range<int64_t> max_sample_bytes{int64_t{4} << 10, int64_t{64} <
 inline constexpr range<int64_t> max_image_pixels{64, int64_t{1} << 34};
 inline constexpr range<int64_t> max_video_pixels{64, int64_t{1} << 34};
 inline constexpr range<double> modality_weight{0.0, 1e6};
+inline constexpr range<int64_t> cache_bytes{0, int64_t{1} << 50};
+inline constexpr range<double> remote_request_timeout_ms{100.0, 3.6e6};
+inline constexpr range<double> remote_give_up_s{1.0, 7 * 86400.0};
+inline constexpr range<double> remote_backoff_max_ms{1.0, 600000.0};
 }  // namespace io
 
 namespace scheduler {

@@ -30,7 +30,8 @@ scheduler_section load_scheduler_file(const std::string& path);
 using source_check = std::function<std::string(const std::filesystem::path& path, modality kind, uint64_t max_sample_bytes)>;
 
 // Checks against the environment (paths exist, ports free, directories writable) and, given
-// `usable_source`, that every local data source has a usable sample.
+// `usable_source`, that every local and remote data source has a usable sample (for a remote
+// one the store is asked; what the check throws becomes the source's error).
 // Relative data paths resolve against the config file's directory.
 std::vector<config_error> check_environment(const job_config& cfg, const source_check& usable_source = {});
 
@@ -38,8 +39,15 @@ std::vector<config_error> check_environment(const job_config& cfg, const source_
 // file's start when the key was left at its default.
 config_error located(const job_config& cfg, const std::string& key, std::string reason);
 
-// Where a local data uri points: relative paths are taken from the config file's directory.
+// Where a local data uri points: relative paths are taken from the config file's directory;
+// remote uris (s3://, http(s)://) are returned as written.
 std::filesystem::path resolve_data_path(const job_config& cfg, const std::string& uri);
+
+// s3://bucket/prefix, http://host/path, https://host/path: shards in a remote store.
+bool is_remote_source(const std::string& uri);
+// Why a remote uri cannot name a source (no host or bucket, white space, credentials in the
+// uri); "" when it can.
+std::string remote_source_problem(const std::string& uri);
 
 // Human-readable resolved plan for --dry-run; `local` is what this machine's GPUs offer to
 // the ranks msomni-run starts itself (see device_choice.hpp).

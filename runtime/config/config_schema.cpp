@@ -294,6 +294,27 @@ void read_io(table_reader& r, io_section& s) {
       r.context().note_default(r.key_path("modality_weights") + "." + name,
                                (std::ostringstream() << weight).str());
   }
+  r.read("cache_dir", s.cache_dir);
+  read_within(r, "cache_bytes", s.cache_bytes, limits::io::cache_bytes);
+  if (!s.cache_dir.empty() && s.cache_bytes == 0)
+    r.context().fail(r.key_path("cache_dir"), r.node("cache_dir") ? r.node("cache_dir") : r.anchor(),
+                     "io.cache_dir needs io.cache_bytes, the bound on what the cache holds");
+  if (s.cache_dir.empty() && s.cache_bytes != 0)
+    r.context().fail(r.key_path("cache_bytes"), r.node("cache_bytes") ? r.node("cache_bytes") : r.anchor(),
+                     "io.cache_bytes bounds the cache in io.cache_dir; set io.cache_dir too or leave it at 0");
+  r.read("s3_endpoint", s.s3_endpoint);
+  if (!s.s3_endpoint.empty() && s.s3_endpoint.rfind("http://", 0) != 0 && s.s3_endpoint.rfind("https://", 0) != 0)
+    r.context().fail(r.key_path("s3_endpoint"), r.node("s3_endpoint") ? r.node("s3_endpoint") : r.anchor(),
+                     "io.s3_endpoint is an http:// or https:// url, e.g. https://s3.us-east-1.amazonaws.com");
+  if (s.s3_endpoint.find('@') != std::string::npos)
+    r.context().fail(r.key_path("s3_endpoint"), r.node("s3_endpoint") ? r.node("s3_endpoint") : r.anchor(),
+                     "io.s3_endpoint carries credentials; use io.s3_credentials_file or the AWS_* environment");
+  r.read("s3_region", s.s3_region);
+  r.read("s3_credentials_file", s.s3_credentials_file);
+  r.read("s3_profile", s.s3_profile);
+  read_within(r, "remote_request_timeout_ms", s.remote_request_timeout_ms, limits::io::remote_request_timeout_ms);
+  read_within(r, "remote_give_up_s", s.remote_give_up_s, limits::io::remote_give_up_s);
+  read_within(r, "remote_backoff_max_ms", s.remote_backoff_max_ms, limits::io::remote_backoff_max_ms);
   r.finish();
 }
 

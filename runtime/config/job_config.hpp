@@ -133,6 +133,21 @@ struct io_section {
   int64_t max_image_pixels = default_max_image_pixels;
   int64_t max_video_pixels = default_max_video_pixels;
   std::map<std::string, double> modality_weights = {{"image", 1.0}, {"video", 1.0}, {"text", 1.0}};
+  // Remote sources (s3://, http(s)://; actors/data/remote_storage.hpp). The local cache of
+  // their bytes: a directory and its bound per process ("" and 0: no cache).
+  std::string cache_dir;
+  int64_t cache_bytes = 0;
+  // S3: the store (empty: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS for s3_region), its
+  // region (empty: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1), and a shared-credentials
+  // file with the profile to read (empty: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY). Keys
+  // themselves are never config values: configs are copied into plans and run directories.
+  std::string s3_endpoint;
+  std::string s3_region;
+  std::string s3_credentials_file;
+  std::string s3_profile = "default";
+  double remote_request_timeout_ms = 30000.0;  // one request's deadline
+  double remote_give_up_s = 120.0;             // a request failing this long ends the job
+  double remote_backoff_max_ms = 5000.0;       // the cap on one wait between retries
 };
 
 // [health]: msomni-run's pre-flight check before a start (docs/health_check.md).
