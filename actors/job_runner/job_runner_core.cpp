@@ -135,12 +135,20 @@ actions job_runner_core::on_interrupted(stop_signal forward) {
   return out;
 }
 
+std::string job_runner_core::step_text(std::optional<uint64_t> step) const {
+  if (step) return "checkpoint step " + std::to_string(*step);
+  if (spec_.run_dir.empty()) return "checkpoint step unknown (no --run-dir: msomni job cannot see its checkpoints)";
+  return "checkpoint step unknown (" + spec_.run_dir +
+         " has neither checkpoints/latest nor a metrics.jsonl line with checkpoint_ms > 0 and its step)";
+}
+
 // The command ended after msomni job was interrupted: the scheduler hears how, and the job ends.
-void job_runner_core::end_interrupted(int code, uint64_t step, actions& out) {
+void job_runner_core::end_interrupted(int code, std::optional<uint64_t> step, actions& out) {
   const bool stopped = stopped_with_checkpoint(code);
-  if (registered_) out.push_back(tell_scheduler{msg::job_finished{spec_.id, code, stopped, stopped ? step : 0}});
+  if (registered_)
+    out.push_back(tell_scheduler{msg::job_finished{spec_.id, code, stopped, stopped ? step.value_or(0) : 0}});
   if (stopped)
-    finish(code, "interrupted; stopped (not finished): resumable from checkpoint step " + std::to_string(step) +
+    finish(code, "interrupted; stopped (not finished): resumable from " + step_text(step) +
                      "; run the same msomni job again to resume", out);
   else
     finish(1, "interrupted (the command ended with " + std::to_string(code) + ")", out);
@@ -228,7 +236,7 @@ actions job_runner_core::on_command(const msg::job_command& c, time_point now, s
   return out;
 }
 
-actions job_runner_core::on_preempt_notice(const msg::preempt_notice& n, uint64_t checkpoint_step) {
+actions job_runner_core::on_preempt_notice(const msg::preempt_notice& n, std::optional<uint64_t> checkpoint_step) {
   actions out;
   heard_ = true;
   if (interrupted_ || n.epoch < epoch_) return out;
@@ -236,12 +244,12 @@ actions job_runner_core::on_preempt_notice(const msg::preempt_notice& n, uint64_
   out.push_back(say{"preempted: checkpoint and release within " + seconds_text(n.drain_s) + " (" + n.reason + ")"});
   deferred_start_.reset();  // a run started while the last one ended is taken back with it
   if (running_) stop(stop_signal::terminate, stopping::drain, out);
-  else out.push_back(tell_scheduler{msg::job_released{spec_.id, n.epoch, checkpoint_step}});
+  else out.push_back(tell_scheduler{msg::job_released{spec_.id, n.epoch, checkpoint_step.value_or(0)}});
   return out;
 }
 
 // The command ended: what that means depends on why it was asked to stop.
-actions job_runner_core::on_command_ended(int code, uint64_t step, time_point now) {
+actions job_runner_core::on_command_ended(int code, std::optional<uint64_t> step, time_point now) {
   actions out;
   running_ = false;
   resize_to_ = 0;
@@ -253,17 +261,16 @@ actions job_runner_core::on_command_ended(int code, uint64_t step, time_point no
     case stopping::drain:
     case stopping::shrink:
       if (!registered_) {  // the scheduler that asked is gone: queue again at the next one
-        out.push_back(say{"command ended (" + std::to_string(code) + ", checkpoint step " + std::to_string(step) +
+        out.push_back(say{"command ended (" + std::to_string(code) + ", " + step_text(step) +
                           ") while the scheduler is away"});
         break;
       }
-      out.push_back(tell_scheduler{msg::job_released{spec_.id, epoch_, step}});
-      out.push_back(say{"released its GPUs (command ended with " + std::to_string(code) + ", checkpoint step " +
-                        std::to_string(step) + ")"});
+      out.push_back(tell_scheduler{msg::job_released{spec_.id, epoch_, step.value_or(0)}});
+      out.push_back(say{"released its GPUs (command ended with " + std::to_string(code) + ", " + step_text(step) + ")"});
       if (why_ == stopping::shrink) {
         keep_replicas_only(keep_replicas_);
         out.push_back(say{"runs on " + std::to_string(replicas_) + " replicas (gpus " + join(gpus_) + ")"});
-        launch_run(step, "", 0, out);
+        launch_run(step.value_or(0), "", 0, out);
       }
       break;
     case stopping::evicted:
@@ -273,10 +280,10 @@ actions job_runner_core::on_command_ended(int code, uint64_t step, time_point no
     case stopping::no:
       if (registered_) {  // with how it ended: the scheduler keeps a stopped job's step for its resume
         const bool stopped = stopped_with_checkpoint(code);
-        out.push_back(tell_scheduler{msg::job_finished{spec_.id, code, stopped, stopped ? step : 0}});
+        out.push_back(tell_scheduler{msg::job_finished{spec_.id, code, stopped, stopped ? step.value_or(0) : 0}});
       }
       if (stopped_with_checkpoint(code))
-        finish(code, "stopped (not finished): resumable from checkpoint step " + std::to_string(step) +
+        finish(code, "stopped (not finished): resumable from " + step_text(step) +
                          "; run the same msomni job again to resume", out);
       else
         finish(code, code == 0 ? "finished" : "command failed with " + std::to_string(code), out);
@@ -286,7 +293,7 @@ actions job_runner_core::on_command_ended(int code, uint64_t step, time_point no
   if (!running_ && !over_ && deferred_start_) {
     const msg::job_command next = *deferred_start_;
     deferred_start_.reset();
-    start_run(next, spec_.run_dir.empty() ? std::nullopt : std::optional<uint64_t>(step), out);
+    start_run(next, step, out);
   }
   return out;
 }

@@ -133,12 +133,15 @@ class job_runner_core {
 
   // The runner starts: it submits the job.
   actions start(time_point now);
-  // Scheduler -> job. `checkpoint_step`: the run directory's newest checkpoint (0 when none;
-  // nullopt without a run directory), which a start resumes from whatever the scheduler says.
+  // Scheduler -> job. `checkpoint_step`: the step the command last saved, as its run
+  // directory tells (nullopt: not known; always without a run directory), which a start
+  // resumes from whatever the scheduler says.
   actions on_command(const msg::job_command& c, time_point now, std::optional<uint64_t> checkpoint_step = std::nullopt);
-  actions on_preempt_notice(const msg::preempt_notice& n, uint64_t checkpoint_step);
+  // `checkpoint_step` below: the step the command last saved, as its run directory tells
+  // (nullopt: msomni job cannot know it; the scheduler then hears 0, "none").
+  actions on_preempt_notice(const msg::preempt_notice& n, std::optional<uint64_t> checkpoint_step);
   // The command ended with `shell_code` (128 + signal for a signal, 127: it could not start).
-  actions on_command_ended(int shell_code, uint64_t checkpoint_step, time_point now);
+  actions on_command_ended(int shell_code, std::optional<uint64_t> checkpoint_step, time_point now);
   // Nothing heard from the scheduler 10 s after submitting: say so.
   actions on_quiet_check() const;
   // msomni job itself was asked to stop: the command gets SIGTERM (and its grace, then
@@ -181,7 +184,10 @@ class job_runner_core {
   void launch_run(uint64_t resume_step, const std::string& host, double share, actions& out);
   void stop(stop_signal sig, stopping why, actions& out);
   void finish(int code, std::string why, actions& out);
-  void end_interrupted(int code, uint64_t step, actions& out);
+  void end_interrupted(int code, std::optional<uint64_t> step, actions& out);
+  // "checkpoint step 2013", or "checkpoint step unknown (...)" saying why msomni job cannot
+  // know it.
+  std::string step_text(std::optional<uint64_t> step) const;
   void keep_replicas_only(uint32_t replicas);
   void keep_of_deferred(uint32_t keep);
   void register_again(time_point now, actions& out);

@@ -11,9 +11,10 @@
 
 namespace msomni::cli::runner_detail {
 
-// The step RUN_DIR/checkpoints/latest names (msomni-run's checkpoint root), 0 when none.
-uint64_t checkpoint_step(const std::string& run_dir) {
-  return run_dir.empty() ? 0 : ckpt::latest_step(std::filesystem::path(run_dir) / "checkpoints").value_or(0);
+std::optional<uint64_t> saved_step(const std::string& run_dir) {
+  if (run_dir.empty()) return std::nullopt;
+  if (auto step = ckpt::latest_step(std::filesystem::path(run_dir) / "checkpoints")) return step;
+  return saved_step_in_metrics(run_dir);
 }
 
 void say(const runner_state& st, const std::string& text) {

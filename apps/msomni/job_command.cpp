@@ -68,8 +68,9 @@ void add_flags(CLI::App& app, job_spec& spec, std::string& info, double& memory_
       ->capture_default_str();
   app.add_option("--run-dir", spec.run_dir,
                  "the command's run directory (msomni-run's --run-dir): checkpoints/latest gives the step a "
-                 "preempted job reports, metrics.jsonl the step times and data waits that feed the scheduler's "
-                 "idle-window predictor")
+                 "preempted job reports (else, for a command that keeps its checkpoints its own way, the step of the "
+                 "newest metrics.jsonl line with checkpoint_ms > 0; without either the step is reported unknown), "
+                 "metrics.jsonl the step times and data waits that feed the scheduler's idle-window predictor")
       ->type_name("DIR");
   app.add_option("--scratch-dir", spec.scratch_dir,
                  "the command gets MSOMNI_SCRATCH_DIR=DIR/NAME, created at each start and removed whenever the "

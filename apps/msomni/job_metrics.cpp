@@ -3,6 +3,7 @@
 
 #include "core/json_number.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -30,6 +31,68 @@ std::optional<msg::job_step_report> step_report_from(const std::string& job, con
   // The predictor's step spans every idle part of it; msomni-run's step_time_ms ends at the
   // optimizer update, before the checkpoint the rank then stood still for.
   return msg::job_step_report{job, (step_ms + checkpoint_ms) / 1000, wait_ms / 1000, checkpoint_ms / 1000, 0};
+}
+
+namespace {
+
+// The saved step of one metrics line, if it says it saved.
+std::optional<uint64_t> saved_step_of_line(const std::string& line) {
+  if (line.find("checkpoint_ms") == std::string::npos) return std::nullopt;  // most lines: no need to parse
+  const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!record.is_object() || !(non_negative(record, "checkpoint_ms") > 0)) return std::nullopt;
+  const auto step = get_number(record, "step");
+  if (!step || !(*step >= 0) || *step != std::floor(*step) || *step > 9.0e15) return std::nullopt;
+  return static_cast<uint64_t>(*step);
+}
+
+// How much of metrics.jsonl saved_step_in_metrics reads back at most, and in what pieces.
+constexpr uint64_t saved_step_scan_bytes = 64ull << 20;
+constexpr uint64_t saved_step_chunk_bytes = 1ull << 20;
+
+}  // namespace
+
+std::optional<uint64_t> saved_step_in(const std::string& lines) {
+  size_t end = lines.size();
+  while (end > 0) {
+    const size_t nl = lines.rfind('\n', end - 1);
+    const size_t begin = nl == std::string::npos ? 0 : nl + 1;
+    if (auto step = saved_step_of_line(lines.substr(begin, end - begin))) return step;
+    if (nl == std::string::npos) break;
+    end = nl;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> saved_step_in_metrics(const std::string& run_dir) {
+  if (run_dir.empty()) return std::nullopt;
+  const auto path = std::filesystem::path(run_dir) / "metrics.jsonl";
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec || size == 0) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  // Backwards, a chunk at a time; `tail` holds the part of a line cut at the chunk's start.
+  std::string tail;
+  uint64_t pos = size;
+  while (pos > 0 && size - pos < saved_step_scan_bytes) {
+    const uint64_t from = pos > saved_step_chunk_bytes ? pos - saved_step_chunk_bytes : 0;
+    std::string chunk(pos - from, '\0');
+    in.seekg(static_cast<std::streamoff>(from));
+    if (!in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()))) return std::nullopt;
+    chunk += tail;
+    // The first line of the chunk may be cut (unless it starts the file): kept for the next.
+    const size_t first_nl = from == 0 ? std::string::npos : chunk.find('\n');
+    if (from > 0 && first_nl == std::string::npos) {
+      tail = std::move(chunk);
+      pos = from;
+      continue;
+    }
+    const size_t whole = from == 0 ? 0 : first_nl + 1;
+    if (auto step = saved_step_in(chunk.substr(whole))) return step;
+    tail = chunk.substr(0, whole == 0 ? 0 : whole - 1);
+    pos = from;
+  }
+  return std::nullopt;
 }
 
 metrics_follower::metrics_follower(std::string run_dir, std::string job)

@@ -18,6 +18,16 @@ namespace msomni::cli {
 // (step_time_ms + checkpoint_ms). No bubble share: msomni-run has no pipeline stages.
 std::optional<msg::job_step_report> step_report_from(const std::string& job, const std::string& line);
 
+// The step of the newest line of `lines` (metrics.jsonl lines, one per step) that says the
+// command saved a checkpoint after its step: "checkpoint_ms" > 0 and a whole, non-negative
+// "step". msomni-run writes such lines; any command run by msomni job may, which is how
+// msomni job learns the step a command that keeps its checkpoints its own way last saved.
+// nullopt: no line says so.
+std::optional<uint64_t> saved_step_in(const std::string& lines);
+// The same for RUN_DIR/metrics.jsonl, read backwards from its end until a line says so (at
+// most its last 64 MiB); nullopt also when there is no such file.
+std::optional<uint64_t> saved_step_in_metrics(const std::string& run_dir);
+
 class metrics_follower {
  public:
   // `run_dir` empty: nothing is followed.

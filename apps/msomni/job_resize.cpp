@@ -47,7 +47,8 @@ void ask_status(runner_actor* self) {
       .then(
           [self](const msg::control_reply& r) {
             auto& st = self->state;
-            carry_out(self, st.core.on_resize_status(r.ok, r.json, checkpoint_step(st.core.spec().run_dir)));
+            // In place: msomni-run only, whose checkpoints/latest names the step (0: none yet).
+            carry_out(self, st.core.on_resize_status(r.ok, r.json, saved_step(st.core.spec().run_dir).value_or(0)));
           },
           [self](caf::error& e) {
             carry_out(self, self->state.core.on_resize_refused("msomni-run's status: " + caf::to_string(e)));

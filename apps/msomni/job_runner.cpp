@@ -49,7 +49,7 @@ void command_ended(runner_actor* self, int shell_code) {
   auto& s = self->state;
   s.child = {};
   remove_scratch(s);
-  carry_out(self, s.core.on_command_ended(shell_code, checkpoint_step(s.core.spec().run_dir), s.clock.now()));
+  carry_out(self, s.core.on_command_ended(shell_code, saved_step(s.core.spec().run_dir), s.clock.now()));
 }
 
 caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
@@ -87,13 +87,11 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
   return {
       [self](const msg::job_command& c) {
         auto& s = self->state;
-        const auto& run_dir = s.core.spec().run_dir;
-        const auto step = run_dir.empty() ? std::nullopt : std::optional<uint64_t>(checkpoint_step(run_dir));
-        carry_out(self, s.core.on_command(c, s.clock.now(), step));
+        carry_out(self, s.core.on_command(c, s.clock.now(), saved_step(s.core.spec().run_dir)));
       },
       [self](const msg::preempt_notice& n) {
         auto& s = self->state;
-        carry_out(self, s.core.on_preempt_notice(n, checkpoint_step(s.core.spec().run_dir)));
+        carry_out(self, s.core.on_preempt_notice(n, saved_step(s.core.spec().run_dir)));
       },
       [self](reconnect_atom) { carry_out(self, self->state.core.on_reconnect_due(self->state.clock.now())); },
       [self](resize_poll_atom) { carry_out(self, self->state.core.on_resize_poll_due(self->state.clock.now())); },

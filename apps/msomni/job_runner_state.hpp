@@ -54,8 +54,12 @@ using runner_actor = caf::stateful_actor<runner_state>;
 void carry_out(runner_actor* self, job_runner::actions acts);
 
 // job_child.cpp: the command as a child process.
-// The step RUN_DIR/checkpoints/latest names (msomni-run's checkpoint root), 0 when none.
-uint64_t checkpoint_step(const std::string& run_dir);
+// The step the command last saved a checkpoint at, as its run directory tells: the one
+// RUN_DIR/checkpoints/latest names (msomni-run's checkpoint root), else, for a command that
+// keeps its checkpoints its own way, the step of the newest RUN_DIR/metrics.jsonl line with
+// checkpoint_ms > 0 (saved_step_in_metrics). nullopt: neither says (or no run directory), so
+// msomni job cannot know it.
+std::optional<uint64_t> saved_step(const std::string& run_dir);
 void say(const runner_state& st, const std::string& text);
 void launch(runner_state& st, const job_runner::launch& l);
 void remove_scratch(runner_state& st);

@@ -1,7 +1,8 @@
 // msomni job turns msomni-run's metrics.jsonl lines into step reports for the scheduler's
 // predictor: the step spans the checkpoint the rank stood still for after it. The follower
 // reports each complete line once, starts again with a new run's file, and after a
-// scheduler restart reports the newest lines again.
+// scheduler restart reports the newest lines again. The newest line with a checkpoint phase
+// tells the step a command last saved.
 #include "job_metrics.hpp"
 
 #include "support/process_runner.hpp"
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <optional>
 #include <string>
 
 using msomni::cli::metrics_follower;
@@ -145,4 +147,38 @@ TEST_CASE("a follower without a run directory reports nothing") {
   CHECK(f.poll().empty());
   f.rewind(10);
   CHECK(f.offset() == 0);
+}
+
+TEST_CASE("msomni job: the step a command last saved is the newest metrics line with a checkpoint phase") {
+  using msomni::cli::saved_step_in;
+  // An opaque command that saved after steps 1000 and 2013 and trained on.
+  std::string lines;
+  for (int step = 990; step <= 2020; ++step)
+    lines += nlohmann::json{{"step", step}, {"step_time_ms", 100.0}, {"data_wait_ms", 1.0},
+                            {"checkpoint_ms", step == 1000 || step == 2013 ? 250.0 : 0.0}}
+                 .dump() +
+             "\n";
+  CHECK(saved_step_in(lines) == std::optional<uint64_t>(2013));
+  // A partial last line (being written) and lines without a step or a phase change nothing.
+  CHECK(saved_step_in(lines + R"({"step":2021,"checkpoint_ms":3)") == std::optional<uint64_t>(2013));
+  CHECK(saved_step_in(lines + R"({"checkpoint_ms":300.0})" + "\n") == std::optional<uint64_t>(2013));
+  // No line says it saved: msomni job cannot know the step (not 0).
+  CHECK_FALSE(saved_step_in(step_line(1, 10) + step_line(2, 10)));
+  CHECK_FALSE(saved_step_in(""));
+}
+
+TEST_CASE("msomni job: the saved step is read back from a run directory's metrics.jsonl longer than one read") {
+  using msomni::cli::saved_step_in_metrics;
+  temp_dir dir;
+  CHECK_FALSE(saved_step_in_metrics(dir.path().string()));  // no file
+  CHECK_FALSE(saved_step_in_metrics(""));
+  // One save at step 7, then over 2 MiB of lines without one: found across the reads.
+  std::string text = nlohmann::json{{"step", 7}, {"step_time_ms", 10.0}, {"checkpoint_ms", 5.0}}.dump() + "\n";
+  const std::string pad(400, 'x');
+  for (int step = 8; text.size() < (2u << 20) + 12345; ++step)
+    text += nlohmann::json{{"step", step}, {"step_time_ms", 10.0}, {"checkpoint_ms", 0.0}, {"note", pad}}.dump() + "\n";
+  append(dir, text);
+  CHECK(saved_step_in_metrics(dir.path().string()) == std::optional<uint64_t>(7));
+  append(dir, nlohmann::json{{"step", 99999}, {"step_time_ms", 10.0}, {"checkpoint_ms", 1.0}}.dump() + "\n");
+  CHECK(saved_step_in_metrics(dir.path().string()) == std::optional<uint64_t>(99999));
 }

@@ -151,6 +151,35 @@ TEST_CASE("a preempt notice: SIGTERM, then job_released with the checkpoint step
   CHECK_FALSE(c.over());
 }
 
+TEST_CASE("a command whose checkpoint step msomni job cannot know is said to be unknown, not step 0") {
+  // Preempted: its run directory names no step (an opaque command that writes neither
+  // checkpoints/latest nor metrics.jsonl lines with checkpoint_ms).
+  auto c = running();
+  c.on_preempt_notice(msg::preempt_notice{"j1", 2, 30, "critical job"}, std::nullopt);
+  const auto e = c.on_command_ended(143, std::nullopt, t0);
+  CHECK(told<msg::job_released>(e) == msg::job_released{"j1", 2, 0});  // the scheduler's "none"
+  const std::string released = one<say>(e).text;
+  CHECK(released ==
+        "released its GPUs (command ended with 143, checkpoint step unknown (/runs/j1 has neither checkpoints/latest "
+        "nor a metrics.jsonl line with checkpoint_ms > 0 and its step))");
+  CHECK(released.find("checkpoint step 0") == std::string::npos);
+  // The step it last saved, when its run directory tells it, is said as such.
+  auto known = running();
+  known.on_preempt_notice(msg::preempt_notice{"j1", 2, 30, "critical job"}, std::nullopt);
+  const auto k = known.on_command_ended(143, 2013, t0);
+  CHECK(told<msg::job_released>(k) == msg::job_released{"j1", 2, 2013});
+  CHECK(one<say>(k).text == "released its GPUs (command ended with 143, checkpoint step 2013)");
+  // Without --run-dir nothing can tell; a stop with a checkpoint says so too.
+  job_spec no_dir = spec();
+  no_dir.run_dir.clear();
+  job_runner_core s(no_dir);
+  s.start(t0);
+  one<launch>(s.on_command(command(command_kind::start, 1, {0, 1, 2, 3}, 4), t0));
+  const auto f = one<finish_job>(s.on_command_ended(command_stopped_code, std::nullopt, t0));
+  CHECK(f.why == "stopped (not finished): resumable from checkpoint step unknown (no --run-dir: msomni job cannot see "
+                 "its checkpoints); run the same msomni job again to resume");
+}
+
 TEST_CASE("a preempt notice with nothing running answers job_released at once") {
   job_runner_core c(spec());
   c.start(t0);
