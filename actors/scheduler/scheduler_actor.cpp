@@ -62,12 +62,19 @@ caf::timespan span_of(double s) {
   return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(std::max(0.0, s)));
 }
 
+msg::reason_figures wire_figures(const figures& f) {
+  msg::reason_figures out;
+  out.reserve(f.size());
+  for (const auto& x : f) out.emplace_back(x.name, x.value);
+  return out;
+}
+
 // `released_step`: the step of the job's latest job_released, newer than what the core knows
 // (the step a stopped job was resubmitted at), when there is one.
 msg::job_command to_message(const command& c, double at_s, std::optional<uint64_t> released_step) {
   return {static_cast<uint8_t>(c.kind), c.job, c.epoch, c.gpus, c.replicas, c.keep_replicas,
           c.drain_s, c.host, c.share, c.kind == command_kind::start ? released_step.value_or(c.resume_step) : 0,
-          at_s, c.reason};
+          at_s, c.reason, wire_figures(c.numbers)};
 }
 
 void forget(shell_state& st, const std::string& job) {
@@ -171,7 +178,7 @@ void on_window(caf::event_based_actor* self, shell_state& st) {
     auto last = st.last_report_s.find(id);
     double since = last == st.last_report_s.end() ? 0.0 : std::max(0.0, st.now_s() - last->second);
     auto f = st.predictor.forecast(id, horizon_s, since);
-    st.core.set_forecast(id, host_forecast_of(f));
+    st.core.set_forecast(id, host_forecast_of(f, st.predictor.stats(id), st.predictor.params().warmup_steps));
   }
   execute(self, st, st.core.window(st.now_s()));
   publish_forecasts(st, horizon_s);
@@ -225,20 +232,51 @@ msg::scheduler_status status_of(const shell_state& st) {
   for (const job_state* j : core.listing(msg::scheduler_status::max_status_rows, total)) {
     const bool pending = j->phase == job_phase::pending;
     const bool host = j->req.klass == job_class::critical && j->phase == job_phase::running;
+    const bool omni = core.params().policy == policy_kind::omni;
     hold_note h = core.hold_of(*j);
-    if (h.reason == hold_reason::none && host && j->lending_hold != hold_reason::none)
-      h = {j->lending_hold, core.gpus().free_count(), 0, 0, j->req.id};
-    s.jobs.push_back({j->req.id, static_cast<uint8_t>(j->req.klass), to_string(j->phase),
-                      pending ? j->req.gpus : static_cast<uint32_t>(j->gpus.size()), j->replicas, j->borrowed, j->host,
-                      pending ? j->submit_s : j->run_since_s, to_string(h.reason),
-                      h.reason == hold_reason::none ? std::string() : explain(h),
-                      j->phase == job_phase::guest ? j->share : host ? core.guest_share(j->req.id) : 0.0});
+    // A critical host: why it lends nothing in the next window, as its forecast says now.
+    if (h.reason == hold_reason::none && host && omni) h = core.lending_hold_note(j->req.id);
+    msg::scheduler_job_row row;
+    row.job = j->req.id;
+    row.job_class = static_cast<uint8_t>(j->req.klass);
+    row.phase = to_string(j->phase);
+    row.gpus = pending ? j->req.gpus : static_cast<uint32_t>(j->gpus.size());
+    row.replicas = j->replicas;
+    row.borrowed = j->borrowed;
+    row.host = j->host;
+    row.since_s = pending ? j->submit_s : j->run_since_s;
+    row.hold = to_string(h.reason);
+    row.share = j->phase == job_phase::guest ? j->share : host ? core.guest_share(j->req.id) : 0.0;
+    if (h.reason != hold_reason::none) {
+      explained e = hold_explained(h);
+      row.hold_detail = std::move(e.text);
+      row.figures = wire_figures(e.numbers);
+    } else if (host && omni) {  // it lends: why, with the numbers
+      explained e = lending_explained(j->req.id, core.lending_figures_of(j->req.id), hold_reason::none);
+      row.why = std::move(e.text);
+      row.figures = wire_figures(e.numbers);
+    } else if (j->phase == job_phase::guest) {
+      row.why = j->placed.text;
+      row.figures = wire_figures(j->placed.numbers);
+    }
+    s.jobs.push_back(std::move(row));
   }
   std::string held_job;
   const hold_note& held = core.held(&held_job);
   s.held = to_string(held.reason);
   s.held_job = held_job;
-  if (held.reason != hold_reason::none) s.held_detail = explain(held);
+  if (held.reason != hold_reason::none) {
+    explained e = hold_explained(held);
+    s.held_detail = std::move(e.text);
+    s.held_figures = wire_figures(e.numbers);
+  }
+  // The newest decisions and holds, oldest first, as msomni-sched printed them.
+  const auto& log = core.log();
+  for (size_t i = log.size() > msg::scheduler_status::max_recent_decisions
+                      ? log.size() - msg::scheduler_status::max_recent_decisions
+                      : 0;
+       i < log.size(); ++i)
+    s.recent.push_back(to_message(log[i].cmd, log[i].at_s, std::nullopt));
   s.best_effort_drain_s = core.params().best_effort_drain_s;
   s.jobs_listed_of = total;
   s.now_s = st.now_s();

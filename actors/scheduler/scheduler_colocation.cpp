@@ -9,7 +9,6 @@
 #include "scheduler_core.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 
 namespace msomni::sched {
@@ -29,18 +28,56 @@ double scheduler_core::guest_share(const std::string& host) const {
   return std::clamp(phase + (1 - phase) * f.lendable_share, 0.0, 1.0);
 }
 
+lending_figures scheduler_core::lending_figures_of(const std::string& host) const {
+  lending_figures out;
+  out.slowdown_budget = params_.critical_slowdown_budget;
+  if (auto h = jobs_.find(host); h != jobs_.end() && h->second.delay_reported) {
+    out.delay_reported = true;
+    out.guest_delay_s = h->second.guest_delay_s;
+    out.run_s = h->second.guest_delay_run_s;
+    out.budget_s = params_.critical_slowdown_budget * out.run_s;
+  }
+  out.min_confidence = params_.min_confidence;
+  out.idle_threshold = params_.idle_threshold;
+  auto it = forecasts_.find(host);
+  if (it == forecasts_.end()) return out;
+  const host_forecast& f = it->second;
+  out.forecast = true;
+  out.confidence = f.confidence;
+  out.samples = f.samples;
+  out.warmup_samples = f.warmup_samples;
+  out.step_cv = f.step_cv;
+  // A predicted checkpoint/evaluation phase leaves the whole of its part of the window idle;
+  // the rest of the window has the ordinary idle share. A host qualifies when its GPUs' idle
+  // share over its rhythm passes the threshold, or when this window's does (a phase lifts it).
+  const double phase = std::clamp(f.phase_share, 0.0, 1.0);
+  out.window_idle = phase + (1 - phase) * f.idle_mean;
+  out.rhythm_idle = f.rhythm_idle;
+  out.idle_share = std::max(out.window_idle, out.rhythm_idle);
+  out.lends = guest_share(host);
+  return out;
+}
+
 scheduler_core::lending scheduler_core::lending_of(const std::string& host) const {
   if (auto h = jobs_.find(host); h != jobs_.end() && h->second.over_budget) return lending::over_budget;
   auto it = forecasts_.find(host);
   if (it == forecasts_.end() || it->second.confidence < params_.min_confidence) return lending::low_confidence;
   const host_forecast& f = it->second;
-  // A predicted checkpoint/evaluation phase leaves the whole of its part of the window idle;
-  // the rest of the window has the ordinary idle share. A host qualifies when its GPUs' idle
-  // share over its rhythm passes the threshold, or when this window's does (a phase lifts it).
+  // See lending_figures_of: the larger of the window's and the rhythm's idle share.
   const double phase = std::clamp(f.phase_share, 0.0, 1.0);
   const double window_idle = phase + (1 - phase) * f.idle_mean;
   if (std::max(window_idle, f.rhythm_idle) < params_.idle_threshold) return lending::below_threshold;
   return lending::qualifies;
+}
+
+hold_reason scheduler_core::lending_hold_of(const std::string& host) const {
+  switch (lending_of(host)) {
+    case lending::over_budget: return hold_reason::over_budget;
+    case lending::low_confidence: return hold_reason::low_confidence;
+    case lending::below_threshold: return hold_reason::below_threshold;
+    case lending::qualifies: break;
+  }
+  return hold_reason::none;
 }
 
 void scheduler_core::report_guest_delay(const std::string& host, double lost_s, double now_s) {
@@ -50,20 +87,25 @@ void scheduler_core::report_guest_delay(const std::string& host, double lost_s, 
   job_state& h = it->second;
   if (h.req.klass != job_class::critical || h.phase != job_phase::running) return;
   h.guest_delay_s = std::max(0.0, lost_s);
-  const bool over = h.guest_delay_s > params_.critical_slowdown_budget * std::max(0.0, now_s - h.run_since_s);
+  h.guest_delay_run_s = std::max(0.0, now_s - h.run_since_s);
+  h.delay_reported = true;
+  const bool over = h.guest_delay_s > params_.critical_slowdown_budget * h.guest_delay_run_s;
   if (over && !h.over_budget) ++budget_holds_;
   h.over_budget = over;
 }
 
-std::string scheduler_core::no_lending_reason(const std::string& host) const {
-  if (lending_of(host) != lending::over_budget) return "host's predicted idle share is below the threshold";
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "host lost %.0f s of its run to guests, past its %.2g%% slowdown budget",
-                jobs_.at(host).guest_delay_s, params_.critical_slowdown_budget * 100);
-  return buf;
+explained scheduler_core::no_lending_reason(const std::string& host) const {
+  if (params_.policy != policy_kind::omni) {  // greedy lends whatever the last step left idle: nothing, here
+    const auto it = forecasts_.find(host);
+    return std::move(reason_text("greedy: host left no GPU time idle in its last step (")
+                         .num("last_idle_share", it == forecasts_.end() ? 0.0 : it->second.last_idle)
+                         .add(")"))
+        .done();
+  }
+  return lending_explained(host, lending_figures_of(host), lending_hold_of(host));
 }
 
-void scheduler_core::evict_guest(const std::string& guest_id, double now_s, std::string reason,
+void scheduler_core::evict_guest(const std::string& guest_id, double now_s, explained reason,
                                  eviction_cause cause, std::vector<command>& out) {
   job_state& guest = jobs_.at(guest_id);
   const std::string host = guest.host;
@@ -72,14 +114,15 @@ void scheduler_core::evict_guest(const std::string& guest_id, double now_s, std:
   if (list.empty()) guests_of_.erase(host);
   command c = make_command(command_kind::evict_guest, guest.req.id, guest.epoch);
   c.host = host;
-  c.reason = std::move(reason);
+  set_reason(c, std::move(reason));
   to_pending(guest);
+  guest.placed = {};
   guest.memory_hold_host.clear();
   ++evictions_[static_cast<size_t>(cause)];
   emit(now_s, std::move(c), out);
 }
 
-void scheduler_core::evict_guests_of(const std::string& host, double now_s, const std::string& reason,
+void scheduler_core::evict_guests_of(const std::string& host, double now_s, const explained& reason,
                                      eviction_cause cause, std::vector<command>& out) {
   auto it = guests_of_.find(host);
   if (it == guests_of_.end()) return;
@@ -131,13 +174,25 @@ void scheduler_core::place_guests(const job_state& host, double share, double no
     c.replicas = j.replicas;
     c.host = host.req.id;
     c.share = share;
-    c.reason = params_.policy == policy_kind::omni
-                   ? "host's predicted idle share passes the threshold"
-                   : "greedy: host left GPUs idle in its last step";
-    if (int64_t headroom = 0; memory_headroom(host, headroom))
-      c.reason += "; memory: the host's forecast leaves " + gb_text(static_cast<double>(headroom)) + " of its " +
-                  gb_text(static_cast<double>(host.memory_device_bytes)) + " device, the guest needs " +
-                  gb_text(static_cast<double>(memory_need(j)));
+    reason_text why;
+    if (params_.policy == policy_kind::omni)
+      why.add("host's predicted idle share passes the threshold: ")
+          .add(lending_explained(host.req.id, lending_figures_of(host.req.id), hold_reason::none));
+    else
+      why.add("greedy: host left GPUs idle in its last step (").num("last_idle_share", share).add(")");
+    if (int64_t headroom = 0; memory_headroom(host, headroom)) {
+      const uint64_t need = memory_need(j);
+      why.add("; memory: the host's forecast leaves ")
+          .num_as("headroom_bytes", static_cast<double>(headroom), gb_text(static_cast<double>(headroom)))
+          .add(" of its ")
+          .num_as("device_bytes", static_cast<double>(host.memory_device_bytes),
+                  gb_text(static_cast<double>(host.memory_device_bytes)))
+          .add(" device, the guest needs ")
+          .num_as("need_bytes", static_cast<double>(need), gb_text(static_cast<double>(need)));
+    }
+    j.placed = std::move(why).done();
+    c.reason = j.placed.text;
+    c.numbers = j.placed.numbers;
     j.memory_hold_host.clear();
     emit(now_s, std::move(c), out);
   }
@@ -165,13 +220,24 @@ std::vector<command> scheduler_core::window(double now_s) {
     for (const std::string& id : std::vector<std::string>(guests_of_.at(host))) {
       job_state& guest = jobs_.at(id);
       if (pending_.empty() && place_.free_count() >= guest.req.gpus) {
-        evict_guest(id, now_s, "free GPUs: run alone", eviction_cause::free_gpus, out);
+        evict_guest(id, now_s,
+                    std::move(reason_text("free GPUs: run alone (")
+                                  .num("gpus_free", place_.free_count())
+                                  .add(" free, it needs ")
+                                  .num("gpus_wanted", guest.req.gpus)
+                                  .add("; nobody waits)"))
+                        .done(),
+                    eviction_cause::free_gpus, out);
       } else if (share != guest.share) {
+        reason_text why("share for the next reservation window: ");
+        why.num("share", share).add(" (was ").num("previous_share", guest.share).add(")");
+        if (params_.policy == policy_kind::omni)
+          why.add("; ").add(lending_explained(host, lending_figures_of(host), hold_reason::none));
         guest.share = share;
         command c = make_command(command_kind::set_share, guest.req.id, guest.epoch);
         c.host = host;
         c.share = share;
-        c.reason = "share for the next reservation window";
+        set_reason(c, std::move(why).done());
         emit(now_s, std::move(c), out);
       }
     }

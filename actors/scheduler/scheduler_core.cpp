@@ -41,11 +41,29 @@ void scheduler_core::emit(double now_s, command c, std::vector<command>& out) {
   out.push_back(std::move(c));
 }
 
-std::string scheduler_core::refusal(const job_request& req, bool queued) const {
-  if (jobs_.count(req.id)) return "duplicate job id";
-  if (req.gpus == 0 || req.gpus > place_.total()) return "needs more GPUs than the cluster has";
-  if (req.gpus % per_replica(req) != 0) return "gpus not a multiple of gpus_per_replica";
-  if (queued && pending_.size() >= params_.queue_capacity) return "queue full (queue_capacity)";
+explained scheduler_core::refusal(const job_request& req, bool queued) const {
+  if (jobs_.count(req.id)) return {"duplicate job id", {}};
+  if (req.gpus == 0 || req.gpus > place_.total())
+    return std::move(reason_text("needs more GPUs than the cluster has (")
+                         .num("gpus_wanted", req.gpus)
+                         .add(" of ")
+                         .num("gpus_total", place_.total())
+                         .add(")"))
+        .done();
+  if (req.gpus % per_replica(req) != 0)
+    return std::move(reason_text("gpus not a multiple of gpus_per_replica (")
+                         .num("gpus_wanted", req.gpus)
+                         .add(" by ")
+                         .num("gpus_per_replica", per_replica(req))
+                         .add(")"))
+        .done();
+  if (queued && pending_.size() >= params_.queue_capacity)
+    return std::move(reason_text("queue full (queue_capacity): ")
+                         .num("queued_jobs", static_cast<double>(pending_.size()))
+                         .add(" of ")
+                         .num("queue_capacity", static_cast<double>(params_.queue_capacity))
+                         .add(" jobs"))
+        .done();
   return {};
 }
 
@@ -67,7 +85,7 @@ job_state& scheduler_core::admit(const job_request& req, double now_s) {
 std::vector<command> scheduler_core::submit(const job_request& req, double now_s) {
   std::vector<command> out;
   command rej = make_command(command_kind::reject, req.id, 0);
-  rej.reason = refusal(req, true);
+  set_reason(rej, refusal(req, true));
   if (!rej.reason.empty()) {
     ++rejected_;
     emit(now_s, rej, out);
@@ -80,7 +98,7 @@ std::vector<command> scheduler_core::submit(const job_request& req, double now_s
   return out;
 }
 
-void scheduler_core::start(job_state& j, uint32_t replicas, double now_s, std::string reason,
+void scheduler_core::start(job_state& j, uint32_t replicas, double now_s, explained reason,
                            std::vector<command>& out, bool borrowed) {
   uint32_t count = replicas * j.req.gpus_per_replica;
   auto choice = place_.choose(count);
@@ -89,7 +107,7 @@ void scheduler_core::start(job_state& j, uint32_t replicas, double now_s, std::s
   if (!choice->single_node) ++multi_node_;
   if (!choice->single_switch) {
     ++cross_switch_;
-    reason += "; spans switches (no single switch had room)";
+    reason.text += "; spans switches (no single switch had room)";
   }
   pending_.erase(key_of(j));
   set_phase(j, job_phase::running);
@@ -98,17 +116,20 @@ void scheduler_core::start(job_state& j, uint32_t replicas, double now_s, std::s
   j.run_since_s = now_s;
   j.borrowed = borrowed;
   j.guest_delay_s = 0;
+  j.guest_delay_run_s = 0;
+  j.delay_reported = false;
   j.over_budget = false;
   j.hold = {};
   j.hold_pass = ~uint64_t{0};
   j.hold_logged = hold_reason::none;
   j.lending_hold = j.lending_logged = hold_reason::none;
+  j.lending_cause_logged = lending_cause::none;
   ++j.epoch;
   command c = make_command(command_kind::start, j.req.id, j.epoch);
   c.gpus = j.gpus;
   c.replicas = replicas;
   c.resume_step = j.resume_step;
-  c.reason = std::move(reason);
+  set_reason(c, std::move(reason));
   emit(now_s, std::move(c), out);
 }
 
@@ -159,7 +180,7 @@ std::vector<command> scheduler_core::finished(const std::string& job, double now
     schedule(now_s, out);
     return out;
   }
-  evict_guests_of(job, now_s, "host finished", eviction_cause::host_ended, out);
+  evict_guests_of(job, now_s, {"host finished", {}}, eviction_cause::host_ended, out);
   if (j.phase == job_phase::guest) {
     auto& list = guests_of_[j.host];
     list.erase(std::remove(list.begin(), list.end(), job), list.end());

@@ -15,6 +15,7 @@
 
 #include "ended_jobs.hpp"
 #include "placement.hpp"
+#include "scheduler_reasons.hpp"
 #include "scheduler_types.hpp"
 
 #include <algorithm>
@@ -54,8 +55,11 @@ struct job_state {
   // best-effort work, until it next waits.
   bool borrowed = false;
   // Critical hosts: what its guests have cost it in this run, as last reported
-  // (report_guest_delay), and whether that is past params.critical_slowdown_budget.
+  // (report_guest_delay), its run time then, and whether that is past
+  // params.critical_slowdown_budget of it.
   double guest_delay_s = 0;
+  double guest_delay_run_s = 0;
+  bool delay_reported = false;
   bool over_budget = false;
   // Why it waits (pending) or does not grow (running shrunk), as of the pass numbered
   // hold_pass; hold_logged: the reason the decision log last gave for it.
@@ -63,8 +67,9 @@ struct job_state {
   uint64_t hold_pass = ~uint64_t{0};
   hold_reason hold_logged = hold_reason::none;
   // A running critical job: why it lent nothing in the last window (none: it lent), and
-  // what the log last said.
+  // what the log last said (its reason and, within it, the cause).
   hold_reason lending_hold = hold_reason::none, lending_logged = hold_reason::none;
+  lending_cause lending_cause_logged = lending_cause::none;
   // Its newest memory report (report_memory): forecast peak plus margin over its ranks, and
   // the device each rank has (0: none reported). Kept while it waits: an evicted guest's
   // forecast still says what it needs.
@@ -73,6 +78,8 @@ struct job_state {
   // A pending guest: the host its memory hold was last logged for (logged again only for
   // another host, or after it ran).
   std::string memory_hold_host;
+  // A guest: why it was placed (its colocate's reason and numbers), for status.
+  explained placed;
 };
 
 // What a guest needs of a host's device: what it declared, or its own forecast when higher.
@@ -131,6 +138,13 @@ class scheduler_core {
   // much it lends (greedy and exclusive do not use the rule).
   enum class lending : uint8_t { over_budget, low_confidence, below_threshold, qualifies };
   lending lending_of(const std::string& host) const;
+  // The numbers lending_of() compares for `host` (its lends: guest_share()).
+  lending_figures lending_figures_of(const std::string& host) const;
+  // lending_of() as a hold reason (none: it qualifies).
+  hold_reason lending_hold_of(const std::string& host) const;
+  // Why `host` lends nothing in the next window, with the numbers compared (reason none: it
+  // lends).
+  hold_note lending_hold_note(const std::string& host) const;
   bool has_guests(const std::string& host) const { return guests_of_.count(host) != 0; }
   // A job's memory report: `forecast_peak_bytes` (its ranks' largest forecast peak plus the
   // safety margin; 0: none yet) on devices of `device_bytes` (0: unknown). For a critical
@@ -199,12 +213,13 @@ class scheduler_core {
  private:
   using queue_key = std::tuple<uint8_t, double, uint64_t, std::string>;
   queue_key key_of(const job_state& j) const;
-  // Why submit() (`queued`: the job would wait in the queue) would turn `req` away, or empty.
-  std::string refusal(const job_request& req, bool queued) const;
+  // Why submit() (`queued`: the job would wait in the queue) would turn `req` away (empty
+  // text: it would not).
+  explained refusal(const job_request& req, bool queued) const;
   // A new job's state, its request normalised (replica size, min replicas by class).
   job_state& admit(const job_request& req, double now_s);
-  // Why `gpus` cannot be the adopted run of `j` here, or empty.
-  std::string unadoptable(const job_state& j, const std::vector<uint32_t>& gpus, uint32_t replicas) const;
+  // Why `gpus` cannot be the adopted run of `j` here (empty text: they can).
+  explained unadoptable(const job_state& j, const std::vector<uint32_t>& gpus, uint32_t replicas) const;
   void emit(double now_s, command c, std::vector<command>& out);
   // One pass over the queue under params_.policy (scheduler_pass.cpp), by one of:
   void schedule(double now_s, std::vector<command>& out);
@@ -256,12 +271,12 @@ class scheduler_core {
   bool omni_start_elastic(job_state& j, omni_pass& p, double now_s, std::vector<command>& out);
   // Starts `j` with `replicas` and takes their GPUs out of what the pass has left (out of
   // the room beside the reserve too, for a regular job's own run).
-  void omni_start_replicas(job_state& j, uint32_t replicas, omni_pass& p, double now_s, std::string reason,
+  void omni_start_replicas(job_state& j, uint32_t replicas, omni_pass& p, double now_s, explained reason,
                            std::vector<command>& out, bool borrowed = false);
   void omni_claim_for_critical(const job_state& j, omni_pass& p, double now_s, std::vector<command>& out);
   void grow(double now_s, std::vector<command>& out);
   // `borrowed`: the run gives its GPUs back at once and has no run window (job_state::borrowed).
-  void start(job_state& j, uint32_t replicas, double now_s, std::string reason,
+  void start(job_state& j, uint32_t replicas, double now_s, explained reason,
              std::vector<command>& out, bool borrowed = false);
   // Which running lower-class jobs reclaim may take: best-effort ones (they give way at once),
   // the ones that drain first (regular), or any.
@@ -276,7 +291,7 @@ class scheduler_core {
   uint32_t gpus_giving_way(const std::set<std::string>& ids) const;
   bool may_preempt(const job_state& victim, const job_state& claimant, double now_s) const;
   bool may_shrink(const job_state& victim, const job_state& claimant) const;
-  void notice(job_state& v, uint32_t keep, double now_s, std::string reason,
+  void notice(job_state& v, uint32_t keep, double now_s, explained reason,
               std::vector<command>& out);
   void complete_drain(job_state& v, double now_s);
   void to_pending(job_state& j);
@@ -286,9 +301,9 @@ class scheduler_core {
   uint64_t& count_of(const job_state& j) {
     return by_class_phase_[std::min<size_t>(static_cast<size_t>(j.req.klass), 2)][static_cast<size_t>(j.phase)];
   }
-  void evict_guest(const std::string& guest, double now_s, std::string reason, eviction_cause cause,
+  void evict_guest(const std::string& guest, double now_s, explained reason, eviction_cause cause,
                    std::vector<command>& out);
-  void evict_guests_of(const std::string& host, double now_s, const std::string& reason, eviction_cause cause,
+  void evict_guests_of(const std::string& host, double now_s, const explained& reason, eviction_cause cause,
                        std::vector<command>& out);
   // Evicts the guests of `host` its memory forecast no longer leaves room for; true when any.
   bool evict_for_memory(const job_state& host, double now_s, std::vector<command>& out);
@@ -296,7 +311,7 @@ class scheduler_core {
   hold_note memory_misfit(const job_state& g, const job_state& host) const;
   void place_guests(const job_state& host, double share, double now_s, std::vector<command>& out);
   // Why `host` lends nothing in the next window (guest_share() is 0), for the decision log.
-  std::string no_lending_reason(const std::string& host) const;
+  explained no_lending_reason(const std::string& host) const;
   uint32_t draining_gpus() const;
   // omni's critical reserve (see scheduler_params::critical_peak_memory_s;
   // scheduler_reserve.cpp).

@@ -3,19 +3,34 @@
 // when its reason changes, so that a reason that lasts is one line, not one per pass.
 #include "scheduler_core.hpp"
 
+#include <algorithm>
+
 namespace msomni::sched {
 
 hold_note scheduler_core::hold_of(const job_state& j) const {
+  if (j.phase == job_phase::guest) return {};  // placed after the pass that held it
   if (j.hold_pass == pass_) return j.hold;
   if (j.phase == job_phase::pending) return tail_hold_;
   return {};
+}
+
+hold_note scheduler_core::lending_hold_note(const std::string& host) const {
+  hold_note h;
+  h.reason = lending_hold_of(host);
+  if (h.reason == hold_reason::none) return h;
+  h.gpus_free = place_.free_count();
+  h.by = host;
+  h.lending = lending_figures_of(host);
+  return h;
 }
 
 void scheduler_core::emit_hold(double now_s, const std::string& job, uint64_t epoch, const hold_note& h,
                                std::vector<command>& out, const std::string& prefix) {
   ++holds_total_;
   command c = make_command(command_kind::hold, job, epoch);
-  c.reason = prefix + explain(h);
+  explained e = hold_explained(h);
+  e.text = prefix + e.text;
+  set_reason(c, std::move(e));
   c.host = h.by;
   // Not a decision (decisions_total): the log keeps it, the shell prints it, nothing acts.
   if (params_.decision_log_capacity > 0) {
@@ -58,7 +73,10 @@ hold_note scheduler_core::waiting_hold(const job_state& j, const pass_state& p) 
         h.by = id;
       }
     }
-    if (!h.by.empty()) h.reason = hold_reason::run_window;
+    if (!h.by.empty()) {
+      h.reason = hold_reason::run_window;
+      h.window_left_s = std::max(0.0, first_end - last_schedule_s_);
+    }
   }
   return h;
 }
@@ -76,6 +94,7 @@ void scheduler_core::note_cluster_hold(double now_s, std::vector<command>& out) 
   }
   if (h.reason == hold_reason::none && pending_.size() >= params_.queue_capacity) {
     h = {hold_reason::queue_bound, free, static_cast<uint32_t>(pending_.size()), 0, {}};
+    h.queue_capacity = params_.queue_capacity;
     job.clear();
   }
   if (h.reason == hold_reason::none) job.clear();
@@ -99,17 +118,14 @@ void scheduler_core::note_lending(double now_s, std::vector<command>& out) {
   for (const auto& id : running_) {
     job_state& h = jobs_.at(id);
     if (h.req.klass != job_class::critical) continue;
-    hold_reason r = hold_reason::none;
-    switch (lending_of(id)) {
-      case lending::over_budget: r = hold_reason::over_budget; break;
-      case lending::low_confidence: r = hold_reason::low_confidence; break;
-      case lending::below_threshold: r = hold_reason::below_threshold; break;
-      case lending::qualifies: break;
-    }
+    const hold_note note = lending_hold_note(id);
+    const hold_reason r = note.reason;
+    const lending_cause cause = lending_cause_of(note.lending, r);
     h.lending_hold = r;
-    if (!waiting || r == h.lending_logged) continue;
+    if (!waiting || (r == h.lending_logged && cause == h.lending_cause_logged)) continue;
     h.lending_logged = r;
-    if (r != hold_reason::none) emit_hold(now_s, id, h.epoch, {r, place_.free_count(), 0, 0, id}, out);
+    h.lending_cause_logged = cause;
+    if (r != hold_reason::none) emit_hold(now_s, id, h.epoch, note, out);
   }
 }
 

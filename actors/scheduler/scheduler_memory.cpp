@@ -39,7 +39,7 @@ bool scheduler_core::evict_for_memory(const job_state& host, double now_s, std::
   for (const std::string& id : std::vector<std::string>(it->second)) {
     const hold_note h = memory_misfit(jobs_.at(id), host);
     if (h.reason == hold_reason::none) continue;
-    evict_guest(id, now_s, explain(h), eviction_cause::memory, out);
+    evict_guest(id, now_s, hold_explained(h), eviction_cause::memory, out);
     any = true;
   }
   return any;

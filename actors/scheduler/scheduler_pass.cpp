@@ -30,9 +30,12 @@ scheduler_core::pass_state scheduler_core::pass_begin() const {
 
 bool scheduler_core::start_if_fits(job_state& j, pass_state& p, double now_s, std::vector<command>& out) {
   const uint32_t need = j.req.gpus;
-  if (p.usable() < need) return false;
-  start(j, full_replicas(j.req), now_s,
-        p.any_blocked ? "backfill: fits in free GPUs behind a blocked job" : "fits in free GPUs", out);
+  const int64_t usable = p.usable();
+  if (usable < need) return false;
+  reason_text why(p.any_blocked ? "backfill: fits in free GPUs behind a blocked job (needs " : "fits in free GPUs (needs ");
+  why.num("gpus_wanted", need).add(" of ").num("gpus_free", static_cast<double>(usable));
+  why.add(p.any_blocked ? " free that " + p.first_blocked + " was not promised)" : " free)");
+  start(j, full_replicas(j.req), now_s, std::move(why).done(), out);
   p.free_now -= need;
   p.pool -= need;
   return true;

@@ -32,7 +32,7 @@ void scheduler_core::schedule_omni(double now_s, std::vector<command>& out) {
     // nobody was promised (`usable`) or reclaims its own share from lower classes, so that
     // it does not wait on regular jobs past their run window.
     if (p.any_blocked && regular) {
-      set_hold(j, {hold_reason::queue_order, p.free_now, 0, 0, p.first_blocked}, now_s, out);
+      set_hold(j, {hold_reason::queue_order, p.free_now, j.req.gpus, 0, p.first_blocked}, now_s, out);
       continue;
     }
     // A regular job holds its GPUs through a run window and gives them back only after a
@@ -67,11 +67,11 @@ void scheduler_core::omni_borrow_while_critical_waits(job_state& j, omni_pass& p
              now_s, out);
     return;
   }
-  start(j, r, now_s,
-        "borrows free GPUs a waiting critical job cannot use yet (" + std::to_string(r) + " of " +
-            std::to_string(full_replicas(j.req)) + " replicas; gives them back at once" +
-            (j.req.klass == job_class::regular ? ", outside its run window)" : ")"),
-        out, true);
+  reason_text why("borrows free GPUs a waiting critical job cannot use yet (");
+  why.num("replicas", r).add(" of ").num("full_replicas", full_replicas(j.req)).add(" replicas on ");
+  why.num("gpus_free", p.free_now).add(" free GPUs while " + p.first_critical_blocked + " waits; gives them back at once");
+  why.add(j.req.klass == job_class::regular ? ", outside its run window)" : ")");
+  start(j, r, now_s, std::move(why).done(), out, true);
   p.free_now -= r * j.req.gpus_per_replica;
 }
 
@@ -83,17 +83,30 @@ void scheduler_core::omni_start_beside_reserve(job_state& j, omni_pass& p, doubl
   const uint32_t min_need = j.req.min_replicas * gpr;
   const int64_t usable = p.usable();
   const int64_t fit = std::min<int64_t>(usable, p.regular_room);
+  // "(regular jobs may lock 4 more GPUs beside the 8 kept for critical bursts, 12 free)"
+  const auto room = [&](reason_text& why) -> reason_text& {
+    return why.add("regular jobs may lock ")
+        .num("regular_room_gpus", static_cast<double>(std::max<int64_t>(p.regular_room, 0)))
+        .add(" more GPUs beside the ")
+        .num("reserve_gpus", critical_peak_now_)
+        .add(" kept for critical bursts, ")
+        .num("gpus_free", static_cast<double>(usable))
+        .add(" free");
+  };
   if (!p.any_blocked && fit >= min_need) {
     uint32_t r = static_cast<uint32_t>(fit / gpr);
-    omni_start_replicas(j, r, p, now_s, "elastic start at " + std::to_string(r) + " of " +
-                        std::to_string(full_replicas(j.req)) + " replicas beside the critical reserve", out);
+    reason_text why("elastic start at ");
+    why.num("replicas", r).add(" of ").num("full_replicas", full_replicas(j.req)).add(" replicas beside the critical reserve (");
+    room(why).add(")");
+    omni_start_replicas(j, r, p, now_s, std::move(why).done(), out);
   } else if (!p.any_blocked && usable >= min_need) {
     // The reserve is kept for critical bursts; until one comes the job borrows it on
     // best-effort terms (gives it back at once, outside its run window).
     uint32_t r = std::min(full_replicas(j.req), static_cast<uint32_t>(usable / gpr));
-    omni_start_replicas(j, r, p, now_s, "borrows the critical reserve (" + std::to_string(r) + " of " +
-                        std::to_string(full_replicas(j.req)) +
-                        " replicas; gives it back at once, outside its run window)", out, true);
+    reason_text why("borrows the critical reserve (");
+    why.num("replicas", r).add(" of ").num("full_replicas", full_replicas(j.req)).add(" replicas; ");
+    room(why).add("; gives it back at once, outside its run window)");
+    omni_start_replicas(j, r, p, now_s, std::move(why).done(), out, true);
   } else {
     ++reserve_deferrals_;
     // Without the reserve it would reclaim from work that gives way at once, or fit.
@@ -111,13 +124,16 @@ bool scheduler_core::omni_start_elastic(job_state& j, omni_pass& p, double now_s
   const int64_t usable = p.usable();
   if (!preemptible(j.req.klass) || p.any_blocked || usable < j.req.min_replicas * gpr) return false;
   uint32_t r = static_cast<uint32_t>(usable / gpr);
-  omni_start_replicas(j, r, p, now_s, "elastic start at " + std::to_string(r) + " of " +
-                      std::to_string(full_replicas(j.req)) + " replicas (cluster full)", out);
+  reason_text why("elastic start at ");
+  why.num("replicas", r).add(" of ").num("full_replicas", full_replicas(j.req)).add(" replicas (cluster full: ");
+  why.num("gpus_free", static_cast<double>(usable)).add(" GPUs free, it needs ").num("gpus_wanted", j.req.gpus);
+  why.add(" at full size)");
+  omni_start_replicas(j, r, p, now_s, std::move(why).done(), out);
   return true;
 }
 
 void scheduler_core::omni_start_replicas(job_state& j, uint32_t replicas, omni_pass& p, double now_s,
-                                         std::string reason, std::vector<command>& out, bool borrowed) {
+                                         explained reason, std::vector<command>& out, bool borrowed) {
   start(j, replicas, now_s, std::move(reason), out, borrowed);
   const uint32_t gpus = replicas * j.req.gpus_per_replica;
   p.free_now -= gpus;
@@ -184,6 +200,7 @@ void scheduler_core::grow(double now_s, std::vector<command>& out) {
     if (add == 0) continue;
     auto choice = place_.choose_near(add * j.req.gpus_per_replica, j.gpus);
     if (!choice) continue;
+    const uint32_t free_before = place_.free_count(), from = j.replicas;
     place_.take(j.req.id, choice->gpus);
     j.gpus.insert(j.gpus.end(), choice->gpus.begin(), choice->gpus.end());
     j.replicas += add;
@@ -191,7 +208,10 @@ void scheduler_core::grow(double now_s, std::vector<command>& out) {
     command c = make_command(command_kind::resize, j.req.id, j.epoch);
     c.gpus = j.gpus;
     c.replicas = j.replicas;
-    c.reason = "grow: free GPUs and nobody waiting";
+    reason_text why("grow: free GPUs and nobody waiting (");
+    why.num("from_replicas", from).add(" to ").num("replicas", j.replicas).add(" of ");
+    why.num("full_replicas", full_replicas(j.req)).add(" replicas; ").num("gpus_free", free_before).add(" GPUs were free)");
+    set_reason(c, std::move(why).done());
     emit(now_s, std::move(c), out);
   }
 }

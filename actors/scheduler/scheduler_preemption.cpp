@@ -65,14 +65,22 @@ uint32_t scheduler_core::reclaim(const job_state& claimant, uint32_t deficit, do
   if (gained < deficit && claimant.req.klass != job_class::critical) return 0;
   for (const cand* c : chosen) {
     job_state& v = jobs_.at(c->id);
-    std::string why = (c->keep > 0 ? "shrink to " + std::to_string(c->keep) + " replicas for " : "make room for ") +
-                      std::string(to_string(claimant.req.klass)) + " job " + claimant.req.id;
-    notice(v, c->keep, now_s, std::move(why), out);
+    reason_text why;
+    if (c->keep > 0) why.add("shrink to ").num("keep_replicas", c->keep).add(" replicas for ");
+    else why.add("make room for ");
+    why.add(std::string(to_string(claimant.req.klass)) + " job " + claimant.req.id + " (it lacks ");
+    why.num("gpus_short", deficit).add(" GPUs; this gives ").num("gpus_given", c->gain);
+    // A regular victim's run window: how long it ran against min_run_window_s (greedy ignores it).
+    if (c->kind == 3 && v.req.klass == job_class::regular && params_.policy != policy_kind::greedy)
+      why.add(", after ").num("run_s", now_s - v.run_since_s, " s").add(" of its ").num(
+          "min_run_window_s", params_.min_run_window_s, " s").add(" run window");
+    why.add(")");
+    notice(v, c->keep, now_s, std::move(why).done(), out);
   }
   return gained;
 }
 
-void scheduler_core::notice(job_state& v, uint32_t keep, double now_s, std::string reason,
+void scheduler_core::notice(job_state& v, uint32_t keep, double now_s, explained reason,
                             std::vector<command>& out) {
   double drain = gives_way_at_once(v) ? params_.best_effort_drain_s : params_.drain_period_s;
   set_phase(v, job_phase::draining);
@@ -82,7 +90,7 @@ void scheduler_core::notice(job_state& v, uint32_t keep, double now_s, std::stri
   command c = make_command(command_kind::preempt, v.req.id, v.epoch);
   c.keep_replicas = keep;
   c.drain_s = drain;
-  c.reason = std::move(reason);
+  set_reason(c, std::move(reason_text().add(reason).add("; drain ").num("drain_s", drain, " s")).done());
   emit(now_s, std::move(c), out);
 }
 
@@ -118,7 +126,11 @@ std::vector<command> scheduler_core::expire(double now_s) {
     if (v.drain_deadline_s > now_s) continue;
     command c = make_command(command_kind::force_release, id, v.epoch);
     c.keep_replicas = v.keep_replicas;
-    c.reason = "no job_released within the drain period";
+    const double drain = gives_way_at_once(v) ? params_.best_effort_drain_s : params_.drain_period_s;
+    set_reason(c, std::move(reason_text("no job_released within the drain period (")
+                                .num("drain_s", drain, " s")
+                                .add(")"))
+                      .done());
     emit(now_s, std::move(c), out);
     complete_drain(v, now_s);
   }

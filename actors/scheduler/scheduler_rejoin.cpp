@@ -8,19 +8,35 @@
 
 namespace msomni::sched {
 
-std::string scheduler_core::unadoptable(const job_state& j, const std::vector<uint32_t>& gpus,
-                                        uint32_t replicas) const {
+explained scheduler_core::unadoptable(const job_state& j, const std::vector<uint32_t>& gpus,
+                                      uint32_t replicas) const {
   if (replicas < j.req.min_replicas || replicas > full_replicas(j.req))
-    return "it reports " + std::to_string(replicas) + " replicas, outside its " + std::to_string(j.req.min_replicas) +
-           ".." + std::to_string(full_replicas(j.req));
+    return std::move(reason_text("it reports ")
+                         .num("replicas", replicas)
+                         .add(" replicas, outside its ")
+                         .num("min_replicas", j.req.min_replicas)
+                         .add("..")
+                         .num("full_replicas", full_replicas(j.req)))
+        .done();
   if (gpus.size() != size_t{replicas} * j.req.gpus_per_replica)
-    return "it reports " + std::to_string(gpus.size()) + " GPUs for " + std::to_string(replicas) + " replicas";
+    return std::move(reason_text("it reports ")
+                         .num("gpus", static_cast<double>(gpus.size()))
+                         .add(" GPUs for ")
+                         .num("replicas", replicas)
+                         .add(" replicas of ")
+                         .num("gpus_per_replica", j.req.gpus_per_replica))
+        .done();
   std::vector<uint32_t> sorted = gpus;
   std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return "it reports a GPU twice";
+  if (auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end())
+    return std::move(reason_text("it reports a GPU twice (GPU ").num("gpu", *twice).add(")")).done();
   for (uint32_t g : sorted) {
-    if (g >= place_.total()) return "GPU " + std::to_string(g) + " is not in this cluster";
-    if (!place_.owner(g).empty()) return "GPU " + std::to_string(g) + " is " + place_.owner(g) + "'s here";
+    if (g >= place_.total())
+      return std::move(reason_text("GPU ").num("gpu", g).add(" is not in this cluster (").num(
+                           "gpus_total", place_.total()).add(" GPUs)"))
+          .done();
+    if (!place_.owner(g).empty())
+      return std::move(reason_text("GPU ").num("gpu", g).add(" is " + place_.owner(g) + "'s here")).done();
   }
   return {};
 }
@@ -29,7 +45,7 @@ std::vector<command> scheduler_core::adopt(const job_request& req, const std::ve
                                            uint32_t replicas, uint64_t epoch, double now_s) {
   std::vector<command> out;
   command c = make_command(command_kind::reject, req.id, epoch);
-  c.reason = refusal(req, false);
+  set_reason(c, refusal(req, false));
   if (!c.reason.empty()) {
     ++rejected_;
     emit(now_s, c, out);
@@ -37,15 +53,20 @@ std::vector<command> scheduler_core::adopt(const job_request& req, const std::ve
   }
   job_state& j = admit(req, now_s);
   j.epoch = epoch;  // the job's own count goes on: commands of a lower epoch are stale to it
-  const std::string why = unadoptable(j, gpus, replicas);
-  if (!why.empty() && pending_.size() >= params_.queue_capacity) {
+  const explained why = unadoptable(j, gpus, replicas);
+  if (!why.text.empty() && pending_.size() >= params_.queue_capacity) {
     erase_job(jobs_.find(req.id));
     ++rejected_;
-    c.reason = "rejoined after a scheduler restart, but " + why + ", and the queue is full (queue_capacity)";
+    set_reason(c, std::move(reason_text("rejoined after a scheduler restart, but ")
+                                .add(why)
+                                .add(", and the queue is full (queue_capacity ")
+                                .num("queue_capacity", static_cast<double>(params_.queue_capacity))
+                                .add(")"))
+                      .done());
     emit(now_s, c, out);
     return out;
   }
-  if (why.empty()) {
+  if (why.text.empty()) {
     place_.take(j.req.id, gpus);
     set_phase(j, job_phase::running);
     j.gpus = gpus;
@@ -54,11 +75,19 @@ std::vector<command> scheduler_core::adopt(const job_request& req, const std::ve
     c.kind = command_kind::adopted;
     c.gpus = gpus;
     c.replicas = replicas;
-    c.reason = "rejoined after a scheduler restart: keeps its GPUs";
+    set_reason(c, std::move(reason_text("rejoined after a scheduler restart: keeps its GPUs (")
+                                .num("gpus", static_cast<double>(gpus.size()))
+                                .add(" GPUs, ")
+                                .num("replicas", replicas)
+                                .add(" replicas, all free here)"))
+                      .done());
   } else {
     pending_.insert(key_of(j));
     c.kind = command_kind::requeue;
-    c.reason = "rejoined after a scheduler restart, but " + why + ": stop and wait to be started again";
+    set_reason(c, std::move(reason_text("rejoined after a scheduler restart, but ")
+                                .add(why)
+                                .add(": stop and wait to be started again"))
+                      .done());
   }
   emit(now_s, std::move(c), out);
   return out;

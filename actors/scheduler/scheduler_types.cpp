@@ -1,7 +1,7 @@
 // Names of the scheduler's enums, for logs, JSON and the command line.
 #include "scheduler_types.hpp"
 
-#include <cstdio>
+#include <algorithm>
 
 namespace msomni::sched {
 
@@ -76,49 +76,16 @@ const char* to_string(eviction_cause c) {
   return "?";
 }
 
-std::string gb_text(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
-  return buf;
-}
-
-std::string explain(const hold_note& h) {
-  const std::string free = std::to_string(h.gpus_free), wanted = std::to_string(h.gpus_wanted);
-  std::string text = std::string(to_string(h.reason)) + ": ";
-  switch (h.reason) {
-    case hold_reason::none: return "none";
-    case hold_reason::cluster_full:
-      return text + "needs " + wanted + " GPUs, " + free + " free and none it may take";
-    case hold_reason::queue_order: return text + "behind " + h.by + ", which waits first";
-    case hold_reason::critical_waits:
-      return text + "the GPUs are owed to waiting critical job " + h.by + "; " + free +
-             " free are fewer than the " + wanted + " it needs to borrow them";
-    case hold_reason::critical_reserve:
-      return text + free + " free GPUs are kept in the critical reserve (" + std::to_string(h.reserve) +
-             " GPUs for critical bursts); it needs " + wanted + " beside it";
-    case hold_reason::run_window:
-      return text + "needs " + wanted + " GPUs; the rest are held by regular jobs inside their run window (" +
-             h.by + " first)";
-    case hold_reason::draining:
-      return text + "needs " + wanted + " GPUs, " + free + " free; waits for those its notices asked back";
-    case hold_reason::below_threshold:
-      return text + h.by + "'s predicted idle share is below idle_threshold: it lends nothing to guests";
-    case hold_reason::low_confidence:
-      return text + h.by + " has no forecast at min_confidence yet: it lends nothing to guests";
-    case hold_reason::over_budget:
-      return text + h.by + " is past its slowdown budget: it lends nothing to guests";
-    case hold_reason::queue_bound:
-      return text + "the queue holds " + wanted + " jobs, its queue_capacity: submissions are refused";
-    case hold_reason::memory:
-      return text + h.by + "'s memory forecast leaves " + gb_text(static_cast<double>(h.headroom_bytes)) +
-             " of its " + gb_text(static_cast<double>(h.device_bytes)) + " device; it needs " +
-             gb_text(static_cast<double>(h.need_bytes)) + " as a guest";
-  }
-  return text;
-}
-
 host_forecast host_forecast_of(const predict::idle_forecast& f) {
   return {f.idle_mean, f.lendable_share, f.last_idle, f.confidence, f.phase_share, f.rhythm_idle};
+}
+
+host_forecast host_forecast_of(const predict::idle_forecast& f, const predict::step_stats& st, size_t warmup_steps) {
+  host_forecast h = host_forecast_of(f);
+  h.samples = st.samples;
+  h.warmup_samples = std::max<size_t>(warmup_steps, 1);
+  h.step_cv = st.step_mean_s > 0 ? st.step_std_s / st.step_mean_s : 0;
+  return h;
 }
 
 }  // namespace msomni::sched

@@ -137,20 +137,60 @@ enum class hold_reason : uint8_t {
 };
 const char* to_string(hold_reason r);
 
+// One number a decision or hold compared, by name ("idle_share", "idle_threshold", ...).
+struct figure {
+  std::string name;
+  double value = 0;
+  bool operator==(const figure&) const = default;
+};
+// The numbers behind a decision or hold, in the order its text gives them. The text and these
+// come from the same record (scheduler_reasons.cpp): msomni-sched prints the text, sched-status
+// --json gives these as an object.
+using figures = std::vector<figure>;
+
+// What omni compares, in this order, to decide whether a critical host lends idle time in the
+// next window (scheduler_core::lending_of, lending_figures_of).
+struct lending_figures {
+  // 1. the slowdown budget: what its guests cost it in its run, as last reported, against
+  //    critical_slowdown_budget x its run time then (report_guest_delay).
+  bool delay_reported = false;
+  double guest_delay_s = 0, run_s = 0, slowdown_budget = 0, budget_s = 0;
+  // 2. its forecast, if any: confidence against min_confidence. The confidence is
+  //    min(1, samples / warmup_samples) x (1 - step_cv); warmup_samples 0: not known (a
+  //    forecast given without them).
+  bool forecast = false;
+  double confidence = 0, min_confidence = 0;
+  uint64_t samples = 0, warmup_samples = 0;
+  double step_cv = 0;
+  // 3. its idle share, the larger of the next window's and the one over its rhythm, against
+  //    idle_threshold.
+  double idle_share = 0, window_idle = 0, rhythm_idle = 0, idle_threshold = 0;
+  // What it lends in the next window when it qualifies (guest_share), else 0.
+  double lends = 0;
+};
+
 // A hold with what explains it (filled as the reason needs).
 struct hold_note {
   hold_reason reason = hold_reason::none;
   uint32_t gpus_free = 0;    // free GPUs as the pass left them
-  uint32_t gpus_wanted = 0;  // what the job needs to start, or to grow by one replica
+  uint32_t gpus_wanted = 0;  // what the job needs to start, or to grow by one replica (queue_bound: jobs queued)
   uint32_t reserve = 0;      // omni's critical reserve (GPUs)
   std::string by;            // the job in front of it, the critical job it waits for, or the host
   // memory: what the guest needs, what the host's forecast leaves of its device, and the device.
   uint64_t need_bytes = 0;
   int64_t headroom_bytes = 0;
   uint64_t device_bytes = 0;
+  // run_window: seconds until the first of those run windows ends.
+  double window_left_s = 0;
+  // queue_bound: the queue's bound.
+  uint64_t queue_capacity = 0;
+  // below_threshold, low_confidence, over_budget: what the host's lending compared.
+  lending_figures lending{};
 };
-// One line for the decision log and sched-status.
+// One line for the decision log and sched-status, with the numbers compared in it.
 std::string explain(const hold_note& h);
+// The numbers explain() gives, by name.
+figures figures_of(const hold_note& h);
 // "12.50 GB" (bytes / 1e9, as [memory] counts gigabytes).
 std::string gb_text(double bytes);
 
@@ -168,6 +208,7 @@ struct command {
   // resumes from (0: none known to the core).
   uint64_t resume_step = 0;
   std::string reason;
+  figures numbers;  // what the decision compared, as its reason gives it
 };
 
 inline command make_command(command_kind k, std::string job, uint64_t epoch) {
@@ -193,9 +234,16 @@ struct host_forecast {
   // The job's idle share over its whole rhythm: ordinary steps plus checkpoint/evaluation
   // phases at their observed rate (what the GPUs' idle ratio is over hours).
   double rhythm_idle = 0;
+  // What the confidence came from: the step samples kept, the samples it takes to reach full
+  // confidence (0: not known), and the step times' coefficient of variation.
+  uint64_t samples = 0, warmup_samples = 0;
+  double step_cv = 0;
 };
 
 // What the core takes from a step-predictor forecast (the live shell and msomni-sim both).
 host_forecast host_forecast_of(const predict::idle_forecast& f);
+// The same, with what its confidence came from (the predictor's statistics of the job and its
+// warmup_steps), so that a low confidence can say why.
+host_forecast host_forecast_of(const predict::idle_forecast& f, const predict::step_stats& st, size_t warmup_steps);
 
 }  // namespace msomni::sched

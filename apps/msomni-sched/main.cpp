@@ -128,9 +128,12 @@ caf::behavior decision_printer(metrics::accounted_actor* self, std::shared_ptr<m
     if (!c.gpus.empty()) std::cout << " gpus=" << c.gpus.size();
     if (c.drain_s > 0) std::cout << " drain=" << c.drain_s << "s";
     std::cout << ": " << c.reason << std::endl;
-    if (store)
+    if (store) {
+      nlohmann::ordered_json figures = nlohmann::ordered_json::object();
+      for (const auto& [name, value] : c.figures) figures[name] = value;
       store->record_event({{"event", "decision"}, {"kind", "decision"}, {"decision", kind}, {"job", c.job},
-                           {"gpus", c.gpus.size()}, {"at_s", c.at_s}, {"reason", c.reason}});
+                           {"gpus", c.gpus.size()}, {"at_s", c.at_s}, {"reason", c.reason}, {"figures", figures}});
+    }
   }};
 }
 

@@ -80,13 +80,20 @@ view_content scheduler_view(const snapshot& now) {
   v.lines.push_back("running " + json_text_of(s, "running") + " (borrowed " + json_text_of(s, "borrowed") +
                     "), draining " + json_text_of(s, "draining") + ", guests " + json_text_of(s, "guests") +
                     ", decisions " + json_text_of(s, "decisions") + ", rejected " + json_text_of(s, "rejected"));
+  // Why free GPUs stay unused, with the numbers compared.
+  if (s.contains("held") && s["held"].is_object() && s["held"].value("reason", std::string("none")) != "none")
+    v.lines.push_back("held: " + s["held"].value("detail", std::string()));
   table t{"jobs", {{"JOB"}, {"CLASS"}, {"PHASE"}, {"GPUS", true}, {"REPLICAS", true}, {"FOR_S", true}, {"NOTE"}}, {}};
   for (const auto& j : array_at(s, "jobs")) {
     const auto host = j.value("host", std::string());
+    std::string note = j.value("borrowed", false) ? "borrowed" : host.empty() ? "" : "guest of " + host;
+    // Why it waits or lends nothing, else why it is a guest or lends: the scheduler's reason.
+    const auto why = j.value("hold_detail", j.value("why", std::string()));
+    if (!why.empty()) note += (note.empty() ? "" : ": ") + why;
     t.rows.push_back({text_cell(j.value("job", std::string())), text_cell(j.value("class", std::string())),
                       text_cell(j.value("phase", std::string())), number_cell(json_number(j, "gpus"), 0),
                       number_cell(json_number(j, "replicas"), 0), number_cell(json_number(j, "for_s"), 0),
-                      text_cell(j.value("borrowed", false) ? "borrowed" : host.empty() ? "" : "guest of " + host)});
+                      text_cell(note)});
   }
   v.tables.push_back(std::move(t));
   return v;

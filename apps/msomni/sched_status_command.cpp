@@ -4,14 +4,19 @@
 // each job (those holding GPUs first, then the queue in its order; at most 256) with its
 // class, phase, GPUs, replicas, how long it has been there and why it waits (or does not
 // grow, or as a critical host lends nothing), guests and hosts with their shares; and a
-// "held" line saying why free GPUs stay unused. When msomni-sched serves /metrics, its
+// "held" line saying why free GPUs stay unused. Every reason gives the numbers it compared
+// (idle share against idle_threshold, confidence against min_confidence, GPUs needed against
+// free ...); --json gives them by name too ("figures"). When msomni-sched serves /metrics, its
 // address too (metrics_address in --json, empty when it serves none). Then the ended jobs it
 // keeps, by how they ended, and the stopped ones in a section of their own: each with the
 // checkpoint step the same job, submitted again, resumes from, and how long ago it stopped.
+// Last, the newest decisions and holds as msomni-sched printed them (--json: all it sent, up
+// to 32; the text: the newest 8).
 #include "commands.hpp"
 
 #include "scheduler_client.hpp"
 #include "scheduler_status_json.hpp"
+#include "scheduler_types.hpp"
 
 #include "core/command_line.hpp"
 #include "core/json_text.hpp"
@@ -50,6 +55,20 @@ void print_ended_counts(const msg::scheduler_status& s, std::ostream& out) {
   for (const auto& j : s.ended) ++by_end[j.phase];
   out << "ended   " << s.ended.size() << " kept of " << s.ended_capacity << " (finished " << by_end["finished"]
       << ", failed " << by_end["failed"] << ", stopped " << by_end["stopped"] << ", lost " << by_end["lost"] << ")\n";
+}
+
+// How many of the newest decisions the text shows.
+constexpr size_t recent_shown = 8;
+
+// The newest decisions and holds, as msomni-sched's log lines say them (t= on its clock).
+void print_recent(const msg::scheduler_status& s, std::ostream& out) {
+  if (s.recent.empty()) return;
+  out << "\nRECENT DECISIONS (newest last)\n";
+  for (size_t i = s.recent.size() > recent_shown ? s.recent.size() - recent_shown : 0; i < s.recent.size(); ++i) {
+    const auto& c = s.recent[i];
+    out << age(s.now_s - c.at_s) << " ago  " << sched::to_string(static_cast<sched::command_kind>(c.kind)) << " "
+        << (c.job.empty() ? "cluster" : c.job) << ": " << c.reason << "\n";
+  }
 }
 
 // The stopped jobs, newest first, each with the step it resumes from.
@@ -114,16 +133,20 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
             if (s.recovering)
               out << "restart recovering from a restart: " << s.held_back << " submissions held back until it ends\n";
             print_ended_counts(s, out);
-            if (s.jobs.empty()) return print_stopped(s, out);
+            if (s.jobs.empty()) {
+              print_stopped(s, out);
+              return print_recent(s, out);
+            }
             out << "\nJOB                  CLASS        PHASE     GPUS  REPLICAS  FOR        NOTE\n";
             for (const auto& j : s.jobs) {
               std::string note = j.borrowed ? std::string("borrowed") : j.host.empty() ? std::string() : "guest of " + j.host;
               char share[64] = "";
               if (j.phase == "guest") std::snprintf(share, sizeof share, " (share %.2f)", j.share);
-              else if (j.job_class == 0 && j.phase == "running" && j.share > 0)
-                std::snprintf(share, sizeof share, "lends %.2f", j.share);
+              else if (j.job_class == 0 && j.phase == "running" && j.share > 0 && j.why.empty())
+                std::snprintf(share, sizeof share, "lends %.2f", j.share);  // (its why says so, with the numbers)
               note += share;
               if (!j.hold_detail.empty()) note += (note.empty() ? "" : "; ") + j.hold_detail;
+              else if (!j.why.empty()) note += (note.empty() ? "" : ": ") + j.why;
               char line[256];
               std::snprintf(line, sizeof line, "%-20s %-12s %-9s %4u  %8u  %-9s  ", j.job.c_str(), job_class_name(j.job_class),
                             j.phase.c_str(), j.gpus, j.replicas, age(s.now_s - j.since_s).c_str());
@@ -132,6 +155,7 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
             if (s.jobs_listed_of > s.jobs.size())
               out << "... " << s.jobs_listed_of - s.jobs.size() << " more jobs not listed\n";
             print_stopped(s, out);
+            print_recent(s, out);
           },
           [&](const caf::error& e) {
             err << "msomni sched-status: no answer from msomni-sched (" << sys.render(e)

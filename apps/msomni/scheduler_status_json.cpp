@@ -1,6 +1,8 @@
 // scheduler_status_json (see scheduler_status_json.hpp).
 #include "scheduler_status_json.hpp"
 
+#include "scheduler_types.hpp"
+
 #include <algorithm>
 
 namespace msomni::cli {
@@ -8,6 +10,25 @@ namespace msomni::cli {
 const char* job_class_name(uint8_t c) {
   static const char* const names[] = {"critical", "regular", "best-effort"};
   return c < 3 ? names[c] : "?";
+}
+
+nlohmann::ordered_json figures_json(const msg::reason_figures& figures) {
+  nlohmann::ordered_json o = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : figures) o[name] = value;
+  return o;
+}
+
+nlohmann::ordered_json decision_json(const msg::job_command& c) {
+  nlohmann::ordered_json o;
+  o["at_s"] = c.at_s;
+  o["kind"] = sched::to_string(static_cast<sched::command_kind>(c.kind));
+  o["job"] = c.job;
+  if (!c.host.empty()) o["host"] = c.host;
+  if (!c.gpus.empty()) o["gpus"] = c.gpus.size();
+  if (c.share > 0) o["share"] = c.share;
+  o["reason"] = c.reason;
+  o["figures"] = figures_json(c.figures);
+  return o;
 }
 
 nlohmann::ordered_json scheduler_status_json(const msg::scheduler_status& s) {
@@ -29,7 +50,8 @@ nlohmann::ordered_json scheduler_status_json(const msg::scheduler_status& s) {
   o["held_back"] = s.held_back;
   o["metrics_address"] = s.metrics_address;
   o["best_effort_drain_s"] = s.best_effort_drain_s;
-  o["held"] = {{"reason", s.held}, {"job", s.held_job}, {"detail", s.held_detail}};
+  o["held"] = {{"reason", s.held}, {"job", s.held_job}, {"detail", s.held_detail},
+               {"figures", figures_json(s.held_figures)}};
   auto& jobs = o["jobs"] = nlohmann::ordered_json::array();
   for (const auto& j : s.jobs) {
     nlohmann::ordered_json row;
@@ -48,9 +70,13 @@ nlohmann::ordered_json scheduler_status_json(const msg::scheduler_status& s) {
     // A guest's share of its host's GPU time; a critical host's lendable share.
     if (j.phase == "guest") row["guest_share"] = j.share;
     else if (j.job_class == 0 && j.phase == "running") row["lendable_share"] = j.share;
+    if (!j.why.empty()) row["why"] = j.why;  // a guest's placement, a lending host's lending
+    if (!j.figures.empty()) row["figures"] = figures_json(j.figures);  // the numbers of hold_detail, else of why
     jobs.push_back(std::move(row));
   }
   o["jobs_total"] = s.jobs_listed_of;
+  auto& recent = o["recent_decisions"] = nlohmann::ordered_json::array();
+  for (const auto& c : s.recent) recent.push_back(decision_json(c));
   // The ended jobs it keeps, newest first: the stopped ones (resumable) apart from the rest.
   o["ended_kept"] = s.ended.size();
   o["ended_capacity"] = s.ended_capacity;

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,14 @@ class coordinator_clock final : public msomni::clock {
   caf::actor_system& sys_;
   caf::actor_clock::time_point start_;
 };
+
+// The number named `name` among a decision's figures; NaN when it has none (so that any
+// comparison with it fails).
+double figure_of(const msg::reason_figures& figures, const std::string& name) {
+  for (const auto& [n, v] : figures)
+    if (n == name) return v;
+  return std::nan("");
+}
 
 struct job_log {
   std::vector<msg::job_command> commands;  // every command but holds
@@ -212,7 +221,14 @@ TEST_CASE_FIXTURE(scheduler_fixture, "graceful preemption: notice -> checkpoint 
   REQUIRE(reg->notices.size() == 1);
   const auto notice = reg->notices.front();
   CHECK(notice.drain_s == doctest::Approx(600));
-  CHECK(notice.reason == "make room for critical job crit");
+  CHECK(notice.reason == "make room for critical job crit (it lacks 8 GPUs; this gives 8, after 7200 s of its 7200 s run "
+                        "window); drain 600 s");
+  // The observer's copy of the notice has the same numbers by name.
+  const auto* observed = decisions->last(command_kind::preempt);
+  REQUIRE(observed);
+  CHECK(figure_of(observed->figures, "gpus_short") == 8);
+  CHECK(figure_of(observed->figures, "run_s") >= figure_of(observed->figures, "min_run_window_s"));
+  CHECK(figure_of(observed->figures, "drain_s") == 600);
   CHECK(crit->commands.empty());  // its GPUs are still draining
   // ... and it is told so, once.
   REQUIRE(crit->holds.size() == 1);
@@ -256,7 +272,8 @@ TEST_CASE_FIXTURE(scheduler_fixture, "a victim that does not answer is released 
   const auto* forced = decisions->last(command_kind::force_release);
   REQUIRE(forced);
   CHECK(forced->job == "reg");
-  CHECK(forced->reason == "no job_released within the drain period");
+  CHECK(forced->reason == "no job_released within the drain period (600 s)");
+  CHECK(figure_of(forced->figures, "drain_s") == 600);
   CHECK(forced->at_s == doctest::Approx(2 * 3600 + 600));
   REQUIRE(reg->last(command_kind::force_release));  // the victim is told too
   REQUIRE(crit->last(command_kind::start));
@@ -315,7 +332,18 @@ TEST_CASE_FIXTURE(scheduler_fixture, "step reports feed the predictor: a pending
   CHECK(guest->host == "crit");
   CHECK(guest->share > 0.35);
   CHECK(guest->share <= 0.5);
-  CHECK(guest->reason == "host's predicted idle share passes the threshold");
+  CHECK(guest->reason ==
+        "host's predicted idle share passes the threshold: idle share 0.5 (next window 0.5, over its rhythm 0.5) passes "
+        "idle_threshold 0.35; confidence 1 >= min_confidence 0.5 (step-time cv 0; 200 samples, 30 for full "
+        "confidence); guests cost it 0 s of its 18 s slowdown budget (1% of its 1800 s run); lends 0.5");
+  // The same numbers by name, as the predictor and the parameters gave them.
+  CHECK(figure_of(guest->figures, "idle_share") == doctest::Approx(0.5));
+  CHECK(figure_of(guest->figures, "idle_share") >= figure_of(guest->figures, "idle_threshold"));
+  CHECK(figure_of(guest->figures, "confidence") >= figure_of(guest->figures, "min_confidence"));
+  CHECK(figure_of(guest->figures, "samples") == 200);
+  CHECK(figure_of(guest->figures, "warmup_samples") == 30);
+  CHECK(figure_of(guest->figures, "guest_delay_s") <= figure_of(guest->figures, "slowdown_budget_s"));
+  CHECK(figure_of(guest->figures, "lent_share") == doctest::Approx(guest->share));
 }
 
 TEST_CASE_FIXTURE(scheduler_fixture, "a critical job its guest slows past the slowdown budget stops lending at the next window") {
@@ -337,7 +365,9 @@ TEST_CASE_FIXTURE(scheduler_fixture, "a critical job its guest slows past the sl
   advance(1800s);
   const auto* evicted = be->last(command_kind::evict_guest);
   REQUIRE(evicted);
-  CHECK(evicted->reason == "host lost 100 s of its run to guests, past its 1% slowdown budget");
+  CHECK(evicted->reason ==
+        "crit lost 100 s of its run to guests, past its 1% slowdown budget (a budget of 54 s of its 5400 s run)");
+  CHECK(figure_of(evicted->figures, "guest_delay_s") > figure_of(evicted->figures, "slowdown_budget_s"));
   CHECK(be->count(command_kind::colocate) == 1);  // not placed again in the same window
   CHECK(status().budget_holds == 1);
 }
@@ -366,7 +396,8 @@ TEST_CASE_FIXTURE(scheduler_fixture, "a young elastic regular job is shrunk by a
   REQUIRE(shrink);
   CHECK(shrink->keep_replicas == 1);
   CHECK(shrink->drain_s == doctest::Approx(600));
-  CHECK(shrink->reason == "shrink to 1 replicas for critical job crit");
+  CHECK(shrink->reason == "shrink to 1 replicas for critical job crit (it lacks 4 GPUs; this gives 4); drain 600 s");
+  CHECK(figure_of(shrink->figures, "keep_replicas") == 1);
   CHECK(crit->commands.empty());
   advance(2min);  // the leaving replica's checkpoint: job_released
   REQUIRE(crit->last(command_kind::start));

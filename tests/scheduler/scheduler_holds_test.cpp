@@ -88,7 +88,9 @@ TEST_CASE("a critical job waiting on regular jobs inside their run window names 
   const auto cs = s.submit(req("crit", job_class::critical, 4), 100);
   const auto h = holds_in(cs, "crit");
   REQUIRE(h.size() == 1);
-  CHECK(h[0].reason == "run_window: needs 4 GPUs; the rest are held by regular jobs inside their run window (reg first)");
+  CHECK(h[0].reason == "run_window: needs 4 GPUs, 0 free; the rest are held by regular jobs inside their run window (reg "
+                       "first, its window ends in 7100 s)");
+  CHECK(s.hold_of(*s.find("crit")).window_left_s == doctest::Approx(s.params().min_run_window_s - 100));
   CHECK(s.hold_of(*s.find("crit")).by == "reg");
   // Past the window reg gets a notice: crit now waits for its drain.
   const auto later = s.expire(100 + s.params().min_run_window_s);
@@ -142,7 +144,8 @@ TEST_CASE("a critical host that lends nothing says why while preemptible jobs wa
   auto cs = s.window(60);  // no forecast yet
   auto h = holds_in(cs, "crit");
   REQUIRE(h.size() == 1);
-  CHECK(h[0].reason == "low_confidence: crit has no forecast at min_confidence yet: it lends nothing to guests");
+  CHECK(h[0].reason == "low_confidence: crit has no forecast: it has reported 0 steps (msomni job reports them only "
+                       "with --run-dir); lending needs min_confidence 0.5: it lends nothing to guests");
   s.set_forecast("crit", {0.30, 0.25, 0.5, 1.0});  // sure, but 30% idle is under 35%
   h = holds_in(s.window(120), "crit");
   REQUIRE(h.size() == 1);
@@ -167,5 +170,5 @@ TEST_CASE("the queue at its bound is the cluster's hold when no GPU is free") {
   CHECK(job.empty());
   const auto h = holds_in(cs, "");
   REQUIRE(h.size() == 1);
-  CHECK(h[0].reason == "0 GPUs free: queue_bound: the queue holds 2 jobs, its queue_capacity: submissions are refused");
+  CHECK(h[0].reason == "0 GPUs free: queue_bound: the queue holds 2 jobs, its queue_capacity 2: submissions are refused");
 }
