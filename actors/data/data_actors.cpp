@@ -224,7 +224,7 @@ caf::behavior tensor_actor(metrics::accounted_stateful_actor<tensor_state>* self
   st.clock = std::move(clock);
   st.handoff = std::move(handoff);
   st.core = std::make_unique<tensor_core>(start.sources, setup.pool.source_kinds, setup.depth,
-                                          order_core(make_mixer(setup), slot), setup.batch_queue);
+                                          make_order(setup, slot), setup.batch_queue);
   st.core->restore(start);
   st.core->set_decode_workers(setup.pool.workers);
   st.pool_grants = std::make_unique<credit_batcher>(half_depths(setup.depth));
@@ -359,7 +359,9 @@ struct actor_pipeline::impl {
   double wait_ms_before = 0, wait_ms_max_before = 0;
   bad_data_counts bad_before;
   impl(caf::actor_system& s, pipeline_setup p, order_slot o, std::shared_ptr<const data::storage> st)
-      : sys(s), setup(std::move(p)), slot(o), store(std::move(st)), sources(index_sources(setup, *store)), scope(s) {}
+      : sys(s), setup(std::move(p)), slot(o), store(std::move(st)), sources(index_sources(setup, *store)), scope(s) {
+    attach_balance(setup, sources);
+  }
 
   // Forwards its arguments into the request: a batch handed back must arrive as the only
   // reference, or the tensor actor cannot recycle its buffers (a copy kept here until the
@@ -380,7 +382,7 @@ struct actor_pipeline::impl {
     if (slot.micro_batch != setup.shape.batch)
       throw std::invalid_argument("data pipeline: slot micro_batch " + std::to_string(slot.micro_batch) +
                                   " differs from the batch size " + std::to_string(setup.shape.batch));
-    order_core plan(make_mixer(setup), slot);
+    order_core plan = make_order(setup, slot);
     plan.restore(start.at, start.micro);
     auto reader_ptr = std::make_shared<own_reader>(std::move(plan), sample_fetcher(sources, store));
     handoff = std::make_shared<batch_handoff>(std::max<uint32_t>(1, setup.batch_queue));
@@ -402,7 +404,7 @@ struct actor_pipeline::impl {
     std::vector<std::string> names;
     for (const auto& s : setup.sources) names.push_back(s.name);
     if (start.sources != names) throw std::invalid_argument("data pipeline state is for a different source list");
-    order_core(make_mixer(setup), slot).restore(start.at, start.micro);
+    make_order(setup, slot).restore(start.at, start.micro);
   }
 
   // New stage actors from `start`, keeping what the old ones counted.

@@ -1,6 +1,8 @@
 // Config -> pipeline limits, and the in-thread driver of the three stage cores.
 #include "data_pipeline.hpp"
 
+#include "draw_costs.hpp"
+
 #include "config/job_config.hpp"
 #include "pipeline_state.hpp"
 #include "remote_io.hpp"
@@ -33,6 +35,14 @@ mixer_core make_mixer(const pipeline_setup& s) {
   return mixer_core(w, s.mix, s.seed);
 }
 
+void attach_balance(pipeline_setup& setup, const std::shared_ptr<const source_list>& sources) {
+  if (setup.balance_steps) setup.balance = balance_by(std::make_shared<const draw_costs>(sources, setup.shape, setup.cost));
+}
+
+order_core make_order(const pipeline_setup& setup, const order_slot& slot) {
+  return order_core(make_mixer(setup), slot, setup.balance);
+}
+
 decode_options decode_options_of(const pipeline_setup& setup) {
   return {int(setup.shape.image_size), int(setup.shape.video_frames), size_t(setup.shape.max_tokens()),
           setup.max_image_pixels, setup.max_video_pixels};
@@ -61,6 +71,8 @@ pipeline_setup make_pipeline_setup(const config::job_config& cfg) {
   s.shape = {cfg.training.micro_batch, cfg.model.image_size, cfg.model.patch_size, cfg.model.video_frames, cfg.model.max_seq_len};
   s.shape.validate();
   s.mix = parse_mix_strategy(cfg.data.mix_strategy);
+  s.balance_steps = cfg.data.balance == "steps";
+  s.cost = transformer_cost_weights(cfg.model.d_model, cfg.model.d_ff);
   s.shuffle = cfg.data.shuffle;
   s.seed = uint64_t(cfg.training.seed);
   std::array<double, modality_count> mw{1, 1, 1};
@@ -95,6 +107,7 @@ data_pipeline::data_pipeline(pipeline_setup setup, order_slot slot, std::shared_
       pool_(setup_.pool),
       decoder_(decode_options_of(setup_), pixels_),
       repair_(sources_, storage_) {
+  attach_balance(setup_, sources_);
   pipeline_position start;
   for (const auto& s : setup_.sources) start.sources.push_back(s.name);
   start.at.mixer = make_mixer(setup_).state();
@@ -115,10 +128,10 @@ void data_pipeline::start_at(const pipeline_position& p, const order_slot& slot)
                                 " differs from the batch size " + std::to_string(setup_.shape.batch));
   std::vector<std::string> names;
   for (const auto& s : setup_.sources) names.push_back(s.name);
-  auto tensor = std::make_unique<tensor_core>(names, setup_.pool.source_kinds, setup_.depth,
-                                              order_core(make_mixer(setup_), slot), setup_.batch_queue);
+  auto tensor = std::make_unique<tensor_core>(names, setup_.pool.source_kinds, setup_.depth, make_order(setup_, slot),
+                                              setup_.batch_queue);
   tensor->restore(p);  // validates the position against this slot
-  order_core plan(make_mixer(setup_), slot);
+  order_core plan = make_order(setup_, slot);
   plan.restore(p.at, p.micro);
   reader_ = std::make_unique<own_reader>(std::move(plan), sample_fetcher(sources_, storage_));
   tensor_ = std::move(tensor);

@@ -25,6 +25,7 @@
 #include "media_decoder.hpp"
 #include "mismatched_names.hpp"
 #include "micro_batch.hpp"
+#include "sample_cost.hpp"
 #include "source_reader.hpp"
 
 #include "messages/data_messages.hpp"
@@ -57,6 +58,12 @@ struct pipeline_setup {
   double max_data_wait_ms = 200;
   uint64_t max_image_pixels = uint64_t(config::default_max_image_pixels);  // io.max_image_pixels
   uint64_t max_video_pixels = uint64_t(config::default_max_video_pixels);  // io.max_video_pixels
+  // data.balance = "steps": each step's samples are placed on ranks and micro-batches by
+  // their predicted cost (step_balance.hpp) with these weights; `balance` is the cost function
+  // over the indexed sources (attach_balance), shared by every stage's order_core.
+  bool balance_steps = false;
+  cost_weights cost;
+  std::shared_ptr<const draw_cost> balance;
   // The rank's batch memory (kernels' make_batch_memory: pinned host memory on a CUDA rank).
   // When set, the actor pipeline's tensor stage also packs each batch as the model's
   // micro-batch in it (model_batch.hpp), off the training thread; actor_pipeline::
@@ -81,6 +88,10 @@ decode_options decode_options_of(const pipeline_setup& setup);
 std::shared_ptr<const source_list> index_sources(const pipeline_setup& setup, const storage& st);
 // The global order's mixer for a setup (the same on every rank).
 mixer_core make_mixer(const pipeline_setup& setup);
+// With balance_steps: sets setup.balance to the costs of the indexed `sources`.
+void attach_balance(pipeline_setup& setup, const std::shared_ptr<const source_list>& sources);
+// The order every stage of a rank follows: the mixer, the slot and the balance of a setup.
+order_core make_order(const pipeline_setup& setup, const order_slot& slot);
 
 // Per-source depth = ceil(prefetch_depth * micro_batch * mix share * modality weight / mean
 // modality weight), clamped to [2, queue_capacity]. Throws std::invalid_argument on an

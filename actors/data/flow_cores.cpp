@@ -207,7 +207,7 @@ std::optional<uint32_t> tensor_core::fill_slot(std::vector<msg::credit_grant>& u
                              " bad samples in a row (first " + x.key + ": " + to_string(x.reason) +
                              (x.cause.empty() ? "" : ", " + x.cause) + ")");
   }
-  if (slots_.empty()) batch_global_ = pending_->global;
+  if (slots_.empty()) batch_global_ = pending_->place;
   pending_.reset();
   slots_.push_back(std::move(x));
   return uint32_t(slots_.size() - 1);

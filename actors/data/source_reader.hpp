@@ -89,6 +89,10 @@ class source_index {
   // headers a second time (one pread per member header).
   static constexpr uint64_t listing_samples_max = 65536;
   std::shared_ptr<const shard_listing> listing(size_t shard, uint64_t file_size) const;
+  // The same listing as walked at construction, whatever the file is now (null when not kept).
+  std::shared_ptr<const shard_listing> listed(size_t shard) const {
+    return shard < listings_.size() ? listings_[shard] : nullptr;
+  }
   // Sample order inside one shard of `samples` keys in `epoch` (indices in tar order).
   std::vector<size_t> sample_order(uint64_t epoch, size_t shard, size_t samples) const;
   // The readable cursor after `draws` draws (epoch, shard position, offset, samples_read).

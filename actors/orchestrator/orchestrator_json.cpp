@@ -36,6 +36,9 @@ ordered_json metrics_json(const metrics_record& r) {
   auto& bad = j["bad_samples"] = ordered_json::object();
   for (const auto& b : r.bad_samples) bad[b.reason] = bad.value(b.reason, uint64_t{0}) + b.count;
   put_number(j, "grad_norm", significant_digits(r.grad_norm, 9));
+  // The slowest rank's forward and backward, and its ratio to the mean (1: even work).
+  put_number(j, "compute_ms_max", decimals(r.compute_ms_max, 3));
+  put_number(j, "compute_imbalance", decimals(r.compute_ms_mean > 0 ? r.compute_ms_max / r.compute_ms_mean : 1.0, 4));
   // Which non-finite value each was ("nan", "inf", "-inf"): the flag alone does not say.
   ordered_json nonfinite = ordered_json::object();
   for (const auto& [name, v] : {std::pair{"loss", r.loss}, std::pair{"grad_norm", r.grad_norm}})

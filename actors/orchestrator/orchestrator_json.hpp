@@ -24,7 +24,7 @@ using msomni::json_text;  // core/json_text.hpp: compact, one line, never throws
 
 // {"step":..,"loss":..,"world_size":..,"step_time_ms":..,"tokens_per_s":..,"data_wait_ms":..,
 //  "checkpoint_ms":..,"downgraded_samples":..,"time_ms":..,"bad_samples":{reason:count},
-//  "grad_norm":..} plus "nonfinite":{"loss":"nan",..} naming the non-finite values and
+//  "grad_norm":..,"compute_ms_max":..,"compute_imbalance":..} plus "nonfinite":{"loss":"nan",..} naming the non-finite values and
 // "optimizer_skipped":true when they apply. Times in ms to 3 decimals, tokens/s to 1, the
 // loss and gradient norm to 9 significant digits.
 ordered_json metrics_json(const metrics_record& r);

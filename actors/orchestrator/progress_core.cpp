@@ -48,6 +48,8 @@ std::optional<metrics_record> progress_core::on_step(const msg::step_record& r, 
   m.bad_samples = r.bad_samples;
   m.grad_norm = r.grad_norm;
   m.optimizer_skipped = r.optimizer_skipped;
+  m.compute_ms_max = r.compute_ms_max;
+  m.compute_ms_mean = r.compute_ms_mean;
   return m;
 }
 

@@ -31,6 +31,7 @@ struct metrics_record {
   std::vector<msg::bad_sample_count> bad_samples;  // this step's, in the record's order
   double grad_norm = 0;  // may be non-finite
   bool optimizer_skipped = false;
+  double compute_ms_max = 0, compute_ms_mean = 0;  // the slowest rank's compute, and the mean
 };
 
 class progress_core {

@@ -36,6 +36,9 @@ rank_metrics::rank_metrics(std::shared_ptr<metrics::metrics_registry> registry)
       step_seconds_(registry_->histogram("msomni_rank_step_seconds")),
       tokens_per_second_(registry_->gauge("msomni_rank_tokens_per_second")),
       own_tokens_per_second_(registry_->gauge("msomni_rank_own_tokens_per_second")),
+      compute_seconds_(registry_->gauge("msomni_rank_compute_seconds")),
+      step_imbalance_(registry_->gauge("msomni_rank_step_imbalance_ratio")),
+      cost_model_error_(registry_->gauge("msomni_rank_cost_model_error_ratio")),
       data_wait_ratio_(registry_->gauge("msomni_rank_data_wait_ratio")),
       loss_(registry_->gauge("msomni_rank_loss")),
       data_wait_seconds_(registry_->counter("msomni_data_wait_seconds_total")),
@@ -88,8 +91,12 @@ void rank_metrics::set_compute(int cuda_device, int64_t threads) {
   threads_->Set(static_cast<double>(threads));
 }
 
-void rank_metrics::on_step(const msg::step_record& r, const rank_trainer::allreduce_cost& allreduce,
-                           double own_tokens_per_s) {
+void rank_metrics::on_step(const msg::step_record& r, const rank_trainer& t) {
+  const auto allreduce = t.last_allreduce();
+  const double own_tokens_per_s = t.own_tokens_per_s();
+  compute_seconds_.Set(t.own_compute_ms() / 1e3);
+  step_imbalance_.Set(r.compute_ms_mean > 0 ? r.compute_ms_max / r.compute_ms_mean : 1.0);
+  if (const auto e = t.cost_model().error()) cost_model_error_.Set(*e);
   const double step_s = static_cast<double>(r.step_time_ns) / 1e9;
   const double wait_s = static_cast<double>(r.data_wait_ns) / 1e9;
   step_.Set(static_cast<double>(r.step));

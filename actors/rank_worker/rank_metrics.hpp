@@ -32,7 +32,9 @@ class rank_metrics {
   // After every optimizer step, in the training thread. The loss is the step's all-reduced
   // mean over every rank's target tokens, so every rank reports the same one.
   // own_tokens_per_s: this rank's alone (the record's tokens_per_s is the job's).
-  void on_step(const msg::step_record& r, const rank_trainer::allreduce_cost& allreduce, double own_tokens_per_s);
+  // After every step: the record, and what the trainer measured of this rank (its own tokens/s,
+  // compute time, all-reduce, the batch cost model's error).
+  void on_step(const msg::step_record& r, const rank_trainer& t);
   // After every optimizer step's memory sample (memory_probe.hpp): the compute backend's bytes in
   // use and the step's peak, its budget, and the batch memory the data pipeline holds.
   void on_memory(const msg::memory_sample& s);
@@ -57,6 +59,9 @@ class rank_metrics {
   prometheus::Histogram& step_seconds_;
   prometheus::Gauge& tokens_per_second_;
   prometheus::Gauge& own_tokens_per_second_;
+  prometheus::Gauge& compute_seconds_;
+  prometheus::Gauge& step_imbalance_;
+  prometheus::Gauge& cost_model_error_;
   prometheus::Gauge& data_wait_ratio_;
   prometheus::Gauge& loss_;
   prometheus::Counter& data_wait_seconds_;

@@ -1,6 +1,8 @@
 // rank_trainer (see rank_trainer.hpp).
 #include "rank_trainer.hpp"
 
+#include "batch_cost_model.hpp"
+
 #include "config/job_config.hpp"
 #include "core/rng.hpp"
 #include "memory_features.hpp"
@@ -39,6 +41,7 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   nanos data_wait{0};
   double loss_sum = 0;  // sum over micro-batches of mean loss x target tokens
   double targets = 0, inputs = 0;
+  nanos compute{0};  // this rank's forward and backward time in the step
   model_.zero_gradients();
   const uint64_t downgraded_before = data_->downgraded_total();
   // The counts the last step ended with: a sample the data stages count between two steps
@@ -64,7 +67,11 @@ msg::step_record rank_trainer::step(uint64_t announce) {
       // so the memory sample's peak and its features agree, and the predictor learns what an
       // unsplit batch of the pipeline costs instead of the split one's lower peak.
       add_micro_batch(last_batch_, features_of(mb));
+      const auto compute_from = clock_.now();
       const auto rep = model_.forward_backward(mb, s);
+      const auto spent = clock_.now() - compute_from;
+      compute += spent;
+      cost_model_.observe(cost_features_of(mb), std::chrono::duration<double, std::milli>(spent).count());
       loss_sum += rep.loss * static_cast<double>(rep.target_tokens);
       targets += static_cast<double>(rep.target_tokens);
       inputs += static_cast<double>(rep.input_tokens);
@@ -109,6 +116,11 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   constexpr size_t bad_from = 6;
   for (size_t i = 0; i < bad_after.size(); ++i)
     stats.push_back(static_cast<float>(bad_after[i].count - (i < bad_before.size() ? bad_before[i].count : 0)));
+  // Then one slot per rank, each rank's own compute ms in its slot: after the sum every rank
+  // knows every rank's compute time, so the step's imbalance.
+  const size_t compute_from = stats.size();
+  stats.resize(compute_from + size_t(comm_->size()), 0.0f);
+  stats[compute_from + size_t(comm_->rank())] = static_cast<float>(std::chrono::duration<double, std::milli>(compute).count());
   comm_->all_reduce(stats, transport::reduce_op::sum);
   announced_ = static_cast<uint64_t>(stats[3]);
 
@@ -131,6 +143,14 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   r.mismatched_names = static_cast<uint64_t>(stats[5]);
   for (size_t i = 0; i < bad_after.size(); ++i)
     if (const auto n = static_cast<uint64_t>(stats[bad_from + i]); n > 0) r.bad_samples.push_back({bad_after[i].reason, n});
+  double compute_max = 0, compute_sum = 0;
+  for (size_t i = compute_from; i < stats.size(); ++i) {
+    compute_max = std::max(compute_max, static_cast<double>(stats[i]));
+    compute_sum += static_cast<double>(stats[i]);
+  }
+  r.compute_ms_max = compute_max;
+  r.compute_ms_mean = compute_sum / static_cast<double>(comm_->size());
+  own_compute_ms_ = static_cast<double>(stats[compute_from + size_t(comm_->rank())]);
   r.grad_norm = rep.grad_norm;
   r.optimizer_skipped = rep.skipped;
   r.loss_kind = msg::kind_of(r.loss);

@@ -5,6 +5,7 @@
 // from an injected clock. Deterministic: same seed, data and world size -> same bits.
 #pragma once
 
+#include "batch_cost_model.hpp"
 #include "batch_fit.hpp"
 #include "batch_source.hpp"
 #include "collectives/communicator.hpp"
@@ -81,6 +82,10 @@ class rank_trainer {
   // This rank's own input tokens per second over the last step (the step record's
   // tokens_per_s is the whole job's).
   double own_tokens_per_s() const { return own_tokens_per_s_; }
+  // This rank's forward and backward time in the last step (ms), and the batch cost model
+  // calibrated on its micro-batches (its error is a metric).
+  double own_compute_ms() const { return own_compute_ms_; }
+  const batch_cost_model& cost_model() const { return cost_model_; }
   // False after a step whose loss or gradient was not finite (the optimizer skipped it): the
   // state then is no checkpoint to keep.
   bool last_step_finite() const { return last_step_finite_; }
@@ -124,6 +129,8 @@ class rank_trainer {
   bool last_step_finite_ = true;
   allreduce_cost last_allreduce_;
   double own_tokens_per_s_ = 0;
+  double own_compute_ms_ = 0;
+  batch_cost_model cost_model_;
   uint64_t mismatched_before_ = 0;                  // the data source's count after the last step
   bad_sample_listing last_listing_;                 // taken with the last step's bad-sample counts
   std::vector<msg::bad_sample_count> bad_counted_;  // the data source's counts after the last step

@@ -388,7 +388,7 @@ class managed_rank {
       if (metrics_) {
         const auto c = link_.totals();
         metrics_->on_control_link(c.kept, c.dropped, c.overflowed, c.resent);
-        metrics_->on_step(record_, t.last_allreduce(), t.own_tokens_per_s());
+        metrics_->on_step(record_, t);
         metrics_->on_collective_shared_bytes(ring_ ? ring_->shared_bytes() : 0);
       }
       std::cout << step_line(step_fields(record_)) << std::endl;

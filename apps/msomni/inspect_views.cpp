@@ -88,11 +88,16 @@ std::map<std::string, double> per_rank(const json& job, const char* family_name)
   return out;
 }
 
+std::optional<double> scaled(std::optional<double> v, double by) { return v ? std::optional<double>(*v * by) : std::nullopt; }
+
 view_content ranks_view(const snapshot& now, const snapshot* before) {
   const auto& job = now.job;
   const auto loss = per_rank(job, "msomni_rank_loss");
   const auto wait = per_rank(job, "msomni_rank_data_wait_ratio");
   const auto tokens = per_rank(job, "msomni_rank_own_tokens_per_second");  // the rank's own, not the job's
+  const auto compute = per_rank(job, "msomni_rank_compute_seconds");
+  const auto imbalance = per_rank(job, "msomni_rank_step_imbalance_ratio");
+  const auto cost_error = per_rank(job, "msomni_rank_cost_model_error_ratio");
   const auto memory = sums_by(job, "msomni_rank_memory_bytes", "kind");
   const auto steps = histograms_by(job, "msomni_rank_step_seconds", "");
   std::optional<std::map<key2, histogram_sum>> steps_before;
@@ -107,7 +112,8 @@ view_content ranks_view(const snapshot& now, const snapshot* before) {
 
   table t{"ranks",
           {{"RANK"}, {"NODE"}, {"PID", true}, {"STATE"}, {"DEVICE"}, {"STEP", true}, {"STEP_MS", true},
-           {"LOSS", true}, {"WAIT%", true}, {"TOKENS/S", true}, {"MEMORY", true}},
+           {"COMPUTE_MS", true}, {"IMBAL", true}, {"COST_ERR%", true}, {"LOSS", true}, {"WAIT%", true},
+           {"TOKENS/S", true}, {"MEMORY", true}},
           {}};
   if (any_device_memory) t.columns.push_back({"DEV_MEM", true});
   const json none = json::array();
@@ -132,6 +138,9 @@ view_content ranks_view(const snapshot& now, const snapshot* before) {
                           text_cell(device.count(name) ? device[name] : "-"),
                           number_cell(json_number(r, "step"), 0),
                           number_cell(step_ms, 1),
+                          number_cell(scaled(find_value(compute, name), 1e3), 1),
+                          number_cell(find_value(imbalance, name), 2),
+                          number_cell(scaled(find_value(cost_error, name), 100), 1),
                           number_cell(find_value(loss, name), 4),
                           number_cell(w ? std::optional<double>(*w * 100) : std::nullopt, 1),
                           number_cell(find_value(tokens, name), 0),

@@ -57,6 +57,10 @@ struct data_source {
 struct data_section {
   std::string mix_strategy = "balanced_by_weight";
   bool shuffle = true;
+  // "steps": each optimizer step's samples are placed on ranks and micro-batches by their
+  // predicted cost, so every rank has about the same work; "off": dealt in order.
+  std::string balance = "off";
+  int64_t balance_group = 1;  // steps balanced together (1: each step keeps exactly its samples)
   std::vector<data_source> sources;
 };
 

@@ -53,6 +53,8 @@ struct step_record {
   uint8_t grad_norm_kind = 0;      // number_kind of grad_norm
   uint64_t epoch = 0;              // the membership epoch the step was taken in
   uint64_t mismatched_names = 0;   // all ranks, this step: good samples whose names say another format
+  double compute_ms_max = 0;       // the slowest rank's forward and backward time this step
+  double compute_ms_mean = 0;      // the ranks' mean of it (max / mean: the step's imbalance)
   bool operator==(const step_record&) const = default;
 };
 

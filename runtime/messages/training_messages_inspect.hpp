@@ -18,7 +18,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_record& x) {
   return f(caf::meta::type_name("step_record"), x.step, x.world_size, x.loss, x.step_time_ns,
            x.tokens_per_s, x.data_wait_ns, x.downgraded_samples, x.checkpoint_ns, x.bad_samples,
-           x.grad_norm, x.optimizer_skipped, x.loss_kind, x.grad_norm_kind, x.epoch, x.mismatched_names);
+           x.grad_norm, x.optimizer_skipped, x.loss_kind, x.grad_norm_kind, x.epoch, x.mismatched_names, x.compute_ms_max, x.compute_ms_mean);
 }
 
 template <class Inspector>

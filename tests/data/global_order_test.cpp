@@ -6,6 +6,7 @@
 #include "data_test_support.hpp"
 #include "global_order.hpp"
 #include "pipeline_state.hpp"
+#include "step_balance.hpp"
 
 #include <doctest/doctest.h>
 
@@ -303,4 +304,90 @@ TEST_CASE("a fetcher walks no tar header the source index walked at start") {
     for (uint64_t d = 0; d < 2 * (*sources)[s].samples_per_epoch(); ++d, ++read) CHECK_FALSE(fetcher.read(s, d, true).bad);
   CHECK(read > 0);
   CHECK(st->header_reads == walked);  // two epochs of every source, every shard opened twice
+}
+
+TEST_CASE("the step balancer places every sample once, equal counts per rank, and evens the predicted work") {
+  // A step of 16: two expensive videos, four images, ten captions.
+  std::vector<double> costs(16, 1.0);
+  costs[0] = costs[1] = 20.0;
+  for (size_t i = 2; i < 6; ++i) costs[i] = 6.0;
+  for (uint32_t world : {1u, 2u, 4u}) {
+    CAPTURE(world);
+    const int64_t accum = accum_for(world);
+    const auto balanced = data::balance_step(costs, world, accum, 4);
+    const auto dealt = data::deal_step(world, accum, 4);
+    std::multiset<uint64_t> seen;
+    for (const auto& mine : balanced) {
+      CHECK(mine.size() == size_t(accum * 4));
+      seen.insert(mine.begin(), mine.end());
+      // Similar lengths together: each rank's samples from the most to the least expensive.
+      for (size_t i = 1; i < mine.size(); ++i) CHECK(costs[mine[i - 1]] >= costs[mine[i]]);
+    }
+    CHECK(seen.size() == 16);
+    CHECK(std::set<uint64_t>(seen.begin(), seen.end()).size() == 16);
+    CHECK(data::predicted_imbalance(costs, balanced) <= data::predicted_imbalance(costs, dealt));
+    if (world == 2) {
+      CHECK(data::predicted_imbalance(costs, dealt) > 1.4);  // both videos fall on rank 0 when dealt
+      CHECK(data::predicted_imbalance(costs, balanced) == doctest::Approx(1.0));
+    }
+  }
+  CHECK_THROWS_AS(data::balance_step(costs, 3, 1, 4), std::invalid_argument);  // 16 is no 3 x 4
+}
+
+TEST_CASE("balanced steps keep every world size's samples per step, and resume mid-step") {
+  const auto cost = std::make_shared<const data::draw_cost>(
+      [](uint32_t source, uint64_t draw) { return source == 0 ? 10.0 + double(draw % 3) : double(1 + draw % 5); });
+  std::map<uint32_t, std::vector<std::set<std::tuple<uint64_t, uint32_t, uint64_t>>>> steps;
+  for (uint32_t world : {1u, 2u, 4u}) {
+    std::vector<data::order_core> cores;
+    for (uint32_t r = 0; r < world; ++r)
+      cores.emplace_back(data::mixer_core({2, 1, 1}, data::mix_strategy::balanced_by_weight, 5),
+                         data::order_slot{r, world, accum_for(world), 4}, cost);
+    for (int s = 0; s < 12; ++s) {
+      std::set<std::tuple<uint64_t, uint32_t, uint64_t>> entries;
+      for (uint32_t r = 0; r < world; ++r)
+        for (int i = 0; i < accum_for(world) * 4; ++i) {
+          const auto e = cores[r].next();
+          entries.emplace(e.global, e.source, e.draw);
+        }
+      CHECK(entries.size() == 16);
+      steps[world].push_back(entries);
+    }
+    for (uint32_t r = 1; r < world; ++r) CHECK(cores[r].boundary() == cores[0].boundary());
+  }
+  CHECK(steps[1] == steps[2]);
+  CHECK(steps[1] == steps[4]);
+  data::order_core a(data::mixer_core({1, 3}, data::mix_strategy::balanced_by_weight, 1), {1, 2, 3, 2}, cost);
+  for (int i = 0; i < 10; ++i) a.next();
+  data::order_core b(data::mixer_core({1, 3}, data::mix_strategy::balanced_by_weight, 1), {1, 2, 3, 2}, cost);
+  b.restore(a.boundary(), a.micro_done());
+  for (int i = 0; i < 8; ++i) CHECK(b.next() == a.next());
+}
+
+TEST_CASE("a balanced run resized 4 to 2 to 4 sees the samples of a static run, step by step") {
+  testing::temp_dir dir;
+  gen::write_dataset(testing::tiny_dataset(dir.path()));
+  auto job = testing::tiny_job(dir.path());
+  job.data.balance = "steps";
+  const auto setup = data::make_pipeline_setup(job);
+  REQUIRE(setup.balance_steps);
+  const world_run reference = static_run(data::make_pipeline_setup(testing::tiny_job(dir.path())), 1, 9);
+  world_run resized;
+  auto ranks = make_world(setup, 4);
+  run_steps(ranks, 3, resized);
+  const auto state = ranks[0]->save_state();
+  for (auto& p : ranks) CHECK(p->save_state() == state);
+  ranks.resize(2);
+  for (uint32_t r = 0; r < 2; ++r) ranks[r]->reslot(testing::slot(r, 2, 2));
+  run_steps(ranks, 3, resized);
+  const auto state2 = ranks[1]->save_state();
+  for (uint32_t r = 0; r < 2; ++r) ranks[r]->reslot(testing::slot(r, 4, 1));
+  for (uint32_t r = 2; r < 4; ++r) {
+    ranks.push_back(std::make_unique<data::data_pipeline>(setup, testing::slot(r, 4, 1)));
+    ranks.back()->restore_state(state2);
+  }
+  run_steps(ranks, 3, resized);
+  // The same samples in every step as an unbalanced static run: only their places changed.
+  REQUIRE(resized.keys.size() == reference.keys.size());
+  for (size_t s = 0; s < reference.keys.size(); ++s) CHECK(resized.keys[s] == reference.keys[s]);
 }

@@ -19,7 +19,7 @@ inline msg::rank_left sample(tag<msg::rank_left>) { return {"rank-3", 5, 1601, "
 inline msg::scale_request sample(tag<msg::scale_request>) { return {77, 4, 120.5, "cli:root"}; }
 inline msg::scale_reply sample(tag<msg::scale_reply>) { return {77, true, "at barrier 1700"}; }
 inline msg::step_record sample(tag<msg::step_record>) {
-  return {10, 2, 3.25, 1000000, 1234.5, 2000, 1, 5000, {{"corrupt_image", 2}, {"too_large", 1}}, 0.75, true, 1, 2, 7, 3};
+  return {10, 2, 3.25, 1000000, 1234.5, 2000, 1, 5000, {{"corrupt_image", 2}, {"too_large", 1}}, 0.75, true, 1, 2, 7, 3, 41.5, 36.25};
 }
 inline msg::bad_sample_seen sample(tag<msg::bad_sample_seen>) {
   return {"shard-000001.tar/clip_3", "corrupt_video", "a cut file: 12 video packets of the 48 its header promises", 4};
