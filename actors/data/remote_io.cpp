@@ -252,6 +252,9 @@ void watch_remote_io(const std::shared_ptr<metrics::metrics_registry>& registry)
     add("msomni_data_remote_cache_evictions_total", {}, c.cache_evictions);
     add("msomni_data_remote_cache_rejected_total", {}, c.cache_rejected);
     add("msomni_data_remote_cache_write_failures_total", {}, c.cache_write_failed);
+    add("msomni_data_remote_prefetch_total", {{"result", "issued"}}, c.prefetch_issued);
+    add("msomni_data_remote_prefetch_total", {{"result", "used"}}, c.prefetch_used);
+    add("msomni_data_remote_prefetch_total", {{"result", "dropped"}}, c.prefetch_dropped);
     r->gauge("msomni_data_remote_cache_bytes").Set(double(c.cache_bytes.load()));
     r->gauge("msomni_data_remote_cache_capacity_bytes").Set(double(c.cache_capacity.load()));
   };

@@ -8,6 +8,10 @@
 #include "core/log.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <thread>
+#include <tuple>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -103,6 +107,8 @@ class remote_source final : public byte_source {
   uint64_t size() const override { return key_.size; }
   size_t read_at(uint64_t offset, void* dst, size_t n) const override;
   std::shared_ptr<const tar_listing> known_listing() const override;
+  // read_at without looking for a read started ahead (what the read-ahead workers run).
+  size_t read_direct(uint64_t offset, void* dst, size_t n) const;
 
   // A raw ranged read, neither cached nor counted as a cache read (the header walk's window).
   size_t fetch(uint64_t offset, void* dst, size_t n) const;
@@ -142,6 +148,92 @@ class window_source final : public byte_source {
   mutable uint64_t at_ = 0;
 };
 
+// Reads started ahead of use (storage::prefetch), on a few threads of their own, each with its
+// own connection. Bounded: at most io.remote_prefetch reads per source are hinted, the bytes
+// held (queued, in flight or done and not yet taken) stay under prefetch_bytes, and a hint
+// that does not fit, or a done read that is never taken, is dropped and counted.
+class prefetcher {
+ public:
+  using key = std::tuple<std::string, uint64_t, uint64_t>;  // shard uri, offset, length
+
+  void hint(const std::string& uri, uint64_t offset, uint64_t length) {
+    const auto s = remote_io();
+    auto& c = remote_counters();
+    if (s.prefetch_samples == 0 || length == 0) return;
+    std::lock_guard lock(m_);
+    const key k{uri, offset, length};
+    if (slots_.count(k)) return;
+    const size_t max_slots = size_t(std::max<uint64_t>(1, s.prefetch_samples)) * 64;
+    while (held_ + length > s.prefetch_bytes || slots_.size() >= max_slots) {
+      auto oldest = slots_.end();
+      for (auto it = slots_.begin(); it != slots_.end(); ++it)
+        if (it->second.st == state::done && !it->second.claimed &&
+            (oldest == slots_.end() || it->second.seq < oldest->second.seq))
+          oldest = it;
+      if (oldest == slots_.end()) {
+        ++c.prefetch_dropped;
+        return;
+      }
+      held_ -= std::get<2>(oldest->first);
+      slots_.erase(oldest);
+      ++c.prefetch_dropped;
+    }
+    slots_[k].seq = ++seq_;
+    held_ += length;
+    queue_.push_back(k);
+    ++c.prefetch_issued;
+    const size_t want = size_t(std::min<uint64_t>(s.prefetch_samples, 16));
+    for (; threads_ < want; ++threads_) std::thread([this] { work(); }).detach();
+    cv_.notify_one();
+  }
+
+  // The bytes of a read hinted before: waits while it runs; false when none was hinted (or it
+  // had not started: the caller reads it itself then).
+  bool take(const std::string& uri, uint64_t offset, void* dst, size_t n) {
+    std::unique_lock lock(m_);
+    const key k{uri, offset, n};
+    auto it = slots_.find(k);
+    if (it == slots_.end()) return false;
+    if (it->second.st == state::queued) {
+      queue_.erase(std::find(queue_.begin(), queue_.end(), k));
+      held_ -= n;
+      slots_.erase(it);
+      return false;
+    }
+    it->second.claimed = true;
+    done_.wait(lock, [&] { return it->second.st == state::done; });
+    const bool ok = it->second.ok && it->second.bytes.size() == n;
+    if (ok) std::memcpy(dst, it->second.bytes.data(), n);
+    held_ -= n;
+    slots_.erase(it);
+    return ok;
+  }
+
+ private:
+  enum class state { queued, running, done };
+  struct slot {
+    state st = state::queued;
+    bool claimed = false;
+    bool ok = false;
+    uint64_t seq = 0;
+    std::string bytes;
+  };
+
+  void work();
+
+  std::mutex m_;
+  std::condition_variable cv_, done_;
+  std::deque<key> queue_;
+  std::map<key, slot> slots_;
+  uint64_t held_ = 0, seq_ = 0;
+  size_t threads_ = 0;
+};
+
+prefetcher& read_ahead_pool() {
+  static auto* p = new prefetcher;  // its threads live as long as the process
+  return *p;
+}
+
 class remote_storage final : public storage {
  public:
   std::vector<std::string> list_shards(const std::string& uri) const override {
@@ -167,6 +259,11 @@ class remote_storage final : public storage {
     const auto k = meta_of(path);
     if (!k) return nullptr;
     return std::make_unique<remote_source>(*this, *k, cache());
+  }
+
+  size_t read_ahead(const std::string&) const override { return size_t(remote_io().prefetch_samples); }
+  void prefetch(const std::string& path, uint64_t offset, uint64_t length) const override {
+    read_ahead_pool().hint(path, offset, length);
   }
 
   std::shared_ptr<const tar_listing> index_of(const object_key& k) const {
@@ -335,6 +432,16 @@ size_t remote_source::fetch(uint64_t offset, void* dst, size_t n) const {
 size_t remote_source::read_at(uint64_t offset, void* dst, size_t n) const {
   if (offset >= key_.size || n == 0) return 0;
   n = size_t(std::min<uint64_t>(n, key_.size - offset));
+  if (read_ahead_pool().take(key_.url, offset, dst, n)) {
+    ++remote_counters().prefetch_used;
+    return n;
+  }
+  return read_direct(offset, dst, n);
+}
+
+size_t remote_source::read_direct(uint64_t offset, void* dst, size_t n) const {
+  if (offset >= key_.size || n == 0) return 0;
+  n = size_t(std::min<uint64_t>(n, key_.size - offset));
   auto& c = remote_counters();
   if (cache_ && cache_->read(key_, offset, dst, n)) {
     ++c.cache_hits;
@@ -376,6 +483,34 @@ std::shared_ptr<remote_storage> process_remote() {
   return the_remote;
 }
 
+void prefetcher::work() {
+  for (;;) {
+    key k;
+    {
+      std::unique_lock lock(m_);
+      cv_.wait(lock, [&] { return !queue_.empty(); });
+      k = queue_.front();
+      queue_.pop_front();
+      slots_[k].st = state::running;
+    }
+    std::string bytes(size_t(std::get<2>(k)), '\0');
+    bool ok = false;
+    try {
+      const auto file = process_remote()->open(std::get<0>(k));
+      if (file) ok = static_cast<const remote_source&>(*file).read_direct(std::get<1>(k), bytes.data(), bytes.size()) == bytes.size();
+    } catch (const std::exception& e) {
+      // The reader reads it again itself and meets the same failure with its reason.
+      MSOMNI_LOG(debug, "data.remote") << "read ahead of " << std::get<0>(k) << " failed: " << e.what();
+    }
+    std::lock_guard lock(m_);
+    auto& sl = slots_[k];
+    sl.st = state::done;
+    sl.ok = ok;
+    sl.bytes = std::move(bytes);
+    done_.notify_all();
+  }
+}
+
 class routing_storage final : public storage {
  public:
   explicit routing_storage(std::shared_ptr<storage> local) : local_(std::move(local)) {}
@@ -384,6 +519,12 @@ class routing_storage final : public storage {
   }
   std::unique_ptr<byte_source> open(const std::string& path) const override {
     return is_remote_uri(path) ? process_remote()->open(path) : local_->open(path);
+  }
+  size_t read_ahead(const std::string& uri) const override {
+    return is_remote_uri(uri) ? process_remote()->read_ahead(uri) : local_->read_ahead(uri);
+  }
+  void prefetch(const std::string& path, uint64_t offset, uint64_t length) const override {
+    if (is_remote_uri(path)) process_remote()->prefetch(path, offset, length);
   }
 
  private:
@@ -403,6 +544,7 @@ remote_io_settings remote_io_of(const config::job_config& cfg) {
   s.request_timeout_ms = cfg.io.remote_request_timeout_ms;
   s.give_up_s = cfg.io.remote_give_up_s;
   s.backoff_max_ms = cfg.io.remote_backoff_max_ms;
+  s.prefetch_samples = uint64_t(cfg.io.remote_prefetch);
   return s;
 }
 

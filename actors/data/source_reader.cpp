@@ -158,6 +158,39 @@ sample_fetcher::sample_fetcher(std::shared_ptr<const source_list> sources, std::
   open_.resize(sources_->size());
   for (auto& o : open_) o = std::make_unique<open_shard>();
   listings_ = std::make_unique<listing_cache>();
+  hinted_.assign(sources_->size(), 0);
+}
+
+size_t sample_fetcher::read_ahead(uint32_t source) const { return storage_->read_ahead(sources_->at(source).spec().uri); }
+
+void sample_fetcher::prefetch(uint32_t source, uint64_t draw) {
+  if (draw < hinted_.at(source)) return;
+  hinted_[source] = draw + 1;
+  const source_index& src = sources_->at(source);
+  const open_shard& o = *open_[source];
+  const uint64_t epoch = draw / src.samples_per_epoch(), pos = draw % src.samples_per_epoch();
+  if (o.epoch != epoch || !o.file || o.layout.epoch != epoch) return;
+  const auto& start = o.layout.start;
+  const size_t p = size_t(std::upper_bound(start.begin(), start.end() - 1, pos) - start.begin()) - 1;
+  if (o.layout.order[p] != o.shard || o.samples->size() != src.shards()[o.shard].samples) return;
+  const shard_sample& e = (*o.samples)[o.perm[pos - start[p]]];
+  // The same reads read() makes: one span of the used members, or each member alone.
+  uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
+  std::vector<const tar_member*> used;
+  for (const auto& m : e.members) {
+    if (use_of(split_member(m.name).second, src.spec().kind) == member_use::none) continue;
+    if (m.size > src.spec().max_sample_bytes) return;
+    used.push_back(&m);
+    lo = std::min(lo, m.data_offset);
+    hi = std::max(hi, m.data_offset + m.size);
+    sum += m.size;
+  }
+  const std::string& path = src.shards()[o.shard].path;
+  if (used.size() > 1 && hi - lo <= sum + 2 * tar_block_size * e.members.size()) {
+    storage_->prefetch(path, lo, hi - lo);
+  } else {
+    for (const auto* m : used) storage_->prefetch(path, m->data_offset, m->size);
+  }
 }
 sample_fetcher::sample_fetcher(sample_fetcher&&) noexcept = default;
 sample_fetcher::~sample_fetcher() = default;
@@ -296,6 +329,15 @@ raw_sample own_reader::next(uint32_t source) {
   q.pop_front();
   --planned_total_;
   raw_sample s = fetcher_.read(source, draw, true);
+  // A remote source's next own draws are read ahead (the storage bounds what it holds).
+  if (const size_t ahead = fetcher_.read_ahead(source); ahead > 0) {
+    while (q.size() < ahead && planned_total_ < max_planned) {
+      const order_entry e = plan_.next();
+      planned_.at(e.source).push_back(e.draw);
+      ++planned_total_;
+    }
+    for (size_t i = 0; i < std::min(ahead, q.size()); ++i) fetcher_.prefetch(source, q[i]);
+  }
   s.pos.seq = seq_[source]++;
   return s;
 }

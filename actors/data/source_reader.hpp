@@ -128,6 +128,11 @@ class sample_fetcher {
   // for its own slot, so the shard damage riding on its position comes along.
   raw_sample read(uint32_t source, uint64_t draw, bool primary);
   const source_list& sources() const noexcept { return *sources_; }
+  // Samples of `source` the storage reads ahead of use (remote sources; 0 for local ones).
+  size_t read_ahead(uint32_t source) const;
+  // Asks the storage to start reading the bytes read(source, draw) will read, when the draw is
+  // in the shard open now for that source (a hint: nothing happens otherwise).
+  void prefetch(uint32_t source, uint64_t draw);
 
  private:
   struct open_shard;
@@ -136,6 +141,7 @@ class sample_fetcher {
   std::shared_ptr<const storage> storage_;
   std::vector<std::unique_ptr<open_shard>> open_;  // per source
   std::unique_ptr<listing_cache> listings_;        // shards listed before, by (source, shard)
+  std::vector<uint64_t> hinted_;                   // per source: draws below it were hinted
 };
 
 // This rank's draws, source by source, in the global order's consumption order. The reader

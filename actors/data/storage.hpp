@@ -20,6 +20,11 @@ class storage {
   virtual std::vector<std::string> list_shards(const std::string& uri) const = 0;
   // Opens one shard; nullptr when it cannot be opened (the caller counts it, never crashes).
   virtual std::unique_ptr<byte_source> open(const std::string& path) const = 0;
+  // How many samples of the source at `uri` the reader hints ahead of use (0: none, local).
+  virtual size_t read_ahead(const std::string& /*uri*/) const { return 0; }
+  // A hint that [offset, offset + length) of shard `path` will be read soon: remote storage
+  // starts that read in the background, within its bounds; local storage ignores it.
+  virtual void prefetch(const std::string& /*path*/, uint64_t /*offset*/, uint64_t /*length*/) const {}
 };
 
 // POSIX files read with pread (one descriptor per open shard); s3:// and http(s):// uris and

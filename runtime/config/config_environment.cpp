@@ -146,30 +146,6 @@ std::vector<config_error> check_environment(const job_config& cfg, const source_
       if (auto unusable = usable_source(path, src.kind, uint64_t(cfg.io.max_sample_bytes)); !unusable.empty())
         errors.push_back(located(cfg, key, unusable));
   }
-  // Remote-only keys change nothing without a remote source: refused rather than ignored.
-  bool any_remote = false, any_s3 = false;
-  for (const auto& src : cfg.data.sources) {
-    any_remote = any_remote || is_remote_source(src.uri);
-    any_s3 = any_s3 || src.uri.rfind("s3://", 0) == 0;
-  }
-  if (!any_remote && !cfg.io.cache_dir.empty())
-    errors.push_back(located(cfg, "io.cache_dir", "io.cache_dir caches remote sources only, and no data source is "
-                                                  "s3:// or http(s)://; remove it"));
-  const io_section io_defaults;
-  for (const auto& [k, changed] :
-       {std::pair{"io.s3_endpoint", cfg.io.s3_endpoint != io_defaults.s3_endpoint},
-        std::pair{"io.s3_region", cfg.io.s3_region != io_defaults.s3_region},
-        std::pair{"io.s3_credentials_file", cfg.io.s3_credentials_file != io_defaults.s3_credentials_file},
-        std::pair{"io.s3_profile", cfg.io.s3_profile != io_defaults.s3_profile}})
-    if (changed && !any_s3)
-      errors.push_back(located(cfg, k, std::string(k) + " applies to s3:// sources only, and no data source is one; remove it"));
-  for (const auto& [k, changed] :
-       {std::pair{"io.remote_request_timeout_ms", cfg.io.remote_request_timeout_ms != io_defaults.remote_request_timeout_ms},
-        std::pair{"io.remote_give_up_s", cfg.io.remote_give_up_s != io_defaults.remote_give_up_s},
-        std::pair{"io.remote_backoff_max_ms", cfg.io.remote_backoff_max_ms != io_defaults.remote_backoff_max_ms}})
-    if (changed && !any_remote)
-      errors.push_back(located(cfg, k, std::string(k) + " applies to remote sources only, and no data source is "
-                                                        "s3:// or http(s)://; remove it"));
   if (!cfg.io.s3_credentials_file.empty()) {
     std::error_code ec;
     if (!fs::is_regular_file(cfg.io.s3_credentials_file, ec))

@@ -3,6 +3,7 @@
 #include "config/config_schema.hpp"
 
 #include "config/config_limits.hpp"
+#include "config/config_loader.hpp"
 #include "config/plugin_library.hpp"
 #include "config/torch_model_keys.hpp"
 #include "core/store_url.hpp"
@@ -319,7 +320,36 @@ void read_io(table_reader& r, io_section& s) {
   read_within(r, "remote_request_timeout_ms", s.remote_request_timeout_ms, limits::io::remote_request_timeout_ms);
   read_within(r, "remote_give_up_s", s.remote_give_up_s, limits::io::remote_give_up_s);
   read_within(r, "remote_backoff_max_ms", s.remote_backoff_max_ms, limits::io::remote_backoff_max_ms);
+  read_within(r, "remote_prefetch", s.remote_prefetch, limits::io::remote_prefetch);
   r.finish();
+}
+
+// Remote-only io keys change nothing without a remote source: refused rather than ignored.
+void check_remote_keys(table_reader& io, const job_config& c) {
+  bool any_remote = false, any_s3 = false;
+  for (const auto& src : c.data.sources) {
+    any_remote = any_remote || is_remote_source(src.uri);
+    any_s3 = any_s3 || src.uri.rfind("s3://", 0) == 0;
+  }
+  const io_section d;
+  const std::string none = "no data source is s3:// or http(s)://";
+  auto refuse = [&](const char* key, bool changed, bool applies, const std::string& why) {
+    if (!changed || applies) return;
+    const auto* n = io.node(key);
+    io.context().fail(io.key_path(key), n ? n : io.anchor(), why + "; remove it");
+  };
+  refuse("cache_dir", c.io.cache_dir != d.cache_dir, any_remote, "io.cache_dir caches remote sources only, and " + none);
+  for (const auto& [key, changed] :
+       {std::pair{"s3_endpoint", c.io.s3_endpoint != d.s3_endpoint}, std::pair{"s3_region", c.io.s3_region != d.s3_region},
+        std::pair{"s3_credentials_file", c.io.s3_credentials_file != d.s3_credentials_file},
+        std::pair{"s3_profile", c.io.s3_profile != d.s3_profile}})
+    refuse(key, changed, any_s3, "io." + std::string(key) + " applies to s3:// sources only, and no data source is one");
+  for (const auto& [key, changed] :
+       {std::pair{"remote_request_timeout_ms", c.io.remote_request_timeout_ms != d.remote_request_timeout_ms},
+        std::pair{"remote_give_up_s", c.io.remote_give_up_s != d.remote_give_up_s},
+        std::pair{"remote_backoff_max_ms", c.io.remote_backoff_max_ms != d.remote_backoff_max_ms},
+        std::pair{"remote_prefetch", c.io.remote_prefetch != d.remote_prefetch}})
+    refuse(key, changed, any_remote, "io." + std::string(key) + " applies to remote sources only, and " + none);
 }
 
 void read_health(table_reader& r, health_section& s) {
@@ -506,6 +536,7 @@ void read_schema(const toml::table& root, reader_context& ctx, job_config& c) {
   read_memory(memory, c.memory);
   auto io = section("io");
   read_io(io, c.io);
+  check_remote_keys(io, c);
   auto health = section("health");
   read_health(health, c.health);
   // [scheduler] configures msomni-sched (its --config file); a training job reads none of it.

@@ -90,6 +90,8 @@ std::vector<family_spec> build() {
        "Remote-shard cache entries dropped as stale (size or ETag changed) or damaged (checksum)", {}, "rank", {}},
       {"msomni_data_remote_cache_write_failures_total", k::counter,
        "Writes the cache disk refused (full): the bytes were served uncached", {}, "rank", {}},
+      {"msomni_data_remote_prefetch_total", k::counter,
+       "Remote reads started ahead of use (io.remote_prefetch), by result (issued, used: served a read, dropped: a hint or an unused read dropped by the bounds)", {"result"}, "rank", {}},
       {"msomni_data_remote_cache_bytes", k::gauge,
        "Bytes the remote-shard cache holds now", {}, "rank", {}},
       {"msomni_data_remote_cache_capacity_bytes", k::gauge,

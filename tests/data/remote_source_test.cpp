@@ -157,7 +157,14 @@ TEST_CASE("an http:// source lists and reads like its shards on disk; a pipeline
   }
   CHECK(st->list_shards(http.url() + "/nowhere/").empty());
   const auto local = testing::tiny_job(dir.path());
+  const uint64_t used0 = data::remote_counters().prefetch_used;
   check_same_batches(local, with_uris(local, http.url(), "/"), 24, 9);
+  CHECK(data::remote_counters().prefetch_used > used0);  // the reader's next draws were read ahead
+  auto one_at_a_time = with_uris(local, http.url(), "/");
+  one_at_a_time.io.remote_prefetch = 0;
+  const uint64_t issued0 = data::remote_counters().prefetch_issued;
+  check_same_batches(local, one_at_a_time, 12, 5);
+  CHECK(data::remote_counters().prefetch_issued == issued0);
 }
 
 TEST_CASE("each remote sample costs one ranged GET of no more than its own tar record") {

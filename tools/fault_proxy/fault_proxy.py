@@ -11,6 +11,8 @@ was injected. Stops on SIGTERM/SIGINT.
 
   fault_proxy.py --port 8080 --serve DIR [--every 3 --faults 503,reset,short] [--stats f.json]
   fault_proxy.py --port 8081 --upstream http://127.0.0.1:4568 [--every 5 --faults short]
+  --host ADDR binds another address (default 127.0.0.1); --delay-ms N waits N ms before every
+  answer (a round trip's latency where tc netem is not available).
 """
 import argparse
 import hashlib
@@ -127,6 +129,8 @@ class Handler(BaseHTTPRequestHandler):
         count_bytes(len(body))
 
     def handle_any(self):
+        if ARGS.delay_ms > 0:
+            time.sleep(ARGS.delay_ms / 1000.0)  # a round trip's latency before any answer
         fault = next_fault()
         if fault and self.inject(fault):
             return
@@ -209,6 +213,9 @@ def main():
     global ARGS
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--delay-ms", type=float, default=0.0,
+                   help="latency added before every answer (a round trip where netem is not available)")
     p.add_argument("--serve")
     p.add_argument("--upstream")
     p.add_argument("--every", type=int, default=0)
@@ -218,7 +225,7 @@ def main():
     ARGS = p.parse_args()
     if bool(ARGS.serve) == bool(ARGS.upstream):
         sys.exit("one of --serve DIR and --upstream URL")
-    server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    server = ThreadingHTTPServer((ARGS.host, ARGS.port), Handler)
     server.daemon_threads = True
     stop = lambda *_: threading.Thread(target=server.shutdown, daemon=True).start()
     signal.signal(signal.SIGTERM, stop)
