@@ -197,6 +197,8 @@ class elastic_core {
   std::vector<action> on_rank_ready(const msg::rank_ready& r, time_point now);
   // A step record of rank 0 (the shell forwards the ones it journals).
   std::vector<action> on_step(uint64_t step, uint32_t world, time_point now);
+  // A rank left. One that left `failed` cannot go on (every rank reached the same verdict
+  // after the same step): the job ends with its reason, the other ranks are stopped.
   std::vector<action> on_rank_left(const msg::rank_left& r, time_point now);
 
   // -- adoption after a takeover (elastic_adoption.cpp) ------------------------------------

@@ -195,6 +195,7 @@ std::vector<action> elastic_core::on_rank_left(const msg::rank_left& r, time_poi
   m.state = member_state::left;
   m.since = now;
   m.departed_step = r.final_step;
+  if (r.failed) return fail(r.name + " failed: " + r.reason + " (after step " + std::to_string(r.final_step) + ")");
   out.push_back(journal_event{"rank_left", r.name + " after step " + std::to_string(r.final_step) + " (" + r.reason + ")",
                               r.name, m.node});
   if (r.reason == "finished" && r.final_step >= s_.total_steps && !finished_epoch_) finished_epoch_ = r.epoch;

@@ -17,7 +17,7 @@
 //   joining | training | at_barrier | finishing --collective error--> report the stall, then
 //            awaiting_plan(epoch > the current one, until now + stalled_plan_wait)
 //   awaiting_* --the deadline passes--> failed (rank_failed with the reason)
-//   any --checkpoints given up--> failed (rank_left "failed: ..."); --control gone--> failed
+//   any --checkpoints given up--> failed (rank_left marked failed); --control gone--> failed
 //   (a rank that follows the job's leader, [control] store, tells the protocol only once no
 //   new leader adopted it in time: until then it trains on, see managed_rank.hpp)
 #pragma once
@@ -113,7 +113,7 @@ struct leave_job {
   bool operator==(const leave_job&) const = default;
 };
 // The rank cannot go on. `as_left`: every rank gave up on checkpoints at the same step, so it
-// leaves with rank_left "failed: why" (that ends the job); otherwise it reports rank_failed
+// leaves with rank_left marked failed, saying why (that ends the job); otherwise it reports rank_failed
 // with `why` and exits 1.
 struct fail_job {
   std::string why;

@@ -592,7 +592,7 @@ class managed_rank {
   // the job cannot go on, so the rank leaves with the reason, which ends the job.
   int fail(const rank_worker::fail_job& f) {
     checkpoints_.reset();
-    tell_leaving(msg::rank_left{o_.name, f.epoch, steps_done(), "failed: " + f.why, 0});
+    tell_leaving(msg::rank_left{o_.name, f.epoch, steps_done(), f.why, 0, true});
     std::cout << "RESULT fail " << f.why << std::endl;
     return 1;
   }

@@ -108,13 +108,16 @@ struct rejoin_answer {
 };
 
 // rank -> orchestrator: leaving cleanly after `final_step` ("decommissioned", "finished",
-// "stopped"), with the parameter checksum for comparisons.
+// "stopped"), with the parameter checksum for comparisons. `failed`: the rank cannot go on
+// and `reason` says why (every rank reached the same verdict after the same step, e.g. its
+// checkpoints kept failing); the elastic core ends the job with it.
 struct rank_left {
   std::string name;
   uint64_t epoch = 0;
   uint64_t final_step = 0;
   std::string reason;
   uint64_t checksum = 0;
+  bool failed = false;
   bool operator==(const rank_left&) const = default;
 };
 

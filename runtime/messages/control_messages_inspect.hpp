@@ -49,7 +49,8 @@ typename Inspector::result_type inspect(Inspector& f, rank_failed& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rank_left& x) {
-  return f(caf::meta::type_name("rank_left"), x.name, x.epoch, x.final_step, x.reason, x.checksum);
+  return f(caf::meta::type_name("rank_left"), x.name, x.epoch, x.final_step, x.reason, x.checksum,
+           x.failed);
 }
 
 template <class Inspector>

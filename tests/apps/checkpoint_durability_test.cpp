@@ -206,6 +206,8 @@ TEST_CASE("max_consecutive_failures failed saves in a row end the job with exit 
   const auto events = read_json_lines(run_dir / "events.jsonl");
   CHECK(msomni::testing::events_named(events, "checkpoint_failed").size() == 3);
   CHECK(has_event(events, "job_failed"));
+  CHECK(out->find("rank-0 failed: 3 checkpoint saves failed in a row") != std::string::npos);
+  CHECK(msomni::testing::events_named(events, "recovery").empty());  // the failed leave ends the job, no recovery
   CHECK(last_step(run_dir) < 60);
   CHECK_FALSE(staging_left(root));
   CHECK(none_left(run_dir.string(), 10s));

@@ -258,6 +258,40 @@ TEST_CASE("stop leaves with a final checkpoint and ends the job as stopped") {
   CHECK(c.finished());
 }
 
+TEST_CASE("a rank that leaves failed ends the job with its reason: the others are stopped, no recovery") {
+  std::vector<action> acts;
+  auto c = running_job(acts);
+  c.on_step(30, 4, time_point{30s});
+  msg::rank_left failed{"rank-1", 1, 30, "3 checkpoint saves failed in a row", 0, true};
+  const auto end = c.on_rank_left(failed, time_point{31s});
+  CHECK(all_of<send_plan>(end).empty());
+  CHECK(all_of<spawn_on_agent>(end).empty());
+  const auto stops = all_of<stop_on_agent>(end);
+  CHECK(stops.size() == 3);
+  for (const auto& k : stops) {
+    CHECK(k.name != "rank-1");
+    CHECK(k.reason == "the job failed");
+  }
+  const auto fin = all_of<finish_job>(end);
+  REQUIRE(fin.size() == 1);
+  CHECK_FALSE(fin[0].ok);
+  CHECK(fin[0].reason == "rank-1 failed: 3 checkpoint saves failed in a row (after step 30)");
+  CHECK(c.finished());
+  CHECK(c.recoveries() == 0);
+  // The other ranks' failed leaves after the end change nothing.
+  failed.name = "rank-2";
+  CHECK(c.on_rank_left(failed, time_point{32s}).empty());
+}
+
+TEST_CASE("the same leave without the failed mark is an unexpected leave, recovered from") {
+  std::vector<action> acts;
+  auto c = running_job(acts);
+  c.on_step(30, 4, time_point{30s});
+  const auto out = c.on_rank_left({"rank-1", 1, 30, "3 checkpoint saves failed in a row", 0}, time_point{31s});
+  CHECK(all_of<finish_job>(out).empty());
+  CHECK_FALSE(c.finished());
+}
+
 TEST_CASE("a job whose ranks all finish ends, and the status lists every rank, departed ones in its history") {
   std::vector<action> acts;
   auto c = running_job(acts);

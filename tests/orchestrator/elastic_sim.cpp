@@ -431,12 +431,12 @@ class world {
     });
   }
 
-  void leave(rank_proc& p, const std::string& reason, uint64_t epoch) {
-    note(p.name + " leaves: " + reason);
+  void leave(rank_proc& p, const std::string& reason, uint64_t epoch, bool failed = false) {
+    note(p.name + (failed ? " leaves failed: " : " leaves: ") + reason);
     left_at_[p.name] = epoch;
     if (reason == "finished") finished_ranks_.insert(p.name);
     p.left = true;
-    const msg::rank_left l{p.name, epoch, p.step, reason, 0};
+    const msg::rank_left l{p.name, epoch, p.step, reason, 0, failed};
     send(p.name, "control", [this, l] {
       journal_released(lineage_.on_rank_left(l));  // as the shell does
       apply(core_.on_rank_left(l, now()));
@@ -452,7 +452,7 @@ class world {
   // agent reports; a rank that gave up on checkpoints leaves as failed instead.
   void fail(rank_proc& p, const rank_worker::fail_job& f) {
     ++r_.rank_failures;
-    if (f.as_left) return leave(p, "failed: " + f.why, f.epoch);
+    if (f.as_left) return leave(p, f.why, f.epoch, true);
     note(p.name + " fails: " + f.why);
     p.left = true;
     p.failed = true;
@@ -559,6 +559,13 @@ class world {
       ++g->step;
     }
     const uint64_t step = group.front()->step;
+    if (o_.checkpoint_give_up_step != 0 && step == o_.checkpoint_give_up_step) {
+      // The save of this step failed once too often on every rank: each gives up and leaves failed.
+      for (auto* g : group)
+        carry_out(*g, g->protocol.on_checkpoint_give_up("3 checkpoint saves failed in a row (the last at step " +
+                                                        std::to_string(step) + ")"));
+      return;
+    }
     if (step % o_.checkpoint_interval == 0) checkpoint_ = std::max(checkpoint_, step);
     // Rank 0 announces the newest plan it holds in the step's statistics; every member learns it.
     const auto& r0 = *group.front();

@@ -58,6 +58,9 @@ struct options {
   // Breaks the ranks' side on purpose: the epoch rank 0 announces in a step's statistics
   // reaches rank 0 alone, so the others never switch at the barrier (the job hangs).
   bool sabotage_announce_to_rank0_only = false;
+  // Every rank that completes this step gives up on checkpoints there (its saves kept failing)
+  // and leaves failed, as a real rank does; 0: never.
+  uint64_t checkpoint_give_up_step = 0;
   bool trace = false;  // keep a line per journal event, plan, death and step record in result::trace
 };
 

@@ -105,6 +105,49 @@ TEST_CASE("without faults every seed finishes all its steps") {
   }
 }
 
+TEST_CASE("ranks that give up on checkpoints leave failed, and the job ends with their reason as in production") {
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    auto o = sim::seeded(seed);
+    o.rank_kills = 0;
+    o.agent_kill_chance = 0;
+    o.agent_silence_chance = 0;
+    o.start_failure_chance = 0;
+    o.scale_requests = 0;
+    o.stop_chance = 0;
+    o.checkpoint_give_up_step = o.checkpoint_interval * 2;
+    const auto r = sim::run(o);
+    CAPTURE(seed);
+    CHECK(r.violations.empty());
+    CHECK(r.finished);
+    CHECK_FALSE(r.ok);
+    CHECK(r.reason.find(" failed: 3 checkpoint saves failed in a row (the last at step 10) (after step 10)") !=
+          std::string::npos);
+    CHECK(r.rollbacks == 0);  // no recovery: the job ends at once
+    CHECK(r.last_step <= 10);
+  }
+}
+
+TEST_CASE("a failed leave under seeded faults keeps every invariant, and the job ends") {
+  uint64_t gave_up = 0, broken = 0;
+  std::string first_broken;
+  const auto breaks = [&](uint64_t seed, const std::string& what) {
+    if (broken++ == 0) first_broken = "seed " + std::to_string(seed) + ": " + what;
+  };
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+    auto o = sim::seeded(seed);
+    o.checkpoint_give_up_step = o.checkpoint_interval * 3;
+    const auto r = sim::run(o);
+    if (r.reason.find("3 checkpoint saves failed in a row") != std::string::npos) {
+      ++gave_up;
+      if (r.ok) breaks(seed, "a failed leave ended the job as ok");
+    }
+    if (!r.violations.empty()) breaks(seed, r.violations.front());
+  }
+  INFO(first_broken);
+  CHECK(broken == 0);
+  CHECK(gave_up > 500);
+}
+
 // MSOMNI_SIM_TRACE=SEED prints that seed's run (a debugging aid; reported as skipped otherwise).
 TEST_CASE("trace of one seed, when asked for") {
   const auto seed = msomni::testing::sim_trace_seed();

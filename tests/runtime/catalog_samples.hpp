@@ -15,7 +15,9 @@ inline msg::join_world sample(tag<msg::join_world>) {
   return {4, {"rank-0", "rank-2"}, {"127.0.0.1:4000", "127.0.0.1:4002"}, 2, 1, true, "scale-down to 2"};
 }
 inline msg::rank_stalled sample(tag<msg::rank_stalled>) { return {"rank-1", 5, 77, "peer rank-3 down"}; }
-inline msg::rank_left sample(tag<msg::rank_left>) { return {"rank-3", 5, 1601, "decommissioned", 0xfeedull}; }
+inline msg::rank_left sample(tag<msg::rank_left>) {
+  return {"rank-3", 5, 1601, "3 checkpoint saves failed in a row", 0xfeedull, true};
+}
 inline msg::scale_request sample(tag<msg::scale_request>) { return {77, 4, 120.5, "cli:root"}; }
 inline msg::scale_reply sample(tag<msg::scale_reply>) { return {77, true, "at barrier 1700"}; }
 inline msg::step_record sample(tag<msg::step_record>) {
