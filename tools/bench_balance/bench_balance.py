@@ -8,7 +8,11 @@ From metrics.jsonl, after the first --skip steps: the mean per-step compute imba
 slowest rank's forward and backward time over the ranks' mean; 1 is even) and the median
 tokens/s. Both configurations run in this one invocation, on this machine, alternating.
 
-usage: bench_balance.py --build BUILD_DIR [--steps 60] [--skip 10] [--ranks 2 4] [--out FILE.json]
+With --pipeline inline the ranks decode in their training threads (the deterministic
+reference): the data stage actors' decoding, which competes with compute for the same cores
+unevenly when ranks draw different media, is then out of the measurement.
+
+usage: bench_balance.py --build BUILD_DIR [--steps 60] [--skip 10] [--ranks 2 4] [--pipeline actors|inline] [--out FILE.json]
 """
 import argparse
 import io
@@ -55,6 +59,8 @@ name = "long-captions"
 uri = "{data}/long"
 modality = "text"
 weight = 0.2
+[io]
+pipeline = "{pipeline}"
 [training]
 global_batch = 16
 micro_batch = 2
@@ -120,6 +126,7 @@ def main():
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--skip", type=int, default=10)
     ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
+    ap.add_argument("--pipeline", choices=["actors", "inline"], default="actors")
     ap.add_argument("--out")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
@@ -133,7 +140,7 @@ def main():
         for ranks in a.ranks:
             for balance in ("off", "steps"):
                 name = "%s-%d" % (balance, ranks)
-                text = CONFIG.format(balance=balance, ranks=ranks, steps=a.steps, data=data)
+                text = CONFIG.format(balance=balance, ranks=ranks, steps=a.steps, data=data, pipeline=a.pipeline)
                 results[name] = summarise(run(build, text, work, name), a.skip)
                 print(name, json.dumps(results[name]), flush=True)
         print("\n| ranks | imbalance off | imbalance steps | tokens/s off | tokens/s steps | tokens/s ratio |")
