@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   std::string uri, label = "run", cache_dir;
   uint64_t samples = 400, batches = 50, cache_bytes = 0;
   double timeout_ms = 30000, backoff_max_ms = 5000;
+  int64_t prefetch = 16;
   app.add_option("--uri", uri, "the source: DIR, http(s)://HOST/PATH/ or s3://BUCKET/PREFIX")->required();
   app.add_option("--label", label, "names the result line");
   app.add_option("--samples", samples, "samples read by the reader's path")->capture_default_str();
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   app.add_option("--cache-bytes", cache_bytes, "io.cache_bytes");
   app.add_option("--timeout-ms", timeout_ms, "io.remote_request_timeout_ms")->capture_default_str();
   app.add_option("--backoff-max-ms", backoff_max_ms, "io.remote_backoff_max_ms")->capture_default_str();
+  app.add_option("--prefetch", prefetch, "io.remote_prefetch")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   config::job_config cfg;
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
   cfg.io.cache_bytes = int64_t(cache_bytes);
   cfg.io.remote_request_timeout_ms = timeout_ms;
   cfg.io.remote_backoff_max_ms = backoff_max_ms;
+  cfg.io.remote_prefetch = prefetch;
   cfg.data.sources = {{"images", uri, 1.0, modality::image}};
   const auto setup = data::make_pipeline_setup(cfg);  // also sets this process's remote io
   const auto st = data::make_local_storage();
