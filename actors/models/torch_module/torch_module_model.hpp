@@ -55,6 +55,8 @@ class torch_module_model final : public model::trainable_model {
   double probe(const model::micro_batch& batch);
   // "CLASS (FILE:LINE), Python X, torch Y".
   std::string description() const;
+  // The worker process (diagnostics, tests).
+  pid_t worker_pid() const { return worker_->pid(); }
 
  private:
   size_t total() const { return static_cast<size_t>(layout_.total); }

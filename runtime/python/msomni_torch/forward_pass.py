@@ -57,7 +57,10 @@ def run(module, shared, batch, request, user_dir):
             loss = module(batch)
             value = checked_loss(loss, module, True, bool(request.get("require_finite", False)))
             (loss.reshape(()) * float(request["grad_scale"])).backward()
-            shared.check_untouched()
+            problem = shared.replaced()
+            if problem:
+                raise WorkerError("torch_class", f"{definition_of(type(module).forward)}: during forward or backward, "
+                                  + problem)
         else:
             module.eval()
             try:

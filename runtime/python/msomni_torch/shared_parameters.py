@@ -73,13 +73,14 @@ class SharedParameters:
                 self._views.append((value.data_ptr(), grad.data_ptr()))
                 offset += n
 
-    def check_untouched(self):
-        """Raises when the module replaced a parameter's storage or its .grad (zero_grad(),
-        set_to_none, an optimizer of its own): the gradients would no longer reach msomni."""
+    def replaced(self):
+        """What the module replaced of msomni's memory (a parameter's storage or its .grad:
+        zero_grad(), set_to_none, an optimizer of its own), or None. The gradients would no
+        longer reach msomni, so a forward that does it is refused."""
         for (name, p), (value_ptr, grad_ptr) in zip(self.table, self._views):
             if p.data_ptr() != value_ptr:
-                raise WorkerError("torch_class", f"parameter '{name}' was given new storage during forward; "
-                                  "msomni owns the parameters (do not assign .data)")
+                return f"parameter '{name}' was given new storage; msomni owns the parameters (do not assign .data)"
             if p.grad is None or p.grad.data_ptr() != grad_ptr:
-                raise WorkerError("torch_class", f"parameter '{name}'.grad was replaced during forward or "
-                                  "backward; msomni owns the gradients (do not call zero_grad() or set .grad)")
+                return (f"parameter '{name}'.grad was replaced; msomni owns the gradients "
+                        "(do not call zero_grad() or set .grad)")
+        return None
