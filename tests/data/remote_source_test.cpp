@@ -142,7 +142,7 @@ data::remote_io_settings s3_settings(const std::string& endpoint) {
 
 }  // namespace
 
-TEST_CASE("an http:// source lists and reads like its shards on disk; a pipeline over it gives the same batches and resumes") {
+TEST_CASE("an http:// source lists and reads like its shards on disk, and a pipeline over it gives the same batches and resumes") {
   testing::temp_dir dir;
   gen::write_dataset(testing::tiny_dataset(dir.path()));
   write_shard_lists(dir.path());
@@ -251,7 +251,7 @@ TEST_CASE("SigV4 signs the AWS documentation's example GET Object request to its
         "Signature=34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7");
 }
 
-TEST_CASE("an s3:// source on s3rver lists and reads like its shards on disk; a pipeline over it gives the same batches") {
+TEST_CASE("an s3:// source on s3rver lists and reads like its shards on disk, and a pipeline over it gives the same batches") {
   if (const auto why = testing::s3rver_missing(); !why.empty()) MSOMNI_SKIP_TEST(why);
   testing::temp_dir dir;
   gen::write_dataset(testing::tiny_dataset(dir.path()));
@@ -388,7 +388,7 @@ TEST_CASE("a full cache disk is counted and logged, and reads go on uncached") {
   data::set_remote_io({});
 }
 
-TEST_CASE("faults are retried by cause and resumed by range; every sample arrives once; a store that stays away ends the read with the reason") {
+TEST_CASE("faults are retried by cause and resumed by range with every sample arriving once, and a store that stays away ends the read with the reason") {
   testing::temp_dir dir;
   gen::write_dataset(testing::tiny_dataset(dir.path()));
   write_shard_lists(dir.path());
