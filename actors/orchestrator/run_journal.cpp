@@ -3,6 +3,7 @@
 
 #include "elastic_core.hpp"
 
+#include "core/clock.hpp"
 #include "core/secret_file.hpp"
 
 #include "orchestrator_json.hpp"
@@ -26,11 +27,6 @@ int open_append(const std::filesystem::path& p) {
   const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error("cannot open " + p.string() + ": " + std::strerror(errno));
   return fd;
-}
-
-int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace

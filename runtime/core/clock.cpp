@@ -3,6 +3,11 @@
 
 namespace msomni {
 
+int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 real_clock::real_clock() : start_(std::chrono::steady_clock::now()) {}
 
 time_point real_clock::now() const {

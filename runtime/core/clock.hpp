@@ -12,6 +12,10 @@
 
 namespace msomni {
 
+// Milliseconds since the Unix epoch (system_clock): the time stamps of records a person or
+// another process reads (events.jsonl, control.json, summary.json). Never for durations.
+int64_t unix_ms();
+
 class clock {
  public:
   virtual ~clock() = default;
