@@ -6,13 +6,14 @@
 // answered within control.json's follow_limit_s.
 #pragma once
 
+#include "core/clock.hpp"
 #include "core/control_file.hpp"
+#include "core/leader_follow.hpp"
 #include "gateway/gateway.hpp"
 #include "hub/transport_hub.hpp"
 
 #include <caf/actor.hpp>
 
-#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -36,15 +37,10 @@ class leader_follower {
   result step(transport::transport_hub& hub, transport::gateway& gw);
 
  private:
-  using clock = std::chrono::steady_clock;
   std::filesystem::path file_;
   std::string node_;
-  std::string leader_address_;  // the leader this agent serves or lost
-  int64_t leader_pid_ = 0;
-  std::optional<clock::time_point> lost_at_;
-  std::string tried_;
-  clock::time_point tried_at_{};
-  std::chrono::seconds limit_{0};
+  real_clock clock_;
+  leader_follow follow_{{true}};  // only a leader other than the one lost
 };
 
 }  // namespace msomni::apps
