@@ -1,8 +1,10 @@
 // control_leadership (see control_leadership.hpp).
 #include "control_leadership.hpp"
 
+#include "core/clock.hpp"
 #include "core/control_file.hpp"
 #include "core/log.hpp"
+#include "core/rng.hpp"
 
 #include <unistd.h>
 
@@ -15,11 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using json = nlohmann::ordered_json;
-
-int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string host_name() {
   char buf[256] = {};
@@ -40,11 +37,12 @@ std::chrono::milliseconds request_timeout(nanos ttl) {
 }  // namespace
 
 std::string config_fingerprint(const std::map<std::string, std::string>& resolved_values) {
-  // FNV-1a over "key=value\n" of every key that must be the same on every control process.
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](const std::string& s) {
-    for (const unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  };
+  // FNV-1a over "key=value\n" of every key that must be the same on every control process,
+  // from a start one digit short of FNV's offset basis. Kept so: the fingerprint is stored in
+  // the control store, and a control process of a new build must match one already there.
+  constexpr uint64_t fingerprint_start = 1469598103934665603ull;
+  uint64_t h = fingerprint_start;
+  auto mix = [&h](const std::string& s) { h = fnv1a_64(s, h); };
   for (const auto& [key, value] : resolved_values) {
     if (key.rfind("control.", 0) == 0 || key == "cluster.control_host" || key == "cluster.control_port" ||
         key == "cluster.metrics_port")

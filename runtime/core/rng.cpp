@@ -18,14 +18,15 @@ uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 }  // namespace
 
-uint64_t stable_hash(std::string_view text) {
-  uint64_t h = 14695981039346656037ull;
+uint64_t fnv1a_64(std::string_view text, uint64_t h) {
   for (unsigned char c : text) {
     h ^= c;
     h *= 1099511628211ull;
   }
   return h;
 }
+
+uint64_t stable_hash(std::string_view text) { return fnv1a_64(text); }
 
 rng_stream rng_stream::derive(uint64_t job_seed, std::string_view purpose, uint64_t rank) {
   // Mix the three inputs through SplitMix64 steps so nearby seeds/ranks decorrelate.

@@ -36,7 +36,12 @@ class rng_stream {
   state_type s_{};
 };
 
-// FNV-1a 64: a hash that is the same everywhere (std::hash is not).
+// FNV-1a 64 (offset basis 14695981039346656037, prime 1099511628211): a hash that is the same
+// everywhere (std::hash is not).
+inline constexpr uint64_t fnv1a_64_offset_basis = 14695981039346656037ull;
+// `text` mixed into `h`: from the offset basis it is FNV-1a 64 of `text`; from an earlier
+// result it goes on hashing as if the texts were one.
+uint64_t fnv1a_64(std::string_view text, uint64_t h = fnv1a_64_offset_basis);
 uint64_t stable_hash(std::string_view text);
 
 }  // namespace msomni

@@ -13,7 +13,7 @@
 // shell's part too (records of epochs before the last rollback plan are dropped).
 //
 // After every event it checks the invariants; a run ends when the core finishes the job or
-// the simulated time runs out (a hang). Everything derives from the seed, so a failing seed
+// the simulated time runs out (a hang). Everything derives from the run's seed, so a failing seed
 // replays exactly.
 #pragma once
 
