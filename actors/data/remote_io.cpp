@@ -217,9 +217,11 @@ void watch_remote_io(const std::shared_ptr<metrics::metrics_registry>& registry)
     metrics::metrics_registry* raw = nullptr;
     std::unique_ptr<metrics::metrics_registry::refresher_handle> handle;
   };
-  static std::mutex m;
-  static std::vector<watch> watches;
-  std::lock_guard lock(m);
+  // Never destroyed: a handle outliving its registry must not deregister at exit.
+  static auto* m = new std::mutex;
+  static auto* watches_p = new std::vector<watch>;
+  auto& watches = *watches_p;
+  std::lock_guard lock(*m);
   for (auto& w : watches) {
     if (w.of.expired()) (void)w.handle.release();  // its registry is gone: nothing to deregister from
   }
