@@ -7,3 +7,11 @@ msomni_add_test(torch_model_tests
   LIBS msomni_torch_module msomni_model msomni_runtime)
 target_compile_definitions(torch_model_tests PRIVATE MSOMNI_RUN_BINARY="$<TARGET_FILE:msomni-run>")
 add_dependencies(torch_model_tests msomni-run msomni-rank)
+
+# Torch models as real jobs: a resume equal to a straight run, a 2 -> 1 -> 2 scale, a killed rank.
+msomni_add_test(torch_job_tests
+  SOURCES torch_job_test.cpp
+  LIBS msomni_runtime)
+target_compile_definitions(torch_job_tests PRIVATE MSOMNI_RUN_BINARY="$<TARGET_FILE:msomni-run>"
+  MSOMNI_CLI_BINARY="$<TARGET_FILE:msomni>")
+add_dependencies(torch_job_tests msomni-run msomni-rank msomni msomni-agent)

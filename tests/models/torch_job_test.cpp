@@ -1,0 +1,246 @@
+// Torch models as real msomni jobs (msomni-run, its ranks and their Python workers): N steps
+// straight equal N/2 steps, a stop and a resume to N, loss for loss and in the parameter
+// checksum, with dropout on; a 2 -> 1 -> 2 scale through the msomni CLI runs every step once;
+// a rank killed with SIGKILL takes its worker with it, and the job recovers and completes.
+// Skipped when /usr/bin/python3 cannot import torch.
+#include "core/child_process.hpp"
+#include "core/json_number.hpp"
+#include "models/torch_python.hpp"
+#include "support/job_probe.hpp"
+#include "support/json_lines.hpp"
+#include "support/process_runner.hpp"
+#include "support/test_skip.hpp"
+
+#include <signal.h>
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using msomni::testing::has_event;
+using msomni::testing::read_json_lines;
+using msomni::testing::run_command;
+using msomni::testing::wait_for;
+
+namespace {
+
+const std::string modules_dir = std::string(MSOMNI_SOURCE_DIR) + "/tests/models/torch_modules";
+
+// Synthetic images, videos and text (no files), with no video downgrade (it follows live
+// timing, and would change the data between two runs).
+std::string data_and_io() {
+  return "[[data.sources]]\nname = \"shapes\"\nuri = \"synthetic://shapes\"\nmodality = \"image\"\nweight = 2.0\n"
+         "[[data.sources]]\nname = \"moving\"\nuri = \"synthetic://shapes\"\nmodality = \"video\"\nweight = 1.0\n"
+         "[[data.sources]]\nname = \"text\"\nuri = \"synthetic://text\"\nmodality = \"text\"\nweight = 1.0\n"
+         "[io]\ndowngrade_video = false\n";
+}
+
+// The reference module (configs/torch_fuyu_tiny.py), small, with dropout.
+std::string fuyu_job(int64_t steps) {
+  return "[job]\nname = \"torch-fuyu\"\n[model]\nname = \"torch\"\ntorch_file = \"" + std::string(MSOMNI_SOURCE_DIR) +
+         "/configs/torch_fuyu_tiny.py\"\ntorch_class = \"FuyuTiny\"\n"
+         "torch_args = { d_model = 32, n_layers = 2, n_heads = 2, d_ff = 64, patch_dim = 192, max_seq_len = 64, "
+         "dropout = 0.1 }\n"
+         "image_size = 16\npatch_size = 8\nvideo_frames = 2\nmax_seq_len = 64\n" +
+         data_and_io() + "[training]\nglobal_batch = 8\nmicro_batch = 2\nsteps = " + std::to_string(steps) +
+         "\nlr = 3e-3\nseed = 17\ndevice = \"cpu\"\n"
+         "[elasticity]\nreplicas = 2\nmin_replicas = 1\nmax_replicas = 2\n[checkpoint]\ninterval_steps = 10\n";
+}
+
+// A slower module (each forward sleeps `delay_ms`), with dropout, for acting on a running job.
+std::string slow_job(int64_t steps, int64_t delay_ms) {
+  return "[job]\nname = \"torch-slow\"\n[model]\nname = \"torch\"\ntorch_file = \"" + modules_dir +
+         "/tiny_lm.py\"\ntorch_class = \"TinyLM\"\ntorch_args = { dropout = 0.1, delay_ms = " + std::to_string(delay_ms) +
+         " }\nimage_size = 16\npatch_size = 8\nvideo_frames = 2\nmax_seq_len = 64\n" + data_and_io() +
+         "[training]\nglobal_batch = 4\nmicro_batch = 2\nsteps = " + std::to_string(steps) +
+         "\nlr = 3e-3\nseed = 5\ndevice = \"cpu\"\n"
+         "[elasticity]\nreplicas = 2\nmin_replicas = 1\nmax_replicas = 2\ngrace_period_s = 30\n"
+         "heartbeat_interval_s = 0.2\nheartbeat_misses = 5\n[checkpoint]\ninterval_steps = 10\n";
+}
+
+// step -> (loss, world size), from metrics.jsonl; `lines` counts the records.
+struct step_log {
+  std::map<uint64_t, std::pair<double, int>> by_step;
+  size_t lines = 0;
+};
+step_log read_steps(const fs::path& run_dir) {
+  step_log s;
+  if (!fs::exists(run_dir / "metrics.jsonl")) return s;
+  for (const auto& r : read_json_lines(run_dir / "metrics.jsonl")) {
+    ++s.lines;
+    s.by_step[r.at("step").get<uint64_t>()] = {msomni::get_number(r, "loss").value(), r.at("world_size").get<int>()};
+  }
+  return s;
+}
+
+// The parameter checksum a rank logged when it finished: "RESULT ok finished step=N checksum=X".
+std::string final_checksum(const fs::path& run_dir, const std::string& rank) {
+  std::ifstream in(run_dir / "logs" / (rank + ".log"));
+  std::string last;
+  const std::regex result(R"(RESULT ok finished step=\d+ checksum=([0-9a-f]+))");
+  std::smatch m;
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, m, result)) last = m[1];
+  return last;
+}
+
+std::string cli(const std::string& args) { return std::string(MSOMNI_CLI_BINARY) + " " + args; }
+
+// The processes whose parent is `pid` (/proc/PID/stat's fourth field).
+std::set<pid_t> children_of(pid_t pid) {
+  std::set<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const auto name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string text;
+    std::getline(stat, text);
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 2));
+    char state = 0;
+    pid_t parent = 0;
+    rest >> state >> parent;
+    if (parent == pid) out.insert(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+// Running: it exists and is not a zombie waiting for whoever adopted it to reap it.
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return false;
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
+}  // namespace
+
+TEST_CASE("a torch job of N steps equals N/2 steps, a stop and a resume to N, loss for loss and in its checksum") {
+  if (const auto why = msomni::testing::torch_missing_reason(); !why.empty()) MSOMNI_SKIP_TEST(why);
+  msomni::testing::temp_dir dir;
+  const int64_t steps = 40;
+  const auto cfg = dir.write("job.toml", fuyu_job(steps));
+  const auto straight = dir.path() / "straight", resumed = dir.path() / "resumed";
+  const std::string run = std::string(MSOMNI_RUN_BINARY) + " " + cfg + " --fresh --run-dir ";
+  auto r = run_command(run + straight.string());
+  CAPTURE(r.output);
+  REQUIRE(r.exit_code == 0);
+  r = run_command(run + resumed.string() + " --set training.steps=" + std::to_string(steps / 2));
+  CAPTURE(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(read_steps(resumed).lines == static_cast<size_t>(steps / 2));
+  // The second start resumes from the checkpoint of step N/2 (no --fresh).
+  r = run_command(std::string(MSOMNI_RUN_BINARY) + " " + cfg + " --run-dir " + resumed.string());
+  CAPTURE(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(has_event(read_json_lines(resumed / "events.jsonl"), "resume"));
+
+  const auto a = read_steps(straight), b = read_steps(resumed);
+  REQUIRE(a.by_step.size() == static_cast<size_t>(steps));
+  REQUIRE(b.by_step.size() == static_cast<size_t>(steps));
+  CHECK(b.lines == static_cast<size_t>(steps));
+  int differ = 0;
+  for (const auto& [step, v] : a.by_step) {
+    CAPTURE(step);
+    if (b.by_step.at(step).first != v.first) ++differ;
+  }
+  CHECK(differ == 0);  // bit for bit, dropout included
+  CHECK(a.by_step.at(steps).first < a.by_step.at(1).first);
+  for (const char* rank : {"rank-0", "rank-1"}) {
+    CAPTURE(rank);
+    const auto sum = final_checksum(straight, rank);
+    CHECK(!sum.empty());
+    CHECK(final_checksum(resumed, rank) == sum);
+  }
+  CHECK(final_checksum(straight, "rank-0") == final_checksum(straight, "rank-1"));  // replicas agree
+}
+
+TEST_CASE("a torch job scaled from 2 ranks to 1 and back to 2 runs every step once") {
+  if (const auto why = msomni::testing::torch_missing_reason(); !why.empty()) MSOMNI_SKIP_TEST(why);
+  msomni::testing::temp_dir dir;
+  const auto cfg = dir.write("job.toml", slow_job(100000, 15));
+  const auto run_dir = dir.path() / "run";
+  msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--fresh", "--run-dir", run_dir.string()});
+  REQUIRE(wait_for([&] { return read_steps(run_dir).by_step.size() >= 10; }, 120s));
+  const auto last_step = [&] { return read_steps(run_dir).by_step.rbegin()->first; };
+  const auto world_after = [&](int world, uint64_t after) {
+    for (const auto& [step, v] : read_steps(run_dir).by_step)
+      if (step > after && v.second == world) return true;
+    return false;
+  };
+  const auto before_down = last_step();
+  auto r = run_command(cli("scale-down --run-dir " + run_dir.string() + " --replicas 1 --grace-period 30s"));
+  CAPTURE(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(wait_for([&] { return world_after(1, before_down); }, 90s));
+  const auto before_up = last_step();
+  r = run_command(cli("scale-up --run-dir " + run_dir.string() + " --replicas 2"));
+  CAPTURE(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(wait_for([&] { return world_after(2, before_up + 5); }, 120s));
+  r = run_command(cli("stop --run-dir " + run_dir.string()));
+  CAPTURE(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(job.wait(90s) == 5);  // stopped, resumable
+
+  CAPTURE(msomni::testing::read_text(run_dir / "events.jsonl"));
+  const auto events = read_json_lines(run_dir / "events.jsonl");
+  for (const char* e : {"scale_down", "scale_down_done", "scale_up", "scale_up_done"}) CHECK_MESSAGE(has_event(events, e), e);
+  CHECK_FALSE(has_event(events, "rank_down"));
+  // Every step once, none missing, in metrics.jsonl and in rank 0's own log.
+  const auto steps = read_steps(run_dir);
+  CHECK(steps.lines == steps.by_step.size());
+  CHECK(steps.by_step.begin()->first == 1);
+  CHECK(steps.by_step.rbegin()->first == steps.by_step.size());
+  std::map<uint64_t, int> ran;
+  std::ifstream log(run_dir / "logs" / "rank-0.log");
+  for (std::string line; std::getline(log, line);)
+    if (const auto s = msomni::testing::step_line_record(line); s.is_object()) ++ran[s.at("step").get<uint64_t>()];
+  CHECK(ran.size() == steps.by_step.size());
+  int repeated = 0;
+  for (const auto& [step, n] : ran) repeated += n != 1;
+  CHECK(repeated == 0);
+  bool one = false, two_after = false;
+  for (const auto& [step, v] : steps.by_step) {
+    one = one || v.second == 1;
+    two_after = two_after || (one && v.second == 2);
+  }
+  CHECK(one);
+  CHECK(two_after);
+}
+
+TEST_CASE("a torch job's rank killed with SIGKILL takes its worker with it, and the job recovers and completes") {
+  if (const auto why = msomni::testing::torch_missing_reason(); !why.empty()) MSOMNI_SKIP_TEST(why);
+  msomni::testing::temp_dir dir;
+  const int64_t steps = 150;
+  const auto cfg = dir.write("job.toml", slow_job(steps, 5));
+  const auto run_dir = dir.path() / "run";
+  msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--fresh", "--run-dir", run_dir.string()});
+  REQUIRE(msomni::testing::wait_for_checkpoint(run_dir));
+  const pid_t victim = msomni::testing::rank_pid(MSOMNI_CLI_BINARY, run_dir, "rank-1");
+  REQUIRE(victim > 0);
+  const auto workers = children_of(victim);
+  REQUIRE(workers.size() == 1);  // its Python worker
+  const pid_t worker = *workers.begin();
+  ::kill(victim, SIGKILL);
+  // The worker reads the end of its socket and exits (its parent is gone: init reaps it).
+  CHECK(wait_for([&] { return !running(worker); }, 30s));
+  const int code = job.wait(240s);
+  CAPTURE(msomni::testing::read_text(run_dir / "events.jsonl"));
+  CHECK(code == 0);
+  const auto events = read_json_lines(run_dir / "events.jsonl");
+  for (const char* e : {"rank_down", "recovery", "recovered", "job_finished"}) CHECK_MESSAGE(has_event(events, e), e);
+  CHECK(has_event(events, "rank_down", "rank-1"));
+  const auto s = read_steps(run_dir);
+  CHECK(s.by_step.count(steps) == 1);
+  CHECK(s.by_step.size() == static_cast<size_t>(steps));
+}
