@@ -2,9 +2,11 @@
 // and export one rank's weights as safetensors for other training stacks. DIR may be a run
 // directory (its checkpoints/ is used), a checkpoint root, or one checkpoint directory.
 // Results go to stdout; diagnostics (skipped checkpoints, refusals) to stderr.
+#include "checkpoint_error.hpp"
 #include "checkpoint_store.hpp"
 #include "commands.hpp"
 #include "safetensors.hpp"
+#include "torch_module/torch_state_dict.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -166,6 +168,24 @@ std::map<std::string, std::string> export_metadata(const manifest& m, uint32_t r
   return meta;
 }
 
+// A torch module's checkpoint (model.name = "torch"): the state_dict entries that are not
+// parameters (tied names, persistent buffers; torch_state_dict.hpp), so that with the
+// parameters the file loads into the module with load_state_dict(strict=True).
+std::vector<raw_tensor> rest_of_torch_state_dict(const rank_state& s) {
+  std::vector<raw_tensor> out;
+  if (const auto* a = s.find_blob(models::torch_aliases_blob))
+    for (const auto& [alias, name] : models::read_torch_aliases(a->bytes)) {
+      const auto* t = s.find_tensor("param/" + name);
+      if (!t) throw checkpoint_error("export: '" + alias + "' is tied to 'param/" + name + "', which the checkpoint lacks");
+      const auto* bytes = reinterpret_cast<const uint8_t*>(t->values.data());
+      out.push_back({alias, "F32", t->shape, std::vector<uint8_t>(bytes, bytes + t->values.size() * sizeof(float))});
+    }
+  if (const auto* b = s.find_blob(models::torch_buffers_blob))
+    for (auto& e : models::read_torch_buffers(b->bytes))
+      out.push_back({std::move(e.name), std::move(e.dtype), std::move(e.shape), std::move(e.bytes)});
+  return out;
+}
+
 int cmd_export(const checkpoint_store& store, const target& t, const options& o, std::ostream& out,
                std::ostream& err) {
   verified_checkpoint v;
@@ -184,7 +204,9 @@ int cmd_export(const checkpoint_store& store, const target& t, const options& o,
     err << "msomni ckpt export: rank " << o.rank << " outside world size " << v.ranks.size() << "\n";
     return exit_usage;
   }
-  const auto sum = export_safetensors(v.ranks[o.rank], o.prefix, o.out, export_metadata(v.m, o.rank));
+  const auto& state = v.ranks[o.rank];
+  const auto rest = o.prefix == "param/" ? rest_of_torch_state_dict(state) : std::vector<raw_tensor>{};
+  const auto sum = export_safetensors(state, o.prefix, o.out, export_metadata(v.m, o.rank), rest);
   out << "exported " << sum.tensors << " tensors (" << sum.data_bytes << " bytes) of "
       << checkpoint_dir_name(v.m.meta.step) << " rank " << o.rank << " to " << o.out << "\n";
   return exit_ok;
@@ -202,7 +224,7 @@ int run_ckpt(const std::vector<std::string>& args, std::ostream& out, std::ostre
   add_step(*verify, o, "only this checkpoint (default: all)");
   auto* exp = add_command(app, "export",
                           "write the tensors named PREFIX* of one rank of a checkpoint as a safetensors file, "
-                          "names without the prefix",
+                          "names without the prefix (a torch model's param/: its whole state_dict)",
                           o);
   exp->add_option("--out", o.out, "the safetensors file")->type_name("FILE")->required();
   add_step(*exp, o, "this checkpoint (default: the newest loadable one)");

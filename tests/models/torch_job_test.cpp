@@ -1,7 +1,8 @@
 // Torch models as real msomni jobs (msomni-run, its ranks and their Python workers): N steps
 // straight equal N/2 steps, a stop and a resume to N, loss for loss and in the parameter
 // checksum, with dropout on; a 2 -> 1 -> 2 scale through the msomni CLI runs every step once;
-// a rank killed with SIGKILL takes its worker with it, and the job recovers and completes.
+// a rank killed with SIGKILL takes its worker with it, and the job recovers and completes;
+// `msomni ckpt export` writes the module's whole state_dict, which load_state_dict takes.
 // Skipped when /usr/bin/python3 cannot import torch.
 #include "core/child_process.hpp"
 #include "core/json_number.hpp"
@@ -243,4 +244,51 @@ TEST_CASE("a torch job's rank killed with SIGKILL takes its worker with it, and 
   const auto s = read_steps(run_dir);
   CHECK(s.by_step.count(steps) == 1);
   CHECK(s.by_step.size() == static_cast<size_t>(steps));
+}
+
+TEST_CASE("msomni ckpt export writes a torch module's whole state_dict, which load_state_dict takes strictly") {
+  if (const auto why = msomni::testing::torch_missing_reason(); !why.empty()) MSOMNI_SKIP_TEST(why);
+  msomni::testing::temp_dir dir;
+  const std::string loader = "/usr/bin/python3 " + modules_dir + "/load_exported.py ";
+  // A module with a tied weight and persistent buffers (one of them an integer).
+  auto text = slow_job(12, 0);
+  text.replace(text.find("torch_args = { "), 15, "torch_args = { tied = true, ");
+  const auto cfg = dir.write("tied.toml", text);
+  const auto tied_run = dir.path() / "tied";
+  auto r = run_command(std::string(MSOMNI_RUN_BINARY) + " " + cfg + " --fresh --run-dir " + tied_run.string());
+  CAPTURE(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto tied_file = (dir.path() / "tied.safetensors").string();
+  r = run_command(cli("ckpt export " + tied_run.string() + " --rank 1 --out " + tied_file));
+  CAPTURE(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("exported 8 tensors") != std::string::npos);  // 5 parameters, 1 tied name, 2 buffers
+  r = run_command(loader + tied_file + " " + modules_dir + "/tiny_lm.py TinyLM '{\"tied\": true}'");
+  CAPTURE(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto loaded = msomni::testing::parse_json(r.output);
+  CHECK(loaded.at("keys") == nlohmann::json::array({"batches_seen", "embed.weight", "hidden.bias", "hidden.weight",
+                                                    "loss_mean", "norm.bias", "norm.weight", "out.weight"}));
+  CHECK(loaded.at("equal") == true);
+  CHECK(loaded.at("aligned") == true);
+  CHECK(loaded.at("tied") == true);
+  CHECK(loaded.at("class") == "TinyLM");
+  // Rank 1's own count of its training forwards: 12 steps of one micro-batch each.
+  CHECK(loaded.at("batches_seen") == 12);
+
+  // The reference module: parameters only (its causal mask is not persistent).
+  const auto fuyu_run = dir.path() / "fuyu";
+  r = run_command(std::string(MSOMNI_RUN_BINARY) + " " + dir.write("fuyu.toml", fuyu_job(10)) + " --fresh --run-dir " +
+                  fuyu_run.string());
+  REQUIRE(r.exit_code == 0);
+  const auto fuyu_file = (dir.path() / "fuyu.safetensors").string();
+  REQUIRE(run_command(cli("ckpt export " + fuyu_run.string() + " --out " + fuyu_file)).exit_code == 0);
+  r = run_command(loader + fuyu_file + " " + std::string(MSOMNI_SOURCE_DIR) +
+                  "/configs/torch_fuyu_tiny.py FuyuTiny '{\"d_model\": 32, \"n_layers\": 2, \"n_heads\": 2, \"d_ff\": 64, "
+                  "\"patch_dim\": 192, \"max_seq_len\": 64}'");
+  CAPTURE(r.output);
+  REQUIRE(r.exit_code == 0);
+  loaded = msomni::testing::parse_json(r.output);
+  CHECK(loaded.at("equal") == true);
+  CHECK(loaded.at("keys").size() == 31);  // 2 patch, 2 embeddings, 12 per block, 2 final norm, 1 head
 }

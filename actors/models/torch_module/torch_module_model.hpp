@@ -6,15 +6,16 @@
 // micro-batch is written into shared memory too and wrapped as tensors there.
 //
 // The checkpoint state is model/flat_state.hpp's (param/, adam_m/, adam_v/ under the module's
-// own parameter names, optimizer/step, model/signature) plus "torch/buffers", the module's
-// persistent buffers (module_buffers.py's blob), and "model/torch_aliases" when the module's
-// state_dict repeats a tied parameter under another name.
+// own parameter names, optimizer/step, model/signature) plus the rest of the module's
+// state_dict: "torch/buffers" and, when it ties parameters, "model/torch_aliases"
+// (torch_state_dict.hpp).
 #pragma once
 
 #include "model/model.hpp"
 #include "model/parameter_layout.hpp"
 #include "torch_module/python_worker.hpp"
 #include "torch_module/shared_region.hpp"
+#include "torch_module/torch_state_dict.hpp"
 
 #include <map>
 #include <memory>
@@ -22,10 +23,6 @@
 #include <vector>
 
 namespace msomni::models {
-
-// The blobs this model adds to its checkpoint state.
-inline constexpr const char* torch_buffers_blob = "torch/buffers";
-inline constexpr const char* torch_aliases_blob = "model/torch_aliases";
 
 class torch_module_model final : public model::trainable_model {
  public:
