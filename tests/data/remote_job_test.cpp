@@ -13,6 +13,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <future>
+#include <thread>
 
 using namespace msomni;
 namespace fs = std::filesystem;
@@ -142,4 +144,51 @@ TEST_CASE("a job trains on s3:// sources, directly and through a faulty proxy, o
   CHECK(refused.output.find("data.sources[0].uri") != std::string::npos);
   CHECK(refused.output.find("io.remote_give_up_s") != std::string::npos);
   CHECK_FALSE(fs::exists(dir.path() / "gone" / "metrics.jsonl"));
+}
+
+TEST_CASE("a job whose store goes away while it trains ends with the reason after a bounded time") {
+  if (const auto why = testing::s3rver_missing(); !why.empty()) MSOMNI_SKIP_TEST(why);
+  testing::temp_dir dir;
+  auto o = testing::tiny_dataset(dir.path() / "data");
+  o.videos = 0;
+  gen::write_dataset(o);
+  testing::s3rver_server s3("jobs");
+  const fs::path cred = dir.path() / "s3-credentials";
+  std::ofstream(cred) << "[default]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n";
+  fs::permissions(cred, fs::perms::owner_read | fs::perms::owner_write);
+  {
+    data::remote_io_settings s;
+    s.s3_endpoint = s3.url();
+    s.s3_credentials_file = cred.string();
+    data::set_remote_io(s);
+    for (const auto* sub : {"images", "text"})
+      for (const auto& e : fs::directory_iterator(dir.path() / "data" / sub)) {
+        data::http_request put;
+        put.method = "PUT";
+        put.url = s3.url() + "/jobs/" + sub + "/" + e.path().filename().string();
+        put.body = testing::slurp(e.path());
+        put.sign_s3 = true;
+        REQUIRE(data::http_fetch(put).status == 200);
+      }
+    data::set_remote_io({});
+  }
+  testing::fault_server proxy(s3.url(), true);
+  const std::string io = "[io]\ns3_endpoint = \"" + proxy.url() + "\"\ns3_credentials_file = \"" + cred.string() +
+                         "\"\nremote_give_up_s = 3\nremote_backoff_max_ms = 200\n";
+  std::string text = job_text("s3://jobs/images", "s3://jobs/text", io);
+  text.replace(text.find("steps = 6"), 9, "steps = 1000000");
+  auto job = std::async(std::launch::async, [&] { return run_job(dir.path(), "cut", text); });
+  const fs::path metrics = dir.path() / "cut" / "metrics.jsonl";
+  for (int i = 0; i < 600 && (!fs::exists(metrics) || fs::file_size(metrics) == 0); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(fs::exists(metrics));
+  proxy.stop();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = job.get();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CAPTURE(r.output);
+  MESSAGE("the job ended " << took << " s after its store went away");
+  CHECK(r.code != 0);
+  CHECK(r.output.find("io.remote_give_up_s 3") != std::string::npos);
+  CHECK(took < 120);
 }
