@@ -1,9 +1,10 @@
-# The torch backend (model.name = "torch"): its pure parts and config keys, a module trained
-# through the embedding API with its real Python worker, and msomni-run's refusals before a
-# start. The cases that need torch report themselves skipped, with the reason, when
+# The torch backend (model.name = "torch"): its pure parts, config keys and checkpoint blobs,
+# a module trained through the embedding API with its real Python worker, and msomni-run's
+# refusals before a start. The cases that need torch report themselves skipped, with the reason, when
 # /usr/bin/python3 cannot import it (tests/models/torch_python.hpp).
 msomni_add_test(torch_model_tests
-  SOURCES torch_batch_layout_test.cpp torch_config_test.cpp torch_module_test.cpp torch_refusal_test.cpp
+  SOURCES torch_batch_layout_test.cpp torch_config_test.cpp torch_state_dict_test.cpp torch_module_test.cpp
+          torch_refusal_test.cpp
   LIBS msomni_torch_module msomni_model msomni_runtime)
 target_compile_definitions(torch_model_tests PRIVATE MSOMNI_RUN_BINARY="$<TARGET_FILE:msomni-run>")
 add_dependencies(torch_model_tests msomni-run msomni-rank)
