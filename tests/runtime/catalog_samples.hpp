@@ -77,7 +77,8 @@ inline msg::job_step_report sample(tag<msg::job_step_report>) { return {"crit-1"
 inline msg::job_memory_report sample(tag<msg::job_memory_report>) { return {"crit-1", 41'500'000'000, 80'000'000'000, 1200}; }
 inline msg::job_finished sample(tag<msg::job_finished>) { return {"crit-1"}; }
 inline msg::job_command sample(tag<msg::job_command>) {
-  return {3, "be-17", 4, {0, 1, 2, 3}, 4, 0, 600, "", 0.25, 4400, 7200.5, "no job_released within the drain period"};
+  return {3, "be-17", 4, {0, 1, 2, 3}, 4, 0, 600, "", 0.25, 4400, 7200.5, "no job_released within the drain period (600 s)",
+          {{"drain_s", 600}}};
 }
 inline msg::metric_series sample(tag<msg::metric_series>) {
   return {{"actor"}, {"orchestrator"}, 0, 1, 12, 0.5, {0.1, 1}, {4, 11}};
@@ -91,13 +92,17 @@ inline msg::metrics_report sample(tag<msg::metrics_report>) {
 inline msg::scheduler_status_request sample(tag<msg::scheduler_status_request>) { return {"cli:root"}; }
 inline msg::scheduler_status sample(tag<msg::scheduler_status>) {
   return {"omni", 64, 8, 3, 12, 40, 1024, 9, 2, 1, 4, 5120, 77, 6, 3, true, 2,
-          {{"crit-1", 0, "running", 16, 2, false, "", 120.5, "below_threshold", "crit-1 lends nothing", 0, 0, 0},
-           {"be-3", 2, "guest", 2, 1, false, "crit-1", 300, "none", "", 0.375, 0, 0}},
+          {{"crit-1", 0, "running", 16, 2, false, "", 120.5, "below_threshold", "crit-1 lends nothing", 0, 0, 0, "",
+            {{"idle_share", 0.2}, {"idle_threshold", 0.35}}},
+           {"be-3", 2, "guest", 2, 1, false, "crit-1", 300, "none", "", 0.375, 0, 0,
+            "host's predicted idle share passes the threshold", {{"idle_share", 0.5}, {"idle_threshold", 0.35}}}},
           2, 400.5, "127.0.0.1:9464", "critical_reserve", "reg-2", "2 GPUs free, reg-2 waits: critical_reserve", 30,
-          {{"reg-4", 1, "stopped", 4, 1, false, "", 50.0, "none", "", 0, 5, 1200}}, 256};
+          {{"reg-4", 1, "stopped", 4, 1, false, "", 50.0, "none", "", 0, 5, 1200, "", {}}}, 256,
+          {{"gpus_free", 2}, {"gpus_wanted", 4}}, {sample(tag<msg::job_command>{})}};
 }
 inline msg::scheduler_job_row sample(tag<msg::scheduler_job_row>) {
-  return {"reg-2", 1, "pending", 8, 0, false, "", 42.25, "critical_reserve", "2 free GPUs are kept", 0};
+  return {"reg-2", 1, "pending", 8, 0, false, "", 42.25, "critical_reserve", "2 free GPUs are kept", 0, 0, 0, "",
+          {{"gpus_free", 2}, {"reserve_gpus", 8}}};
 }
 
 }  // namespace msomni::testing
