@@ -88,8 +88,9 @@ const std::string& all_helps() {
       }
     };
     for (const auto& [name, bin] : programs()) walk(bin, 0);
-    for (const auto& e : fs::directory_iterator(source_root / "tools"))
-      if (e.path().extension() == ".sh") out += run_command("bash " + e.path().string() + " --help 2>&1").output;
+    // The tools' scripts that take flags (others, like bootstrap.sh, act when run).
+    for (const char* script : {"gpu_check.sh", "gpu_bundle.sh"})
+      out += run_command("bash " + (source_root / "tools" / script).string() + " --help 2>&1").output;
     return out;
   }();
   return all;
@@ -156,6 +157,11 @@ const std::set<std::string>& source_identifiers() {
 
 bool known_metric_or_identifier(const std::string& name) {
   if (msomni::metrics::find_family(name)) return true;
+  if (name.back() == '_') {  // a prefix in prose ("the msomni_data_remote_* families")
+    for (const auto& f : msomni::metrics::metric_catalog())
+      if (std::string_view(f.name).rfind(name, 0) == 0) return true;
+    return false;
+  }
   for (const char* suffix : {"_bucket", "_sum", "_count"}) {
     const std::string s(suffix);
     if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0 &&
@@ -291,7 +297,7 @@ std::vector<finding> scan(const std::string& text, const std::string& name) {
     for (const auto& s : config_sections) alt += (alt.empty() ? "" : "|") + s;
     return alt;
   }() + ")\\.[a-z_][a-z0-9_]*(\\[[0-9]*\\])?(\\.[a-z_][a-z0-9_]*)*$");
-  const std::regex metric("msomni_[a-z0-9_]+");
+  const std::regex metric("(^|[^a-z0-9_])(msomni_[a-z0-9_]+)");
   const std::regex exit_code("\\bexit(?:s| code| status)?(?: with)? ([0-9]+)\\b");
   const std::regex missing("not (?:yet )?built|not yet implemented|not implemented yet|coming soon|\\bTODO\\b|\\bTBD\\b",
                            std::regex::icase);
@@ -329,8 +335,8 @@ std::vector<finding> scan(const std::string& text, const std::string& name) {
       if (!examples.count(k) && !std::regex_match(k, file_name) && !known_key(k)) out.push_back({where, "no config key " + k});
     // Metrics and identifiers.
     for (std::sregex_iterator m(l.text.begin(), l.text.end(), metric), end; m != end; ++m)
-      if (!examples.count(m->str()) && !known_metric_or_identifier(m->str()))
-        out.push_back({where, "no metric (or identifier) " + m->str()});
+      if (const std::string name = (*m)[2]; !examples.count(name) && !known_metric_or_identifier(name))
+        out.push_back({where, "no metric (or identifier) " + name});
     // Exit codes (the prose's, not a shell's `exit` in a script).
     if (!l.code)
       for (std::sregex_iterator m(l.text.begin(), l.text.end(), exit_code), end; m != end; ++m)
