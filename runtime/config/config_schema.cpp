@@ -178,11 +178,11 @@ void read_sources(table_reader& r, data_section& s) {
 void read_data(table_reader& r, data_section& s) {
   r.read("mix_strategy", s.mix_strategy, {"balanced_by_weight", "fixed_weight"});
   r.read("shuffle", s.shuffle);
-  read_sources(r, s);
   r.read("balance", s.balance, {"off", "steps"});
   r.read("balance_group", s.balance_group, int64_t{1}, int64_t{1024});
   refuse_unbuilt(r, "balance_group", s.balance_group, int64_t{1},
                  "moving samples between the steps of a group; 1 balances the ranks within each step");
+  read_sources(r, s);
   r.finish();
 }
 
