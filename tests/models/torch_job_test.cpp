@@ -2,7 +2,8 @@
 // straight equal N/2 steps, a stop and a resume to N, loss for loss and in the parameter
 // checksum, with dropout on; a 2 -> 1 -> 2 scale through the msomni CLI runs every step once;
 // a rank killed with SIGKILL takes its worker with it, and the job recovers and completes;
-// `msomni ckpt export` writes the module's whole state_dict, which load_state_dict takes.
+// `msomni ckpt export` writes the module's whole state_dict, which load_state_dict takes; a rank
+// whose interpreter has no torch fails the job with that reason.
 // Skipped when /usr/bin/python3 cannot import torch.
 #include "core/child_process.hpp"
 #include "core/json_number.hpp"
@@ -291,4 +292,24 @@ TEST_CASE("msomni ckpt export writes a torch module's whole state_dict, which lo
   loaded = msomni::testing::parse_json(r.output);
   CHECK(loaded.at("equal") == true);
   CHECK(loaded.at("keys").size() == 31);  // 2 patch, 2 embeddings, 12 per block, 2 final norm, 1 head
+}
+
+TEST_CASE("a rank whose interpreter cannot import torch fails the job, saying so") {
+  if (const auto why = msomni::testing::torch_missing_reason(); !why.empty()) MSOMNI_SKIP_TEST(why);
+  msomni::testing::temp_dir dir;
+  // torch for msomni-run's check, none for the ranks (their agent sets MSOMNI_NODE_SLOTS): a
+  // node without torch that msomni-run's machine cannot see.
+  const auto python = dir.write("python", "#!/bin/sh\nif [ -n \"$MSOMNI_NODE_SLOTS\" ]; then exec /usr/bin/python3 -S \"$@\"; fi\n"
+                                          "exec /usr/bin/python3 \"$@\"\n");
+  REQUIRE(run_command("chmod +x " + python).exit_code == 0);
+  auto text = slow_job(10, 0);
+  text.replace(text.find("image_size = 16"), 0, "torch_python = \"" + python + "\"\n");
+  const auto run_dir = dir.path() / "run";
+  const auto r = run_command(std::string(MSOMNI_RUN_BINARY) + " " + dir.write("job.toml", text) + " --fresh --run-dir " +
+                             run_dir.string());
+  CAPTURE(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("failed: /usr/bin/python3 (Python ") != std::string::npos);
+  CHECK(r.output.find("cannot import torch: ModuleNotFoundError: No module named 'torch'") != std::string::npos);
+  CHECK(msomni::testing::has_reason_containing(read_json_lines(run_dir / "events.jsonl"), "cannot import torch"));
 }
