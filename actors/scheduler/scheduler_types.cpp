@@ -5,15 +5,6 @@
 
 namespace msomni::sched {
 
-const char* to_string(job_class c) {
-  switch (c) {
-    case job_class::critical: return "critical";
-    case job_class::regular: return "regular";
-    case job_class::best_effort: return "best_effort";
-  }
-  return "?";
-}
-
 const char* to_string(policy_kind p) {
   switch (p) {
     case policy_kind::omni: return "omni";

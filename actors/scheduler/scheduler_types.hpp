@@ -5,19 +5,21 @@
 
 #include "step_predictor.hpp"
 
+#include "core/job_class.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace msomni::sched {
 
-enum class job_class : uint8_t { critical = 0, regular = 1, best_effort = 2 };
+using ::msomni::job_class;  // core/job_class.hpp: the config's and the messages' too
 enum class policy_kind : uint8_t { omni, exclusive, greedy };
 
 // Every class below critical may be preempted or shrunk for a higher one.
 inline bool preemptible(job_class c) { return c != job_class::critical; }
 
-const char* to_string(job_class c);
+using ::msomni::to_string;
 const char* to_string(policy_kind p);
 bool parse_policy(const std::string& text, policy_kind& out);
 

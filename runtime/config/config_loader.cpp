@@ -82,15 +82,6 @@ std::string read_whole(const std::string& path) {
 
 }  // namespace
 
-const char* to_string(job_class c) {
-  switch (c) {
-    case job_class::critical: return "critical";
-    case job_class::regular: return "regular";
-    case job_class::best_effort: return "best_effort";
-  }
-  return "?";
-}
-
 namespace {
 
 void append_hex(std::string& out, const char* prefix, uint32_t v, int digits) {

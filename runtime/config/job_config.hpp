@@ -2,6 +2,7 @@
 // The defaults here are msomni's own; config_loader fills them in and records which it used.
 #pragma once
 
+#include "core/job_class.hpp"
 #include "core/modality.hpp"
 
 #include <cstdint>
@@ -12,10 +13,8 @@
 
 namespace msomni::config {
 
-enum class job_class : uint8_t { critical, regular, best_effort };
+using ::msomni::job_class;
 using ::msomni::modality;
-
-const char* to_string(job_class c);
 
 struct job_section {
   std::string name = "msomni-job";
