@@ -16,7 +16,7 @@ install(TARGETS ${msomni_installed_programs} RUNTIME DESTINATION ${CMAKE_INSTALL
 
 # A plugin compiles against these alone: the embedding API, its helpers for flat-buffer
 # models (parameter layout, AdamW, checkpoint state, the host_model base) and what they
-# include from runtime/ (job_config.hpp for model_context's [model] section, modality.hpp).
+# include from runtime/ (job_config.hpp for model_context's [model] section, modality.hpp, job_class.hpp).
 # The model registry (model_registry.hpp) is the host's side and lives in msomni's
 # libraries, so it is not installed.
 set(msomni_headers ${PROJECT_SOURCE_DIR}/runtime)
@@ -33,7 +33,8 @@ install(FILES
   ${msomni_headers}/model/host_model.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/msomni/model)
 install(FILES ${msomni_headers}/config/job_config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/msomni/config)
-install(FILES ${msomni_headers}/core/modality.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/msomni/core)
+install(FILES ${msomni_headers}/core/modality.hpp ${msomni_headers}/core/job_class.hpp
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/msomni/core)
 
 # The example model plugin, a CMake project of its own against the installed package.
 install(FILES

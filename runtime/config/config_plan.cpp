@@ -79,9 +79,10 @@ std::string render_plan(const job_config& c, const node_gpu_facts& local) {
   os << "  model:        " << c.model.name;
   if (c.model.name == "torch")  // the module's size: msomni-run's model check reports it
     os << ": " << c.model.torch_class << " from " << c.model.torch_file << " (its size: see model check)";
-  else if (c.model.plugin.empty())
+  else if (c.model.plugin.empty() || c.model.name == "fuyu-tiny")  // the built-in model the [model] shape keys describe
     os << ", d_model " << c.model.d_model << ", " << c.model.n_layers << " layers, " << c.model.n_heads
-       << " heads, image " << c.model.image_size << "px / patch " << c.model.patch_size;
+       << " heads, image " << c.model.image_size << "px / patch " << c.model.patch_size
+       << (c.model.plugin.empty() ? "" : " (model.plugin " + c.model.plugin + " is loaded too)");
   else  // the plugin's model has a shape of its own: msomni-run's model check reports its size
     os << " from " << c.model.plugin << " (its size: see model check)";
   os << "\n";

@@ -71,7 +71,7 @@ TEST_CASE("an installed msomni builds, checks and trains a model plugin made out
     CAPTURE(r.output);
     CHECK(r.exit_code == 0);
   }
-  CHECK(headers == 12);
+  CHECK(headers == 13);
   CHECK_FALSE(fs::exists(include_dir / "model/model_registry.hpp"));  // the host's side, not the API
   for (const char* helper : {"parameter_layout.hpp", "adamw.hpp", "flat_state.hpp", "host_model.hpp"})
     CHECK(fs::exists(include_dir / "model" / helper));
