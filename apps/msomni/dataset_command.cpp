@@ -17,6 +17,27 @@ namespace {
 namespace limits = config::limits;
 constexpr limits::range<int64_t> per_shard_limit{1, 1 << 24};
 
+// --max-sample-bytes, --max-image-pixels, --max-video-pixels: what a job refuses (io.* of its
+// config), for pack and check alike; `consequence` says what becomes of a file past one.
+struct limit_flags {
+  int64_t bytes = int64_t(check_limits{}.max_sample_bytes);
+  int64_t image_pixels = config::default_max_image_pixels;
+  int64_t video_pixels = config::default_max_video_pixels;
+  check_limits limits() const { return {uint64_t(bytes), uint64_t(image_pixels), uint64_t(video_pixels)}; }
+};
+
+void add_limit_flags(CLI::App& sub, limit_flags& f, const std::string& consequence) {
+  command_line::add_number(sub, "--max-sample-bytes", f.bytes, limits::io::max_sample_bytes,
+                           "a larger member is " + consequence + " (io.max_sample_bytes of a job)")
+      ->type_name("BYTES");
+  command_line::add_number(sub, "--max-image-pixels", f.image_pixels, limits::io::max_image_pixels,
+                           "an image whose header states more pixels is " + consequence + " (io.max_image_pixels)")
+      ->type_name("N");
+  command_line::add_number(sub, "--max-video-pixels", f.video_pixels, limits::io::max_video_pixels,
+                           "a video whose frames have more pixels is " + consequence + " (io.max_video_pixels)")
+      ->type_name("N");
+}
+
 int cmd_pack(const pack_options& o, std::ostream& out, std::ostream& err) {
   const pack_result r = pack_dataset(o);
   out << "packed " << r.packed << (r.packed == 1 ? " sample" : " samples") << " into " << r.shards.size()
@@ -96,22 +117,11 @@ int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::os
                    "file's stem (underscores and dashes as spaces)")
       ->check(CLI::IsMember({"txt", "name"}))
       ->capture_default_str();
-  int64_t pack_max_bytes = int64_t(po.limits.max_sample_bytes);
-  int64_t pack_max_image_pixels = config::default_max_image_pixels;
-  int64_t pack_max_video_pixels = config::default_max_video_pixels;
-  command_line::add_number(*pack, "--max-sample-bytes", pack_max_bytes, limits::io::max_sample_bytes,
-                           "a larger file is skipped, as training refuses it (io.max_sample_bytes of the job)")
-      ->type_name("BYTES");
-  command_line::add_number(*pack, "--max-image-pixels", pack_max_image_pixels, limits::io::max_image_pixels,
-                           "an image whose header states more pixels is skipped (io.max_image_pixels of the job)")
-      ->type_name("N");
-  command_line::add_number(*pack, "--max-video-pixels", pack_max_video_pixels, limits::io::max_video_pixels,
-                           "a video whose frames have more pixels is skipped (io.max_video_pixels of the job)")
-      ->type_name("N");
+  limit_flags pack_limits;
+  add_limit_flags(*pack, pack_limits, "skipped, as training refuses it");
 
   std::string uri, modality_name;
   bool json = false;
-  int64_t max_bytes = int64_t{256} << 20;
   auto* check = app.add_subcommand("check", "read and decode every sample of shards as a job would, list the problems");
   check->footer(command_line::wrap_lines(
       "Reads every shard of URI (a directory, a .tar file or a pattern, as in a data source's uri) as a job would, "
@@ -123,17 +133,8 @@ int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::os
                     "every sample is of this modality (default: each sample's media member's extension says: an "
                     "image or a video extension, none: text)")
       ->check(CLI::IsMember({"image", "video", "text"}));
-  command_line::add_number(*check, "--max-sample-bytes", max_bytes, limits::io::max_sample_bytes,
-                           "a member larger than this is too_large (as io.max_sample_bytes)")
-      ->type_name("BYTES");
-  int64_t max_image_pixels = config::default_max_image_pixels;
-  int64_t max_video_pixels = config::default_max_video_pixels;
-  command_line::add_number(*check, "--max-image-pixels", max_image_pixels, limits::io::max_image_pixels,
-                           "an image whose header states more pixels is too_many_pixels (as io.max_image_pixels)")
-      ->type_name("N");
-  command_line::add_number(*check, "--max-video-pixels", max_video_pixels, limits::io::max_video_pixels,
-                           "a video whose frames have more pixels is too_many_pixels (as io.max_video_pixels)")
-      ->type_name("N");
+  limit_flags check_limits_flags;
+  add_limit_flags(*check, check_limits_flags, "a problem (too_large, too_many_pixels)");
   check->add_flag("--json", json, "the report as one JSON object");
 
   if (const auto rc = command_line::parse(app, args, out, err)) return *rc;
@@ -145,7 +146,7 @@ int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::os
       po.kind = images.empty() ? modality::video : modality::image;
       po.per_shard = uint64_t(per_shard);
       po.caption_from_name = caption_from == "name";
-      po.limits = {uint64_t(pack_max_bytes), uint64_t(pack_max_image_pixels), uint64_t(pack_max_video_pixels)};
+      po.limits = pack_limits.limits();
       return cmd_pack(po, out, err);
     }
     std::optional<modality> kind;
@@ -153,8 +154,7 @@ int run_dataset(const std::vector<std::string>& args, std::ostream& out, std::os
     if (modality_name == "video") kind = modality::video;
     if (modality_name == "text") kind = modality::text;
     try {
-      return cmd_check(uri, kind, {uint64_t(max_bytes), uint64_t(max_image_pixels), uint64_t(max_video_pixels)}, json,
-                       out);
+      return cmd_check(uri, kind, check_limits_flags.limits(), json, out);
     } catch (const std::invalid_argument& e) {
       return command_line::refuse(app, e.what(), err);
     }
