@@ -61,6 +61,29 @@ world_run static_run(const data::pipeline_setup& setup, uint32_t world, int step
   return r;
 }
 
+// 3 steps at 4 ranks, 3 at 2 (ranks 2 and 3 leave, 0 and 1 take the 2-rank slots), 3 at 4
+// again (two joiners restore the survivors' state into world-4 slots), checking on the way that
+// the position at each boundary is the same bytes on every rank.
+world_run resized_4_2_4(const data::pipeline_setup& setup) {
+  world_run resized;
+  auto ranks = make_world(setup, 4);
+  run_steps(ranks, 3, resized);
+  const auto state = ranks[0]->save_state();
+  for (auto& p : ranks) CHECK(p->save_state() == state);
+  ranks.resize(2);
+  for (uint32_t r = 0; r < 2; ++r) ranks[r]->reslot(testing::slot(r, 2, 2));
+  run_steps(ranks, 3, resized);
+  CHECK(ranks[0]->save_state() == ranks[1]->save_state());
+  const auto state2 = ranks[1]->save_state();
+  for (uint32_t r = 0; r < 2; ++r) ranks[r]->reslot(testing::slot(r, 4, 1));
+  for (uint32_t r = 2; r < 4; ++r) {
+    ranks.push_back(std::make_unique<data::data_pipeline>(setup, testing::slot(r, 4, 1)));
+    ranks.back()->restore_state(state2);
+  }
+  run_steps(ranks, 3, resized);
+  return resized;
+}
+
 void check_same(const world_run& a, const world_run& b) {
   REQUIRE(a.keys.size() == b.keys.size());
   for (size_t s = 0; s < a.keys.size(); ++s) {
@@ -169,26 +192,7 @@ TEST_CASE("a run resized 4 to 2 to 4 at step boundaries sees the samples of a st
   const auto setup = data::make_pipeline_setup(testing::tiny_job(dir.path()));
   const world_run reference = static_run(setup, 1, 9);
 
-  world_run resized;
-  auto ranks = make_world(setup, 4);
-  run_steps(ranks, 3, resized);
-  // The position at a boundary is the same bytes on every rank.
-  const auto state = ranks[0]->save_state();
-  for (auto& p : ranks) CHECK(p->save_state() == state);
-  // Scale down: ranks 2 and 3 leave, 0 and 1 take the 2-rank slots (grad_accum 2).
-  ranks.resize(2);
-  for (uint32_t r = 0; r < 2; ++r) ranks[r]->reslot(testing::slot(r, 2, 2));
-  run_steps(ranks, 3, resized);
-  CHECK(ranks[0]->save_state() == ranks[1]->save_state());
-  // Scale up: two joiners restore the survivors' state (saved at world 2) into world-4 slots.
-  const auto state2 = ranks[1]->save_state();
-  for (uint32_t r = 0; r < 2; ++r) ranks[r]->reslot(testing::slot(r, 4, 1));
-  for (uint32_t r = 2; r < 4; ++r) {
-    ranks.push_back(std::make_unique<data::data_pipeline>(setup, testing::slot(r, 4, 1)));
-    ranks.back()->restore_state(state2);
-  }
-  run_steps(ranks, 3, resized);
-  check_same(reference, resized);
+  check_same(reference, resized_4_2_4(setup));
 }
 
 TEST_CASE("a checkpoint of 4 ranks resumes on 2 and a mid-step resize is refused") {
@@ -372,21 +376,7 @@ TEST_CASE("a balanced run resized 4 to 2 to 4 sees the samples of a static run, 
   const auto setup = data::make_pipeline_setup(job);
   REQUIRE(setup.balance_steps);
   const world_run reference = static_run(data::make_pipeline_setup(testing::tiny_job(dir.path())), 1, 9);
-  world_run resized;
-  auto ranks = make_world(setup, 4);
-  run_steps(ranks, 3, resized);
-  const auto state = ranks[0]->save_state();
-  for (auto& p : ranks) CHECK(p->save_state() == state);
-  ranks.resize(2);
-  for (uint32_t r = 0; r < 2; ++r) ranks[r]->reslot(testing::slot(r, 2, 2));
-  run_steps(ranks, 3, resized);
-  const auto state2 = ranks[1]->save_state();
-  for (uint32_t r = 0; r < 2; ++r) ranks[r]->reslot(testing::slot(r, 4, 1));
-  for (uint32_t r = 2; r < 4; ++r) {
-    ranks.push_back(std::make_unique<data::data_pipeline>(setup, testing::slot(r, 4, 1)));
-    ranks.back()->restore_state(state2);
-  }
-  run_steps(ranks, 3, resized);
+  const world_run resized = resized_4_2_4(setup);
   // The same samples in every step as an unbalanced static run: only their places changed.
   REQUIRE(resized.keys.size() == reference.keys.size());
   for (size_t s = 0; s < reference.keys.size(); ++s) CHECK(resized.keys[s] == reference.keys[s]);
