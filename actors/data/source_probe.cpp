@@ -4,7 +4,7 @@
 #include "media_format.hpp"
 
 #include "sample.hpp"
-#include "source_reader.hpp"
+#include "tar_sample_assembler.hpp"
 
 #include <set>
 
@@ -28,23 +28,26 @@ std::string wanted(modality kind) {
   return "?";
 }
 
-// One sample's members: usable when the raw checks pass on what it has.
+// One sample's members: usable when the raw checks pass on what it has. Media are not read.
 bool usable(const byte_source& file, const shard_sample& smp, modality kind, uint64_t max_bytes, seen& w) {
   ++w.samples;
-  raw_sample s;
-  s.kind = kind;
-  bool has_media = false, has_caption = false;
+  const sample_reads plan = plan_reads(smp, kind, max_bytes);
   for (const auto& m : smp.members) {
     const std::string ext = split_member(m.name).second;
     if (w.extensions.size() < 8) w.extensions.insert(ext.empty() ? "(none)" : "." + ext);
-    const member_use u = use_of(ext, kind);
-    if (u == member_use::none) continue;
-    if (m.size > max_bytes) {
-      ++w.too_large;
-      return false;
-    }
-    if (u == member_use::media) has_media = has_media || m.size > 0;
-    if (u == member_use::caption && m.size > 0) {
+    if (&m == plan.too_large) break;
+  }
+  if (plan.too_large) {
+    ++w.too_large;
+    return false;
+  }
+  raw_sample s;
+  s.kind = kind;
+  bool has_media = false, has_caption = false;
+  for (const auto& r : plan.reads) {
+    const tar_member& m = *r.member;
+    if (r.use == member_use::media) has_media = has_media || m.size > 0;
+    if (r.use == member_use::caption && m.size > 0) {
       has_caption = true;
       // A long caption is taken as text without reading it all: the probe stays cheap.
       s.caption.resize(size_t(std::min<uint64_t>(m.size, probe_caption_bytes_max)));
@@ -59,20 +62,14 @@ bool usable(const byte_source& file, const shard_sample& smp, modality kind, uin
 
 // Walks one shard's headers, sample by sample, until a usable one.
 bool shard_has_usable(const byte_source& file, modality kind, uint64_t max_bytes, seen& w) {
-  shard_sample current;
+  sample_grouper grouper;
   bool found = false;
   const tar_listing listing = list_tar(file, [&](const tar_member& m) {
-    auto key = split_member(m.name).first;
-    if (!current.members.empty() && key != current.key) {
-      found = usable(file, current, kind, max_bytes, w);
-      current = {};
-      if (found) return false;
-    }
-    current.key = std::move(key);
-    current.members.push_back(m);
-    return true;
+    if (auto done = grouper.add(m)) found = usable(file, *done, kind, max_bytes, w);
+    return !found;
   });
-  if (!found && !current.members.empty()) found = usable(file, current, kind, max_bytes, w);
+  if (!found)
+    if (auto last = grouper.finish()) found = usable(file, *last, kind, max_bytes, w);
   if (listing.members.empty()) ++w.without_members;
   return found;
 }

@@ -1,8 +1,6 @@
 // Source orders, random access to draws, and the own-draw reader (see source_reader.hpp).
 #include "source_reader.hpp"
 
-#include "media_format.hpp"
-
 #include "core/log.hpp"
 #include "core/rng.hpp"
 
@@ -21,29 +19,6 @@ void shuffle_with(std::vector<size_t>& v, rng_stream rng) {
 }
 
 }  // namespace
-
-shard_listing group_samples(const tar_listing& listing) {
-  shard_listing out;
-  for (const auto& m : listing.members) {
-    auto key = split_member(m.name).first;
-    if (out.empty() || out.back().key != key) out.push_back({std::move(key), {}});
-    out.back().members.push_back(m);
-  }
-  return out;
-}
-
-std::pair<std::string, std::string> split_member(const std::string& name) {
-  const size_t slash = name.rfind('/');
-  const size_t dot = name.find('.', slash == std::string::npos ? 0 : slash + 1);
-  if (dot == std::string::npos) return {name, ""};
-  return {name.substr(0, dot), name.substr(dot + 1)};
-}
-
-member_use use_of(const std::string& ext, modality kind) {
-  if (ext == "txt") return member_use::caption;
-  if (kind != modality::text && accepted_format(kind, format_of_extension(ext))) return member_use::media;
-  return member_use::none;
-}
 
 source_index::source_index(uint32_t index, source_spec spec, uint64_t seed, bool shuffle, const storage& st)
     : index_(index), spec_(std::move(spec)), seed_(seed), shuffle_(shuffle) {
@@ -175,21 +150,13 @@ void sample_fetcher::prefetch(uint32_t source, uint64_t draw) {
   if (o.layout.order[p] != o.shard || o.samples->size() != src.shards()[o.shard].samples) return;
   const shard_sample& e = (*o.samples)[o.perm[pos - start[p]]];
   // The same reads read() makes: one span of the used members, or each member alone.
-  uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
-  std::vector<const tar_member*> used;
-  for (const auto& m : e.members) {
-    if (use_of(split_member(m.name).second, src.spec().kind) == member_use::none) continue;
-    if (m.size > src.spec().max_sample_bytes) return;
-    used.push_back(&m);
-    lo = std::min(lo, m.data_offset);
-    hi = std::max(hi, m.data_offset + m.size);
-    sum += m.size;
-  }
+  const sample_reads plan = plan_reads(e, src.spec().kind, src.spec().max_sample_bytes);
+  if (plan.too_large) return;
   const std::string& path = src.shards()[o.shard].path;
-  if (used.size() > 1 && hi - lo <= sum + 2 * tar_block_size * e.members.size()) {
-    storage_->prefetch(path, lo, hi - lo);
+  if (plan.span_bytes > 0) {
+    storage_->prefetch(path, plan.span_offset, plan.span_bytes);
   } else {
-    for (const auto* m : used) storage_->prefetch(path, m->data_offset, m->size);
+    for (const auto& r : plan.reads) storage_->prefetch(path, r.member->data_offset, r.member->size);
   }
 }
 sample_fetcher::sample_fetcher(sample_fetcher&&) noexcept = default;
@@ -251,59 +218,31 @@ raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
   }
   const shard_sample& e = (*o.samples)[o.perm[offset]];
   s.key = info.label + "/" + e.key;
-  bool has_media = false, has_caption = false;
-  // Only the members this sample uses are read, and none larger than the source's bound: a
-  // header may claim any size, and reading what it claims could exhaust memory.
-  std::vector<std::pair<const tar_member*, member_use>> used;
-  for (const auto& m : e.members) {
-    const member_use u = use_of(split_member(m.name).second, s.kind);
-    if (u == member_use::none) continue;
-    if (m.size > src.spec().max_sample_bytes) {
-      s.bad = true;
-      s.reason = bad_reason::too_large;
-      s.cause = m.name + " is " + std::to_string(m.size) + " bytes, over io.max_sample_bytes " +
-                std::to_string(src.spec().max_sample_bytes);
-      return s;
-    }
-    used.emplace_back(&m, u);
-  }
-  // A sample's members are adjacent in the tar (header, data, header, data): one pread of the
-  // span from the first used member's data to the last one's end replaces one pread per
-  // member. The span holds little else (headers, padding), never another large member; if it
-  // comes back short, members are read one by one.
-  uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
-  for (const auto& [m, u] : used) {
-    lo = std::min(lo, m->data_offset);
-    hi = std::max(hi, m->data_offset + m->size);
-    sum += m->size;
-  }
-  bool spanned = used.size() > 1 && hi - lo <= sum + 2 * tar_block_size * e.members.size();
+  // Only the members this sample uses are read, and none larger than the source's bound.
+  const sample_reads plan = plan_reads(e, s.kind, src.spec().max_sample_bytes);
+  raw_sample_assembler sample(std::move(s));
+  if (plan.too_large) return std::move(sample).too_large(*plan.too_large, src.spec().max_sample_bytes);
+  // One read of the members' span when the plan says so; if it comes back short, members are
+  // read one by one.
+  bool spanned = plan.span_bytes > 0;
   if (spanned) {
-    o.span.resize(size_t(hi - lo));
-    spanned = o.file->read_at(lo, o.span.data(), o.span.size()) == o.span.size();
+    o.span.resize(size_t(plan.span_bytes));
+    spanned = o.file->read_at(plan.span_offset, o.span.data(), o.span.size()) == o.span.size();
   }
-  auto read_member = [&](const tar_member& m, auto& out) {
+  for (const auto& r : plan.reads) {
+    const tar_member& m = *r.member;
+    std::vector<uint8_t> bytes;
+    bool complete = true;
     if (spanned) {
-      const uint8_t* at = o.span.data() + (m.data_offset - lo);
-      out.assign(at, at + m.size);
-      return true;
-    }
-    out.resize(m.size);
-    return o.file->read_at(m.data_offset, out.data(), m.size) == m.size;
-  };
-  for (const auto& [m, u] : used) {
-    if (u == member_use::caption) {
-      has_caption = read_member(*m, s.caption);
+      const uint8_t* at = o.span.data() + (m.data_offset - plan.span_offset);
+      bytes.assign(at, at + m.size);
     } else {
-      // A zero-byte media member is as absent as a missing one (missing_member), as the
-      // pre-start probe and `msomni dataset check` judge it.
-      has_media = read_member(*m, s.media) && !s.media.empty();
-      const std::string ext = split_member(m->name).second;
-      s.media_ext = ext;
+      bytes.resize(m.size);
+      complete = o.file->read_at(m.data_offset, bytes.data(), m.size) == m.size;
     }
+    sample.add(r, std::move(bytes), complete);
   }
-  check_raw_sample(s, has_media, has_caption);
-  return s;
+  return std::move(sample).finish();
 }
 
 own_reader::own_reader(order_core plan, sample_fetcher fetcher)

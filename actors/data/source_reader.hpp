@@ -20,6 +20,7 @@
 #include "global_order.hpp"
 #include "sample.hpp"
 #include "storage.hpp"
+#include "tar_sample_assembler.hpp"
 
 #include <deque>
 #include <map>
@@ -38,29 +39,12 @@ struct source_spec {
   uint64_t max_sample_bytes = uint64_t{256} << 20;
 };
 
-// WebDataset names: "dir/000123.seg.jpg" -> key "dir/000123", extension "seg.jpg".
-std::pair<std::string, std::string> split_member(const std::string& name);
-// What a member is to a sample of `kind`: its caption (.txt), its media (an extension of a
-// format of that modality, media_format.hpp), or nothing the decoder reads (skipped, never read).
-enum class member_use { none, caption, media };
-member_use use_of(const std::string& extension, modality kind);
-
 struct shard_info {
   std::string path;
   std::string label;                   // file name, the prefix of sample keys
   uint64_t samples = 0;                // keys found by the header walk
   std::vector<bad_reason> problems;    // bad_tar_header per damaged run, truncated, unreadable
 };
-
-// The samples of one shard in tar order: a key and its adjacent members.
-struct shard_sample {
-  std::string key;
-  std::vector<tar_member> members;
-};
-using shard_listing = std::vector<shard_sample>;
-
-// Members of one key are adjacent in a WebDataset shard: runs of equal keys, in tar order.
-shard_listing group_samples(const tar_listing& listing);
 
 // One epoch of a source: the shard order and where each shard starts.
 struct epoch_layout {

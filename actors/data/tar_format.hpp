@@ -4,6 +4,8 @@
 // of garbage it skipped) instead of giving up on the whole shard.
 #pragma once
 
+#include "tar_listing.hpp"
+
 #include <array>
 #include <cstdint>
 #include <fstream>
@@ -16,7 +18,6 @@
 
 namespace msomni::data {
 
-inline constexpr size_t tar_block_size = 512;
 using tar_header_block = std::array<char, tar_block_size>;
 
 // A ustar header for a regular file `name` (<= 99 bytes) of `size` bytes, checksum filled.
@@ -42,8 +43,6 @@ class tar_writer {
   bool finished_ = false;
 };
 
-struct tar_listing;
-
 // Random access to a shard's bytes; storage (local files, remote stores) implements it.
 class byte_source {
  public:
@@ -54,19 +53,6 @@ class byte_source {
   // The member listing when the source already has it (a remote shard's member index):
   // list_tar returns it instead of reading each header. nullptr: list_tar walks the headers.
   virtual std::shared_ptr<const tar_listing> known_listing() const { return nullptr; }
-};
-
-struct tar_member {
-  std::string name;
-  uint64_t data_offset = 0;
-  uint64_t size = 0;
-};
-
-// The members of one shard, found by walking headers only (data is not read).
-struct tar_listing {
-  std::vector<tar_member> members;
-  uint32_t bad_header_runs = 0;   // runs of blocks that were not valid headers, skipped
-  bool truncated = false;         // a member's data (or a header) ran past the end
 };
 
 // Walks the headers of a tar held in `src`. Never throws on bad content; reports it.

@@ -10,8 +10,8 @@
 #include "remote_io.hpp"
 #include "remote_storage.hpp"
 #include "source_probe.hpp"
-#include "source_reader.hpp"
 #include "storage.hpp"
+#include "tar_sample_assembler.hpp"
 
 #include "config/config_loader.hpp"
 #include "config/generated_datasets.hpp"
@@ -71,6 +71,23 @@ using clock_type = std::chrono::steady_clock;
 // not hide a usable source).
 constexpr uint64_t refused_tries_max = 16;
 
+// One sample of a shard, its members read one by one, as the reader assembles and judges it.
+data::raw_sample read_sample(const data::byte_source& file, const std::string& shard, const data::shard_sample& smp,
+                             modality kind, uint64_t max_bytes) {
+  data::raw_sample start;
+  start.kind = kind;
+  start.key = shard + "/" + smp.key;
+  data::raw_sample_assembler sample(std::move(start));
+  const data::sample_reads plan = data::plan_reads(smp, kind, max_bytes);
+  if (plan.too_large) return std::move(sample).too_large(*plan.too_large, max_bytes);
+  for (const auto& r : plan.reads) {
+    std::vector<uint8_t> bytes(r.member->size);
+    const bool complete = file.read_at(r.member->data_offset, bytes.data(), bytes.size()) == bytes.size();
+    sample.add(r, std::move(bytes), complete);
+  }
+  return std::move(sample).finish();
+}
+
 decode_fact decode_source(const data::storage& st, const config::data_source& src, const fs::path& path,
                           uint64_t max_bytes, uint64_t want) {
   decode_fact f;
@@ -91,30 +108,12 @@ decode_fact decode_source(const data::storage& st, const config::data_source& sr
     }
     const auto samples = data::group_samples(data::list_tar(*file));
     for (const auto& smp : samples) {
-      data::raw_sample s;
-      s.kind = src.kind;
-      s.key = shard + "/" + smp.key;
-      bool has_media = false, has_caption = false;
-      for (const auto& m : smp.members) {
-        const std::string ext = data::split_member(m.name).second;
-        const auto use = data::use_of(ext, src.kind);
-        if (use == data::member_use::none || m.size > max_bytes) continue;
-        std::vector<uint8_t> bytes(m.size);
-        if (file->read_at(m.data_offset, bytes.data(), bytes.size()) != bytes.size()) continue;
-        if (use == data::member_use::caption) {
-          s.caption.assign(bytes.begin(), bytes.end());
-          has_caption = true;
-        } else {
-          s.media = std::move(bytes);
-          s.media_ext = ext;
-          has_media = !s.media.empty();
-        }
-      }
+      const data::raw_sample s = read_sample(*file, shard, smp, src.kind, max_bytes);
       // A refused sample is counted and the probe goes on: training skips it too.
       const auto refuse = [&](std::string why) {
         if (f.samples_refused++ == 0) f.refused_key = s.key, f.refused_reason = std::move(why);
       };
-      if (!data::check_raw_sample(s, has_media, has_caption)) {
+      if (s.bad) {
         refuse(std::string("not a usable sample: ") + data::to_string(s.reason) + " (" + s.cause + ")");
       } else {
         bool decoded = true;

@@ -5,8 +5,8 @@
 #include "media_decoder.hpp"
 #include "media_format.hpp"
 #include "sample.hpp"
-#include "source_reader.hpp"
 #include "storage.hpp"
+#include "tar_sample_assembler.hpp"
 
 #include "core/log.hpp"
 #include "core/shard_pattern.hpp"
@@ -16,6 +16,7 @@ extern "C" {
 }
 
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 namespace msomni::cli {
@@ -40,45 +41,48 @@ modality inferred_kind(const data::shard_sample& s) {
   return modality::text;
 }
 
-
-void check_sample(const data::byte_source& file, const std::string& shard, const data::shard_sample& smp, modality kind,
-                  uint64_t max_bytes, data::media_decoder& decoder, check_result& r) {
-  data::raw_sample s;
-  s.kind = kind;
-  s.key = shard + "/" + smp.key;
-  bool has_media = false, has_caption = false;
-  for (const auto& m : smp.members) {
-    const std::string ext = data::split_member(m.name).second;
-    const data::member_use use = data::use_of(ext, kind);
-    if (use == data::member_use::none) continue;
-    if (m.size > max_bytes) {
-      add_problem(r, shard, smp.key, "too_large",
-                  m.name + " is " + std::to_string(m.size) + " bytes, over io.max_sample_bytes " + std::to_string(max_bytes));
-      return;
-    }
+// Reads the members a sample uses, one by one; nullopt (its problem added) when one is too
+// large or runs past the end of the shard.
+std::optional<data::raw_sample> read_sample(const data::byte_source& file, const std::string& shard,
+                                            const data::shard_sample& smp, modality kind, uint64_t max_bytes,
+                                            check_result& r) {
+  data::raw_sample start;
+  start.kind = kind;
+  start.key = shard + "/" + smp.key;
+  data::raw_sample_assembler sample(std::move(start));
+  const data::sample_reads plan = data::plan_reads(smp, kind, max_bytes);
+  if (plan.too_large) {
+    add_problem(r, shard, smp.key, "too_large", data::too_large_cause(*plan.too_large, max_bytes));
+    return std::nullopt;
+  }
+  for (const auto& read : plan.reads) {
+    const data::tar_member& m = *read.member;
     std::vector<uint8_t> bytes(m.size);
     if (file.read_at(m.data_offset, bytes.data(), bytes.size()) != bytes.size()) {
       add_problem(r, shard, smp.key, "truncated_shard", m.name + " runs past the end of the shard");
-      return;
+      return std::nullopt;
     }
-    if (use == data::member_use::caption) {
-      s.caption.assign(bytes.begin(), bytes.end());
-      has_caption = true;
-    } else {
-      s.media = std::move(bytes);
-      s.media_ext = ext;
-      has_media = !s.media.empty();
-    }
+    sample.add(read, std::move(bytes), true);
   }
-  if (!data::check_raw_sample(s, has_media, has_caption)) {
+  const bool has_caption = sample.has_caption();
+  data::raw_sample s = std::move(sample).finish();
+  if (s.bad) {
     std::string detail = s.reason == bad_reason::missing_member
                              ? std::string(has_caption ? "no media member of its modality (" : "no .txt caption (") +
                                    to_string(kind) + ")"
                          : s.reason == bad_reason::empty_caption ? "the caption is blank"
                                                                  : "the caption is not valid UTF-8";
     add_problem(r, shard, smp.key, data::to_string(s.reason), detail);
-    return;
+    return std::nullopt;
   }
+  return s;
+}
+
+void check_sample(const data::byte_source& file, const std::string& shard, const data::shard_sample& smp, modality kind,
+                  uint64_t max_bytes, data::media_decoder& decoder, check_result& r) {
+  const auto read = read_sample(file, shard, smp, kind, max_bytes, r);
+  if (!read) return;
+  const data::raw_sample& s = *read;
   if (kind != modality::text) {
     const std::string_view sniffed = data::sniff_media_format(s.media);
     const auto choice = data::choose_media_format(kind, s.media_ext, s.media);
