@@ -63,7 +63,7 @@ static uint64_t resume_step_of(const msg::job_command& c, std::optional<uint64_t
 }
 
 void job_runner_core::start_run(const msg::job_command& c, std::optional<uint64_t> checkpoint_step, actions& out) {
-  guest_ = c.kind == static_cast<uint8_t>(command_kind::colocate);
+  guest_ = c.kind == command_kind::colocate;
   gpus_ = c.gpus;
   replicas_ = c.replicas;
   out.push_back(say{std::string(guest_ ? "started as a guest of " + c.host : "started") + " on gpus " + join(gpus_) +
@@ -160,7 +160,7 @@ actions job_runner_core::on_command(const msg::job_command& c, time_point now, s
   if (interrupted_) return out;  // the job is ending
   if (c.epoch < epoch_) return out;  // stale
   epoch_ = c.epoch;
-  switch (static_cast<command_kind>(c.kind)) {
+  switch (c.kind) {
     case command_kind::start:
     case command_kind::colocate:
       if (running_) {  // the previous run is still ending (an eviction needs no answer)

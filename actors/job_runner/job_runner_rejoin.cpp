@@ -15,7 +15,7 @@ constexpr nanos reconnect_interval = 1s;
 
 msg::job_submit job_runner_core::submission(time_point now) const {
   const double ago = std::chrono::duration<double>(now - submitted_at_).count();
-  return {spec_.id, spec_.job_class, spec_.gpus, per_replica(spec_), spec_.min_replicas, ago, spec_.memory_bytes};
+  return {spec_.id, static_cast<job_class>(spec_.job_class), spec_.gpus, per_replica(spec_), spec_.min_replicas, ago, spec_.memory_bytes};
 }
 
 // Tells a scheduler found again about this job: a run that goes on where it is rejoins; a

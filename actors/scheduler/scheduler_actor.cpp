@@ -62,19 +62,14 @@ caf::timespan span_of(double s) {
   return std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(std::max(0.0, s)));
 }
 
-msg::reason_figures wire_figures(const figures& f) {
-  msg::reason_figures out;
-  out.reserve(f.size());
-  for (const auto& x : f) out.emplace_back(x.name, x.value);
-  return out;
-}
-
-// `released_step`: the step of the job's latest job_released, newer than what the core knows
-// (the step a stopped job was resubmitted at), when there is one.
+// The core's command as sent: stamped with when it was decided. `released_step`: the step of
+// the job's latest job_released, newer than what the core knows (the step a stopped job was
+// resubmitted at), when there is one; only a start carries a step to resume from.
 msg::job_command to_message(const command& c, double at_s, std::optional<uint64_t> released_step) {
-  return {static_cast<uint8_t>(c.kind), c.job, c.epoch, c.gpus, c.replicas, c.keep_replicas,
-          c.drain_s, c.host, c.share, c.kind == command_kind::start ? released_step.value_or(c.resume_step) : 0,
-          at_s, c.reason, wire_figures(c.numbers)};
+  msg::job_command m = c;
+  m.at_s = at_s;
+  m.resume_step = c.kind == command_kind::start ? released_step.value_or(c.resume_step) : 0;
+  return m;
 }
 
 void forget(shell_state& st, const std::string& job) {
@@ -197,7 +192,7 @@ void list_ended(const scheduler_core& core, msg::scheduler_status& s) {
        ++it) {
     msg::scheduler_job_row row;
     row.job = it->id;
-    row.job_class = static_cast<uint8_t>(it->klass);
+    row.job_class = it->klass;
     row.phase = to_string(it->outcome.end);
     row.since_s = it->at_s;
     row.exit_code = it->outcome.exit_code;
@@ -238,7 +233,7 @@ msg::scheduler_status status_of(const shell_state& st) {
     if (h.reason == hold_reason::none && host && omni) h = core.lending_hold_note(j->req.id);
     msg::scheduler_job_row row;
     row.job = j->req.id;
-    row.job_class = static_cast<uint8_t>(j->req.klass);
+    row.job_class = j->req.klass;
     row.phase = to_string(j->phase);
     row.gpus = pending ? j->req.gpus : static_cast<uint32_t>(j->gpus.size());
     row.replicas = j->replicas;
@@ -250,14 +245,14 @@ msg::scheduler_status status_of(const shell_state& st) {
     if (h.reason != hold_reason::none) {
       explained e = hold_explained(h);
       row.hold_detail = std::move(e.text);
-      row.figures = wire_figures(e.numbers);
+      row.figures = e.figures;
     } else if (host && omni) {  // it lends: why, with the numbers
       explained e = lending_explained(j->req.id, core.lending_figures_of(j->req.id), hold_reason::none);
       row.why = std::move(e.text);
-      row.figures = wire_figures(e.numbers);
+      row.figures = e.figures;
     } else if (j->phase == job_phase::guest) {
       row.why = j->placed.text;
-      row.figures = wire_figures(j->placed.numbers);
+      row.figures = j->placed.figures;
     }
     s.jobs.push_back(std::move(row));
   }
@@ -268,7 +263,7 @@ msg::scheduler_status status_of(const shell_state& st) {
   if (held.reason != hold_reason::none) {
     explained e = hold_explained(held);
     s.held_detail = std::move(e.text);
-    s.held_figures = wire_figures(e.numbers);
+    s.held_figures = e.figures;
   }
   // The newest decisions and holds, oldest first, as msomni-sched printed them.
   const auto& log = core.log();
@@ -304,14 +299,14 @@ void reply_reject(caf::event_based_actor* self, shell_state& st, const std::stri
 // A class byte the catalog does not know is refused before the core sees it.
 bool refuse_unknown_class(caf::event_based_actor* self, shell_state& st, const msg::job_submit& s,
                           const caf::actor& handle) {
-  if (s.job_class <= static_cast<uint8_t>(job_class::best_effort)) return false;
-  reply_reject(self, st, s.job, handle, "unknown job_class " + std::to_string(s.job_class));
+  const auto number = static_cast<uint8_t>(s.job_class);
+  if (number <= static_cast<uint8_t>(job_class::best_effort)) return false;
+  reply_reject(self, st, s.job, handle, "unknown job_class " + std::to_string(number));
   return true;
 }
 
 job_request request_of(const msg::job_submit& s) {
-  return {s.job,          static_cast<job_class>(s.job_class), s.gpus, s.gpus_per_replica, s.min_replicas,
-          s.submitted_ago_s, s.memory_bytes};
+  return {s.job, s.job_class, s.gpus, s.gpus_per_replica, s.min_replicas, s.submitted_ago_s, s.memory_bytes};
 }
 
 void take_submit(caf::event_based_actor* self, shell_state& st, const msg::job_submit& s, const caf::actor& handle) {

@@ -192,7 +192,7 @@ void scheduler_core::place_guests(const job_state& host, double share, double no
     }
     j.placed = std::move(why).done();
     c.reason = j.placed.text;
-    c.numbers = j.placed.numbers;
+    c.figures = j.placed.figures;
     j.memory_hold_host.clear();
     emit(now_s, std::move(c), out);
   }

@@ -22,13 +22,13 @@ reason_text& reason_text::num(const std::string& name, double value, const std::
 
 reason_text& reason_text::num_as(const std::string& name, double value, const std::string& shown) {
   out_.text += shown;
-  out_.numbers.push_back({name, value});
+  out_.figures.push_back({name, value});
   return *this;
 }
 
 reason_text& reason_text::add(const explained& e) {
   out_.text += e.text;
-  out_.numbers.insert(out_.numbers.end(), e.numbers.begin(), e.numbers.end());
+  out_.figures.insert(out_.figures.end(), e.figures.begin(), e.figures.end());
   return *this;
 }
 
@@ -228,7 +228,7 @@ explained hold_explained(const hold_note& h) {
 
 std::string explain(const hold_note& h) { return hold_explained(h).text; }
 
-figures figures_of(const hold_note& h) { return hold_explained(h).numbers; }
+figures figures_of(const hold_note& h) { return hold_explained(h).figures; }
 
 std::string gb_text(double bytes) {
   char buf[32];

@@ -1,5 +1,5 @@
 // How the scheduler core words its decisions and holds: each reason is a text with the numbers
-// it compared in it, and the same numbers by name (command::reason and command::numbers), built
+// it compared in it, and the same numbers by name (command::reason and command::figures), built
 // together so that they cannot disagree. Pure functions of their arguments.
 #pragma once
 
@@ -12,7 +12,7 @@ namespace msomni::sched {
 // A reason's text and the numbers in it.
 struct explained {
   std::string text;
-  figures numbers;
+  ::msomni::sched::figures figures;
 };
 
 // Builds a reason: text and numbers side by side, each number shown in the text where it is
@@ -40,7 +40,7 @@ class reason_text {
 // `c` gets `e` as its reason and numbers.
 inline void set_reason(command& c, explained e) {
   c.reason = std::move(e.text);
-  c.numbers = std::move(e.numbers);
+  c.figures = std::move(e.figures);
 }
 
 // A number as reasons show it: whole numbers as such, others to 3 significant digits, large

@@ -22,23 +22,6 @@ bool parse_policy(const std::string& text, policy_kind& out) {
   return true;
 }
 
-const char* to_string(command_kind k) {
-  switch (k) {
-    case command_kind::start: return "start";
-    case command_kind::resize: return "resize";
-    case command_kind::preempt: return "preempt";
-    case command_kind::force_release: return "force_release";
-    case command_kind::colocate: return "colocate";
-    case command_kind::set_share: return "set_share";
-    case command_kind::evict_guest: return "evict_guest";
-    case command_kind::reject: return "reject";
-    case command_kind::adopted: return "adopted";
-    case command_kind::requeue: return "requeue";
-    case command_kind::hold: return "hold";
-  }
-  return "?";
-}
-
 const char* to_string(hold_reason r) {
   switch (r) {
     case hold_reason::none: return "none";

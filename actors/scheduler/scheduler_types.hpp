@@ -6,6 +6,7 @@
 #include "step_predictor.hpp"
 
 #include "core/job_class.hpp"
+#include "messages/cluster_job_messages.hpp"
 
 #include <cstdint>
 #include <string>
@@ -93,23 +94,9 @@ struct scheduler_params {
   double critical_slowdown_budget = 0.01;
 };
 
-enum class command_kind : uint8_t {
-  start,          // job runs on `gpus` with `replicas` replicas
-  resize,         // running job now holds `gpus` (`replicas`); grown at once, shrunk via notice
-  preempt,        // notice: checkpoint within drain_s, then release (keep_replicas stay)
-  force_release,  // drain deadline passed without job_released: GPUs taken back
-  colocate,       // preemptible job runs as a guest in `host`'s idle share `share`
-  set_share,      // guest's share for the next reservation window
-  evict_guest,    // guest leaves its host at a window boundary and waits again
-  reject,         // refused at submission
-  adopted,        // a restarted scheduler keeps a rejoining job's run on the GPUs it holds
-  requeue,        // a rejoining job's GPUs are taken here: stop the run and wait again
-  // Why a job waits, a shrunk job does not grow, a critical host lends nothing, or (job
-  // empty) why free GPUs stay unused; only when the reason changes. Not counted as a
-  // decision, and nothing to carry out.
-  hold,
-};
-const char* to_string(command_kind k);
+// What a command tells its job: the message catalog's (cluster_job_messages.hpp).
+using ::msomni::msg::command_kind;
+using ::msomni::msg::to_string;
 
 // Why a guest left its host (evict_guest), as counted by scheduler_core::guest_evictions().
 enum class eviction_cause : uint8_t {
@@ -139,16 +126,11 @@ enum class hold_reason : uint8_t {
 };
 const char* to_string(hold_reason r);
 
-// One number a decision or hold compared, by name ("idle_share", "idle_threshold", ...).
-struct figure {
-  std::string name;
-  double value = 0;
-  bool operator==(const figure&) const = default;
-};
-// The numbers behind a decision or hold, in the order its text gives them. The text and these
-// come from the same record (scheduler_reasons.cpp): msomni-sched prints the text, sched-status
-// --json gives these as an object.
-using figures = std::vector<figure>;
+// The numbers behind a decision or hold, by name ("idle_share", "idle_threshold", ...), in the
+// order its text gives them. The text and these come from the same record
+// (scheduler_reasons.cpp): msomni-sched prints the text, sched-status --json gives these as an
+// object.
+using figures = ::msomni::msg::reason_figures;
 
 // What omni compares, in this order, to decide whether a critical host lends idle time in the
 // next window (scheduler_core::lending_of, lending_figures_of).
@@ -196,22 +178,10 @@ figures figures_of(const hold_note& h);
 // "12.50 GB" (bytes / 1e9, as [memory] counts gigabytes).
 std::string gb_text(double bytes);
 
-struct command {
-  command_kind kind = command_kind::start;
-  std::string job;
-  uint64_t epoch = 0;
-  std::vector<uint32_t> gpus;
-  uint32_t replicas = 0;
-  uint32_t keep_replicas = 0;
-  double drain_s = 0;
-  std::string host;
-  double share = 0;
-  // A start of a job that stopped with a checkpoint and was submitted again: the step it
-  // resumes from (0: none known to the core).
-  uint64_t resume_step = 0;
-  std::string reason;
-  figures numbers;  // what the decision compared, as its reason gives it
-};
+// A decision, as the core takes it and the shell sends it: the message itself (its `at_s` is
+// left to the shell; `resume_step` is the step a resubmitted job resumes from, 0: none known
+// to the core; `figures`: what the decision compared, as its reason gives it).
+using command = ::msomni::msg::job_command;
 
 inline command make_command(command_kind k, std::string job, uint64_t epoch) {
   command c;

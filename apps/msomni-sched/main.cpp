@@ -123,7 +123,7 @@ caf::behavior decision_printer(metrics::accounted_actor* self, std::shared_ptr<m
                                control::control_leadership* store) {
   self->account_as("decision_printer", std::move(registry));
   return {[store](const msg::job_command& c) {
-    const std::string kind = sched::to_string(static_cast<sched::command_kind>(c.kind));
+    const std::string kind = sched::to_string(c.kind);
     std::cout << "decision t=" << c.at_s << "s " << kind << " " << (c.job.empty() ? "cluster" : c.job);
     if (!c.gpus.empty()) std::cout << " gpus=" << c.gpus.size();
     if (c.drain_s > 0) std::cout << " drain=" << c.drain_s << "s";

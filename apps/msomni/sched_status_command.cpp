@@ -66,7 +66,7 @@ void print_recent(const msg::scheduler_status& s, std::ostream& out) {
   out << "\nRECENT DECISIONS (newest last)\n";
   for (size_t i = s.recent.size() > recent_shown ? s.recent.size() - recent_shown : 0; i < s.recent.size(); ++i) {
     const auto& c = s.recent[i];
-    out << age(s.now_s - c.at_s) << " ago  " << sched::to_string(static_cast<sched::command_kind>(c.kind)) << " "
+    out << age(s.now_s - c.at_s) << " ago  " << sched::to_string(c.kind) << " "
         << (c.job.empty() ? "cluster" : c.job) << ": " << c.reason << "\n";
   }
 }
@@ -142,7 +142,7 @@ int run_sched_status(const std::vector<std::string>& args, std::ostream& out, st
               std::string note = j.borrowed ? std::string("borrowed") : j.host.empty() ? std::string() : "guest of " + j.host;
               char share[64] = "";
               if (j.phase == "guest") std::snprintf(share, sizeof share, " (share %.2f)", j.share);
-              else if (j.job_class == 0 && j.phase == "running" && j.share > 0 && j.why.empty())
+              else if (j.job_class == job_class::critical && j.phase == "running" && j.share > 0 && j.why.empty())
                 std::snprintf(share, sizeof share, "lends %.2f", j.share);  // (its why says so, with the numbers)
               note += share;
               if (!j.hold_detail.empty()) note += (note.empty() ? "" : "; ") + j.hold_detail;

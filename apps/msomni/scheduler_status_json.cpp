@@ -7,9 +7,10 @@
 
 namespace msomni::cli {
 
-const char* job_class_name(uint8_t c) {
+const char* job_class_name(job_class c) {
   static const char* const names[] = {"critical", "regular", "best-effort"};
-  return c < 3 ? names[c] : "?";
+  const auto n = static_cast<uint8_t>(c);
+  return n < 3 ? names[n] : "?";
 }
 
 nlohmann::ordered_json figures_json(const msg::reason_figures& figures) {
@@ -21,7 +22,7 @@ nlohmann::ordered_json figures_json(const msg::reason_figures& figures) {
 nlohmann::ordered_json decision_json(const msg::job_command& c) {
   nlohmann::ordered_json o;
   o["at_s"] = c.at_s;
-  o["kind"] = sched::to_string(static_cast<sched::command_kind>(c.kind));
+  o["kind"] = sched::to_string(c.kind);
   o["job"] = c.job;
   if (!c.host.empty()) o["host"] = c.host;
   if (!c.gpus.empty()) o["gpus"] = c.gpus.size();
@@ -69,7 +70,7 @@ nlohmann::ordered_json scheduler_status_json(const msg::scheduler_status& s) {
     }
     // A guest's share of its host's GPU time; a critical host's lendable share.
     if (j.phase == "guest") row["guest_share"] = j.share;
-    else if (j.job_class == 0 && j.phase == "running") row["lendable_share"] = j.share;
+    else if (j.job_class == job_class::critical && j.phase == "running") row["lendable_share"] = j.share;
     if (!j.why.empty()) row["why"] = j.why;  // a guest's placement, a lending host's lending
     if (!j.figures.empty()) row["figures"] = figures_json(j.figures);  // the numbers of hold_detail, else of why
     jobs.push_back(std::move(row));

@@ -10,8 +10,8 @@
 
 namespace msomni::cli {
 
-// "critical", "regular", "best-effort" for a job_class byte; "?" otherwise.
-const char* job_class_name(uint8_t c);
+// "critical", "regular", "best-effort"; "?" for a number no class has.
+const char* job_class_name(job_class c);
 
 // The counts in the order the sched-status table shows them, then each job (with "figures":
 // the numbers its hold or its placement compared), the newest decisions ("recent_decisions",

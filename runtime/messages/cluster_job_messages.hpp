@@ -6,6 +6,8 @@
 // (their inspect overloads) is in cluster_job_messages_inspect.hpp, which the catalog includes.
 #pragma once
 
+#include "core/job_class.hpp"
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -14,14 +16,50 @@
 namespace msomni::msg {
 
 // The numbers a scheduler decision or hold compared, by name, in the order its reason gives
-// them (sched::figures on the wire).
+// them (the scheduler core's sched::figures).
 using reason_figures = std::vector<std::pair<std::string, double>>;
 
-// job -> scheduler: run me. The sender is where the job's commands go. `job_class`:
-// 0 critical, 1 regular, 2 best-effort. Idempotent: a repeat of a known job is ignored.
+// What a scheduler command tells its job (job_command::kind); on the wire as its number.
+enum class command_kind : uint8_t {
+  start,          // job runs on `gpus` with `replicas` replicas
+  resize,         // running job now holds `gpus` (`replicas`); grown at once, shrunk via notice
+  preempt,        // notice: checkpoint within drain_s, then release (keep_replicas stay)
+  force_release,  // drain deadline passed without job_released: GPUs taken back
+  colocate,       // preemptible job runs as a guest in `host`'s idle share `share`
+  set_share,      // guest's share for the next reservation window
+  evict_guest,    // guest leaves its host at a window boundary and waits again
+  reject,         // refused at submission
+  adopted,        // a restarted scheduler keeps a rejoining job's run on the GPUs it holds
+  requeue,        // a rejoining job's GPUs are taken here: stop the run and wait again
+  // Why a job waits, a shrunk job does not grow, a critical host lends nothing, or (job
+  // empty) why free GPUs stay unused; only when the reason changes. Not counted as a
+  // decision, and nothing to carry out.
+  hold,
+};
+
+inline const char* to_string(command_kind k) {
+  switch (k) {
+    case command_kind::start: return "start";
+    case command_kind::resize: return "resize";
+    case command_kind::preempt: return "preempt";
+    case command_kind::force_release: return "force_release";
+    case command_kind::colocate: return "colocate";
+    case command_kind::set_share: return "set_share";
+    case command_kind::evict_guest: return "evict_guest";
+    case command_kind::reject: return "reject";
+    case command_kind::adopted: return "adopted";
+    case command_kind::requeue: return "requeue";
+    case command_kind::hold: return "hold";
+  }
+  return "?";
+}
+
+// job -> scheduler: run me. The sender is where the job's commands go (on the wire the class
+// is its number; the scheduler refuses one it does not know). Idempotent: a repeat of a known
+// job is ignored.
 struct job_submit {
   std::string job;
-  uint8_t job_class = 1;
+  ::msomni::job_class job_class = ::msomni::job_class::regular;
   uint32_t gpus = 1;
   uint32_t gpus_per_replica = 1;
   uint32_t min_replicas = 1;
@@ -70,14 +108,15 @@ struct job_finished {
   bool operator==(const job_finished&) const = default;
 };
 
-// scheduler -> job (and to the decision observer): one scheduler decision with its reason.
-// `kind` is sched::command_kind (start, resize, preempt, force_release, colocate, set_share,
-// evict_guest, reject, adopted, requeue, hold). A hold only explains why the job waits or
-// does not grow (`reason`); an empty `job` is the cluster's (to the observer only). A start after a preemption carries the `resume_step` the job
-// reported in its job_released (0: from scratch). Commands with an older `epoch` than one
-// already received are stale.
+// scheduler -> job (and to the decision observer): one scheduler decision with its reason;
+// the scheduler core's decisions are these too (sched::command). A hold only explains why the
+// job waits or does not grow (`reason`); an empty `job` is the cluster's (to the observer
+// only). A start after a preemption carries the `resume_step` the job reported in its
+// job_released (0: from scratch; in the core, the step a resubmitted job resumes from).
+// Commands with an older `epoch` than one already received are stale. `at_s`: when it was
+// decided, on the scheduler's clock (set by the shell as it sends it).
 struct job_command {
-  uint8_t kind = 0;
+  command_kind kind = command_kind::start;
   std::string job;
   uint64_t epoch = 0;
   std::vector<uint32_t> gpus;
@@ -103,7 +142,7 @@ struct scheduler_status_request {
 // One job in scheduler_status: where it is and since when (seconds on the scheduler's clock).
 struct scheduler_job_row {
   std::string job;
-  uint8_t job_class = 1;   // 0 critical, 1 regular, 2 best-effort
+  ::msomni::job_class job_class = ::msomni::job_class::regular;
   std::string phase;       // running, draining, guest, pending
   uint32_t gpus = 0;       // held (running, draining, guest) or asked for (pending)
   uint32_t replicas = 0;

@@ -28,7 +28,7 @@ job_spec spec(bool in_place = false, double reconnect_s = 300) {
 
 msg::job_command command(command_kind k, uint64_t epoch, std::vector<uint32_t> gpus = {}, uint32_t replicas = 0) {
   msg::job_command c;
-  c.kind = static_cast<uint8_t>(k);
+  c.kind = k;
   c.job = "j1";
   c.epoch = epoch;
   c.gpus = std::move(gpus);
@@ -73,7 +73,7 @@ TEST_CASE("start submits the job, and says so, quiet until the scheduler decides
   job_runner_core c(spec());
   const auto a = c.start(t0);
   const auto s = told<msg::job_submit>(a);
-  CHECK(s == msg::job_submit{"j1", 1, 4, 1, 1, 0});
+  CHECK(s == msg::job_submit{"j1", job_class::regular, 4, 1, 1, 0});
   CHECK(one<say>(a).text == "submitted (4 GPUs)");
   CHECK(one<say>(c.on_quiet_check()).text.find("no decision yet") == 0);
   c.on_command(command(command_kind::set_share, 1), t0);

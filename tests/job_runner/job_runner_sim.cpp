@@ -62,7 +62,7 @@ struct notice {
   uint64_t registration = 0;  // the job's registration (submit or rejoin) it came under
 };
 
-const char* kind_name(uint8_t k) { return sched::to_string(static_cast<command_kind>(k)); }
+const char* kind_name(command_kind k) { return sched::to_string(k); }
 
 std::string gpus_text(const std::vector<uint32_t>& g) { return "[" + join(g) + "]"; }
 
@@ -425,7 +425,7 @@ class world {
   }
   msg::job_command make(command_kind k, uint64_t epoch) {
     msg::job_command c;
-    c.kind = static_cast<uint8_t>(k);
+    c.kind = k;
     c.job = job_id;
     c.epoch = epoch;
     c.reason = "simulated";
@@ -616,14 +616,14 @@ class world {
   void command_arrives(const msg::job_command& c) {
     note(std::string(kind_name(c.kind)) + " epoch " + std::to_string(c.epoch) + " arrives");
     if (c.epoch >= core_.epoch()) {
-      switch (static_cast<command_kind>(c.kind)) {
+      switch (c.kind) {
         case command_kind::start:
         case command_kind::colocate:
         case command_kind::resize:
           alloc_ = c.gpus;
           alloc_replicas_ = c.replicas;
-          if (c.kind != static_cast<uint8_t>(command_kind::resize))  // a grow keeps a guest a guest
-            alloc_host_ = c.kind == static_cast<uint8_t>(command_kind::colocate) ? c.host : "";
+          if (c.kind != command_kind::resize)  // a grow keeps a guest a guest
+            alloc_host_ = c.kind == command_kind::colocate ? c.host : "";
           break;
         case command_kind::preempt:
           notices_[c.epoch] = {true, c.keep_replicas, now_ms_, registration_};

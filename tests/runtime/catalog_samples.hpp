@@ -71,13 +71,13 @@ inline msg::node_pair_result sample(tag<msg::node_pair_result>) { return {3, "no
 inline msg::control_request sample(tag<msg::control_request>) { return {"0123abcd", "scale-down", 2, 120, "cli:root"}; }
 inline msg::control_reply sample(tag<msg::control_reply>) { return {false, "refused: below min_replicas", "{}"}; }
 
-inline msg::job_submit sample(tag<msg::job_submit>) { return {"crit-1", 0, 16, 8, 2, 42.5, 20'000'000'000}; }
-inline msg::job_rejoin sample(tag<msg::job_rejoin>) { return {{"reg-3", 1, 16, 8, 1}, {8, 9, 10, 11, 12, 13, 14, 15}, 1, 5}; }
+inline msg::job_submit sample(tag<msg::job_submit>) { return {"crit-1", job_class::critical, 16, 8, 2, 42.5, 20'000'000'000}; }
+inline msg::job_rejoin sample(tag<msg::job_rejoin>) { return {{"reg-3", job_class::regular, 16, 8, 1}, {8, 9, 10, 11, 12, 13, 14, 15}, 1, 5}; }
 inline msg::job_step_report sample(tag<msg::job_step_report>) { return {"crit-1", 30.5, 4.25, 120, 0.2}; }
 inline msg::job_memory_report sample(tag<msg::job_memory_report>) { return {"crit-1", 41'500'000'000, 80'000'000'000, 1200}; }
 inline msg::job_finished sample(tag<msg::job_finished>) { return {"crit-1"}; }
 inline msg::job_command sample(tag<msg::job_command>) {
-  return {3, "be-17", 4, {0, 1, 2, 3}, 4, 0, 600, "", 0.25, 4400, 7200.5, "no job_released within the drain period (600 s)",
+  return {msg::command_kind::force_release, "be-17", 4, {0, 1, 2, 3}, 4, 0, 600, "", 0.25, 4400, 7200.5, "no job_released within the drain period (600 s)",
           {{"drain_s", 600}}};
 }
 inline msg::metric_series sample(tag<msg::metric_series>) {
@@ -92,16 +92,16 @@ inline msg::metrics_report sample(tag<msg::metrics_report>) {
 inline msg::scheduler_status_request sample(tag<msg::scheduler_status_request>) { return {"cli:root"}; }
 inline msg::scheduler_status sample(tag<msg::scheduler_status>) {
   return {"omni", 64, 8, 3, 12, 40, 1024, 9, 2, 1, 4, 5120, 77, 6, 3, true, 2,
-          {{"crit-1", 0, "running", 16, 2, false, "", 120.5, "below_threshold", "crit-1 lends nothing", 0, 0, 0, "",
+          {{"crit-1", job_class::critical, "running", 16, 2, false, "", 120.5, "below_threshold", "crit-1 lends nothing", 0, 0, 0, "",
             {{"idle_share", 0.2}, {"idle_threshold", 0.35}}},
-           {"be-3", 2, "guest", 2, 1, false, "crit-1", 300, "none", "", 0.375, 0, 0,
+           {"be-3", job_class::best_effort, "guest", 2, 1, false, "crit-1", 300, "none", "", 0.375, 0, 0,
             "host's predicted idle share passes the threshold", {{"idle_share", 0.5}, {"idle_threshold", 0.35}}}},
           2, 400.5, "127.0.0.1:9464", "critical_reserve", "reg-2", "2 GPUs free, reg-2 waits: critical_reserve", 30,
-          {{"reg-4", 1, "stopped", 4, 1, false, "", 50.0, "none", "", 0, 5, 1200, "", {}}}, 256,
+          {{"reg-4", job_class::regular, "stopped", 4, 1, false, "", 50.0, "none", "", 0, 5, 1200, "", {}}}, 256,
           {{"gpus_free", 2}, {"gpus_wanted", 4}}, {sample(tag<msg::job_command>{})}};
 }
 inline msg::scheduler_job_row sample(tag<msg::scheduler_job_row>) {
-  return {"reg-2", 1, "pending", 8, 0, false, "", 42.25, "critical_reserve", "2 free GPUs are kept", 0, 0, 0, "",
+  return {"reg-2", job_class::regular, "pending", 8, 0, false, "", 42.25, "critical_reserve", "2 free GPUs are kept", 0, 0, 0, "",
           {{"gpus_free", 2}, {"reserve_gpus", 8}}};
 }
 

@@ -58,12 +58,12 @@ struct job_log {
   std::vector<msg::preempt_notice> notices;
   const msg::job_command* last(command_kind k) const {
     for (auto it = commands.rbegin(); it != commands.rend(); ++it)
-      if (it->kind == static_cast<uint8_t>(k)) return &*it;
+      if (it->kind == k) return &*it;
     return nullptr;
   }
   size_t count(command_kind k) const {
     size_t n = 0;
-    for (const auto& c : commands) n += c.kind == static_cast<uint8_t>(k);
+    for (const auto& c : commands) n += c.kind == k;
     return n;
   }
 };
@@ -85,10 +85,10 @@ caf::behavior scripted_job(caf::event_based_actor* self, caf::actor sched, job_s
   else self->send(sched, js.submit);
   return {
       [self, js, log](const msg::job_command& c) {
-        if (c.kind == static_cast<uint8_t>(command_kind::hold)) return log->holds.push_back(c);
+        if (c.kind == command_kind::hold) return log->holds.push_back(c);
         log->commands.push_back(c);
         // A shrink notice: the leaving replicas checkpoint, then the job answers the same way.
-        if (c.kind == static_cast<uint8_t>(command_kind::preempt) && js.answers_notices)
+        if (c.kind == command_kind::preempt && js.answers_notices)
           self->delayed_send(self, js.checkpoint_time, ckpt_atom::value, c.epoch);
       },
       [self, js, log](const msg::preempt_notice& n) {
@@ -108,7 +108,7 @@ caf::behavior scripted_job(caf::event_based_actor* self, caf::actor sched, job_s
 
 caf::behavior observer(caf::event_based_actor*, std::shared_ptr<job_log> log) {
   return {[log](const msg::job_command& c) {
-    (c.kind == static_cast<uint8_t>(command_kind::hold) ? log->holds : log->commands).push_back(c);
+    (c.kind == command_kind::hold ? log->holds : log->commands).push_back(c);
   }};
 }
 
@@ -166,7 +166,7 @@ struct scheduler_fixture : msomni::testing::caf_test_fixture {
 };
 
 msg::job_submit submit(std::string id, job_class c, uint32_t gpus) {
-  return {std::move(id), static_cast<uint8_t>(c), gpus, gpus, 1};
+  return {std::move(id), c, gpus, gpus, 1};
 }
 
 // A scheduler with metrics on.
@@ -385,7 +385,7 @@ TEST_CASE_FIXTURE(scheduler_fixture, "a repeated submit is ignored and a job who
 }
 
 TEST_CASE_FIXTURE(scheduler_fixture, "a young elastic regular job is shrunk by a notice and keeps running on its other replica") {
-  msg::job_submit elastic{"reg", static_cast<uint8_t>(job_class::regular), 8, 4, 1};  // 2 replicas of 4
+  msg::job_submit elastic{"reg", job_class::regular, 8, 4, 1};  // 2 replicas of 4
   auto reg = job({elastic});
   REQUIRE(reg->last(command_kind::start));
   CHECK(reg->last(command_kind::start)->replicas == 2);

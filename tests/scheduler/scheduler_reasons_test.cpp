@@ -1,5 +1,5 @@
 // The numbers in the core's reasons: every decision and hold carries what it compared, in its
-// text and by name (command::numbers), from one record. A critical host's lending says its idle
+// text and by name (command::figures), from one record. A critical host's lending says its idle
 // share against idle_threshold, its confidence against min_confidence and why the confidence is
 // low (step-time variance, or too few samples), and what its guests cost it against its
 // slowdown budget; colocate and evict_guest say the same.
@@ -31,8 +31,8 @@ job_request whole(std::string id, job_class c, uint32_t gpus) { return {std::mov
 
 // The number named `name` in `numbers`; NaN (every comparison fails) when it is not there.
 double figure_of(const figures& numbers, const std::string& name) {
-  for (const auto& f : numbers)
-    if (f.name == name) return f.value;
+  for (const auto& [n, value] : numbers)
+    if (n == name) return value;
   return std::nan("");
 }
 
@@ -56,10 +56,10 @@ host_forecast forecast_of(const std::vector<std::pair<double, double>>& steps) {
 // (bytes are shown in GB and the budget in percent: those are checked where they are used).
 void check_numbers_in_text(const command& c) {
   CAPTURE(c.reason);
-  for (const auto& f : c.numbers) {
-    if (f.name.find("_bytes") != std::string::npos || f.name == "slowdown_budget") continue;
-    CAPTURE(f.name);
-    CHECK(c.reason.find(number_text(f.value)) != std::string::npos);
+  for (const auto& [name, value] : c.figures) {
+    if (name.find("_bytes") != std::string::npos || name == "slowdown_budget") continue;
+    CAPTURE(name);
+    CHECK(c.reason.find(number_text(value)) != std::string::npos);
   }
 }
 
@@ -83,17 +83,17 @@ TEST_CASE("a host whose step times vary lends nothing and says the variance caps
   CHECK(h->reason.find("its step times vary too much (step-time cv 0.95 caps the confidence at 0.05 whatever the "
                        "samples; 200 samples, 30 for full confidence)") != std::string::npos);
   CHECK(h->reason.find("yet") == std::string::npos);  // waiting does not help
-  CHECK(figure_of(h->numbers, "confidence") == doctest::Approx(f.confidence));
-  CHECK(figure_of(h->numbers, "confidence") < figure_of(h->numbers, "min_confidence"));
-  CHECK(figure_of(h->numbers, "step_time_cv") == doctest::Approx(0.95));
-  CHECK(figure_of(h->numbers, "confidence_cap") < figure_of(h->numbers, "min_confidence"));
-  CHECK(figure_of(h->numbers, "samples") == 200);
+  CHECK(figure_of(h->figures, "confidence") == doctest::Approx(f.confidence));
+  CHECK(figure_of(h->figures, "confidence") < figure_of(h->figures, "min_confidence"));
+  CHECK(figure_of(h->figures, "step_time_cv") == doctest::Approx(0.95));
+  CHECK(figure_of(h->figures, "confidence_cap") < figure_of(h->figures, "min_confidence"));
+  CHECK(figure_of(h->figures, "samples") == 200);
   check_numbers_in_text(*h);
   // sched-status's view of it: the same reason from the core's current state.
   const hold_note note = s.lending_hold_note("crit");
   CHECK(note.reason == hold_reason::low_confidence);
   CHECK(explain(note) == h->reason);
-  CHECK(figures_of(note) == h->numbers);
+  CHECK(figures_of(note) == h->figures);
 }
 
 TEST_CASE("a host with too few step samples says how many it has and how many it needs") {
@@ -110,8 +110,8 @@ TEST_CASE("a host with too few step samples says how many it has and how many it
   CHECK(h->reason ==
         "low_confidence: crit's forecast confidence 0.2 is under min_confidence 0.5: too few step samples yet (6 of "
         "the 15 it needs at its step-time cv 0; 30 for full confidence): it lends nothing to guests");
-  CHECK(figure_of(h->numbers, "samples") < figure_of(h->numbers, "samples_needed"));
-  CHECK(figure_of(h->numbers, "samples_needed") <= figure_of(h->numbers, "warmup_samples"));
+  CHECK(figure_of(h->figures, "samples") < figure_of(h->figures, "samples_needed"));
+  CHECK(figure_of(h->figures, "samples_needed") <= figure_of(h->figures, "warmup_samples"));
   check_numbers_in_text(*h);
 }
 
@@ -130,12 +130,12 @@ TEST_CASE("colocate gives the idle share, the confidence and the budget it passe
                         "its rhythm 0.5) passes idle_threshold 0.35; confidence 1 >= min_confidence 0.5",
                         0) == 0);
   CHECK(c->reason.find("guests cost it 3 s of its 18 s slowdown budget (1% of its 1800 s run)") != std::string::npos);
-  CHECK(figure_of(c->numbers, "idle_share") >= figure_of(c->numbers, "idle_threshold"));
-  CHECK(figure_of(c->numbers, "confidence") >= figure_of(c->numbers, "min_confidence"));
-  CHECK(figure_of(c->numbers, "guest_delay_s") <= figure_of(c->numbers, "slowdown_budget_s"));
-  CHECK(figure_of(c->numbers, "slowdown_budget_s") ==
-        doctest::Approx(figure_of(c->numbers, "slowdown_budget") * figure_of(c->numbers, "run_s")));
-  CHECK(figure_of(c->numbers, "lent_share") == doctest::Approx(c->share));
+  CHECK(figure_of(c->figures, "idle_share") >= figure_of(c->figures, "idle_threshold"));
+  CHECK(figure_of(c->figures, "confidence") >= figure_of(c->figures, "min_confidence"));
+  CHECK(figure_of(c->figures, "guest_delay_s") <= figure_of(c->figures, "slowdown_budget_s"));
+  CHECK(figure_of(c->figures, "slowdown_budget_s") ==
+        doctest::Approx(figure_of(c->figures, "slowdown_budget") * figure_of(c->figures, "run_s")));
+  CHECK(figure_of(c->figures, "lent_share") == doctest::Approx(c->share));
   check_numbers_in_text(*c);
   // The guest keeps why it was placed (sched-status shows it).
   CHECK(s.find("be")->placed.text == c->reason);
@@ -153,7 +153,7 @@ TEST_CASE("evict_guest gives the comparison that failed: idle share under the th
   const command* e = find_cmd(cs, command_kind::evict_guest, "be");
   REQUIRE(e);
   CHECK(e->reason == "crit's predicted idle share 0.25 (next window 0.2, over its rhythm 0.25) is under idle_threshold 0.35");
-  CHECK(figure_of(e->numbers, "idle_share") < figure_of(e->numbers, "idle_threshold"));
+  CHECK(figure_of(e->figures, "idle_share") < figure_of(e->figures, "idle_threshold"));
   check_numbers_in_text(*e);
   // Back above the threshold, then past the budget: 60 s lost of a 5400 s run (54 s allowed).
   s.set_forecast("crit", {0.45, 0.38, 0.5, 1.0});
@@ -162,8 +162,8 @@ TEST_CASE("evict_guest gives the comparison that failed: idle share under the th
   cs = s.window(5400);
   e = find_cmd(cs, command_kind::evict_guest, "be");
   REQUIRE(e);
-  CHECK(figure_of(e->numbers, "guest_delay_s") > figure_of(e->numbers, "slowdown_budget_s"));
-  CHECK(figure_of(e->numbers, "slowdown_budget_s") == doctest::Approx(54));
+  CHECK(figure_of(e->figures, "guest_delay_s") > figure_of(e->figures, "slowdown_budget_s"));
+  CHECK(figure_of(e->figures, "slowdown_budget_s") == doctest::Approx(54));
   check_numbers_in_text(*e);
 }
 
@@ -179,7 +179,7 @@ TEST_CASE("a guest with free GPUs and nobody waiting leaves with the free GPUs a
   const command* e = find_cmd(cs, command_kind::evict_guest, "be");
   REQUIRE(e);
   CHECK(e->reason == "free GPUs: run alone (8 free, it needs 2; nobody waits)");
-  CHECK(figure_of(e->numbers, "gpus_free") >= figure_of(e->numbers, "gpus_wanted"));
+  CHECK(figure_of(e->figures, "gpus_free") >= figure_of(e->figures, "gpus_wanted"));
 }
 
 TEST_CASE("every decision and hold of a busy day carries the numbers it compared, shown in its text") {
@@ -206,18 +206,18 @@ TEST_CASE("every decision and hold of a busy day carries the numbers it compared
     CAPTURE(c.job);
     CAPTURE(c.reason);
     if (c.reason == "host finished" || c.reason == "duplicate job id") continue;  // nothing was compared
-    CHECK_FALSE(c.numbers.empty());
+    CHECK_FALSE(c.figures.empty());
     check_numbers_in_text(c);
     ++checked;
   }
   CHECK(checked >= 8);
   const command* refused = find_cmd(all, command_kind::reject, "big");
-  CHECK(figure_of(refused->numbers, "gpus_wanted") > figure_of(refused->numbers, "gpus_total"));
+  CHECK(figure_of(refused->figures, "gpus_wanted") > figure_of(refused->figures, "gpus_total"));
   const command* preempt = find_cmd(all, command_kind::preempt, "reg");
-  CHECK(figure_of(preempt->numbers, "run_s") >= figure_of(preempt->numbers, "min_run_window_s"));
-  CHECK(has(preempt->numbers, "drain_s"));
+  CHECK(figure_of(preempt->figures, "run_s") >= figure_of(preempt->figures, "min_run_window_s"));
+  CHECK(has(preempt->figures, "drain_s"));
   const command* crit = find_cmd(all, command_kind::start, "crit");
-  CHECK(figure_of(crit->numbers, "gpus_wanted") <= figure_of(crit->numbers, "gpus_free"));
+  CHECK(figure_of(crit->figures, "gpus_wanted") <= figure_of(crit->figures, "gpus_free"));
 }
 
 TEST_CASE("a host's low confidence is logged again when its cause changes, not while it lasts") {
