@@ -82,7 +82,7 @@ send_plan elastic_core::make_plan(std::vector<std::string> members, msg::state_s
     if (auto& m = members_.at(n); m.member_since == 0) m.member_since = epoch_;
   for (const auto& n : members) p.plan.addresses.push_back(members_.at(n).address);
   p.plan.grad_accum = members.empty() ? 1 : grad_accum_for(static_cast<int64_t>(members.size())).value_or(1);
-  p.plan.source = static_cast<uint8_t>(source);
+  p.plan.source = source;
   p.plan.checkpoint_first = checkpoint_first;
   p.plan.reason = std::move(reason);
   p.to = ring_;

@@ -29,7 +29,7 @@ void send_fit_replays(actor self, shell_state& st, const caf::actor& worker, con
 }
 
 void send(actor self, shell_state& st, const send_plan& p) {
-  const bool restores = p.plan.source == static_cast<uint8_t>(msg::state_source::checkpoint);
+  const bool restores = p.plan.source == msg::state_source::checkpoint;
   if (restores && st.env.latest_checkpoint_step) {
     st.lineage.on_rollback_plan(p.plan.epoch);
     const auto from = st.env.latest_checkpoint_step();

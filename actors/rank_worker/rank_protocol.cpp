@@ -50,7 +50,7 @@ rank_command rank_protocol::take(const msg::join_world& plan) {
   phase_ = rank_phase::joining;
   epoch_ = plan.epoch;  // a stall from here on is reported against this plan
   rank_ = static_cast<uint32_t>(me - plan.members.begin());
-  const auto source = plan.source == static_cast<uint8_t>(msg::state_source::checkpoint) ? state_from::checkpoint
+  const auto source = plan.source == msg::state_source::checkpoint ? state_from::checkpoint
                                                                                         : state_from::live_state;
   return join_as{plan, rank_, static_cast<uint32_t>(plan.members.size()), source};
 }

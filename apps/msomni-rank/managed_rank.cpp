@@ -52,7 +52,7 @@ int managed_rank::run() {
     return {[this](msg::join_world& p) {
               // A rollback supersedes the running epoch at once: collectives of older epochs
               // fail here instead of waiting on live peers that already stalled.
-              if (p.source == static_cast<uint8_t>(msg::state_source::checkpoint))
+              if (p.source == msg::state_source::checkpoint)
                 hub_.mailbox().abort_below(p.epoch, "epoch " + std::to_string(p.epoch) + ": " + p.reason);
               inbox_.push(std::move(p));
             },

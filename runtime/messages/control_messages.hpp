@@ -50,7 +50,7 @@ struct join_world {
   std::vector<std::string> members;
   std::vector<std::string> addresses;
   int64_t grad_accum = 1;
-  uint8_t source = 0;  // state_source
+  state_source source = state_source::carry_on;
   bool checkpoint_first = false;
   std::string reason;
   bool operator==(const join_world&) const = default;

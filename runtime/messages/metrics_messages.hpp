@@ -3,11 +3,16 @@
 // in metrics_messages_inspect.hpp, which the catalog includes.
 #pragma once
 
+#include "messages/training_messages.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace msomni::msg {
+
+// What a metric family is (Prometheus' three types msomni uses).
+enum class metric_kind : uint8_t { counter = 0, gauge = 1, histogram = 2 };
 
 // One series of a family: its labels as name/value pairs, its value (counter, gauge) or its
 // histogram (cumulative counts per upper bound, the +Inf bucket being `count`).
@@ -15,7 +20,7 @@ struct metric_series {
   std::vector<std::string> label_names;
   std::vector<std::string> label_values;
   double value = 0;
-  uint8_t value_kind = 0;  // number_kind (training_messages.hpp): NaN and infinities survive the wire
+  number_kind value_kind = number_kind::finite;  // NaN and infinities survive the wire
   uint64_t count = 0;
   double sum = 0;
   std::vector<double> bounds;
@@ -26,7 +31,7 @@ struct metric_series {
 // The series of one catalog family (metrics/metric_catalog.hpp); `kind` is its metric_kind.
 struct metric_family_series {
   std::string name;
-  uint8_t kind = 0;
+  metric_kind kind = metric_kind::counter;
   std::vector<metric_series> series;
   bool operator==(const metric_family_series&) const = default;
 };

@@ -20,15 +20,15 @@ struct bad_sample_count {
 // NaN and the infinities do not survive the wire (CAF packs doubles as finite numbers), so a
 // non-finite value travels as a kind beside the number.
 enum class number_kind : uint8_t { finite = 0, nan = 1, positive_infinity = 2, negative_infinity = 3 };
-inline uint8_t kind_of(double v) {
-  if (v != v) return static_cast<uint8_t>(number_kind::nan);
-  if (v > 1.7976931348623157e308) return static_cast<uint8_t>(number_kind::positive_infinity);
-  if (v < -1.7976931348623157e308) return static_cast<uint8_t>(number_kind::negative_infinity);
-  return static_cast<uint8_t>(number_kind::finite);
+inline number_kind kind_of(double v) {
+  if (v != v) return number_kind::nan;
+  if (v > 1.7976931348623157e308) return number_kind::positive_infinity;
+  if (v < -1.7976931348623157e308) return number_kind::negative_infinity;
+  return number_kind::finite;
 }
 // The value a (number, kind) pair stands for.
-inline double value_of(double v, uint8_t kind) {
-  switch (static_cast<number_kind>(kind)) {
+inline double value_of(double v, number_kind kind) {
+  switch (kind) {
     case number_kind::nan: return __builtin_nan("");
     case number_kind::positive_infinity: return __builtin_inf();
     case number_kind::negative_infinity: return -__builtin_inf();
@@ -49,8 +49,8 @@ struct step_record {
   std::vector<bad_sample_count> bad_samples;  // all ranks, this step; only reasons that occurred
   double grad_norm = 0;            // of the all-reduced gradient, before clipping (may be non-finite)
   bool optimizer_skipped = false;  // a non-finite gradient: the update was not applied
-  uint8_t loss_kind = 0;           // number_kind of loss (value_of(loss, loss_kind) is the loss)
-  uint8_t grad_norm_kind = 0;      // number_kind of grad_norm
+  number_kind loss_kind = number_kind::finite;  // of loss (value_of(loss, loss_kind) is the loss)
+  number_kind grad_norm_kind = number_kind::finite;  // of grad_norm
   uint64_t epoch = 0;              // the membership epoch the step was taken in
   uint64_t mismatched_names = 0;   // all ranks, this step: good samples whose names say another format
   double compute_ms_max = 0;       // the slowest rank's forward and backward time this step

@@ -7,12 +7,14 @@
 // from the code, modality and stage are enums, rank and node from the job's membership).
 #pragma once
 
+#include "messages/metrics_messages.hpp"
+
 #include <string_view>
 #include <vector>
 
 namespace msomni::metrics {
 
-enum class metric_kind : unsigned char { counter = 0, gauge = 1, histogram = 2 };
+using metric_kind = msg::metric_kind;  // the catalog's kinds are the wire's
 
 const char* to_string(metric_kind k);
 

@@ -47,7 +47,7 @@ msg::metric_series series_of(const prometheus::ClientMetric& m, metric_kind kind
     }
   }
   s.value_kind = msg::kind_of(v);
-  s.value = s.value_kind == 0 ? v : 0;
+  s.value = s.value_kind == msg::number_kind::finite ? v : 0;
   return s;
 }
 
@@ -61,7 +61,7 @@ std::string series_problem(const family_spec& spec, const msg::metric_series& s)
       return "label " + n + " is not one of " + std::string(spec.name) + "'s";
     if (s.label_values[i].size() > max_label_value_bytes) return "label " + n + " is longer than allowed";
   }
-  if (s.value_kind > 3) return "unknown number kind";
+  if (static_cast<uint8_t>(s.value_kind) > static_cast<uint8_t>(msg::number_kind::negative_infinity)) return "unknown number kind";
   if (spec.kind == metric_kind::histogram) {
     if (s.bounds.size() != s.cumulative.size()) return "histogram bounds and counts differ in number";
     if (s.bounds.size() > max_histogram_buckets) return "too many histogram buckets";
@@ -101,7 +101,7 @@ msg::metrics_report to_report(const std::vector<prometheus::MetricFamily>& famil
   for (const auto& f : families) {
     const auto kind = kind_of(f.type);
     if (!kind) continue;
-    msg::metric_family_series out{f.name, static_cast<uint8_t>(*kind), {}};
+    msg::metric_family_series out{f.name, *kind, {}};
     for (const auto& m : f.metric) out.series.push_back(series_of(m, *kind));
     r.families.push_back(std::move(out));
   }
@@ -122,7 +122,7 @@ std::optional<std::vector<prometheus::MetricFamily>> from_report(const msg::metr
       why = "family " + f.name + " is not in the metric catalog";
       return std::nullopt;
     }
-    if (f.kind != static_cast<uint8_t>(spec->kind)) {
+    if (f.kind != spec->kind) {
       why = "family " + f.name + " is a " + to_string(spec->kind) + " in the catalog";
       return std::nullopt;
     }

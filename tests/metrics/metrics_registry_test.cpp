@@ -162,7 +162,7 @@ TEST_CASE("a report that breaks a rule is refused whole, with the reason") {
   unknown.families[0].name = "msomni_made_up_total";
   refused(unknown, "not in the metric catalog");
   auto kind = good;
-  for (auto& f : kind.families) f.kind = static_cast<uint8_t>(metric_kind::gauge);
+  for (auto& f : kind.families) f.kind = metric_kind::gauge;
   refused(kind, "in the catalog");
   auto label = good;
   for (auto& f : label.families)

@@ -52,7 +52,7 @@ TEST_CASE("the first ranks start once the agents offer enough slots and get one 
   CHECK(plans[0].plan.epoch == 1);
   CHECK(plans[0].plan.members.size() == 4);
   CHECK(plans[0].plan.grad_accum == 1);
-  CHECK(plans[0].plan.source == static_cast<uint8_t>(msg::state_source::checkpoint));
+  CHECK(plans[0].plan.source == msg::state_source::checkpoint);
   CHECK(plans[0].to.size() == 4);
   CHECK(c.world() == 4);
   // Packed: the group fills n1 (3 slots) before it spills to n2.
@@ -109,7 +109,7 @@ TEST_CASE("leavers that overrun the grace period are stopped and the rest roll b
   CHECK(has_event(late, "grace_period_expired"));
   const auto plans = all_of<send_plan>(late);
   REQUIRE(plans.size() == 1);
-  CHECK(plans[0].plan.source == static_cast<uint8_t>(msg::state_source::checkpoint));
+  CHECK(plans[0].plan.source == msg::state_source::checkpoint);
   CHECK(plans[0].plan.members.size() == 2);
 }
 
@@ -129,7 +129,7 @@ TEST_CASE("scale-up starts new ranks and joins them once all are ready") {
   const auto plans = all_of<send_plan>(joined);
   REQUIRE(plans.size() == 1);
   CHECK(plans[0].plan.members.size() == 4);
-  CHECK(plans[0].plan.source == static_cast<uint8_t>(msg::state_source::carry_on));
+  CHECK(plans[0].plan.source == msg::state_source::carry_on);
   CHECK(plans[0].plan.grad_accum == 1);
   CHECK(has_event(c.on_step(30, 4, time_point{25s}), "scale_up_done"));
 }
@@ -147,7 +147,7 @@ TEST_CASE("a dead rank triggers a rollback on the survivors and a replacement ne
   REQUIRE(plans.size() == 1);
   // 3 survivors cannot split a global batch of 8 (micro_batch 2): 2 continue, 1 leaves.
   CHECK(plans[0].plan.members.size() == 2);
-  CHECK(plans[0].plan.source == static_cast<uint8_t>(msg::state_source::checkpoint));
+  CHECK(plans[0].plan.source == msg::state_source::checkpoint);
   const auto spawns = all_of<spawn_on_agent>(down);
   REQUIRE(spawns.size() == 2);     // back to the target of 4
   CHECK(spawns[0].node == "n2");  // same node first, then rack, then switch
@@ -363,7 +363,7 @@ TEST_CASE("below min_replicas the survivors wait for a replacement and roll back
   const auto plans = all_of<send_plan>(back);
   REQUIRE(plans.size() == 1);
   CHECK(plans[0].plan.members == std::vector<std::string>{"rank-0", spawns[0].name});
-  CHECK(plans[0].plan.source == static_cast<uint8_t>(msg::state_source::checkpoint));
+  CHECK(plans[0].plan.source == msg::state_source::checkpoint);
   CHECK(has_event(c.on_step(5, 2, time_point{12s}), "recovered"));
 }
 
@@ -461,7 +461,7 @@ TEST_CASE("a stall in the epoch a scale-down is leaving rolls back at once") {
   auto r = c.on_rank_stalled({stayer, 1, 30, "peer rank-3 is down"}, time_point{21s});
   const auto plans = all_of<send_plan>(r);
   REQUIRE(plans.size() == 1);
-  CHECK(plans[0].plan.source == static_cast<uint8_t>(msg::state_source::checkpoint));
+  CHECK(plans[0].plan.source == msg::state_source::checkpoint);
   CHECK(plans[0].plan.members.size() == 2);
 }
 

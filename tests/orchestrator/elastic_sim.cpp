@@ -256,7 +256,7 @@ class world {
     {
       std::string m;
       for (const auto& x : p.members) m += " " + x;
-      note("plan " + std::to_string(p.epoch) + (p.source ? " checkpoint" : " carry_on") + (p.checkpoint_first ? " ckpt_first" : "") + ":" + m);
+      note("plan " + std::to_string(p.epoch) + (p.source == msg::state_source::checkpoint ? " checkpoint" : " carry_on") + (p.checkpoint_first ? " ckpt_first" : "") + ":" + m);
     }
     if (p.epoch <= last_plan_epoch_)
       violation("epoch " + std::to_string(p.epoch) + " after epoch " + std::to_string(last_plan_epoch_));
@@ -277,7 +277,7 @@ class world {
                it == core_.members().end() || it->second.state == member_state::left || it->second.state == member_state::dead)
         violation("epoch " + std::to_string(p.epoch) + " names " + m + ", which the core knows has left or is down");
     }
-    if (p.source == static_cast<uint8_t>(msg::state_source::checkpoint)) lineage_.on_rollback_plan(p.epoch);
+    if (p.source == msg::state_source::checkpoint) lineage_.on_rollback_plan(p.epoch);
   }
 
   // "NODE: why". Only a silent agent may be declared down for its silence.
@@ -469,7 +469,7 @@ class world {
     auto& p = it->second;
     if (!p.alive || p.left || jw.epoch <= p.taken) return;  // lost, or stale
     p.inbox[jw.epoch] = jw;
-    if (jw.source == static_cast<uint8_t>(msg::state_source::checkpoint)) {
+    if (jw.source == msg::state_source::checkpoint) {
       // A rollback supersedes the running epoch at once: its collectives fail.
       p.superseded = std::max(p.superseded, jw.epoch);
       if (in_collective(p) && p.joined < jw.epoch) return collective_fails(p, "superseded by epoch " + std::to_string(jw.epoch));

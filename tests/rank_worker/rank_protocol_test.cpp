@@ -26,7 +26,7 @@ msg::join_world plan(uint64_t epoch, std::vector<std::string> members, bool from
   p.members = std::move(members);
   p.addresses.assign(p.members.size(), "ucx://x");
   p.grad_accum = 2;
-  p.source = static_cast<uint8_t>(from_checkpoint ? msg::state_source::checkpoint : msg::state_source::carry_on);
+  p.source = from_checkpoint ? msg::state_source::checkpoint : msg::state_source::carry_on;
   p.checkpoint_first = checkpoint_first;
   return p;
 }

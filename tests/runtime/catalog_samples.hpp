@@ -12,7 +12,7 @@ struct tag {};
 inline msg::heartbeat sample(tag<msg::heartbeat>) { return {"node-a", 3, 7, 42, -5}; }
 inline msg::rank_ready sample(tag<msg::rank_ready>) { return {"rank-2", "node-a", "127.0.0.1:4100", 4242, true, 1200}; }
 inline msg::join_world sample(tag<msg::join_world>) {
-  return {4, {"rank-0", "rank-2"}, {"127.0.0.1:4000", "127.0.0.1:4002"}, 2, 1, true, "scale-down to 2"};
+  return {4, {"rank-0", "rank-2"}, {"127.0.0.1:4000", "127.0.0.1:4002"}, 2, msg::state_source::checkpoint, true, "scale-down to 2"};
 }
 inline msg::rank_stalled sample(tag<msg::rank_stalled>) { return {"rank-1", 5, 77, "peer rank-3 down"}; }
 inline msg::rank_left sample(tag<msg::rank_left>) {
@@ -21,7 +21,7 @@ inline msg::rank_left sample(tag<msg::rank_left>) {
 inline msg::scale_request sample(tag<msg::scale_request>) { return {77, 4, 120.5, "cli:root"}; }
 inline msg::scale_reply sample(tag<msg::scale_reply>) { return {77, true, "at barrier 1700"}; }
 inline msg::step_record sample(tag<msg::step_record>) {
-  return {10, 2, 3.25, 1000000, 1234.5, 2000, 1, 5000, {{"corrupt_image", 2}, {"too_large", 1}}, 0.75, true, 1, 2, 7, 3, 41.5, 36.25};
+  return {10, 2, 3.25, 1000000, 1234.5, 2000, 1, 5000, {{"corrupt_image", 2}, {"too_large", 1}}, 0.75, true, msg::number_kind::nan, msg::number_kind::positive_infinity, 7, 3, 41.5, 36.25};
 }
 inline msg::bad_sample_seen sample(tag<msg::bad_sample_seen>) {
   return {"shard-000001.tar/clip_3", "corrupt_video", "a cut file: 12 video packets of the 48 its header promises", 4};
@@ -81,10 +81,10 @@ inline msg::job_command sample(tag<msg::job_command>) {
           {{"drain_s", 600}}};
 }
 inline msg::metric_series sample(tag<msg::metric_series>) {
-  return {{"actor"}, {"orchestrator"}, 0, 1, 12, 0.5, {0.1, 1}, {4, 11}};
+  return {{"actor"}, {"orchestrator"}, 0, msg::number_kind::nan, 12, 0.5, {0.1, 1}, {4, 11}};
 }
 inline msg::metric_family_series sample(tag<msg::metric_family_series>) {
-  return {"msomni_actor_handling_seconds", 2, {sample(tag<msg::metric_series>{})}};
+  return {"msomni_actor_handling_seconds", msg::metric_kind::histogram, {sample(tag<msg::metric_series>{})}};
 }
 inline msg::metrics_report sample(tag<msg::metrics_report>) {
   return {"rank-1", "rank-1", "node-a", 9, {sample(tag<msg::metric_family_series>{})}};
