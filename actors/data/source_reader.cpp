@@ -162,6 +162,36 @@ void sample_fetcher::prefetch(uint32_t source, uint64_t draw) {
 sample_fetcher::sample_fetcher(sample_fetcher&&) noexcept = default;
 sample_fetcher::~sample_fetcher() = default;
 
+void sample_fetcher::open_shard_of(uint32_t source, size_t shard, uint64_t epoch) {
+  const source_index& src = sources_->at(source);
+  open_shard& o = *open_[source];
+  o.samples = std::make_shared<const shard_listing>();
+  o.shard = shard;
+  o.epoch = epoch;
+  o.file = storage_->open(src.shards()[shard].path);
+  if (o.file) {
+    const uint64_t size = o.file->size();
+    auto& cache = *listings_;
+    const auto it = cache.by_shard.find({source, shard});
+    if (it != cache.by_shard.end() && it->second.file_size == size) {
+      o.samples = it->second.samples;
+    } else if (auto listed = src.listing(shard, size)) {
+      o.samples = std::move(listed);  // walked by the index at start; the index keeps it
+    } else {
+      o.samples = std::make_shared<const shard_listing>(group_samples(list_tar(*o.file)));
+      if (it != cache.by_shard.end()) {
+        cache.held -= it->second.samples->size();
+        cache.by_shard.erase(it);
+      }
+      if (cache.held + o.samples->size() <= listing_cache::max_samples) {
+        cache.by_shard[{source, shard}] = {size, o.samples};
+        cache.held += o.samples->size();
+      }
+    }
+  }
+  o.perm = src.sample_order(epoch, shard, o.samples->size());
+}
+
 raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
   const source_index& src = sources_->at(source);
   open_shard& o = *open_[source];
@@ -179,33 +209,7 @@ raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
   s.pos.draw = draw;
   if (primary)
     if (auto it = o.layout.problems.find(pos); it != o.layout.problems.end()) s.shard_problems = it->second;
-  if (o.shard != shard || o.epoch != epoch || !o.file) {
-    o.samples = std::make_shared<const shard_listing>();
-    o.shard = shard;
-    o.epoch = epoch;
-    o.file = storage_->open(info.path);
-    if (o.file) {
-      const uint64_t size = o.file->size();
-      auto& cache = *listings_;
-      const auto it = cache.by_shard.find({source, shard});
-      if (it != cache.by_shard.end() && it->second.file_size == size) {
-        o.samples = it->second.samples;
-      } else if (auto listed = src.listing(shard, size)) {
-        o.samples = std::move(listed);  // walked by the index at start; the index keeps it
-      } else {
-        o.samples = std::make_shared<const shard_listing>(group_samples(list_tar(*o.file)));
-        if (it != cache.by_shard.end()) {
-          cache.held -= it->second.samples->size();
-          cache.by_shard.erase(it);
-        }
-        if (cache.held + o.samples->size() <= listing_cache::max_samples) {
-          cache.by_shard[{source, shard}] = {size, o.samples};
-          cache.held += o.samples->size();
-        }
-      }
-    }
-    o.perm = src.sample_order(epoch, shard, o.samples->size());
-  }
+  if (o.shard != shard || o.epoch != epoch || !o.file) open_shard_of(source, shard, epoch);
   const uint64_t offset = pos - start[p];
   if (!o.file || o.samples->size() != info.samples) {
     // The shard changed or vanished since it was listed: its samples are lost for now.

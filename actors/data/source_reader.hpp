@@ -121,6 +121,9 @@ class sample_fetcher {
  private:
   struct open_shard;
   struct listing_cache;
+  // Opens `shard` of `source` for `epoch`: its listing from the cache, the index or a header
+  // walk, and its sample order.
+  void open_shard_of(uint32_t source, size_t shard, uint64_t epoch);
   std::shared_ptr<const source_list> sources_;
   std::shared_ptr<const storage> storage_;
   std::vector<std::unique_ptr<open_shard>> open_;  // per source
