@@ -6,6 +6,7 @@
 #include "fuyu_tiny/fuyu_tiny_layout.hpp"
 #include "media_decoder.hpp"
 #include "media_format.hpp"
+#include "member_reads.hpp"
 #include "sample.hpp"
 #include "remote_io.hpp"
 #include "remote_storage.hpp"
@@ -80,11 +81,7 @@ data::raw_sample read_sample(const data::byte_source& file, const std::string& s
   data::raw_sample_assembler sample(std::move(start));
   const data::sample_reads plan = data::plan_reads(smp, kind, max_bytes);
   if (plan.too_large) return std::move(sample).too_large(*plan.too_large, max_bytes);
-  for (const auto& r : plan.reads) {
-    std::vector<uint8_t> bytes(r.member->size);
-    const bool complete = file.read_at(r.member->data_offset, bytes.data(), bytes.size()) == bytes.size();
-    sample.add(r, std::move(bytes), complete);
-  }
+  data::read_members(file, plan, sample);  // a member cut short counts as absent
   return std::move(sample).finish();
 }
 

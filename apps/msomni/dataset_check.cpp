@@ -4,6 +4,7 @@
 
 #include "media_decoder.hpp"
 #include "media_format.hpp"
+#include "member_reads.hpp"
 #include "sample.hpp"
 #include "storage.hpp"
 #include "tar_sample_assembler.hpp"
@@ -55,14 +56,9 @@ std::optional<data::raw_sample> read_sample(const data::byte_source& file, const
     add_problem(r, shard, smp.key, "too_large", data::too_large_cause(*plan.too_large, max_bytes));
     return std::nullopt;
   }
-  for (const auto& read : plan.reads) {
-    const data::tar_member& m = *read.member;
-    std::vector<uint8_t> bytes(m.size);
-    if (file.read_at(m.data_offset, bytes.data(), bytes.size()) != bytes.size()) {
-      add_problem(r, shard, smp.key, "truncated_shard", m.name + " runs past the end of the shard");
-      return std::nullopt;
-    }
-    sample.add(read, std::move(bytes), true);
+  if (const data::tar_member* cut = data::read_members(file, plan, sample)) {
+    add_problem(r, shard, smp.key, "truncated_shard", cut->name + " runs past the end of the shard");
+    return std::nullopt;
   }
   const bool has_caption = sample.has_caption();
   data::raw_sample s = std::move(sample).finish();
