@@ -26,12 +26,14 @@ namespace {
 
 using poll_atom = caf::atom_constant<caf::atom("apoll")>;
 using beat_atom = caf::atom_constant<caf::atom("abeat")>;
+// What the agent takes: its interface plus its own timers.
+using agent_impl = node_agent_actor::extend<caf::reacts_to<poll_atom>, caf::reacts_to<beat_atom>>;
 constexpr auto poll_interval = std::chrono::milliseconds(100);
 constexpr size_t held_exits_max = 64;
 
 struct agent_state {
   agent_settings s;
-  caf::actor orchestrator;
+  msg::orchestrator_actor orchestrator;
   std::map<std::string, std::unique_ptr<logged_process>> ranks;
   std::map<std::string, int64_t> slot_of;  // live rank -> its local index on this node
   uint64_t seq = 0;
@@ -59,7 +61,7 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-void say_hello(metrics::accounted_actor* self, agent_state& st) {
+void say_hello(metrics::accounted<agent_impl::base>* self, agent_state& st) {
   self->send(st.orchestrator, msg::agent_hello{st.s.node, st.s.rack, st.s.switch_name, st.s.slots,
                                                static_cast<int64_t>(::getpid())});
 }
@@ -67,13 +69,13 @@ void say_hello(metrics::accounted_actor* self, agent_state& st) {
 // Following the job's leader: the one it had is gone; the ranks train on.
 void lose_leader(agent_state& st) {
   if (!st.orchestrator) return;
-  st.orchestrator = caf::actor{};
+  st.orchestrator = msg::orchestrator_actor{};
   MSOMNI_LOG(warn, "agent") << "node " << st.s.node << ": the job's leader is gone; its ranks here ("
                             << st.ranks.size() << ") train on until the next leader adopts them";
   if (st.s.on_orchestrator_lost) st.s.on_orchestrator_lost();
 }
 
-caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_state> st) {
+agent_impl::behavior_type node_agent(metrics::accounted<agent_impl::base>* self, std::shared_ptr<agent_state> st) {
   self->account_as("node_agent", st->s.metrics);
   if (st->s.metrics) {
     st->ends_held = &st->s.metrics->counter("msomni_agent_rank_ends_leaderless_total", {{"outcome", "held"}});
@@ -120,7 +122,7 @@ caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_s
           self->send(st->orchestrator, msg::rank_exited{r.name, st->s.node, -1, e.what()});
         }
       },
-      [self, st](leader_atom, const caf::actor& next) {
+      [self, st](leader_atom, const msg::orchestrator_actor& next) {
         if (!st->s.follow_leader || !next) return;
         st->orchestrator = next;
         self->monitor(next);
@@ -185,7 +187,7 @@ caf::behavior node_agent(metrics::accounted_actor* self, std::shared_ptr<agent_s
 
 }  // namespace
 
-caf::actor spawn_node_agent(caf::actor_system& sys, agent_settings s, caf::actor orchestrator) {
+node_agent_actor spawn_node_agent(caf::actor_system& sys, agent_settings s, msg::orchestrator_actor orchestrator) {
   auto st = std::make_shared<agent_state>();
   st->s = std::move(s);
   st->orchestrator = std::move(orchestrator);

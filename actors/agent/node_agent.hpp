@@ -21,6 +21,8 @@
 #include "metrics/metrics_registry.hpp"
 
 #include <caf/actor.hpp>
+#include "messages/actor_interfaces.hpp"
+
 #include <caf/atom.hpp>
 #include <caf/fwd.hpp>
 
@@ -69,7 +71,12 @@ struct agent_settings {
 // (leader_atom) alone says the current one is gone (the shell saw its node go down).
 using leader_atom = caf::atom_constant<caf::atom("aleader")>;
 
-caf::actor spawn_node_agent(caf::actor_system& sys, agent_settings s, caf::actor orchestrator);
+// The agent as its own process sees it: the interface the orchestrator uses, and the leader
+// hand-over above.
+using node_agent_actor =
+    msg::agent_actor::extend<caf::reacts_to<leader_atom, msg::orchestrator_actor>, caf::reacts_to<leader_atom>>;
+
+node_agent_actor spawn_node_agent(caf::actor_system& sys, agent_settings s, msg::orchestrator_actor orchestrator);
 
 // msomni-rank next to the running binary (or in ../msomni-rank/), or $MSOMNI_RANK_BINARY.
 std::string find_rank_binary();

@@ -20,7 +20,7 @@ shell_state::shell_state(elastic_settings s, orchestrator_env e)
 
 namespace {
 
-caf::behavior orchestrator(actor self, state_ptr st) {
+orchestrator_impl::behavior_type orchestrator(actor self, state_ptr st) {
   self->account_as("orchestrator", st->env.metrics ? st->env.metrics->own() : nullptr);
   // Every outcome of a memory fit is a series from the start, at 0 until it happens.
   if (st->env.metrics)
@@ -79,7 +79,7 @@ bool same_token(const std::string& a, const std::string& b) {
   return a.size() == b.size() && !b.empty() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env,
+msg::orchestrator_actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env,
                               std::optional<node_preflight> node_checks) {
   s.agent_silence_limit = env.agent_silence_limit;
   s.in_process_agent = env.in_process_agent;

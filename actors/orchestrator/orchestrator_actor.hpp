@@ -17,6 +17,8 @@
 #include "core/clock.hpp"
 #include "metrics/job_metrics_collector.hpp"
 
+#include "messages/actor_interfaces.hpp"
+
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
@@ -42,7 +44,7 @@ struct job_outcome {
 };
 
 struct orchestrator_env {
-  std::function<caf::actor(const std::string& rank)> worker_of;           // the rank's "worker" actor
+  std::function<msg::worker_actor(const std::string& rank)> worker_of;    // the rank's "worker" actor
   std::function<std::vector<std::string>(const std::string& rank)> rank_args;  // msomni-rank arguments
   std::function<uint64_t()> latest_checkpoint_step;                       // 0 when there is none
   std::function<void(const job_outcome&)> on_finish;
@@ -86,7 +88,7 @@ struct orchestrator_env {
   std::string job_name;
   // The memory watermark predictor (memory.predictor_enabled): every accepted step sample
   // goes to it, and its msg::memory_advice comes back to be journaled. Invalid: off.
-  caf::actor memory_predictor;
+  msg::memory_predictor_actor memory_predictor;
   // The memory fit decisions of the run's earlier attempts (from its events.jsonl); the shell
   // adds this attempt's and sends a rank those of its slot before a plan that restores a
   // checkpoint. Null: none yet.
@@ -110,7 +112,7 @@ struct node_preflight {
   std::function<void(const nlohmann::ordered_json&)> on_report;
 };
 
-caf::actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env,
+msg::orchestrator_actor spawn_orchestrator(caf::actor_system& sys, elastic_settings s, orchestrator_env env,
                               std::optional<node_preflight> node_checks = std::nullopt);
 
 // Constant-time comparison for the control token.

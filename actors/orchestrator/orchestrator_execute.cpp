@@ -14,7 +14,7 @@ namespace {
 // Before a plan that restores a checkpoint: the memory fit decisions of `member`'s slot for the
 // steps after the checkpoint, so the steps it runs again are fitted as they were (sent first,
 // they are in the rank's inbox before the plan starts its steps).
-void send_fit_replays(actor self, shell_state& st, const caf::actor& worker, const msg::join_world& plan,
+void send_fit_replays(actor self, shell_state& st, const msg::worker_actor& worker, const msg::join_world& plan,
                       const std::string& member) {
   const auto at = std::find(plan.members.begin(), plan.members.end(), member);
   if (at == plan.members.end() || !st.env.fit_replay) return;

@@ -15,10 +15,10 @@ namespace msomni::orchestrator::shell {
 namespace {
 
 // Watches the worker actor of rank `name` (a reconnecting member's old connection is no news).
-void watch_worker(actor self, shell_state& st, const std::string& name, const caf::actor& w) {
+void watch_worker(actor self, shell_state& st, const std::string& name, const msg::worker_actor& w) {
   if (const auto old = st.workers.find(name); old != st.workers.end() && old->second != w) {
     st.watched.erase(old->second.address());
-    self->demonitor(old->second);
+    self->demonitor(old->second.address());
   }
   st.workers[name] = w;
   self->monitor(w);
@@ -28,7 +28,7 @@ void watch_worker(actor self, shell_state& st, const std::string& name, const ca
 }  // namespace
 
 void on_agent_hello(actor self, const state_ptr& st, const msg::agent_hello& a) {
-  auto agent = caf::actor_cast<caf::actor>(self->current_sender());
+  auto agent = caf::actor_cast<msg::agent_actor>(self->current_sender());
   if (!agent) return;
   st->agents[a.node] = agent;
   self->monitor(agent);
@@ -57,7 +57,7 @@ void on_agent_signalled(actor self, shell_state& st, const msg::agent_signalled&
 }
 
 void on_rank_ready(actor self, shell_state& st, const msg::rank_ready& r) {
-  caf::actor w;
+  msg::worker_actor w;
   try {
     w = st.env.worker_of(r.name);
   } catch (const std::exception& e) {
@@ -73,7 +73,7 @@ void on_rank_ready(actor self, shell_state& st, const msg::rank_ready& r) {
 // From a rank of the previous leader that trained on while the job had no leader.
 void on_rank_rejoin(actor self, shell_state& st, const msg::rank_rejoin& r) {
   if (st.done) return;
-  caf::actor w;
+  msg::worker_actor w;
   try {
     w = st.env.worker_of(r.name);
   } catch (const std::exception& e) {

@@ -39,10 +39,13 @@
 
 namespace msomni::orchestrator::shell {
 
-using actor = metrics::accounted_actor*;
-
 using tick_atom = caf::atom_constant<caf::atom("otick")>;
 using gather_deadline_atom = caf::atom_constant<caf::atom("ogather")>;  // the node check's gather deadline
+
+// What the orchestrator takes: its interface plus its own timers.
+using orchestrator_impl =
+    msg::orchestrator_actor::extend<caf::reacts_to<tick_atom>, caf::reacts_to<gather_deadline_atom>>;
+using actor = metrics::accounted<orchestrator_impl::base>*;
 
 constexpr auto tick_interval = std::chrono::milliseconds(200);
 // Advice lines the journal takes from the memory watermark predictor; later ones are counted
@@ -66,8 +69,8 @@ struct shell_state {
   orchestrator_env env;
   real_clock clock;
   std::optional<time_point> last_tick;  // when the tick ran last: a long gap is this process's own pause
-  std::map<std::string, caf::actor> workers;  // rank name -> its worker actor
-  std::map<std::string, caf::actor> agents;   // node -> agent actor
+  std::map<std::string, msg::worker_actor> workers;  // rank name -> its worker actor
+  std::map<std::string, msg::agent_actor> agents;    // node -> agent actor
   std::map<caf::actor_addr, std::pair<bool, std::string>> watched;  // (is_agent, name)
   bool done = false;
   stop_precedence stops;  // which stop wins, and whether one was sent

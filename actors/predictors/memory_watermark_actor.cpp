@@ -80,7 +80,7 @@ void forget(watermark_state& st, const std::string& rank_name) {
   if (st.registry) st.registry->remove_gauge("msomni_memory_forecast_bytes", {{"target", rank_name}});
 }
 
-caf::behavior memory_watermark(metrics::accounted_actor* self, std::shared_ptr<watermark_state> st) {
+msg::memory_predictor_actor::behavior_type memory_watermark(metrics::accounted<msg::memory_predictor_actor::base>* self, std::shared_ptr<watermark_state> st) {
   self->account_as("memory_predictor", st->registry);
   if (st->registry) st->registry->counter("msomni_memory_fits_total", {{"result", "requested"}});  // 0 until asked
   return {
@@ -98,7 +98,7 @@ caf::behavior memory_watermark(metrics::accounted_actor* self, std::shared_ptr<w
           st->registry->gauge("msomni_memory_forecast_bytes", {{"target", m.name}})
               .Set(st->core.forecasts().at(m.name).max_bytes);
         // To whoever forwarded the sample (the orchestrator), which passes them on to the rank.
-        const auto to = caf::actor_cast<caf::actor>(self->current_sender());
+        const auto to = caf::actor_cast<msg::orchestrator_actor>(self->current_sender());
         for (auto& f : st->core.take_fits()) {
           if (st->registry) st->registry->counter("msomni_memory_fits_total", {{"result", "requested"}}).Increment();
           if (to) self->send(to, fit_message(f));
@@ -126,7 +126,7 @@ caf::behavior memory_watermark(metrics::accounted_actor* self, std::shared_ptr<w
 
 }  // namespace
 
-caf::actor spawn_memory_watermark(caf::actor_system& sys, watermark_settings settings,
+msg::memory_predictor_actor spawn_memory_watermark(caf::actor_system& sys, watermark_settings settings,
                                   std::shared_ptr<metrics::metrics_registry> registry) {
   // One BLAS thread in the control process. The predictor's matrices are 91 x 91, too small to
   // gain from threads, and the process forks rank processes: OpenBLAS's fork handler shuts its

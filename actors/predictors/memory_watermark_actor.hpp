@@ -10,16 +10,16 @@
 
 #include "watermark_core.hpp"
 
+#include "messages/actor_interfaces.hpp"
 #include "metrics/metrics_registry.hpp"
 
-#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
 #include <memory>
 
 namespace msomni::predict {
 
-caf::actor spawn_memory_watermark(caf::actor_system& sys, watermark_settings settings,
+msg::memory_predictor_actor spawn_memory_watermark(caf::actor_system& sys, watermark_settings settings,
                                   std::shared_ptr<metrics::metrics_registry> registry);
 
 }  // namespace msomni::predict

@@ -22,7 +22,7 @@ int64_t unix_ns() {
 
 }  // namespace
 
-memory_probe::memory_probe(caf::actor_system& sys, caf::actor orchestrator, std::shared_ptr<kernels::memory_account> account,
+memory_probe::memory_probe(caf::actor_system& sys, msg::orchestrator_actor orchestrator, std::shared_ptr<kernels::memory_account> account,
                            std::shared_ptr<std::pmr::memory_resource> batch_memory, memory_probe_settings settings)
     : state_(std::make_shared<state>()) {
   state_->orchestrator = std::move(orchestrator);
@@ -44,7 +44,7 @@ memory_probe::memory_probe(caf::actor_system& sys, caf::actor orchestrator, std:
                 *ticking = false;
                 return;
               }
-              caf::actor to;
+              msg::orchestrator_actor to;
               {
                 std::lock_guard<std::mutex> lock(st->mutex);
                 to = st->orchestrator;
@@ -74,7 +74,7 @@ void memory_probe::step_started(const sample_identity& who, uint64_t step) {
   caf::anon_send(timer_, probe_start_atom::value);
 }
 
-void memory_probe::send_to(caf::actor orchestrator) {
+void memory_probe::send_to(msg::orchestrator_actor orchestrator) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->orchestrator = std::move(orchestrator);
 }
@@ -108,7 +108,7 @@ msg::memory_sample memory_probe::state::base_sample(bool in_step_now) const {
 
 msg::memory_sample memory_probe::step_ended(const msg::batch_features& batch, std::vector<msg::batch_features> upcoming) {
   msg::memory_sample s;
-  caf::actor to;
+  msg::orchestrator_actor to;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->in_step = false;

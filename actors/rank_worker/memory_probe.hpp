@@ -11,6 +11,7 @@
 #pragma once
 
 #include "memory/memory_account.hpp"
+#include "messages/actor_interfaces.hpp"
 #include "messages/scheduling_messages.hpp"
 
 #include <caf/actor.hpp>
@@ -43,14 +44,14 @@ struct memory_probe_settings {
 class memory_probe {
  public:
   // Samples go to `orchestrator`; `batch_memory` is the rank's batch pool (null: none counted).
-  memory_probe(caf::actor_system& sys, caf::actor orchestrator, std::shared_ptr<kernels::memory_account> account,
+  memory_probe(caf::actor_system& sys, msg::orchestrator_actor orchestrator, std::shared_ptr<kernels::memory_account> account,
                std::shared_ptr<std::pmr::memory_resource> batch_memory, memory_probe_settings settings);
   ~memory_probe();  // stops the timer actor
   memory_probe(const memory_probe&) = delete;
   memory_probe& operator=(const memory_probe&) = delete;
 
   // Samples go to `orchestrator` from now on (a new leader adopted the rank).
-  void send_to(caf::actor orchestrator);
+  void send_to(msg::orchestrator_actor orchestrator);
 
   // The data pipeline's batch pool changed (a rank rebuilt from scratch makes a new one).
   void use_batch_memory(std::shared_ptr<std::pmr::memory_resource> batch_memory);
@@ -70,7 +71,7 @@ class memory_probe {
  private:
   // Shared with the timer actor, which may still run a tick while this object goes.
   struct state {
-    caf::actor orchestrator;  // under mutex
+    msg::orchestrator_actor orchestrator;  // under mutex
     std::shared_ptr<kernels::memory_account> account;
     std::shared_ptr<std::pmr::memory_resource> batch_memory;
     memory_probe_settings settings;

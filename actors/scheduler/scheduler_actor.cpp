@@ -28,6 +28,11 @@ using drain_atom = caf::atom_constant<caf::atom("sdrain")>;
 using window_atom = caf::atom_constant<caf::atom("swindow")>;
 using recovered_atom = caf::atom_constant<caf::atom("srecover")>;
 
+// What the scheduler takes: its interface plus its own timers.
+using scheduler_impl = msg::scheduler_actor::extend<caf::reacts_to<drain_atom>, caf::reacts_to<window_atom>,
+                                                     caf::reacts_to<recovered_atom>>;
+using self_ptr = metrics::accounted<scheduler_impl::base>*;
+
 struct shell_state {
   shell_state(scheduler_settings s, scheduler_env e)
       : core(std::move(s.topo), s.params),
@@ -42,7 +47,7 @@ struct shell_state {
   scheduler_env env;
   // One entry per job the core knows (erased when it finishes or is rejected), so these
   // maps are bounded by the core's queue capacity plus the jobs holding GPUs.
-  std::map<std::string, caf::actor> jobs;
+  std::map<std::string, msg::job_actor> jobs;
   std::map<caf::actor_addr, std::string> job_of;
   std::map<std::string, uint64_t> resume_step;  // from the victim's job_released
   std::map<std::string, double> last_report_s;  // when each job's newest step report came
@@ -53,7 +58,7 @@ struct shell_state {
   // order, with their senders (bounded by the queue capacity).
   double recover_s = 0;
   bool recovering = false;
-  std::vector<std::pair<msg::job_submit, caf::actor>> held_back;
+  std::vector<std::pair<msg::job_submit, msg::job_actor>> held_back;
 
   double now_s() const { return std::chrono::duration<double>(env.clock->now().time_since_epoch()).count(); }
 };
@@ -85,7 +90,7 @@ void forget(shell_state& st, const std::string& job) {
   st.guest_cost.forget(job);
 }
 
-void arm_timers(caf::event_based_actor* self, shell_state& st) {
+void arm_timers(self_ptr self, shell_state& st) {
   double deadline = st.core.next_deadline_s(), window_end = st.core.next_window_end_s();
   if (window_end >= 0 && (deadline < 0 || window_end < deadline)) deadline = window_end;
   if (deadline >= 0 && (st.drain_armed_s < 0 || deadline < st.drain_armed_s)) {
@@ -122,7 +127,7 @@ void count_command(shell_state& st, const command& c, double now) {
   if (c.kind != command_kind::adopted) st.env.metrics->first_start(j->req.klass, now - j->submit_s);
 }
 
-void execute(caf::event_based_actor* self, shell_state& st, const std::vector<command>& cmds) {
+void execute(self_ptr self, shell_state& st, const std::vector<command>& cmds) {
   const double now = st.now_s();
   for (const command& c : cmds) {
     count_command(st, c, now);
@@ -163,7 +168,7 @@ void publish_forecasts(shell_state& st, double horizon_s) {
 
 // Forecasts and guest costs for every critical job holding GPUs, then the window's
 // co-location decisions.
-void on_window(caf::event_based_actor* self, shell_state& st) {
+void on_window(self_ptr self, shell_state& st) {
   const double horizon_s = st.core.params().reservation_window_s;
   for (const auto& [id, handle] : st.jobs) {
     const job_state* j = st.core.find(id);
@@ -179,7 +184,7 @@ void on_window(caf::event_based_actor* self, shell_state& st) {
   publish_forecasts(st, horizon_s);
 }
 
-void on_finished(caf::event_based_actor* self, shell_state& st, const std::string& job, const job_outcome& how) {
+void on_finished(self_ptr self, shell_state& st, const std::string& job, const job_outcome& how) {
   if (!st.jobs.count(job)) return;  // repeat, or never submitted here
   forget(st, job);
   execute(self, st, st.core.finished(job, st.now_s(), how));
@@ -281,7 +286,7 @@ msg::scheduler_status status_of(const shell_state& st) {
 }
 
 // Remembers `handle` as where `job`'s commands go; a job that goes away is finished.
-void track(caf::event_based_actor* self, shell_state& st, const std::string& job, const caf::actor& handle) {
+void track(self_ptr self, shell_state& st, const std::string& job, const msg::job_actor& handle) {
   if (!handle) return;
   st.jobs[job] = handle;
   st.job_of[handle.address()] = job;
@@ -289,7 +294,7 @@ void track(caf::event_based_actor* self, shell_state& st, const std::string& job
 }
 
 // A refusal the shell makes before the core sees the job (nothing to forget).
-void reply_reject(caf::event_based_actor* self, shell_state& st, const std::string& job, const caf::actor& handle,
+void reply_reject(self_ptr self, shell_state& st, const std::string& job, const msg::job_actor& handle,
                   std::string reason) {
   command rej = make_command(command_kind::reject, job, 0);
   rej.reason = std::move(reason);
@@ -297,8 +302,8 @@ void reply_reject(caf::event_based_actor* self, shell_state& st, const std::stri
 }
 
 // A class byte the catalog does not know is refused before the core sees it.
-bool refuse_unknown_class(caf::event_based_actor* self, shell_state& st, const msg::job_submit& s,
-                          const caf::actor& handle) {
+bool refuse_unknown_class(self_ptr self, shell_state& st, const msg::job_submit& s,
+                          const msg::job_actor& handle) {
   const auto number = static_cast<uint8_t>(s.job_class);
   if (number <= static_cast<uint8_t>(job_class::best_effort)) return false;
   reply_reject(self, st, s.job, handle, "unknown job_class " + std::to_string(number));
@@ -309,13 +314,13 @@ job_request request_of(const msg::job_submit& s) {
   return {s.job, s.job_class, s.gpus, s.gpus_per_replica, s.min_replicas, s.submitted_ago_s, s.memory_bytes};
 }
 
-void take_submit(caf::event_based_actor* self, shell_state& st, const msg::job_submit& s, const caf::actor& handle) {
+void take_submit(self_ptr self, shell_state& st, const msg::job_submit& s, const msg::job_actor& handle) {
   if (st.jobs.count(s.job) || refuse_unknown_class(self, st, s, handle)) return;
   track(self, st, s.job, handle);
   execute(self, st, st.core.submit(request_of(s), st.now_s()));
 }
 
-caf::behavior scheduler(metrics::accounted_actor* self, std::shared_ptr<shell_state> st) {
+scheduler_impl::behavior_type scheduler(self_ptr self, std::shared_ptr<shell_state> st) {
   self->account_as("scheduler", st->env.metrics ? st->env.metrics->registry() : nullptr);
   if (st->recovering) self->delayed_send(self, span_of(st->recover_s), recovered_atom::value);
   self->set_down_handler([self, st](caf::down_msg& d) {
@@ -324,7 +329,7 @@ caf::behavior scheduler(metrics::accounted_actor* self, std::shared_ptr<shell_st
   });
   return {
       [self, st](const msg::job_submit& s) {
-        auto handle = caf::actor_cast<caf::actor>(self->current_sender());
+        auto handle = caf::actor_cast<msg::job_actor>(self->current_sender());
         if (!st->recovering) return take_submit(self, *st, s, handle);
         if (st->held_back.size() < st->core.params().queue_capacity) {
           st->held_back.emplace_back(s, handle);
@@ -333,7 +338,7 @@ caf::behavior scheduler(metrics::accounted_actor* self, std::shared_ptr<shell_st
         reply_reject(self, *st, s.job, handle, "queue full (queue_capacity) while the scheduler recovers from a restart");
       },
       [self, st](const msg::job_rejoin& r) {
-        auto handle = caf::actor_cast<caf::actor>(self->current_sender());
+        auto handle = caf::actor_cast<msg::job_actor>(self->current_sender());
         if (st->jobs.count(r.request.job) || refuse_unknown_class(self, *st, r.request, handle)) return;
         track(self, *st, r.request.job, handle);
         execute(self, *st, st->core.adopt(request_of(r.request), r.held, r.replicas, r.epoch, st->now_s()));
@@ -389,7 +394,7 @@ caf::behavior scheduler(metrics::accounted_actor* self, std::shared_ptr<shell_st
 
 }  // namespace
 
-caf::actor spawn_scheduler(caf::actor_system& sys, scheduler_settings s, scheduler_env env) {
+msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, scheduler_settings s, scheduler_env env) {
   if (!env.clock) throw std::invalid_argument("spawn_scheduler: scheduler_env.clock is required");
   auto st = std::make_shared<shell_state>(std::move(s), std::move(env));
   publish_counts(*st);  // all GPUs free, no jobs: before the actor takes its first message

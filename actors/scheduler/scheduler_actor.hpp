@@ -46,6 +46,7 @@
 #include "step_predictor.hpp"
 
 #include "core/clock.hpp"
+#include "messages/actor_interfaces.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
@@ -57,9 +58,12 @@ namespace msomni::sched {
 
 class scheduler_metrics;  // scheduler_metrics.hpp
 
+// Whoever watches the scheduler's decisions (msomni-sched's log and store): a copy of each.
+using decision_observer = caf::typed_actor<caf::reacts_to<msg::job_command>>;
+
 struct scheduler_env {
   const msomni::clock* clock = nullptr;  // required: the core's `now`
-  caf::actor observer;                   // optional: receives every decision as a job_command
+  decision_observer observer;            // optional: receives every decision as a job_command
   std::shared_ptr<scheduler_metrics> metrics;  // optional: null = no metrics, nothing counted
   std::string metrics_address;                 // HOST:PORT of the /metrics endpoint, for the status ("": none)
 };
@@ -75,6 +79,6 @@ struct scheduler_settings {
   double recover_s = 0;
 };
 
-caf::actor spawn_scheduler(caf::actor_system& sys, scheduler_settings s, scheduler_env env);
+msg::scheduler_actor spawn_scheduler(caf::actor_system& sys, scheduler_settings s, scheduler_env env);
 
 }  // namespace msomni::sched

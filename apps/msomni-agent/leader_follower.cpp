@@ -51,7 +51,7 @@ leader_follower::result leader_follower::step(transport::transport_hub& hub, tra
   follow_.joined(*named);
   std::cout << "msomni-agent: node " << node_ << " joined the job's next leader at " << named->address << " (pid "
             << named->pid << ")" << std::endl;
-  return {outcome::joined, gw.remote_actor("control", "orchestrator")};
+  return {outcome::joined, gw.remote_actor<msg::orchestrator_actor>("control", "orchestrator")};
 }
 
 }  // namespace msomni::apps

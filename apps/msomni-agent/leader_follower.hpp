@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/clock.hpp"
+#include "messages/actor_interfaces.hpp"
 #include "core/control_file.hpp"
 #include "core/leader_follow.hpp"
 #include "gateway/gateway.hpp"
@@ -25,7 +26,7 @@ class leader_follower {
   enum class outcome { waiting, joined, ended, gave_up };
   struct result {
     outcome what = outcome::waiting;
-    caf::actor orchestrator;  // joined: the next leader's
+    msg::orchestrator_actor orchestrator;  // joined: the next leader's
   };
 
   // `control_json`: the job's control.json; `joined`: the address this agent joined first, and

@@ -182,10 +182,10 @@ int main(int argc, char** argv) {
       return 1;
     }
     stop_signal::install();
-    auto orchestrator = gw.remote_actor("control", "orchestrator");
+    auto orchestrator = gw.remote_actor<msg::orchestrator_actor>("control", "orchestrator");
     s.node_checker = health::spawn_node_checker(sys, {s.node, listen_host, s.job_token, ""});
     auto agent = agent::spawn_node_agent(sys, s, orchestrator);
-    gw.publish("agent", agent);
+    gw.publish("agent", msg::agent_actor{agent});
     caf::actor pusher;
     if (s.metrics) pusher = metrics::spawn_metrics_pusher(sys, s.metrics, orchestrator, {s.node, "", s.node});
     std::cout << "msomni-agent: node " << s.node << " (rack " << s.rack << ", switch " << s.switch_name << ", "

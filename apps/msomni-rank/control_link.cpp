@@ -3,14 +3,14 @@
 
 namespace msomni::apps {
 
-void control_link::attach(caf::actor orchestrator) {
+void control_link::attach(msg::orchestrator_actor orchestrator) {
   std::lock_guard<std::mutex> lock(mutex_);
   orchestrator_ = std::move(orchestrator);
 }
 
 void control_link::lose() {
   std::lock_guard<std::mutex> lock(mutex_);
-  orchestrator_ = caf::actor{};
+  orchestrator_ = msg::orchestrator_actor{};
 }
 
 bool control_link::live() const {
@@ -18,7 +18,7 @@ bool control_link::live() const {
   return static_cast<bool>(orchestrator_);
 }
 
-caf::actor control_link::orchestrator() const {
+msg::orchestrator_actor control_link::orchestrator() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return orchestrator_;
 }
@@ -49,7 +49,7 @@ void control_link::send_checkpoint(const msg::checkpoint_done& d) {
   }
 }
 
-size_t control_link::adopt(caf::actor orchestrator, uint64_t recorded_step) {
+size_t control_link::adopt(msg::orchestrator_actor orchestrator, uint64_t recorded_step) {
   std::lock_guard<std::mutex> lock(mutex_);
   orchestrator_ = std::move(orchestrator);
   size_t n = 0;

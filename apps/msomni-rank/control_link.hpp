@@ -12,7 +12,7 @@
 // rank's worker actor hands over the new leader's answer.
 #pragma once
 
-#include "messages/catalog.hpp"
+#include "messages/actor_interfaces.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/send.hpp>
@@ -29,10 +29,10 @@ class control_link {
   explicit control_link(size_t history_max = 4096, size_t checkpoints_held_max = 64)
       : history_max_(history_max), checkpoints_held_max_(checkpoints_held_max) {}
 
-  void attach(caf::actor orchestrator);  // live, reporting to it
+  void attach(msg::orchestrator_actor orchestrator);  // live, reporting to it
   void lose();                           // its control process is gone
   bool live() const;
-  caf::actor orchestrator() const;       // invalid while lost
+  msg::orchestrator_actor orchestrator() const;  // invalid while lost
 
   // A step record: kept, and sent at once while live.
   void send_record(const msg::step_record& r);
@@ -49,7 +49,7 @@ class control_link {
   // A new leader adopted the rank: live again, reporting to `orchestrator`, after the kept
   // records of steps after `recorded_step` went to it in order, then the checkpoint reports
   // held. Returns how many reports went.
-  size_t adopt(caf::actor orchestrator, uint64_t recorded_step);
+  size_t adopt(msg::orchestrator_actor orchestrator, uint64_t recorded_step);
 
   // The leader's answer to a rank_rejoin, from the worker actor; taken by the training thread.
   void put_answer(msg::rejoin_answer a);
@@ -68,7 +68,7 @@ class control_link {
   const size_t checkpoints_held_max_;
   std::deque<msg::checkpoint_done> held_checkpoints_;
   mutable std::mutex mutex_;
-  caf::actor orchestrator_;
+  msg::orchestrator_actor orchestrator_;
   std::deque<msg::step_record> history_;
   std::deque<bool> sent_;  // beside history_: whether it reached a live link
   std::optional<msg::rejoin_answer> answer_;

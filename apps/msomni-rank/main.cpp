@@ -14,7 +14,7 @@
 #include "rank_compute.hpp"
 #include "step_line.hpp"
 #include "gateway/gateway.hpp"
-#include "messages/catalog.hpp"
+#include "messages/actor_interfaces.hpp"
 #include "config/config_loader.hpp"
 #include "core/command_line.hpp"
 #include "core/log.hpp"
@@ -121,8 +121,10 @@ int main(int argc, char** argv) {
     node_opt.keepalive_misses = static_cast<int>(cfg.elasticity.heartbeat_misses);
     transport::transport_hub hub(node_opt);
     transport::gateway gw(sys, hub);
-    gw.publish("worker", sys.spawn([](caf::event_based_actor*) -> caf::behavior {
-      return {[](const msg::heartbeat&) {}};
+    // A worker that takes its interface and does nothing with it: these ranks are never planned.
+    gw.publish("worker", sys.spawn([]() -> msg::worker_actor::behavior_type {
+      return {[](const msg::join_world&) {}, [](const msg::memory_fit&) {}, [](const msg::rejoin_answer&) {},
+              [](const msg::heartbeat&) {}};
     }));
     std::cout << "ADDR " << name << " " << hub.node().address() << std::endl;
     std::vector<std::string> members{name};

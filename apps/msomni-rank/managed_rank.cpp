@@ -44,7 +44,7 @@ managed_rank::~managed_rank() {
 }
 
 int managed_rank::run() {
-  gw_.publish("worker", sys_.spawn([this](metrics::accounted_actor* self) -> caf::behavior {
+  gw_.publish("worker", sys_.spawn([this](metrics::accounted<msg::worker_actor::base>* self) -> msg::worker_actor::behavior_type {
     self->account_as("worker", metrics_registry());
     if (auto* r = metrics_registry().get())  // every outcome a series from the start
       for (const char* result : {"taken", "dropped", "stale", "superseded"})
@@ -64,7 +64,7 @@ int managed_rank::run() {
   }));
   hub_.node().connect(o_.control);
   if (!hub_.node().wait_up("control", 30s)) throw std::runtime_error("control process at " + o_.control + " never answered");
-  const auto orchestrator = gw_.remote_actor("control", "orchestrator");
+  const auto orchestrator = gw_.remote_actor<msg::orchestrator_actor>("control", "orchestrator");
   link_.attach(orchestrator);
   watch_control();
   if (metrics_) {

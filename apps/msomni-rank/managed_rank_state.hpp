@@ -141,7 +141,7 @@ class managed_rank {
   std::atomic<bool> stop_follow_{false};
   mutable std::mutex follow_mutex_;
   leader_follow follow_{{}};   // under follow_mutex_
-  caf::actor asked_;           // under follow_mutex_
+  msg::orchestrator_actor asked_;           // under follow_mutex_
   msg::rank_rejoin snapshot_;  // under follow_mutex_
   real_clock clock_;
   std::unique_ptr<transport::ring_communicator> ring_;

@@ -76,7 +76,7 @@ std::optional<int> managed_rank::follow_control() {
   }
   auto answer = link_.take_answer();
   if (!answer) return std::nullopt;
-  caf::actor leader;
+  msg::orchestrator_actor leader;
   bool following = false;
   {
     std::lock_guard<std::mutex> lock(follow_mutex_);
@@ -144,7 +144,7 @@ void managed_rank::follow_loop() {
       hub_.node().connect(address);
       if (!hub_.node().wait_up("control", leader_connect_wait)) continue;
     }
-    const auto leader = gw_.remote_actor("control", "orchestrator");
+    const auto leader = gw_.remote_actor<msg::orchestrator_actor>("control", "orchestrator");
     msg::rank_rejoin ask;
     {
       std::lock_guard<std::mutex> lock(follow_mutex_);

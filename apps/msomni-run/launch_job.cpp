@@ -57,7 +57,8 @@ namespace {
 
 // Once the job ended: the local ranks' ends are awaited, the actors told to exit, and the run
 // ended (end_run). Returns the exit code.
-int wind_down(const caf::actor& local_agent, const caf::actor& orchestrator, const caf::actor& memory_predictor,
+int wind_down(const agent::node_agent_actor& local_agent, const msg::orchestrator_actor& orchestrator,
+              const msg::memory_predictor_actor& memory_predictor,
               std::future<orchestrator::job_outcome>& finished, control_role* control,
               const std::shared_ptr<std::atomic<bool>>& let_ranks_run,
               const std::shared_ptr<std::atomic<size_t>>& local_ranks, crash_list& rank_crashes, int64_t started_ms,
@@ -114,7 +115,7 @@ int control_job(const config::job_config& cfg, const run_paths& paths, const run
   const auto rank_crashes = std::make_shared<crash_list>();
   orchestrator::orchestrator_env env;
   settle_env(env, cfg, control, served);
-  env.worker_of = [&gw](const std::string& rank) { return gw.remote_actor(rank, "worker"); };
+  env.worker_of = [&gw](const std::string& rank) { return gw.remote_actor<msg::worker_actor>(rank, "worker"); };
   env.rank_args = [launch = rank_launch{fs::absolute(cfg.source_path).string(), hub.node().address(), ckpt_dir.string(),
                                         (run_dir / "control.json").string(), opts.overrides}](
                       const std::string& rank) { return rank_arguments(launch, rank); };
@@ -155,7 +156,7 @@ int control_job(const config::job_config& cfg, const run_paths& paths, const run
   // Set when this process was deposed: its agent leaves the ranks training for the next leader.
   auto let_ranks_run = std::make_shared<std::atomic<bool>>(false);
   auto local_ranks = std::make_shared<std::atomic<size_t>>(0);  // rank processes of this node, until reaped
-  caf::actor local_agent;
+  agent::node_agent_actor local_agent;
   try {
     local_agent = start_agents(sys, cfg, run_dir, token, served, control, slurm, orchestrator, hub.node().address(),
                                journal, agent_step, let_ranks_run, local_ranks);

@@ -13,6 +13,7 @@
 #include "hub/transport_hub.hpp"
 #include "metrics/job_metrics_collector.hpp"
 #include "metrics/metrics_endpoint.hpp"
+#include "node_agent.hpp"
 #include "orchestrator_actor.hpp"
 #include "run_journal.hpp"
 
@@ -62,7 +63,7 @@ void settle_env(orchestrator::orchestrator_env& env, const config::job_config& c
                 const served_metrics& served);
 
 // memory.predictor_enabled: the job's memory watermark predictor, fed by the orchestrator.
-caf::actor start_memory_predictor(caf::actor_system& sys, const config::job_config& cfg, const served_metrics& served);
+msg::memory_predictor_actor start_memory_predictor(caf::actor_system& sys, const config::job_config& cfg, const served_metrics& served);
 
 // With [[cluster.nodes]] and the pre-flight on, every agent's node is checked before it gets a
 // rank; the combined report replaces preflight.json.
@@ -79,9 +80,9 @@ void continue_takeover(orchestrator::elastic_settings& elastic, orchestrator::or
 
 // The node agents: in this process for a single node, with srun on a Slurm allocation, or
 // started by a person on each listed node (their commands printed). The in-process agent, if any.
-caf::actor start_agents(caf::actor_system& sys, const config::job_config& cfg, const std::filesystem::path& run_dir,
+agent::node_agent_actor start_agents(caf::actor_system& sys, const config::job_config& cfg, const std::filesystem::path& run_dir,
                         const std::string& token, const served_metrics& served, control_role* control,
-                        const slurm_plan* slurm, const caf::actor& orchestrator, const std::string& address,
+                        const slurm_plan* slurm, const msg::orchestrator_actor& orchestrator, const std::string& address,
                         orchestrator::run_journal& journal, std::unique_ptr<slurm_agent_step>& agent_step,
                         const std::shared_ptr<std::atomic<bool>>& let_ranks_run,
                         const std::shared_ptr<std::atomic<size_t>>& local_ranks);

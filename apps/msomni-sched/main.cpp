@@ -119,7 +119,7 @@ CLI::Validator ipv4_address() {
 
 // Prints every decision with its reason (the scheduler's observer), and with a store records
 // it in the service's event log there.
-caf::behavior decision_printer(metrics::accounted_actor* self, std::shared_ptr<metrics::metrics_registry> registry,
+sched::decision_observer::behavior_type decision_printer(metrics::accounted<sched::decision_observer::base>* self, std::shared_ptr<metrics::metrics_registry> registry,
                                control::control_leadership* store) {
   self->account_as("decision_printer", std::move(registry));
   return {[store](const msg::job_command& c) {

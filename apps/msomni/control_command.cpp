@@ -176,7 +176,7 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
       err << "msomni " << verb << ": the job's control process at " << address << " does not answer (has it ended?)\n";
       return exit_failed;
     }
-    auto orchestrator = gw.remote_actor("control", "orchestrator");
+    auto orchestrator = gw.remote_actor<msg::orchestrator_actor>("control", "orchestrator");
     const char* user = std::getenv("USER");
     msg::control_request req{token, verb, a.replicas, a.grace_s, std::string("cli:") + (user ? user : "?")};
     int code = exit_failed;

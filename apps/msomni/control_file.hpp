@@ -4,7 +4,7 @@
 
 #include "core/control_file.hpp"
 
-#include <caf/actor.hpp>
+#include "messages/actor_interfaces.hpp"
 
 #include <string>
 
@@ -17,7 +17,7 @@ using msomni::read_control_file;
 
 // msomni-run's orchestrator (its control endpoint, joined) and the run's token.
 struct control_endpoint {
-  caf::actor orchestrator;
+  msg::orchestrator_actor orchestrator;
   std::string token;
 };
 

@@ -102,7 +102,7 @@ bool inspect_source::fetch_job(json& out, std::chrono::milliseconds timeout, std
   msg::control_request req{control_->token, "inspect", 0, 0, std::string("inspect:") + (user ? user : "?")};
   bool ok = false;
   caf::scoped_actor self{sys_};
-  self->request(gw_->remote_actor("control", "orchestrator"), timeout, req)
+  self->request(gw_->remote_actor<msg::orchestrator_actor>("control", "orchestrator"), timeout, req)
       .receive(
           [&](const msg::control_reply& r) {
             if (!r.ok) {
@@ -124,7 +124,7 @@ bool inspect_source::fetch_scheduler(json& out, std::chrono::milliseconds timeou
   }
   bool ok = false;
   caf::scoped_actor self{sys_};
-  self->request(gw_->remote_actor("sched", "scheduler-" + scheduler_->token), timeout,
+  self->request(gw_->remote_actor<msg::scheduler_actor>("sched", "scheduler-" + scheduler_->token), timeout,
                 msg::scheduler_status_request{"inspect"})
       .receive(
           [&](const msg::scheduler_status& s) {

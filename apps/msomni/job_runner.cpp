@@ -30,7 +30,7 @@ void send_after(runner_actor* self, nanos after, Atom atom) {
 // Looks for a restarted scheduler through the info file (find_scheduler).
 void find_scheduler(runner_actor* self) {
   auto& s = self->state;
-  caf::actor found;
+  msg::scheduler_actor found;
   std::optional<std::string> error;
   try {
     if (s.find_scheduler) found = s.find_scheduler();
@@ -52,7 +52,7 @@ void command_ended(runner_actor* self, int shell_code) {
   carry_out(self, s.core.on_command_ended(shell_code, saved_step(s.core.spec().run_dir), s.clock.now()));
 }
 
-caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
+runner_impl::behavior_type runner(runner_actor* self, job_spec spec, job_runner_env env,
                      std::function<void(int, const std::string&)> done) {
   auto& st = self->state;
   st.metrics = metrics_follower(spec.run_dir, spec.id);
@@ -67,7 +67,7 @@ caf::behavior runner(runner_actor* self, job_spec spec, job_runner_env env,
   self->set_down_handler([self](const caf::down_msg& d) {
     auto& s = self->state;
     if (!s.scheduler || d.source != s.scheduler.address()) return;  // an earlier instance
-    s.scheduler = caf::actor{};
+    s.scheduler = msg::scheduler_actor{};
     carry_out(self, s.core.on_scheduler_lost(s.clock.now()));
   });
   self->set_exit_handler([self](const caf::exit_msg& m) {
@@ -148,13 +148,13 @@ void carry_out(runner_actor* self, job_runner::actions acts) {
 
 }  // namespace runner_detail
 
-caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, job_runner_env env,
+job_runner_actor spawn_job_runner(caf::actor_system& sys, job_spec spec, job_runner_env env,
                             std::function<void(int, const std::string&)> done) {
   return sys.spawn(runner_detail::runner, std::move(spec), std::move(env), std::move(done));
 }
 
-void interrupt_job_runner(const caf::actor& runner, int sig) {
-  caf::anon_send(runner, runner_detail::interrupt_atom::value, sig);
+void interrupt_job_runner(const job_runner_actor& runner, int sig) {
+  caf::anon_send(runner, interrupt_atom::value, sig);
 }
 
 }  // namespace msomni::cli

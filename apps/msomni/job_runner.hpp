@@ -37,7 +37,7 @@
 #include "control_file.hpp"
 #include "job_spec.hpp"
 
-#include <caf/actor.hpp>
+#include <caf/atom.hpp>
 #include <caf/fwd.hpp>
 
 #include <cstdint>
@@ -55,16 +55,20 @@ using job_spec = job_runner::job_spec;
 // control endpoint. The two functions are called on the runner's thread and may block
 // briefly; they return an invalid handle / nullopt when there is none.
 struct job_runner_env {
-  caf::actor scheduler;
-  std::function<caf::actor()> find_scheduler;
+  msg::scheduler_actor scheduler;
+  std::function<msg::scheduler_actor()> find_scheduler;
   std::function<std::optional<control_endpoint>(const std::string& run_dir)> find_control;  // resize_in_place
 };
 
-caf::actor spawn_job_runner(caf::actor_system& sys, job_spec spec, job_runner_env env,
+// The runner as `msomni job` holds it: the scheduler's messages, and (interrupt_atom, signal).
+using interrupt_atom = caf::atom_constant<caf::atom("jrintr")>;
+using job_runner_actor = msg::job_actor::extend<caf::reacts_to<interrupt_atom, int>>;
+
+job_runner_actor spawn_job_runner(caf::actor_system& sys, job_spec spec, job_runner_env env,
                             std::function<void(int, const std::string&)> done);
 // msomni job was interrupted by `sig` (Ctrl-C's SIGINT, or SIGTERM): the command's group gets
 // the same signal and its grace, the scheduler hears how it ended (a stopped one stays
 // resumable), then `done` is called.
-void interrupt_job_runner(const caf::actor& runner, int sig);
+void interrupt_job_runner(const job_runner_actor& runner, int sig);
 
 }  // namespace msomni::cli

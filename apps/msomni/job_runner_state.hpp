@@ -14,8 +14,8 @@
 #include "core/process.hpp"
 #include "messages/catalog.hpp"
 
-#include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -30,12 +30,11 @@ using quiet_atom = caf::atom_constant<caf::atom("jrquiet")>;
 using reconnect_atom = caf::atom_constant<caf::atom("jrrejoin")>;
 using resize_poll_atom = caf::atom_constant<caf::atom("jrresize")>;
 using stop_overdue_atom = caf::atom_constant<caf::atom("jrkill")>;
-using interrupt_atom = caf::atom_constant<caf::atom("jrintr")>;
 
 struct runner_state {
   job_runner::job_runner_core core{job_spec{}};
-  caf::actor scheduler;  // invalid while the scheduler is away
-  std::function<caf::actor()> find_scheduler;
+  msg::scheduler_actor scheduler;  // invalid while the scheduler is away
+  std::function<msg::scheduler_actor()> find_scheduler;
   std::function<std::optional<control_endpoint>(const std::string&)> find_control;
   std::function<void(int, const std::string&)> done;
   std::optional<control_endpoint> control;  // msomni-run's, while an in-place resize runs
@@ -48,7 +47,12 @@ struct runner_state {
   static inline const char* name = "job_runner";
 };
 
-using runner_actor = caf::stateful_actor<runner_state>;
+// What the runner takes: the scheduler's messages about its job, and its own timers and
+// interruptions.
+using runner_impl = msg::job_actor::extend<caf::reacts_to<reconnect_atom>, caf::reacts_to<resize_poll_atom>,
+                                           caf::reacts_to<quiet_atom>, caf::reacts_to<stop_overdue_atom, uint64_t>,
+                                           caf::reacts_to<interrupt_atom, int>, caf::reacts_to<poll_atom>>;
+using runner_actor = caf::stateful_actor<runner_state, runner_impl::base>;
 
 // job_runner.cpp: the core's actions, carried out in order.
 void carry_out(runner_actor* self, job_runner::actions acts);

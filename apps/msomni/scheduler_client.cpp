@@ -47,16 +47,18 @@ bool scheduler_client::reach(const std::string& peer, const std::string& address
 
 bool scheduler_client::join(std::chrono::milliseconds timeout) { return reach("sched", ep_.address, timeout); }
 
-caf::actor scheduler_client::scheduler() { return gw_.remote_actor("sched", "scheduler-" + ep_.token); }
+msg::scheduler_actor scheduler_client::scheduler() {
+  return gw_.remote_actor<msg::scheduler_actor>("sched", "scheduler-" + ep_.token);
+}
 
 std::optional<control_endpoint> scheduler_client::control_of(const std::string& run_dir,
                                                              std::chrono::milliseconds timeout) {
   const auto file = read_control_file(std::filesystem::path(run_dir) / "control.json");
   if (!file || !reach("control", file->address, timeout, file->token)) return std::nullopt;
-  return control_endpoint{gw_.remote_actor("control", "orchestrator"), file->token};
+  return control_endpoint{gw_.remote_actor<msg::orchestrator_actor>("control", "orchestrator"), file->token};
 }
 
-caf::actor scheduler_client::reconnect(const std::string& info_file, std::chrono::milliseconds timeout) {
+msg::scheduler_actor scheduler_client::reconnect(const std::string& info_file, std::chrono::milliseconds timeout) {
   const auto ep = read_scheduler_info(info_file);
   if (!ep || ep->token == ep_.token) return {};  // still the instance that went away
   if (!reach("sched", ep->address, timeout)) return {};

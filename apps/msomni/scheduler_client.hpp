@@ -29,11 +29,11 @@ class scheduler_client {
   scheduler_client(const scheduler_endpoint& ep, const std::string& node);
   // True once the service answered within `timeout`.
   bool join(std::chrono::milliseconds timeout);
-  caf::actor scheduler();
+  msg::scheduler_actor scheduler();
   // After the service went away: when `info_file` names a new instance (another token: a
   // restarted msomni-sched writes a fresh one), joins it and returns its scheduler's handle;
   // an invalid handle while there is none yet or it does not answer within `timeout`.
-  caf::actor reconnect(const std::string& info_file, std::chrono::milliseconds timeout);
+  msg::scheduler_actor reconnect(const std::string& info_file, std::chrono::milliseconds timeout);
   // The control endpoint of the msomni-run whose run directory is `run_dir` (its
   // control.json), joined within `timeout`; nullopt when there is none or it does not answer.
   std::optional<control_endpoint> control_of(const std::string& run_dir, std::chrono::milliseconds timeout);

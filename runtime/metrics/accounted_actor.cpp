@@ -1,4 +1,4 @@
-// accounted_actor (see accounted_actor.hpp).
+// message_accounting (see accounted_actor.hpp).
 #include "metrics/accounted_actor.hpp"
 
 #include <caf/actor_system.hpp>
@@ -7,11 +7,10 @@
 #include <caf/type_nr.hpp>
 #include <caf/uniform_type_info_map.hpp>
 
-#include <chrono>
 
 namespace msomni::metrics {
 
-void accounted_actor::account_as(std::string name, std::shared_ptr<metrics_registry> registry) {
+void message_accounting::account_as(std::string name, std::shared_ptr<metrics_registry> registry) {
   registry_ = std::move(registry);
   name_ = std::move(name);
   types_.clear();
@@ -21,14 +20,14 @@ void accounted_actor::account_as(std::string name, std::shared_ptr<metrics_regis
   handling_ = &registry_->histogram("msomni_actor_handling_seconds", {{"actor", name_}});
 }
 
-accounted_actor::per_type& accounted_actor::add_entry(per_type key, const std::string& message) {
+message_accounting::per_type& message_accounting::add_entry(per_type key, const std::string& message) {
   key.messages = &registry_->counter("msomni_actor_messages_total", {{"actor", name_}, {"message", message}});
   key.seconds = &registry_->counter("msomni_actor_message_seconds_total", {{"actor", name_}, {"message", message}});
   types_.push_back(key);
   return types_.back();
 }
 
-accounted_actor::per_type& accounted_actor::entry_for(const caf::mailbox_element& x) {
+message_accounting::per_type& message_accounting::entry_for(const caf::mailbox_element& x, caf::actor_system& sys) {
   const auto& content = x.content();
   per_type key;
   if (content.size() == 0) {
@@ -54,26 +53,11 @@ accounted_actor::per_type& accounted_actor::entry_for(const caf::mailbox_element
     if (key.type_nr == caf::type_nr<caf::atom_value>::value)
       message = "atom:" + caf::to_string(static_cast<caf::atom_value>(key.atom));
     else
-      message = system().types().portable_name(key.type_nr, key.type);
+      message = sys.types().portable_name(key.type_nr, key.type);
     // CAF names catalog types by their C++ name; the catalog's namespace says nothing.
     if (const auto pos = message.rfind("::"); pos != std::string::npos) message = message.substr(pos + 2);
   }
   return add_entry(key, message);
-}
-
-caf::invoke_message_result accounted_actor::consume(caf::mailbox_element& x) {
-  if (!registry_) return caf::event_based_actor::consume(x);
-  depth_->Set(static_cast<double>(mailbox().queue().total_task_size()));
-  auto& entry = entry_for(x);
-  // Counted before it is handled: a reply sent while handling it may reach its requester,
-  // and be followed by a scrape, before this function returns.
-  entry.messages->Increment();
-  const auto start = std::chrono::steady_clock::now();
-  const auto result = caf::event_based_actor::consume(x);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  entry.seconds->Increment(seconds);
-  handling_->Observe(seconds);
-  return result;
 }
 
 }  // namespace msomni::metrics

@@ -13,7 +13,7 @@ namespace {
 
 using push_atom = caf::atom_constant<caf::atom("mpush")>;
 
-caf::behavior pusher(accounted_actor* self, std::shared_ptr<metrics_registry> registry, caf::actor target,
+caf::behavior pusher(accounted_actor* self, std::shared_ptr<metrics_registry> registry, msg::orchestrator_actor target,
                      push_identity who, std::chrono::milliseconds interval) {
   self->account_as("metrics_pusher", registry);
   self->monitor(target);
@@ -33,7 +33,8 @@ caf::behavior pusher(accounted_actor* self, std::shared_ptr<metrics_registry> re
 
 }  // namespace
 
-caf::actor spawn_metrics_pusher(caf::actor_system& sys, std::shared_ptr<metrics_registry> registry, caf::actor target,
+caf::actor spawn_metrics_pusher(caf::actor_system& sys, std::shared_ptr<metrics_registry> registry,
+                                msg::orchestrator_actor target,
                                 push_identity who, std::chrono::milliseconds interval) {
   return sys.spawn(pusher, std::move(registry), std::move(target), std::move(who), interval);
 }

@@ -3,6 +3,7 @@
 // serves them for the whole job. The pusher is an accounted actor like every shell.
 #pragma once
 
+#include "messages/actor_interfaces.hpp"
 #include "metrics/metrics_registry.hpp"
 
 #include <caf/actor.hpp>
@@ -25,7 +26,8 @@ inline constexpr std::chrono::milliseconds push_interval{1000};
 
 // Pushes `registry` to `target` (the control process's orchestrator) now and every `interval`
 // until the actor is stopped (or its target goes down).
-caf::actor spawn_metrics_pusher(caf::actor_system& sys, std::shared_ptr<metrics_registry> registry, caf::actor target,
+caf::actor spawn_metrics_pusher(caf::actor_system& sys, std::shared_ptr<metrics_registry> registry,
+                                msg::orchestrator_actor target,
                                 push_identity who, std::chrono::milliseconds interval = push_interval);
 
 }  // namespace msomni::metrics

@@ -74,7 +74,7 @@ TEST_CASE("the probe sends a step's exact peak and samples within a step only wh
   void* params = cpu->allocate(1 << 20);
   (void)account->take_peak();
   // A long interval: this test asks for in-step samples itself rather than waiting on the timer.
-  memory_probe probe(sys, orchestrator, account, nullptr, {std::chrono::milliseconds(3'600'000), 2});
+  memory_probe probe(sys, caf::actor_cast<msg::orchestrator_actor>(orchestrator), account, nullptr, {std::chrono::milliseconds(3'600'000), 2});
   CHECK_FALSE(probe.in_step_sample());  // no step runs
   probe.step_started({"rank-1", 4, 1, 2}, 7);
   void* workspace = cpu->allocate(1 << 21);

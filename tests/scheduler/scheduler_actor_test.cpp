@@ -79,7 +79,7 @@ struct job_script {
 
 // A job: submits itself, records what it is told, checkpoints on a notice (taking
 // checkpoint_time) and answers with job_released, finishes when told to.
-caf::behavior scripted_job(caf::event_based_actor* self, caf::actor sched, job_script js,
+caf::behavior scripted_job(caf::event_based_actor* self, msg::scheduler_actor sched, job_script js,
                            std::shared_ptr<job_log> log) {
   if (js.rejoin) self->send(sched, *js.rejoin);
   else self->send(sched, js.submit);
@@ -106,7 +106,7 @@ caf::behavior scripted_job(caf::event_based_actor* self, caf::actor sched, job_s
   };
 }
 
-caf::behavior observer(caf::event_based_actor*, std::shared_ptr<job_log> log) {
+decision_observer::behavior_type observer(decision_observer::pointer, std::shared_ptr<job_log> log) {
   return {[log](const msg::job_command& c) {
     (c.kind == command_kind::hold ? log->holds : log->commands).push_back(c);
   }};
@@ -115,8 +115,8 @@ caf::behavior observer(caf::event_based_actor*, std::shared_ptr<job_log> log) {
 struct scheduler_fixture : msomni::testing::caf_test_fixture {
   coordinator_clock clk{sys};
   std::shared_ptr<job_log> decisions = std::make_shared<job_log>();
-  caf::actor obs = sys.spawn(observer, decisions);
-  caf::actor sched_actor;
+  decision_observer obs = sys.spawn(observer, decisions);
+  msg::scheduler_actor sched_actor;
   std::vector<caf::actor> spawned;
   std::shared_ptr<scheduler_metrics> metrics;
 

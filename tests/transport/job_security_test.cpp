@@ -148,7 +148,7 @@ TEST_CASE("a node without the job's token cannot join but msomni-agent with cont
     const bool up = hub.node().wait_up("control", 5s);
     CHECK_FALSE(up);
     if (up) {
-      auto orchestrator = gw.remote_actor("control", "orchestrator");
+      auto orchestrator = gw.remote_dynamic("control", "orchestrator");
       caf::scoped_actor self{sys};  // a sender, as msomni-agent's actor is: the orchestrator ignores anonymous hellos
       self->send(orchestrator, msomni::msg::agent_hello{"evil", "rack0", "switch0", 8, ::getpid()});
       std::this_thread::sleep_for(1s);

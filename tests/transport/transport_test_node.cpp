@@ -238,9 +238,9 @@ int main(int argc, char** argv) {
 
   // Publish before announcing the address: a peer may send the moment it sees us.
   auto sink_st = std::make_shared<sink_state>();
-  gw.publish("echo", sys.spawn(echo_actor, name));
-  gw.publish("mute", sys.spawn(mute_actor));
-  gw.publish("sink", sys.spawn(sink_actor, sink_st));
+  gw.publish_dynamic("echo", sys.spawn(echo_actor, name));
+  gw.publish_dynamic("mute", sys.spawn(mute_actor));
+  gw.publish_dynamic("sink", sys.spawn(sink_actor, sink_st));
   say("ADDR " + name + " " + hub.node().address());
   std::vector<peer_info> peers;
   for (std::string line; std::getline(std::cin, line) && line != "GO";) {
@@ -270,7 +270,7 @@ int main(int argc, char** argv) {
   if (scenario == "request") {
     // Every node asks every other node's echo actor and checks the typed reply.
     for (const auto& p : peers) {
-      auto echo = gw.remote_actor(p.name, "echo");
+      auto echo = gw.remote_dynamic(p.name, "echo");
       for (uint64_t i = 0; i < 20 && error.empty(); ++i)
         self->request(echo, 5s, msg::scale_request{i, 1, 0, name})
             .receive([&](const msg::scale_reply& r) {
@@ -283,7 +283,7 @@ int main(int argc, char** argv) {
     // Every non-leader sends 100k heartbeats to the leader's sink, flushing every 10k.
     const uint64_t total = 100000;
     if (!leader) {
-      auto sink = gw.remote_actor(members.front(), "sink");
+      auto sink = gw.remote_dynamic(members.front(), "sink");
       for (uint64_t i = 0; i < total && error.empty(); ++i) {
         self->send(sink, msg::heartbeat{name, 0, 1, i, 0});
         if ((i + 1) % 10000 == 0)
@@ -329,7 +329,7 @@ int main(int argc, char** argv) {
     // Everyone monitors every peer's echo; the driver SIGKILLs the last node.
     std::vector<caf::actor> watched;
     for (const auto& p : peers) {
-      watched.push_back(gw.remote_actor(p.name, "echo"));
+      watched.push_back(gw.remote_dynamic(p.name, "echo"));
       self->monitor(watched.back());
     }
     if (name != members.back()) {
@@ -377,7 +377,7 @@ int main(int argc, char** argv) {
     // The first node asks the last node's mute actor with a 60 s timeout; the driver SIGKILLs
     // the last node: the request fails as soon as the node is down, not after 60 s.
     if (name != members.back()) {
-      auto mute = gw.remote_actor(members.back(), "mute");
+      auto mute = gw.remote_dynamic(members.back(), "mute");
       bool asked = false;
       self->request(mute, 60s, msg::scale_request{1, 1, 0, name})
           .receive([&](const msg::scale_reply&) { error = "a mute actor answered"; },

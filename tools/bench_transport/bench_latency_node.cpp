@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   transport_hub hub(node_named(name, busy_poll_us));
   transport_hub actor_hub(node_named(name + "-gw", busy_poll_us));
   gateway gw(sys, actor_hub);
-  gw.publish("echo", sys.spawn([](caf::event_based_actor*) -> caf::behavior {
+  gw.publish_dynamic("echo", sys.spawn([](caf::event_based_actor*) -> caf::behavior {
     return {[](const msg::scale_request& r) { return msg::scale_reply{r.request_id, true, ""}; }};
   }));
 
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     std::cout << "RATE_FRAME " << stream_total / s << std::endl;
 
     caf::scoped_actor self{sys};
-    auto echo = gw.remote_actor(other + "-gw", "echo");
+    auto echo = gw.remote_dynamic(other + "-gw", "echo");
     const int req = 5000;
     for (int i = 0; i < req + 500; ++i) {
       if (i == 500) t0 = std::chrono::steady_clock::now();

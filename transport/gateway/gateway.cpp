@@ -270,7 +270,7 @@ gateway::~gateway() {
   impl_->proxies.clear();
 }
 
-void gateway::publish(const std::string& name, caf::actor actor) {
+void gateway::publish_dynamic(const std::string& name, caf::actor actor) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->published[name] = std::move(actor);
 }
@@ -280,7 +280,7 @@ void gateway::unpublish(const std::string& name) {
   impl_->published.erase(name);
 }
 
-caf::actor gateway::remote_actor(const std::string& node, const std::string& name) {
+caf::actor gateway::remote_dynamic(const std::string& node, const std::string& name) {
   if (name.empty() || name.size() > max_actor_name)
     throw std::invalid_argument("remote_actor: name must be 1.." + std::to_string(max_actor_name) + " bytes");
   uint64_t aid;

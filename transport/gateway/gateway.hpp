@@ -11,6 +11,8 @@
 #include "hub/transport_hub.hpp"
 
 #include <caf/actor.hpp>
+#include <caf/actor_cast.hpp>
+#include <caf/typed_actor.hpp>
 #include <caf/fwd.hpp>
 
 #include <atomic>
@@ -40,12 +42,25 @@ class gateway {
   gateway(const gateway&) = delete;
   gateway& operator=(const gateway&) = delete;
 
-  // Makes `actor` reachable from other processes as (this node, name).
-  void publish(const std::string& name, caf::actor actor);
+  // Makes `actor` reachable from other processes as (this node, name). Production actors
+  // are published by their typed interface (messages/actor_interfaces.hpp).
+  template <class... Sigs>
+  void publish(const std::string& name, const caf::typed_actor<Sigs...>& actor) {
+    publish_dynamic(name, caf::actor_cast<caf::actor>(actor));
+  }
   void unpublish(const std::string& name);
 
-  // A handle to the actor published as `name` on `node` (which must be connected).
-  caf::actor remote_actor(const std::string& node, const std::string& name);
+  // A handle to the actor published as `name` on `node` (which must be connected), typed by
+  // the interface the caller expects of it: e.g. remote_actor<msg::worker_actor>(rank, "worker").
+  template <class Interface>
+  Interface remote_actor(const std::string& node, const std::string& name) {
+    return caf::actor_cast<Interface>(remote_dynamic(node, name));
+  }
+
+  // The same, dynamically typed: for the gateway's own tests and benchmarks, whose actors
+  // are not msomni's.
+  void publish_dynamic(const std::string& name, caf::actor actor);
+  caf::actor remote_dynamic(const std::string& node, const std::string& name);
 
   const gateway_counters& counters() const;
 
