@@ -1,7 +1,5 @@
-// The data stage actors' shared vocabulary (CAF, internal to msomni_data_actors): the atoms
-// the stages and actor_pipeline exchange, the samples and batches they pass as shared pointers,
-// and how each stage actor is spawned (data_reader_actor.cpp, data_decode_actors.cpp,
-// data_tensor_actor.cpp).
+// The data stage actors' shared vocabulary (CAF, internal to msomni_data_actors): their atoms,
+// the shared-pointer messages they pass, and how each stage actor is spawned.
 #pragma once
 
 #include "batch_handoff.hpp"

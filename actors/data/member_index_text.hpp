@@ -1,5 +1,5 @@
-// A remote shard's member index (its tar listing) as the text the local cache keeps, tied to
-// the object's size and ETag so a changed object's index is never used (internal to msomni_data).
+// A remote shard's member index as the text the local cache keeps, tied to the object's size
+// and ETag so a changed object's index is never used (internal to msomni_data).
 #pragma once
 
 #include "shard_cache.hpp"

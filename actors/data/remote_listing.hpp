@@ -1,6 +1,5 @@
 // Listing the shards of a remote source (internal to msomni_data): an s3:// prefix by
-// ListObjectsV2, an http(s):// directory or shard list by its text (remote_storage.hpp says
-// which uri names what). Unsorted; the storage sorts and checks them.
+// ListObjectsV2, an http(s):// directory or shard list by its text (see remote_storage.hpp).
 #pragma once
 
 #include "shard_cache.hpp"

@@ -1,8 +1,5 @@
-// Reads of remote shards started ahead of use (storage::prefetch), on a few threads of their
-// own (internal to msomni_data). Bounded: at most io.remote_prefetch reads per source are
-// hinted, the bytes held (queued, in flight or done and not yet taken) stay under
-// prefetch_bytes, and a hint that does not fit, or a done read that is never taken, is
-// dropped and counted.
+// The read-ahead pool of remote shards (storage::prefetch): reads started ahead of use on a
+// few threads of their own (internal to msomni_data).
 #pragma once
 
 #include <condition_variable>
@@ -16,6 +13,9 @@
 
 namespace msomni::data {
 
+// Bounded: at most io.remote_prefetch reads per source are hinted, the bytes held (queued, in
+// flight or done and not yet taken) stay under prefetch_bytes, and a hint that does not fit,
+// or a done read that is never taken, is dropped and counted.
 class prefetcher {
  public:
   // Reads [offset, offset + bytes.size()) of the shard at `uri` into `bytes`; false when it

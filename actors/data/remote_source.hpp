@@ -1,6 +1,5 @@
-// One remote shard as a byte_source (internal to msomni_data): ranged GETs or the local
-// cache, reads started ahead taken when there, and the member index built once by walking the
-// tar headers in io-window sized GETs, or loaded from memory or the cache.
+// One remote shard as a byte_source, with its member index built once or loaded from memory
+// or the cache (internal to msomni_data).
 #pragma once
 
 #include "shard_cache.hpp"
@@ -28,7 +27,9 @@ class member_index_memory {
   size_t members_held_ = 0;
 };
 
-// Reads of one shard: ranged GETs (or the cache), the member index built or loaded once.
+// Reads of one shard: a read started ahead when there is one, else the cache, else a ranged
+// GET. The member index is built once by walking the tar headers in io-window sized GETs, or
+// loaded from memory or the cache.
 class remote_source final : public byte_source {
  public:
   remote_source(member_index_memory& indexes, object_key key, std::shared_ptr<shard_cache> cache);

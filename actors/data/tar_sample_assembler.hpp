@@ -1,6 +1,5 @@
-// Tar members into samples: a WebDataset shard's members grouped by key (key.jpg + key.txt ->
-// one sample), the members a sample of a modality uses, and the raw sample their bytes make.
-// Pure: it reads nothing; callers read the bytes it names and hand them in.
+// Tar members into samples (key.jpg + key.txt -> one sample), the members a sample uses, and
+// the raw sample their bytes make. Pure: callers read the bytes it names and hand them in.
 #pragma once
 
 #include "core/modality.hpp"
