@@ -61,7 +61,9 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-void say_hello(metrics::accounted<agent_impl::base>* self, agent_state& st) {
+using agent_self = metrics::accounted<agent_impl::base>*;
+
+void say_hello(agent_self self, agent_state& st) {
   self->send(st.orchestrator, msg::agent_hello{st.s.node, st.s.rack, st.s.switch_name, st.s.slots,
                                                static_cast<int64_t>(::getpid())});
 }
@@ -75,7 +77,61 @@ void lose_leader(agent_state& st) {
   if (st.s.on_orchestrator_lost) st.s.on_orchestrator_lost();
 }
 
-agent_impl::behavior_type node_agent(metrics::accounted<agent_impl::base>* self, std::shared_ptr<agent_state> st) {
+// Starts rank `r.name` in a free slot of this node.
+void start_rank(agent_self self, agent_state* st, const msg::spawn_rank& r) {
+  auto args = r.args;
+  args.insert(args.end(), {"--node", st->s.node});
+  // A repeated spawn of a live rank keeps its slot (the old process is replaced).
+  auto held = st->slot_of;
+  held.erase(r.name);
+  const int64_t slot = lowest_free_slot(held);
+  try {
+    st->ranks[r.name] = std::make_unique<logged_process>(
+        st->s.rank_binary, args, st->s.log_dir + "/" + r.name + ".log",
+        std::vector<std::string>{std::string(job_token_env) + "=" + st->s.job_token,
+                                 // how many ranks may share this node's cores (training.threads = 0)
+                                 "MSOMNI_NODE_SLOTS=" + std::to_string(st->s.slots),
+                                 // the rank's local index: which of the node's GPUs it binds
+                                 "MSOMNI_NODE_SLOT=" + std::to_string(slot)},
+        r.name + " on node " + st->s.node + attempt_note(st->s.log_dir), st->s.ranks_ignore_stop_signals,
+        st->s.outliving_logger);
+    st->slot_of[r.name] = slot;
+    if (st->s.live_ranks) *st->s.live_ranks = st->ranks.size();
+  } catch (const std::exception& e) {
+    self->send(st->orchestrator, msg::rank_exited{r.name, st->s.node, -1, e.what()});
+  }
+}
+
+// Reaps the ranks that ended and tells the leader (or holds the news for the next one).
+void reap_ranks(agent_self self, agent_state* st) {
+  for (auto it = st->ranks.begin(); it != st->ranks.end();) {
+    if (auto status = it->second->poll_exit()) {
+      msg::rank_exited e{it->first, st->s.node, *status, *status == 0 ? "" : it->second->log_tail()};
+      if (st->orchestrator) {
+        self->send(st->orchestrator, std::move(e));
+      } else {  // for the next leader, which may have adopted it already
+        MSOMNI_LOG(warn, "agent") << it->first << " on node " << st->s.node << " ended (status " << *status
+                                  << ") while this agent had no leader; told to the next one";
+        st->held_exits.push_back(std::move(e));
+        if (st->ends_held) st->ends_held->Increment();
+        if (st->held_exits.size() > held_exits_max) {
+          st->held_exits.pop_front();
+          if (st->ends_let_go) st->ends_let_go->Increment();
+          MSOMNI_LOG(warn, "agent") << "node " << st->s.node << ": " << ++st->exits_let_go
+                                    << " rank ends let go unreported (more than " << held_exits_max << " held)";
+        }
+      }
+      st->slot_of.erase(it->first);
+      it = st->ranks.erase(it);
+      if (st->s.live_ranks) *st->s.live_ranks = st->ranks.size();
+    } else {
+      ++it;
+    }
+  }
+  self->delayed_send(self, poll_interval, poll_atom::value);
+}
+
+agent_impl::behavior_type node_agent(agent_self self, std::shared_ptr<agent_state> st) {
   self->account_as("node_agent", st->s.metrics);
   if (st->s.metrics) {
     st->ends_held = &st->s.metrics->counter("msomni_agent_rank_ends_leaderless_total", {{"outcome", "held"}});
@@ -99,29 +155,7 @@ agent_impl::behavior_type node_agent(metrics::accounted<agent_impl::base>* self,
   self->delayed_send(self, poll_interval, poll_atom::value);
   self->delayed_send(self, st->s.heartbeat_interval, beat_atom::value);
   return {
-      [self, st](const msg::spawn_rank& r) {
-        auto args = r.args;
-        args.insert(args.end(), {"--node", st->s.node});
-        // A repeated spawn of a live rank keeps its slot (the old process is replaced).
-        auto held = st->slot_of;
-        held.erase(r.name);
-        const int64_t slot = lowest_free_slot(held);
-        try {
-          st->ranks[r.name] = std::make_unique<logged_process>(
-              st->s.rank_binary, args, st->s.log_dir + "/" + r.name + ".log",
-              std::vector<std::string>{std::string(job_token_env) + "=" + st->s.job_token,
-                                       // how many ranks may share this node's cores (training.threads = 0)
-                                       "MSOMNI_NODE_SLOTS=" + std::to_string(st->s.slots),
-                                       // the rank's local index: which of the node's GPUs it binds
-                                       "MSOMNI_NODE_SLOT=" + std::to_string(slot)},
-              r.name + " on node " + st->s.node + attempt_note(st->s.log_dir), st->s.ranks_ignore_stop_signals,
-              st->s.outliving_logger);
-          st->slot_of[r.name] = slot;
-          if (st->s.live_ranks) *st->s.live_ranks = st->ranks.size();
-        } catch (const std::exception& e) {
-          self->send(st->orchestrator, msg::rank_exited{r.name, st->s.node, -1, e.what()});
-        }
-      },
+      [self, st](const msg::spawn_rank& r) { start_rank(self, st.get(), r); },
       [self, st](leader_atom, const msg::orchestrator_actor& next) {
         if (!st->s.follow_leader || !next) return;
         st->orchestrator = next;
@@ -151,33 +185,7 @@ agent_impl::behavior_type node_agent(metrics::accounted<agent_impl::base>* self,
       [st](const msg::stop_rank& r) {
         if (auto it = st->ranks.find(r.name); it != st->ranks.end()) it->second->kill9();
       },
-      [self, st](poll_atom) {
-        for (auto it = st->ranks.begin(); it != st->ranks.end();) {
-          if (auto status = it->second->poll_exit()) {
-            msg::rank_exited e{it->first, st->s.node, *status, *status == 0 ? "" : it->second->log_tail()};
-            if (st->orchestrator) {
-              self->send(st->orchestrator, std::move(e));
-            } else {  // for the next leader, which may have adopted it already
-              MSOMNI_LOG(warn, "agent") << it->first << " on node " << st->s.node << " ended (status " << *status
-                                        << ") while this agent had no leader; told to the next one";
-              st->held_exits.push_back(std::move(e));
-              if (st->ends_held) st->ends_held->Increment();
-              if (st->held_exits.size() > held_exits_max) {
-                st->held_exits.pop_front();
-                if (st->ends_let_go) st->ends_let_go->Increment();
-                MSOMNI_LOG(warn, "agent") << "node " << st->s.node << ": " << ++st->exits_let_go
-                                          << " rank ends let go unreported (more than " << held_exits_max << " held)";
-              }
-            }
-            st->slot_of.erase(it->first);
-            it = st->ranks.erase(it);
-            if (st->s.live_ranks) *st->s.live_ranks = st->ranks.size();
-          } else {
-            ++it;
-          }
-        }
-        self->delayed_send(self, poll_interval, poll_atom::value);
-      },
+      [self, st](poll_atom) { reap_ranks(self, st.get()); },
       [self, st](beat_atom) {
         if (st->orchestrator) self->send(st->orchestrator, msg::heartbeat{st->s.node, 0, 0, ++st->seq, now_ns()});
         self->delayed_send(self, st->s.heartbeat_interval, beat_atom::value);

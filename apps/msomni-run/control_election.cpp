@@ -35,44 +35,32 @@ int exit_code_of_phase(const std::string& phase) {
   return orchestrator::exit_failed;
 }
 
-}  // namespace
-
-std::optional<int> stand_for_control(const config::job_config& cfg, const run_paths& paths, const run_options& opts,
-                                     control_role& role, std::ostream& err) {
-  std::string why;
-  control::leadership_options o;
-  o.endpoints = parse_store_url(cfg.control.store, why);  // checked with the config
-  o.job = cfg.job.name;
-  o.fingerprint = control::config_fingerprint(cfg.resolved_values);
-  o.run_dir = paths.run_dir.string();
-  o.ttl = std::chrono::seconds(cfg.control.lease_ttl_s);
-  o.yield_to_another_leader = std::getenv(stands_count_var) != nullptr;  // stood again (stand_again)
-  role.leadership = std::make_unique<control::control_leadership>(o);
-  stop_signal::install();
-  role.elected = role.leadership->campaign(stop_signal::flag(), [&err](const std::string& line) {
-    err << "msomni-run: " << line << std::endl;
-  });
-  const auto& e = role.elected;
-  if (!e.elected) {
-    stop_signal::restore();
-    if (e.yielded) {
-      err << "msomni-run: another control process leads the job now: " << e.previous_leader.id << " (term " << e.term
-          << "); this deposed leader does not stand by\n";
-      return orchestrator::exit_deposed;
-    }
-    if (!e.problem.empty()) {
-      err << "msomni-run: " << e.problem << "; nothing was started.\n";
-      return orchestrator::exit_failed;
-    }
-    err << "msomni-run: stopped while standing by; nothing was started.\n";
-    return orchestrator::exit_stopped;
+// Not elected: why, as an exit code.
+int not_elected(const control::election& e, std::ostream& err) {
+  stop_signal::restore();
+  if (e.yielded) {
+    err << "msomni-run: another control process leads the job now: " << e.previous_leader.id << " (term " << e.term
+        << "); this deposed leader does not stand by\n";
+    return orchestrator::exit_deposed;
   }
+  if (!e.problem.empty()) {
+    err << "msomni-run: " << e.problem << "; nothing was started.\n";
+    return orchestrator::exit_failed;
+  }
+  err << "msomni-run: stopped while standing by; nothing was started.\n";
+  return orchestrator::exit_stopped;
+}
+
+// Elected: whether what the store says of the job lets this process lead it. nullopt: it
+// does; else the exit code.
+std::optional<int> may_lead(const control::election& e, const config::job_config& cfg, const std::string& fingerprint,
+                            const run_options& opts, std::ostream& err) {
   const auto& prev = e.previous;
   switch (e.what) {
     case control::takeover::other_config:
       stop_signal::restore();
       err << "msomni-run: the job \"" << cfg.job.name << "\" in the control store ran with another configuration "
-          << "(fingerprint " << prev.fingerprint << ", this one " << o.fingerprint
+          << "(fingerprint " << prev.fingerprint << ", this one " << fingerprint
           << "); every control process of a job needs the same config and --set values; nothing was started.\n";
       return exit_usage;
     case control::takeover::job_ended:
@@ -88,23 +76,17 @@ std::optional<int> stand_for_control(const config::job_config& cfg, const run_pa
             << "nothing was started.\n";
         return exit_usage;
       }
-      break;
+      return std::nullopt;
     case control::takeover::start:
-      break;
+      return std::nullopt;
   }
-  role.leadership->serve([&role](const std::string& why) {
-    role.deposed_why = why;
-    role.lease_ran_out = !role.leadership->deposed_by_fence();
-    role.deposed = true;
-    stop_signal::flag() = true;  // a standby's wait below ends too
-  });
-  err << "msomni-run: leading the job (term " << e.term << ")"
-      << (e.what == control::takeover::take_over ? ", taking over from " + prev.leader + " (last step " +
-                                                      std::to_string(prev.step) + ")"
-                                                : std::string())
-      << std::endl;
-  // A leader that was cut off may still hold the run directory while it stops its ranks: the
-  // takeover starts once it let go (the kernel drops the lock of a dead process at once).
+  return std::nullopt;
+}
+
+// A leader that was cut off may still hold the run directory while it stops its ranks: the
+// takeover starts once it let go (the kernel drops the lock of a dead process at once).
+// nullopt: the directory is free; else the exit code.
+std::optional<int> wait_for_run_dir(control_role& role, const run_paths& paths, std::ostream& err) {
   bool said = false;
   while (const auto holder = dir_lock::holder_of(paths.run_dir)) {
     if (role.deposed || stop_signal::flag()) break;
@@ -123,6 +105,40 @@ std::optional<int> stand_for_control(const config::job_config& cfg, const run_pa
     return orchestrator::exit_stopped;
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<int> stand_for_control(const config::job_config& cfg, const run_paths& paths, const run_options& opts,
+                                     control_role& role, std::ostream& err) {
+  std::string why;
+  control::leadership_options o;
+  o.endpoints = parse_store_url(cfg.control.store, why);  // checked with the config
+  o.job = cfg.job.name;
+  o.fingerprint = control::config_fingerprint(cfg.resolved_values);
+  o.run_dir = paths.run_dir.string();
+  o.ttl = std::chrono::seconds(cfg.control.lease_ttl_s);
+  o.yield_to_another_leader = std::getenv(stands_count_var) != nullptr;  // stood again (stand_again)
+  role.leadership = std::make_unique<control::control_leadership>(o);
+  stop_signal::install();
+  role.elected = role.leadership->campaign(stop_signal::flag(), [&err](const std::string& line) {
+    err << "msomni-run: " << line << std::endl;
+  });
+  const auto& e = role.elected;
+  if (!e.elected) return not_elected(e, err);
+  if (const auto rc = may_lead(e, cfg, o.fingerprint, opts, err)) return rc;
+  role.leadership->serve([&role](const std::string& why) {
+    role.deposed_why = why;
+    role.lease_ran_out = !role.leadership->deposed_by_fence();
+    role.deposed = true;
+    stop_signal::flag() = true;  // a standby's wait below ends too
+  });
+  err << "msomni-run: leading the job (term " << e.term << ")"
+      << (e.what == control::takeover::take_over ? ", taking over from " + e.previous.leader + " (last step " +
+                                                      std::to_string(e.previous.step) + ")"
+                                                : std::string())
+      << std::endl;
+  return wait_for_run_dir(role, paths, err);
 }
 
 int stand_again(int argc, char** argv, const control_role& role, std::ostream& err) {
