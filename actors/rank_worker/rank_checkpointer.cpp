@@ -129,6 +129,17 @@ void rank_checkpointer::finish(transport::communicator& comm) {
   if (!pending_) return;
   writer_->wait_idle();
   const int64_t decide_from = steady_ns();
+  const ckpt::save_outcome mine = own_outcome();
+  std::string why;  // the first failed rank's cause
+  const auto records = exchange_records(comm, mine, why);
+  std::string reason;
+  const bool committed_by_zero = rank_ == 0 && commit_on_rank_zero(records, why, reason);
+  const bool committed = share_verdict(comm, committed_by_zero, reason);
+  tidy_after_verdict(committed);
+  conclude(committed, reason, mine.write_ns, decide_from);
+}
+
+ckpt::save_outcome rank_checkpointer::own_outcome() {
   ckpt::save_outcome mine;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -138,9 +149,13 @@ void rank_checkpointer::finish(transport::communicator& comm) {
   if (!mine.ok) {
     MSOMNI_LOG(error, "checkpoint") << "rank " << rank_ << ": " << mine.error;
   }
+  return mine;
+}
+
+std::vector<ckpt::shard_record> rank_checkpointer::exchange_records(transport::communicator& comm,
+                                                                    const ckpt::save_outcome& mine, std::string& why) {
   // Every rank learns every record (and whether and why it failed): one broadcast per rank.
   std::vector<ckpt::shard_record> records;
-  std::string why;  // the first failed rank's cause
   for (int r = 0; r < comm.size(); ++r) {
     std::array<uint64_t, 7> packed{};
     if (r == static_cast<int>(rank_))
@@ -153,37 +168,48 @@ void rank_checkpointer::finish(transport::communicator& comm) {
     records.push_back({static_cast<uint32_t>(packed[1]), packed[2], packed[3], packed[4],
                        static_cast<uint32_t>(packed[5]), ckpt::checkpoint_dir_name(pending_->step)});
   }
-  std::array<uint64_t, 2> verdict{0, 0};  // committed, length of rank 0's reason
-  std::string reason;
-  if (rank_ == 0) {
-    msg::checkpoint_done report{pending_->step, 0, false, 0, 0, why};
-    if (why.empty()) {
-      try {
-        store_.commit_durable(*pending_, records);  // retention runs once the ranks know
-        verdict[0] = 1;
-        report.ok = true;
-        for (const auto& r : records) report.bytes += r.bytes;
-      } catch (const std::exception& e) {
-        report.error = std::string("commit: ") + e.what();
-        MSOMNI_LOG(error, "checkpoint") << "commit of step " << pending_->step << " failed: " << e.what();
-      }
+  return records;
+}
+
+bool rank_checkpointer::commit_on_rank_zero(const std::vector<ckpt::shard_record>& records, const std::string& why,
+                                            std::string& reason) {
+  bool committed = false;
+  msg::checkpoint_done report{pending_->step, 0, false, 0, 0, why};
+  if (why.empty()) {
+    try {
+      store_.commit_durable(*pending_, records);  // retention runs once the ranks know
+      committed = true;
+      report.ok = true;
+      for (const auto& r : records) report.bytes += r.bytes;
+    } catch (const std::exception& e) {
+      report.error = std::string("commit: ") + e.what();
+      MSOMNI_LOG(error, "checkpoint") << "commit of step " << pending_->step << " failed: " << e.what();
     }
-    if (!verdict[0]) {
-      // Only this save's staging directory: the previous checkpoint and other files stay.
-      try {
-        store_.abandon(*pending_);
-      } catch (const std::exception& e) {
-        report.error += "; its staging directory could not be removed: " + std::string(e.what());
-      }
-    }
-    reason = report.error;
-    verdict[1] = reason.size();
-    if (settings_.on_commit) settings_.on_commit(report);
   }
+  if (!committed) {
+    // Only this save's staging directory: the previous checkpoint and other files stay.
+    try {
+      store_.abandon(*pending_);
+    } catch (const std::exception& e) {
+      report.error += "; its staging directory could not be removed: " + std::string(e.what());
+    }
+  }
+  reason = report.error;
+  if (settings_.on_commit) settings_.on_commit(report);
+  return committed;
+}
+
+bool rank_checkpointer::share_verdict(transport::communicator& comm, bool committed, std::string& reason) {
+  // Only rank 0's values count: the others send zeros and receive its verdict.
+  std::array<uint64_t, 2> verdict{0, 0};  // committed, length of rank 0's reason
+  if (rank_ == 0) verdict = {committed ? 1u : 0u, reason.size()};
   comm.broadcast(std::as_writable_bytes(std::span<uint64_t>(verdict)), 0);
   reason.resize(verdict[1]);
   if (verdict[1] > 0) comm.broadcast(std::as_writable_bytes(std::span<char>(reason)), 0);
-  const bool committed = verdict[0] == 1;
+  return verdict[0] == 1;
+}
+
+void rank_checkpointer::tidy_after_verdict(bool committed) {
   if (committed && rank_ == 0) {
     // Retention and temporaries after the ranks have their verdict: deleting older
     // checkpoints is not on the save's path. A failure here leaves the commit standing.
@@ -201,8 +227,11 @@ void rank_checkpointer::finish(transport::communicator& comm) {
       MSOMNI_LOG(warn, "checkpoint") << "rank " << rank_ << ": " << e.what();
     }
   }
+}
+
+void rank_checkpointer::conclude(bool committed, const std::string& reason, int64_t write_ns, int64_t decide_from) {
   const int64_t now = steady_ns();
-  decided_ = save_timing{pending_->step, last_step_seen_, committed, now - submitted_ns_, mine.write_ns,
+  decided_ = save_timing{pending_->step, last_step_seen_, committed, now - submitted_ns_, write_ns,
                          now - decide_from, reason};
   const uint64_t step = pending_->step;
   pending_.reset();

@@ -113,6 +113,23 @@ class rank_checkpointer {
               bool healthy = true);
   // Whether every rank's writer is done with the save in flight (collective, never waits).
   bool all_durable(transport::communicator& comm);
+  // This rank's writer's outcome for the save in flight (the writer is idle).
+  ckpt::save_outcome own_outcome();
+  // Every rank's shard record of the save in flight, one broadcast per rank (collective);
+  // `why` gets the first failed rank's cause, or stays empty.
+  std::vector<ckpt::shard_record> exchange_records(transport::communicator& comm, const ckpt::save_outcome& mine,
+                                                   std::string& why);
+  // Rank 0 commits the save when no rank failed, else removes its staging directory; reports
+  // the attempt to on_commit. Returns whether it committed; `reason` gets the report's error.
+  bool commit_on_rank_zero(const std::vector<ckpt::shard_record>& records, const std::string& why, std::string& reason);
+  // Every rank learns rank 0's verdict and its reason (collective). Returns whether it committed.
+  bool share_verdict(transport::communicator& comm, bool committed, std::string& reason);
+  // What follows a verdict on this rank: retention on rank 0 after a commit, the staging
+  // directory removed on the others after a failure.
+  void tidy_after_verdict(bool committed);
+  // Records the decided save and counts it; throws checkpoint_give_up when the failures in a
+  // row reach the limit.
+  void conclude(bool committed, const std::string& reason, int64_t write_ns, int64_t decide_from);
 
   checkpointing_settings settings_;
   uint32_t rank_;

@@ -38,10 +38,6 @@ double rank_trainer::lr_at(uint64_t step) const {
 
 msg::step_record rank_trainer::step(uint64_t announce) {
   const auto start = clock_.now();
-  nanos data_wait{0};
-  double loss_sum = 0;  // sum over micro-batches of mean loss x target tokens
-  double targets = 0, inputs = 0;
-  nanos compute{0};  // this rank's forward and backward time in the step
   model_.zero_gradients();
   const uint64_t downgraded_before = data_->downgraded_total();
   // The counts the last step ended with: a sample the data stages count between two steps
@@ -50,6 +46,24 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   const float scale = 1.0f / static_cast<float>(settings_.grad_accum);
   last_batch_ = {};
   last_fit_.reset();
+  take_fit_target();
+  const auto totals = run_micro_batches(scale);
+  all_reduce_gradients();
+  auto stats = own_statistics(announce, totals, downgraded_before, bad_before);
+  comm_->all_reduce(stats.values, transport::reduce_op::sum);
+  announced_ = static_cast<uint64_t>(stats.values[stat_announce]);
+
+  auto opt = settings_.optimizer;
+  opt.lr = lr_at(step_);
+  opt.gradient_scale = 1.0 / comm_->size();
+  const auto rep = model_.optimizer_step(opt);
+  ++step_;
+
+  const auto elapsed = clock_.now() - start;
+  return record_of(stats, rep, elapsed, totals);
+}
+
+void rank_trainer::take_fit_target() {
   if (fit_source_)
     if (auto target = fit_source_(step_ + 1)) {
       step_fit f;
@@ -58,10 +72,14 @@ msg::step_record rank_trainer::step(uint64_t announce) {
       f.cut_allow_bytes = cut_allowance(f.target, activations());
       last_fit_ = std::move(f);
     }
+}
+
+rank_trainer::micro_batch_totals rank_trainer::run_micro_batches(float scale) {
+  micro_batch_totals t;
   for (int64_t k = 0; k < settings_.grad_accum; ++k) {
     const auto before = clock_.now();
     const auto batch = data_->next();
-    data_wait += clock_.now() - before;
+    t.data_wait += clock_.now() - before;
     auto run = [&](const model::micro_batch& mb, float s) {
       // The step's features are those of what ran: a fitted micro-batch counts as its parts,
       // so the memory sample's peak and its features agree, and the predictor learns what an
@@ -70,11 +88,11 @@ msg::step_record rank_trainer::step(uint64_t announce) {
       const auto compute_from = clock_.now();
       const auto rep = model_.forward_backward(mb, s);
       const auto spent = clock_.now() - compute_from;
-      compute += spent;
+      t.compute += spent;
       cost_model_.observe(cost_features_of(mb), std::chrono::duration<double, std::milli>(spent).count());
-      loss_sum += rep.loss * static_cast<double>(rep.target_tokens);
-      targets += static_cast<double>(rep.target_tokens);
-      inputs += static_cast<double>(rep.input_tokens);
+      t.loss_sum += rep.loss * static_cast<double>(rep.target_tokens);
+      t.targets += static_cast<double>(rep.target_tokens);
+      t.inputs += static_cast<double>(rep.input_tokens);
     };
     if (!last_fit_) {
       run(batch, scale);
@@ -82,6 +100,10 @@ msg::step_record rank_trainer::step(uint64_t announce) {
     }
     run_fitted(batch, scale, run);
   }
+  return t;
+}
+
+void rank_trainer::all_reduce_gradients() {
   // Gradients: a sum over ranks, scaled by 1/W inside the optimizer.
   auto grads = model_.gradient_data();
   const auto allreduce_from = clock_.now();
@@ -99,6 +121,11 @@ msg::step_record rank_trainer::step(uint64_t announce) {
     model_.copy_from_host(model::buffer_role::gradients, host_grads_);
   }
   last_allreduce_ = {clock_.now() - allreduce_from, grads.size() * sizeof(float)};
+}
+
+rank_trainer::step_statistics rank_trainer::own_statistics(uint64_t announce, const micro_batch_totals& totals,
+                                                           uint64_t downgraded_before,
+                                                           const std::vector<msg::bad_sample_count>& bad_before) {
   // Epochs are small integers, exact in a float (below 2^24); only rank 0 adds one.
   const auto downgraded = static_cast<float>(data_->downgraded_total() - downgraded_before);
   // Good samples decoded by bytes unlike their names, this step, are the sixth statistic; bad
@@ -111,46 +138,44 @@ msg::step_record rank_trainer::step(uint64_t announce) {
   const uint64_t mismatched_after = last_listing_.mismatched;
   const auto mismatched = static_cast<float>(mismatched_after - std::min(mismatched_after, mismatched_before_));
   mismatched_before_ = mismatched_after;
-  std::vector<float> stats = {static_cast<float>(loss_sum), static_cast<float>(targets), static_cast<float>(inputs),
-                              static_cast<float>(announce), downgraded, mismatched};
-  constexpr size_t bad_from = 6;
+  step_statistics s;
+  s.values = {static_cast<float>(totals.loss_sum), static_cast<float>(totals.targets), static_cast<float>(totals.inputs),
+              static_cast<float>(announce), downgraded, mismatched};
   for (size_t i = 0; i < bad_after.size(); ++i)
-    stats.push_back(static_cast<float>(bad_after[i].count - (i < bad_before.size() ? bad_before[i].count : 0)));
+    s.values.push_back(static_cast<float>(bad_after[i].count - (i < bad_before.size() ? bad_before[i].count : 0)));
   // Then one slot per rank, each rank's own compute ms in its slot: after the sum every rank
   // knows every rank's compute time, so the step's imbalance.
-  const size_t compute_from = stats.size();
-  stats.resize(compute_from + size_t(comm_->size()), 0.0f);
-  stats[compute_from + size_t(comm_->rank())] = static_cast<float>(std::chrono::duration<double, std::milli>(compute).count());
-  comm_->all_reduce(stats, transport::reduce_op::sum);
-  announced_ = static_cast<uint64_t>(stats[3]);
+  s.compute_from = s.values.size();
+  s.values.resize(s.compute_from + size_t(comm_->size()), 0.0f);
+  s.values[s.compute_from + size_t(comm_->rank())] =
+      static_cast<float>(std::chrono::duration<double, std::milli>(totals.compute).count());
+  return s;
+}
 
-  auto opt = settings_.optimizer;
-  opt.lr = lr_at(step_);
-  opt.gradient_scale = 1.0 / comm_->size();
-  const auto rep = model_.optimizer_step(opt);
-  ++step_;
-
-  const auto elapsed = clock_.now() - start;
+msg::step_record rank_trainer::record_of(const step_statistics& stats, const model::optimizer_report& rep, nanos elapsed,
+                                         const micro_batch_totals& totals) {
+  const auto& v = stats.values;
+  const auto& bad_after = bad_counted_;  // the counts own_statistics took for this step
   msg::step_record r;
   r.step = step_;
   r.world_size = static_cast<uint32_t>(comm_->size());
-  r.loss = stats[1] > 0 ? static_cast<double>(stats[0]) / static_cast<double>(stats[1]) : 0.0;
+  r.loss = v[stat_targets] > 0 ? static_cast<double>(v[stat_loss]) / static_cast<double>(v[stat_targets]) : 0.0;
   r.step_time_ns = elapsed.count();
-  r.tokens_per_s = elapsed.count() > 0 ? static_cast<double>(stats[2]) * 1e9 / static_cast<double>(elapsed.count()) : 0;
-  own_tokens_per_s_ = elapsed.count() > 0 ? inputs * 1e9 / static_cast<double>(elapsed.count()) : 0;
-  r.data_wait_ns = data_wait.count();
-  r.downgraded_samples = static_cast<uint64_t>(stats[4]);  // all ranks, this step
-  r.mismatched_names = static_cast<uint64_t>(stats[5]);
+  r.tokens_per_s = elapsed.count() > 0 ? static_cast<double>(v[stat_inputs]) * 1e9 / static_cast<double>(elapsed.count()) : 0;
+  own_tokens_per_s_ = elapsed.count() > 0 ? totals.inputs * 1e9 / static_cast<double>(elapsed.count()) : 0;
+  r.data_wait_ns = totals.data_wait.count();
+  r.downgraded_samples = static_cast<uint64_t>(v[stat_downgraded]);  // all ranks, this step
+  r.mismatched_names = static_cast<uint64_t>(v[stat_mismatched]);
   for (size_t i = 0; i < bad_after.size(); ++i)
-    if (const auto n = static_cast<uint64_t>(stats[bad_from + i]); n > 0) r.bad_samples.push_back({bad_after[i].reason, n});
+    if (const auto n = static_cast<uint64_t>(v[stat_bad_from + i]); n > 0) r.bad_samples.push_back({bad_after[i].reason, n});
   double compute_max = 0, compute_sum = 0;
-  for (size_t i = compute_from; i < stats.size(); ++i) {
-    compute_max = std::max(compute_max, static_cast<double>(stats[i]));
-    compute_sum += static_cast<double>(stats[i]);
+  for (size_t i = stats.compute_from; i < v.size(); ++i) {
+    compute_max = std::max(compute_max, static_cast<double>(v[i]));
+    compute_sum += static_cast<double>(v[i]);
   }
   r.compute_ms_max = compute_max;
   r.compute_ms_mean = compute_sum / static_cast<double>(comm_->size());
-  own_compute_ms_ = static_cast<double>(stats[compute_from + size_t(comm_->rank())]);
+  own_compute_ms_ = static_cast<double>(v[stats.compute_from + size_t(comm_->rank())]);
   r.grad_norm = rep.grad_norm;
   r.optimizer_skipped = rep.skipped;
   r.loss_kind = msg::kind_of(r.loss);

@@ -112,8 +112,37 @@ class rank_trainer {
   uint64_t parameter_checksum() const;
 
  private:
+  // What one step's micro-batches added up to on this rank.
+  struct micro_batch_totals {
+    double loss_sum = 0;  // sum over micro-batches of mean loss x target tokens
+    double targets = 0, inputs = 0;
+    nanos compute{0};  // this rank's forward and backward time
+    nanos data_wait{0};
+  };
+  // The step's statistics, one all-reduce's worth, and where the per-rank compute slots begin.
+  struct step_statistics {
+    std::vector<float> values;
+    size_t compute_from = 0;
+  };
+  // The fixed leading slots of step_statistics::values; bad-sample counts follow them.
+  static constexpr size_t stat_loss = 0, stat_targets = 1, stat_inputs = 2, stat_announce = 3, stat_downgraded = 4,
+                          stat_mismatched = 5, stat_bad_from = 6;
+
   double lr_at(uint64_t step) const;
   activation_bytes_fn activations() const;
+  // Sets last_fit_ from the fit source's target for the coming step, if it names one.
+  void take_fit_target();
+  // Forward and backward over grad_accum micro-batches, gradients accumulating in the model.
+  micro_batch_totals run_micro_batches(float scale);
+  // The sum over ranks of the gradient buffer, wherever it lives; sets last_allreduce_.
+  void all_reduce_gradients();
+  // This rank's share of the step's statistics (not yet summed); advances the bad-sample
+  // and mismatch counts to the data source's snapshot.
+  step_statistics own_statistics(uint64_t announce, const micro_batch_totals& totals, uint64_t downgraded_before,
+                                 const std::vector<msg::bad_sample_count>& bad_before);
+  // The step's record from the summed statistics; sets own_tokens_per_s_ and own_compute_ms_.
+  msg::step_record record_of(const step_statistics& stats, const model::optimizer_report& rep, nanos elapsed,
+                             const micro_batch_totals& totals);
   // One micro-batch under the step's fit target: as it is, or as the parts batch_fit plans.
   void run_fitted(const model::micro_batch& batch, float scale,
                   const std::function<void(const model::micro_batch&, float)>& run);
