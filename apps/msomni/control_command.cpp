@@ -124,6 +124,99 @@ int answer_ended(const std::string& verb, const control_args& a, const std::stri
   return exit_ok;
 }
 
+// A job whose control process is gone and left no summary: with a store, a standby may be
+// taking over, so what the store knows; without, it has ended. Exit 1 either way.
+int answer_gone(const std::string& verb, const control_args& a, const control_file& file, std::ostream& out,
+                std::ostream& err) {
+  if (!file.store.empty()) {  // a standby may be taking over: say what the store knows
+    err << "msomni " << verb << ": the job's control process (pid " << file.pid << ") is gone and no leader serves it now\n";
+    const auto view = store_view(file);
+    (a.json ? out : err) << (a.json ? view.to_json().dump() + "\n" : view.to_text());
+    return exit_failed;
+  }
+  err << "msomni " << verb << ": the job has ended (its control process, pid " << file.pid
+      << ", is gone) and left no summary.json in " << a.run_dir << "\n";
+  return exit_failed;
+}
+
+// Waits up to 10 s for the control node to let this one in; false after saying why it did not.
+bool control_answers(transport::transport_hub& hub, const std::atomic<bool>& refused, const std::string& verb,
+                     const std::string& address, std::ostream& err) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!hub.node().wait_up("control", 100ms) && !refused && std::chrono::steady_clock::now() < deadline) {
+  }
+  if (refused) {
+    err << "msomni " << verb << ": refused: missing or wrong token (read it from the run directory's control.json)\n";
+    return false;
+  }
+  if (!hub.node().is_up("control")) {
+    err << "msomni " << verb << ": the job's control process at " << address << " does not answer (has it ended?)\n";
+    return false;
+  }
+  return true;
+}
+
+// Sends `req` to the orchestrator and prints its reply (JSON with --json where it has one).
+// Returns the exit code.
+int request_and_print(caf::actor_system& sys, const msg::orchestrator_actor& orchestrator,
+                      const msg::control_request& req, const std::string& verb, const control_args& a,
+                      const control_file& file, std::ostream& out, std::ostream& err) {
+  int code = exit_failed;
+  caf::scoped_actor self{sys};
+  self->request(orchestrator, 30s, req)
+      .receive(
+          [&](const msg::control_reply& r) {
+            // status of a job with a store: the control plane as the store has it, too.
+            const bool plane = verb == "status" && r.ok && !file.store.empty();
+            if (a.json && !r.json.empty()) {
+              auto j = nlohmann::ordered_json::parse(r.json, nullptr, false);
+              if (plane && j.is_object()) j["control_plane"] = store_view(file).to_json();
+              out << (j.is_discarded() ? r.json : j.dump()) << "\n";
+            } else {
+              (r.ok ? out : err) << (r.ok ? "" : "msomni " + verb + ": ") << r.text << (r.text.ends_with("\n") ? "" : "\n");
+              if (plane) out << store_view(file).to_text();
+            }
+            code = r.ok ? exit_ok : exit_failed;
+          },
+          [&](caf::error& e) {
+            if (e == caf::sec::request_receiver_down)
+              err << "msomni " << verb << ": the job's control process at " << file.address
+                  << " went away before it answered (has it ended?)\n";
+            else
+              err << "msomni " << verb << ": no reply: " << caf::to_string(e) << "\n";
+          });
+  return code;
+}
+
+// Joins the job's control process over UCX as a short-lived node and sends it one
+// control_request. Returns the exit code.
+int ask_job(const std::string& verb, const control_args& a, const control_file& file, std::ostream& out,
+            std::ostream& err) {
+  const std::string& address = file.address;
+  const std::string token = a.token.value_or(file.token);
+  caf::actor_system_config cfg;
+  caf::actor_system sys{configure_process(cfg, 1, idle_threads::wake)};
+  try {
+    transport::ucx_node_options opt;
+    opt.busy_poll = transport::control_plane_busy_poll;
+    opt.name = "cli-" + std::to_string(::getpid());
+    opt.listen_host = transport::local_address_towards(address.substr(0, address.rfind(':')));  // and loopback
+    std::atomic<bool> refused{false};  // outlives the hub that sets it
+    transport::transport_hub hub(opt);
+    hub.add_refusal_listener([&](const std::string&, const std::string&) { refused = true; });
+    transport::gateway gw(sys, hub);
+    hub.node().connect(address, token);  // the control node lets in only peers that prove the token
+    if (!control_answers(hub, refused, verb, address, err)) return exit_failed;
+    auto orchestrator = gw.remote_actor<msg::orchestrator_actor>("control", "orchestrator");
+    const char* user = std::getenv("USER");
+    msg::control_request req{token, verb, a.replicas, a.grace_s, std::string("cli:") + (user ? user : "?")};
+    return request_and_print(sys, orchestrator, req, verb, a, file, out, err);
+  } catch (const std::exception& e) {
+    err << "msomni " << verb << ": " << e.what() << "\n";
+    return exit_failed;
+  }
+}
+
 int send(const std::string& verb, const control_args& a, std::ostream& out, std::ostream& err) {
   const auto path = std::filesystem::path(a.run_dir) / "control.json";
   const auto file = read_control_file(path);
@@ -140,74 +233,8 @@ int send(const std::string& verb, const control_args& a, std::ostream& out, std:
     return exit_usage;
   }
   if (const auto summary = ended_run_summary(a.run_dir, *file)) return answer_ended(verb, a, *summary, out, err);
-  if (control_process_gone(*file)) {
-    if (!file->store.empty()) {  // a standby may be taking over: say what the store knows
-      err << "msomni " << verb << ": the job's control process (pid " << file->pid << ") is gone and no leader serves it now\n";
-      const auto view = store_view(*file);
-      (a.json ? out : err) << (a.json ? view.to_json().dump() + "\n" : view.to_text());
-      return exit_failed;
-    }
-    err << "msomni " << verb << ": the job has ended (its control process, pid " << file->pid
-        << ", is gone) and left no summary.json in " << a.run_dir << "\n";
-    return exit_failed;
-  }
-  const std::string& address = file->address;
-  const std::string token = a.token.value_or(file->token);
-  caf::actor_system_config cfg;
-  caf::actor_system sys{configure_process(cfg, 1, idle_threads::wake)};
-  try {
-    transport::ucx_node_options opt;
-    opt.busy_poll = transport::control_plane_busy_poll;
-    opt.name = "cli-" + std::to_string(::getpid());
-    opt.listen_host = transport::local_address_towards(address.substr(0, address.rfind(':')));  // and loopback
-    std::atomic<bool> refused{false};  // outlives the hub that sets it
-    transport::transport_hub hub(opt);
-    hub.add_refusal_listener([&](const std::string&, const std::string&) { refused = true; });
-    transport::gateway gw(sys, hub);
-    hub.node().connect(address, token);  // the control node lets in only peers that prove the token
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!hub.node().wait_up("control", 100ms) && !refused && std::chrono::steady_clock::now() < deadline) {
-    }
-    if (refused) {
-      err << "msomni " << verb << ": refused: missing or wrong token (read it from the run directory's control.json)\n";
-      return exit_failed;
-    }
-    if (!hub.node().is_up("control")) {
-      err << "msomni " << verb << ": the job's control process at " << address << " does not answer (has it ended?)\n";
-      return exit_failed;
-    }
-    auto orchestrator = gw.remote_actor<msg::orchestrator_actor>("control", "orchestrator");
-    const char* user = std::getenv("USER");
-    msg::control_request req{token, verb, a.replicas, a.grace_s, std::string("cli:") + (user ? user : "?")};
-    int code = exit_failed;
-    caf::scoped_actor self{sys};
-    self->request(orchestrator, 30s, req)
-        .receive(
-            [&](const msg::control_reply& r) {
-              // status of a job with a store: the control plane as the store has it, too.
-              const bool plane = verb == "status" && r.ok && !file->store.empty();
-              if (a.json && !r.json.empty()) {
-                auto j = nlohmann::ordered_json::parse(r.json, nullptr, false);
-                if (plane && j.is_object()) j["control_plane"] = store_view(*file).to_json();
-                out << (j.is_discarded() ? r.json : j.dump()) << "\n";
-              } else {
-                (r.ok ? out : err) << (r.ok ? "" : "msomni " + verb + ": ") << r.text << (r.text.ends_with("\n") ? "" : "\n");
-                if (plane) out << store_view(*file).to_text();
-              }
-              code = r.ok ? exit_ok : exit_failed;
-            },
-            [&](caf::error& e) {
-              if (e == caf::sec::request_receiver_down)
-                err << "msomni " << verb << ": the job's control process at " << address
-                    << " went away before it answered (has it ended?)\n";
-              else
-                err << "msomni " << verb << ": no reply: " << caf::to_string(e) << "\n";
-            });
-    return code;
-  } catch (const std::exception& e) {
-    err << "msomni " << verb << ": " << e.what() << "\n";
-    return exit_failed;
-  }
+  if (control_process_gone(*file)) return answer_gone(verb, a, *file, out, err);
+  return ask_job(verb, a, *file, out, err);
 }
 
 // A duration flag: "120s", "2m", "1h" or "90" (seconds), within `limit`; rewritten to seconds.

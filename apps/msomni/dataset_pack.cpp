@@ -123,9 +123,9 @@ std::string write_shard(const fs::path& out, size_t index, const std::vector<sam
   return final_path.string();
 }
 
-}  // namespace
-
-pack_result pack_dataset(const pack_options& o) {
+// Refuses a source that is no directory, --per-shard 0, and an OUT that is no directory or
+// already holds shards. Returns OUT as a canonical path, to keep it out of the walk.
+fs::path checked_output(const pack_options& o) {
   std::error_code ec;
   if (!fs::is_directory(o.source, ec)) throw std::runtime_error(o.source.string() + " is not a directory");
   if (o.per_shard == 0) throw std::runtime_error("--per-shard must be at least 1");
@@ -135,10 +135,14 @@ pack_result pack_dataset(const pack_options& o) {
         throw std::runtime_error(o.out.string() + " already holds shards (" + e.path().filename().string() +
                                  "); choose an empty or new directory, nothing is overwritten");
   if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec)) throw std::runtime_error(o.out.string() + " is not a directory");
-  const fs::path out_abs = fs::weakly_canonical(o.out, ec);
+  return fs::weakly_canonical(o.out, ec);
+}
 
+// Every regular file under `source`, none inside `out_abs` (OUT), sorted: the packing order.
+std::vector<fs::path> files_under(const fs::path& source, const fs::path& out_abs) {
+  std::error_code ec;
   std::vector<fs::path> files;
-  for (auto it = fs::recursive_directory_iterator(o.source, fs::directory_options::skip_permission_denied, ec);
+  for (auto it = fs::recursive_directory_iterator(source, fs::directory_options::skip_permission_denied, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_directory(ec) && fs::weakly_canonical(it->path(), ec) == out_abs) {
       it.disable_recursion_pending();  // OUT inside the folder: its shards are no input
@@ -146,8 +150,119 @@ pack_result pack_dataset(const pack_options& o) {
     }
     if (it->is_regular_file(ec)) files.push_back(it->path());
   }
-  if (ec) throw std::runtime_error("walking " + o.source.string() + ": " + ec.message());
+  if (ec) throw std::runtime_error("walking " + source.string() + ": " + ec.message());
   std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Why bytes of `format` (empty: none msomni knows) in a file named with `ext` are not packed
+// as `kind`.
+std::string wrong_format_reason(const std::string& ext, std::string_view format, modality kind) {
+  const bool named_media = !data::format_of_extension(ext.empty() ? ext : ext.substr(1)).empty();
+  if (format.empty() && !named_media)
+    return std::string("not ") + (kind == modality::image ? "an image" : "a video") +
+           " msomni decodes, by its bytes (accepted: " + std::string(data::accepted_extensions(kind)) + ")";
+  if (format.empty())
+    return "named " + ext + " but its bytes are no " + to_string(kind) + " format msomni decodes" + conversion_hint(kind);
+  return "its bytes are a " + std::string(data::format_label(format)) + " " + to_string(data::kind_of_format(format)) +
+         "; pack " + to_string(data::kind_of_format(format)) + "s with --" + to_string(data::kind_of_format(format)) + "s";
+}
+
+// The caption of media file `f` (from its name, or from the .txt beside it), or nullopt with
+// the reason added to r.skipped.
+std::optional<std::string> caption_of(const fs::path& f, const pack_options& o, pack_result& r) {
+  std::string text;
+  if (o.caption_from_name) {
+    text = caption_from_stem(f.stem().string());
+  } else {
+    fs::path caption = f;
+    caption.replace_extension(".txt");
+    std::error_code ec;
+    if (!fs::is_regular_file(caption, ec)) {
+      r.skipped.push_back({f.string(), "no caption (expected " + caption.filename().string() + ", or --caption-from name)"});
+      return std::nullopt;
+    }
+    std::string why;
+    const auto bytes = read_bytes(caption, why);
+    if (!bytes) {
+      r.skipped.push_back({caption.string(), why});
+      return std::nullopt;
+    }
+    text.assign(bytes->begin(), bytes->end());
+  }
+  if (std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); })) {
+    r.skipped.push_back({f.string(), "empty caption"});
+    return std::nullopt;
+  }
+  if (!data::valid_utf8(text)) {
+    r.skipped.push_back({f.string(), "caption is not valid UTF-8"});
+    return std::nullopt;
+  }
+  return text;
+}
+
+// Media file `f` (extension `ext`, lower case) judged as training would judge it: the sample
+// to pack, key still unset, or nullopt with the reason added to r.skipped.
+std::optional<sample_file> judged_sample(const fs::path& f, const std::string& ext, const pack_options& o,
+                                         data::media_decoder& decoder, pack_result& r) {
+  std::error_code size_ec;
+  const uint64_t size = fs::file_size(f, size_ec);
+  if (!size_ec && size > o.limits.max_sample_bytes) {
+    r.skipped.push_back({f.string(), std::to_string(size) + " bytes, over --max-sample-bytes " +
+                                         std::to_string(o.limits.max_sample_bytes) + " (training refuses it as too_large)"});
+    return std::nullopt;
+  }
+  std::string why;
+  auto bytes = read_bytes(f, why);
+  if (!bytes) {
+    r.skipped.push_back({f.string(), why});
+    return std::nullopt;
+  }
+  const std::string_view format = data::sniff_media_format(*bytes);
+  if (!data::accepted_format(o.kind, format)) {
+    r.skipped.push_back({f.string(), wrong_format_reason(ext, format, o.kind)});
+    return std::nullopt;
+  }
+  sample_file s;
+  s.media = f;
+  auto caption = caption_of(f, o, r);
+  if (!caption) return std::nullopt;
+  s.caption = std::move(*caption);
+  s.ext = member_extension(ext, format);
+  // Decoded once, as training decodes it: what would be refused there is refused here.
+  data::raw_sample probe;
+  probe.kind = o.kind;
+  probe.key = f.string();
+  probe.media_ext = s.ext;
+  probe.caption = s.caption;
+  probe.media = std::move(*bytes);
+  const data::decoded_sample decoded = decoder.decode(probe, false);
+  if (decoded.bad) {
+    r.skipped.push_back({f.string(), std::string(data::to_string(decoded.reason)) + ": " + decoded.cause +
+                                         (decoded.reason == data::bad_reason::too_many_pixels ? "" : conversion_hint(o.kind))});
+    return std::nullopt;
+  }
+  s.bytes = std::move(probe.media);
+  return s;
+}
+
+// The sample's key: its name under the source, unless another sample has it or it does not
+// fit a ustar name with its extension; then "sample-N" (N: the samples packed before it).
+std::string unique_key(const fs::path& f, const std::string& ext, const pack_options& o,
+                       const std::set<std::string>& keys, uint64_t packed) {
+  std::string key = key_of(fs::relative(f, o.source).replace_extension());
+  if (keys.count(key) || key.size() + 1 + ext.size() > member_name_max) {
+    key = "sample-" + std::to_string(packed);
+    while (keys.count(key)) key += "_";
+  }
+  return key;
+}
+
+}  // namespace
+
+pack_result pack_dataset(const pack_options& o) {
+  const fs::path out_abs = checked_output(o);
+  const std::vector<fs::path> files = files_under(o.source, out_abs);
 
   pack_result r;
   std::set<std::string> keys;
@@ -164,86 +279,11 @@ pack_result pack_dataset(const pack_options& o) {
     const std::string ext = lower(f.extension().string());
     if (ext == ".txt") continue;  // a caption: taken with its media below, or reported after
     media_stems.insert(fs::path(f).replace_extension());
-    std::error_code size_ec;
-    const uint64_t size = fs::file_size(f, size_ec);
-    if (!size_ec && size > o.limits.max_sample_bytes) {
-      r.skipped.push_back({f.string(), std::to_string(size) + " bytes, over --max-sample-bytes " +
-                                           std::to_string(o.limits.max_sample_bytes) + " (training refuses it as too_large)"});
-      continue;
-    }
-    std::string why;
-    auto bytes = read_bytes(f, why);
-    if (!bytes) {
-      r.skipped.push_back({f.string(), why});
-      continue;
-    }
-    const std::string_view format = data::sniff_media_format(*bytes);
-    if (!data::accepted_format(o.kind, format)) {
-      const bool named_media = !data::format_of_extension(ext.empty() ? ext : ext.substr(1)).empty();
-      if (format.empty() && !named_media) {
-        r.skipped.push_back({f.string(), std::string("not ") + (o.kind == modality::image ? "an image" : "a video") +
-                                             " msomni decodes, by its bytes (accepted: " +
-                                             std::string(data::accepted_extensions(o.kind)) + ")"});
-      } else if (format.empty()) {
-        r.skipped.push_back({f.string(), "named " + ext + " but its bytes are no " + to_string(o.kind) +
-                                             " format msomni decodes" + conversion_hint(o.kind)});
-      } else {
-        r.skipped.push_back({f.string(), "its bytes are a " + std::string(data::format_label(format)) + " " +
-                                             to_string(data::kind_of_format(format)) + "; pack " +
-                                             to_string(data::kind_of_format(format)) + "s with --" +
-                                             to_string(data::kind_of_format(format)) + "s"});
-      }
-      continue;
-    }
-    sample_file s;
-    s.media = f;
-    if (o.caption_from_name) {
-      s.caption = caption_from_stem(f.stem().string());
-    } else {
-      fs::path caption = f;
-      caption.replace_extension(".txt");
-      if (!fs::is_regular_file(caption, ec)) {
-        r.skipped.push_back({f.string(), "no caption (expected " + caption.filename().string() + ", or --caption-from name)"});
-        continue;
-      }
-      const auto text = read_bytes(caption, why);
-      if (!text) {
-        r.skipped.push_back({caption.string(), why});
-        continue;
-      }
-      s.caption.assign(text->begin(), text->end());
-    }
-    if (std::all_of(s.caption.begin(), s.caption.end(), [](unsigned char c) { return std::isspace(c); })) {
-      r.skipped.push_back({f.string(), "empty caption"});
-      continue;
-    }
-    if (!data::valid_utf8(s.caption)) {
-      r.skipped.push_back({f.string(), "caption is not valid UTF-8"});
-      continue;
-    }
-    s.ext = member_extension(ext, format);
-    // Decoded once, as training decodes it: what would be refused there is refused here.
-    data::raw_sample probe;
-    probe.kind = o.kind;
-    probe.key = f.string();
-    probe.media_ext = s.ext;
-    probe.caption = s.caption;
-    probe.media = std::move(*bytes);
-    const data::decoded_sample decoded = decoder.decode(probe, false);
-    if (decoded.bad) {
-      r.skipped.push_back({f.string(), std::string(data::to_string(decoded.reason)) + ": " + decoded.cause +
-                                           (decoded.reason == data::bad_reason::too_many_pixels ? "" : conversion_hint(o.kind))});
-      continue;
-    }
-    s.bytes = std::move(probe.media);
-    s.key = key_of(fs::relative(f, o.source).replace_extension());
-    // A key must be unique in the dataset and fit a ustar name with its extension.
-    if (keys.count(s.key) || s.key.size() + 1 + s.ext.size() > member_name_max) {
-      s.key = "sample-" + std::to_string(r.packed);
-      while (keys.count(s.key)) s.key += "_";
-    }
-    keys.insert(s.key);
-    pending.push_back(std::move(s));
+    auto s = judged_sample(f, ext, o, decoder, r);
+    if (!s) continue;
+    s->key = unique_key(f, s->ext, o, keys, r.packed);
+    keys.insert(s->key);
+    pending.push_back(std::move(*s));
     ++r.packed;
     if (pending.size() == o.per_shard) {
       r.shards.push_back(write_shard(o.out, r.shards.size(), pending));

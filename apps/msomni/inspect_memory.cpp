@@ -60,50 +60,56 @@ std::vector<json> memory_events(const json& job) {
 
 std::string gb_text(std::optional<double> gb) { return gb ? fixed(*gb, 3) + " GB" : std::string("?"); }
 
-}  // namespace
-
-view_content memory_view(const snapshot& now) {
-  const auto& job = now.job;
-  const auto& settings = memory_of(job);
-  const auto margin_gb = json_number(settings, "safety_margin_gb");
-  const auto device_gb = json_number(settings, "device_memory_gb");
-  const auto predictor = settings.find("predictor_enabled");
-  const bool predictor_known = predictor != settings.end() && predictor->is_boolean();
-
-  // kind in_use, peak, budget (0: none) per rank; the forecast per target (a rank's name).
+// The memory series per rank: the compute backend's kinds (in_use, peak, budget; 0: none),
+// the forecast per target (a rank's name), and the host bytes.
+struct rank_series {
   std::map<std::string, std::map<std::string, double>> compute;
-  for (const auto& row : family(job, "msomni_rank_compute_memory_bytes"))
-    if (const auto v = value_of(row)) compute[process_of(row)][label_of(row, "kind")] = *v;
-  const auto forecast = totals_by(job, "msomni_memory_forecast_bytes", "target");
+  std::map<std::string, double> forecast;
   std::map<std::string, double> host;
+};
+
+rank_series series_of(const json& job) {
+  rank_series s;
+  for (const auto& row : family(job, "msomni_rank_compute_memory_bytes"))
+    if (const auto v = value_of(row)) s.compute[process_of(row)][label_of(row, "kind")] = *v;
+  s.forecast = totals_by(job, "msomni_memory_forecast_bytes", "target");
   for (const auto& row : family(job, "msomni_rank_memory_bytes"))
     if (label_of(row, "kind") == "host")
-      if (const auto v = value_of(row)) host[process_of(row)] += *v;
+      if (const auto v = value_of(row)) s.host[process_of(row)] += *v;
+  return s;
+}
 
-  // The status's ranks in its order, then any other rank a series names (one that left).
+// The status's ranks in its order, then any other rank a series names (one that left).
+std::vector<std::string> ranks_of(const json& job, const rank_series& s) {
   std::vector<std::string> ranks;
   if (job.is_object() && job.contains("ranks") && job["ranks"].is_array())
     for (const auto& r : job["ranks"]) ranks.push_back(r.value("name", std::string("?")));
   std::set<std::string> others;
-  for (const auto& [name, kinds] : compute) others.insert(name);
-  for (const auto& [name, bytes] : forecast) others.insert(name);
+  for (const auto& [name, kinds] : s.compute) others.insert(name);
+  for (const auto& [name, bytes] : s.forecast) others.insert(name);
   for (const auto& name : others)
     if (!name.empty() && std::find(ranks.begin(), ranks.end(), name) == ranks.end()) ranks.push_back(name);
+  return ranks;
+}
 
+// One row per rank: its memory, budget, forecast and whether the forecast fits. `over` gets
+// the number of ranks whose forecast plus the margin is over the budget.
+table ranks_table(const std::vector<std::string>& ranks, const rank_series& s, std::optional<double> device_gb,
+                  std::optional<double> margin_gb, size_t& over) {
   table t{"ranks",
           {{"RANK"}, {"IN_USE", true}, {"PEAK", true}, {"BUDGET", true}, {"FORECAST", true}, {"HEADROOM", true},
            {"FIT"}, {"HOST", true}},
           {}};
-  size_t over = 0;
+  over = 0;
   for (const auto& name : ranks) {
-    const auto c = compute.find(name);
+    const auto c = s.compute.find(name);
     const auto kind = [&](const char* k) {
-      return c == compute.end() ? std::nullopt : find_value(c->second, std::string(k));
+      return c == s.compute.end() ? std::nullopt : find_value(c->second, std::string(k));
     };
     // The rank's own budget (memory.device_memory_gb as it enforces it; 0 none), else the setting.
     auto budget = kind("budget");
     if (!budget || *budget <= 0) budget = device_gb && *device_gb > 0 ? std::optional<double>(*device_gb * bytes_per_gb) : std::nullopt;
-    const auto f = find_value(forecast, name);
+    const auto f = find_value(s.forecast, name);
     std::optional<double> headroom;
     if (budget && f) headroom = *budget - *f;
     // The predictor's test: the forecast plus the margin must stay within the budget.
@@ -114,8 +120,37 @@ view_content memory_view(const snapshot& now) {
       over += passes;
     }
     t.rows.push_back({text_cell(name), si_bytes_cell(kind("in_use")), si_bytes_cell(kind("peak")), si_bytes_cell(budget),
-                      si_bytes_cell(f), si_bytes_cell(headroom), text_cell(fit), si_bytes_cell(find_value(host, name))});
+                      si_bytes_cell(f), si_bytes_cell(headroom), text_cell(fit), si_bytes_cell(find_value(s.host, name))});
   }
+  return t;
+}
+
+// The newest memory events, newest first, at most memory_events_shown.
+table events_table(const json& job) {
+  table events{"memory events", {{"TIME"}, {"KIND"}, {"STEP", true}, {"RANK"}, {"DETAIL"}}, {}};
+  const auto all = memory_events(job);
+  for (auto it = all.rbegin(); it != all.rend() && events.rows.size() < memory_events_shown; ++it) {  // newest first
+    const auto time_ms = json_number(*it, "time_ms");
+    events.rows.push_back({{clock_text(time_ms), time_ms}, text_cell(it->value("kind", std::string())),
+                           number_cell(json_number(*it, "step"), 0), text_cell(it->value("rank", std::string())),
+                           text_cell(it->value("detail", std::string()))});
+  }
+  return events;
+}
+
+}  // namespace
+
+view_content memory_view(const snapshot& now) {
+  const auto& job = now.job;
+  const auto& settings = memory_of(job);
+  const auto margin_gb = json_number(settings, "safety_margin_gb");
+  const auto device_gb = json_number(settings, "device_memory_gb");
+  const auto predictor = settings.find("predictor_enabled");
+  const bool predictor_known = predictor != settings.end() && predictor->is_boolean();
+
+  const auto series = series_of(job);
+  size_t over = 0;
+  table t = ranks_table(ranks_of(job, series), series, device_gb, margin_gb, over);
 
   view_content v;
   if (predictor_known && !predictor->get<bool>()) {
@@ -133,17 +168,8 @@ view_content memory_view(const snapshot& now) {
   v.lines.push_back("rank fit requests: " + counts_text(totals_by(job, "msomni_rank_fit_requests_total", "result"),
                                                         {"taken", "dropped", "stale", "superseded"}));
   v.lines.push_back("samples: " + counts_text(totals_by(job, "msomni_memory_samples_total", "result"), {"accepted", "refused"}));
-
-  table events{"memory events", {{"TIME"}, {"KIND"}, {"STEP", true}, {"RANK"}, {"DETAIL"}}, {}};
-  const auto all = memory_events(job);
-  for (auto it = all.rbegin(); it != all.rend() && events.rows.size() < memory_events_shown; ++it) {  // newest first
-    const auto time_ms = json_number(*it, "time_ms");
-    events.rows.push_back({{clock_text(time_ms), time_ms}, text_cell(it->value("kind", std::string())),
-                           number_cell(json_number(*it, "step"), 0), text_cell(it->value("rank", std::string())),
-                           text_cell(it->value("detail", std::string()))});
-  }
   v.tables.push_back(std::move(t));
-  v.tables.push_back(std::move(events));
+  v.tables.push_back(events_table(job));
   return v;
 }
 
