@@ -199,7 +199,7 @@ TEST_CASE("command line: every msomni subcommand and every program documents eve
       {MSOMNI_RUN_BINARY, "apps/msomni-run/run_options.cpp"},
       {build_root / "apps" / "msomni-rank" / "msomni-rank", "apps/msomni-rank/main.cpp"},
       {MSOMNI_AGENT_BINARY, "apps/msomni-agent/main.cpp"},
-      {MSOMNI_SCHED_BINARY, "apps/msomni-sched/main.cpp"},
+      {MSOMNI_SCHED_BINARY, "apps/msomni-sched/sched_flags.cpp"},
       {build_root / "tools" / "sim" / "msomni-sim", "tools/sim/sim_cli.cpp"},
       {build_root / "tools" / "dataset_gen" / "msomni-gen-dataset", "tools/dataset_gen/main.cpp"},
   };
