@@ -39,7 +39,7 @@ std::string torch_package_dir() {
   throw std::runtime_error("cannot find the msomni_torch package (looked in " + looked + ")");
 }
 
-python_worker::python_worker(const std::string& python) : python_(python) {
+python_worker::python_worker(const std::string& python, int threads) : python_(python) {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
     throw std::system_error(errno, std::generic_category(), "torch worker: socketpair");
@@ -47,6 +47,11 @@ python_worker::python_worker(const std::string& python) : python_(python) {
   process::spawn_options o;
   o.in = process::stream::descriptor(fds[1]);
   o.env = {"PYTHONUNBUFFERED=1"};
+  // torch.set_num_threads in the worker comes after torch's OpenMP pool has started with a
+  // thread per core; ranks sharing the cores then contend (measured: 108 against 80 ms per
+  // step, two ranks on two cores). The pool starts at the rank's share instead.
+  if (threads > 0)
+    for (const char* name : {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}) o.env.push_back(std::string(name) + "=" + std::to_string(threads));
   o.search_path = python.find('/') == std::string::npos;
   o.own_process_group = false;  // whatever signals the rank's group reaches the worker too
   o.ignored_signals = {SIGINT, SIGTERM};

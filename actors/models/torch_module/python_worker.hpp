@@ -24,7 +24,9 @@ class python_worker {
  public:
   // Starts `python` and waits for its greeting. Throws torch_module_error (key
   // model.torch_python) when it cannot start or cannot import torch.
-  explicit python_worker(const std::string& python);
+  // `threads`: the worker's compute threads (its OpenMP pool is started with as many; 0: torch's
+  // default).
+  python_worker(const std::string& python, int threads);
   ~python_worker();
   python_worker(const python_worker&) = delete;
   python_worker& operator=(const python_worker&) = delete;

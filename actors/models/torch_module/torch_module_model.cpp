@@ -49,7 +49,7 @@ torch_module_model::torch_module_model(const model::model_context& context)
   if (m.torch_file.empty()) throw torch_module_error("model.torch_file", "model.name = \"torch\" needs model.torch_file");
   if (m.torch_class.empty()) throw torch_module_error("model.torch_class", "model.name = \"torch\" needs model.torch_class");
   auto args = constructor_args(m);
-  worker_ = std::make_unique<python_worker>(m.torch_python);
+  worker_ = std::make_unique<python_worker>(m.torch_python, threads_);
   const auto built = worker_
                          ->request({{"op", "build"},
                                     {"file", m.torch_file},
