@@ -7,6 +7,7 @@
 #include "step_line.hpp"
 #include "gateway/gateway.hpp"
 #include "messages/actor_interfaces.hpp"
+#include "hub/peer_wiring.hpp"
 #include "hub/transport_hub.hpp"
 #include "builtin_models.hpp"
 #include "model/model_registry.hpp"
@@ -24,32 +25,12 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 namespace msomni::apps {
 
 namespace {
 
 using namespace std::chrono_literals;
-
-// "ADDR" out, "PEER" lines in up to "GO": the ring's members, sorted, once all are up.
-std::vector<std::string> join_peers(transport::transport_hub& hub, const std::string& name) {
-  std::cout << "ADDR " << name << " " << hub.node().address() << std::endl;
-  std::vector<std::string> members{name};
-  std::vector<std::pair<std::string, std::string>> peers;
-  for (std::string line; std::getline(std::cin, line) && line != "GO";) {
-    std::istringstream in(line);
-    std::string tag, n, addr;
-    in >> tag >> n >> addr;
-    if (tag == "PEER" && n != name) peers.emplace_back(n, addr), members.push_back(n);
-  }
-  for (auto& [n, addr] : peers)
-    if (n < name) hub.node().connect(addr);
-  for (auto& [n, addr] : peers)
-    if (!hub.node().wait_up(n, 30s)) throw std::runtime_error("peer " + n + " never came up");
-  std::sort(members.begin(), members.end());
-  return members;
-}
 
 rank_worker::checkpointing_settings checkpointing_of(const config::job_config& cfg, const std::string& dir) {
   return {dir,
@@ -124,7 +105,7 @@ void run_ring(caf::actor_system& sys, const config::job_config& cfg, const stand
     return {[](const msg::join_world&) {}, [](const msg::memory_fit&) {}, [](const msg::rejoin_answer&) {},
             [](const msg::heartbeat&) {}};
   }));
-  transport::ring_communicator ring(hub, join_peers(hub, o.name), 1);
+  transport::ring_communicator ring(hub, transport::wire_peers(hub, o.name, 30s, std::cin, std::cout), 1);
 
   model::model_registry registry;
   models::register_builtin_models(registry);

@@ -2,12 +2,11 @@
 // protocol as the transport tests). Rank 0 prints "BENCH <bytes> <seconds per op>".
 #include "collectives/ring_communicator.hpp"
 #include "core/command_line.hpp"
+#include "hub/peer_wiring.hpp"
 #include "hub/transport_hub.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -49,20 +48,12 @@ int main(int argc, char** argv) {
       ->default_str("1");
   if (const auto rc = msomni::command_line::parse(app, argc, argv)) return *rc;
   transport_hub hub(node_named(name, busy_poll_us));
-  std::cout << "ADDR " << name << " " << hub.node().address() << std::endl;
-  std::vector<std::string> members{name};
-  std::vector<std::pair<std::string, std::string>> peers;
-  for (std::string line; std::getline(std::cin, line) && line != "GO";) {
-    std::istringstream in(line);
-    std::string tag, n, a;
-    in >> tag >> n >> a;
-    if (n != name) peers.emplace_back(n, a), members.push_back(n);
+  std::vector<std::string> members;
+  try {
+    members = msomni::transport::wire_peers(hub, name, 20s, std::cin, std::cout);
+  } catch (const std::exception&) {
+    return 1;
   }
-  for (auto& [n, a] : peers)
-    if (n < name) hub.node().connect(a);
-  for (auto& [n, a] : peers)
-    if (!hub.node().wait_up(n, 20s)) return 1;
-  std::sort(members.begin(), members.end());
   ring_communicator comm(hub, members, 1, {.same_host = same_host});
   if (name == members.front()) std::cout << "BACKEND " << comm.backend() << std::endl;
   for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
