@@ -28,6 +28,7 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using msomni::testing::has_event;
 using msomni::testing::has_reason_containing;
+using msomni::testing::read_step_losses;
 using msomni::testing::run_command;
 
 namespace {
@@ -57,19 +58,6 @@ std::string elastic_config(const msomni::testing::temp_dir& dir, int64_t steps, 
          "[io]\ndowngrade_video = false\n";
 }
 
-// step -> (loss, world size) from metrics.jsonl; `lines` counts every record.
-struct metrics {
-  std::map<uint64_t, std::pair<double, int>> by_step;
-  size_t lines = 0;
-};
-metrics read_metrics(const fs::path& p) {
-  metrics m;
-  for (const auto& r : msomni::testing::read_json_lines(p)) {
-    ++m.lines;
-    m.by_step[r.at("step").get<uint64_t>()] = {msomni::get_number(r, "loss").value(), r.at("world_size").get<int>()};
-  }
-  return m;
-}
 
 // STEP lines of one rank's log: how many times each step ran there.
 std::map<uint64_t, int> step_counts(const fs::path& log) {
@@ -83,7 +71,7 @@ std::map<uint64_t, int> step_counts(const fs::path& log) {
 using msomni::testing::wait_for;
 
 bool has_world(const fs::path& metrics_file, int world, uint64_t after_step) {
-  for (const auto& [step, v] : read_metrics(metrics_file).by_step)
+  for (const auto& [step, v] : read_step_losses(metrics_file).by_step)
     if (step > after_step && v.second == world) return true;
   return false;
 }
@@ -102,7 +90,7 @@ TEST_CASE("scale-down to 2 and back up to 4 while training: each step once and t
 
   msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
   const auto metrics_file = run_dir / "metrics.jsonl";
-  REQUIRE(wait_for([&] { return read_metrics(metrics_file).by_step.size() >= 20; }, 120s));
+  REQUIRE(wait_for([&] { return read_step_losses(metrics_file).by_step.size() >= 20; }, 120s));
 
   // Refusals first: no token, below min_replicas, a world that cannot split the batch.
   auto r = run_command(cli("scale-down --run-dir " + run_dir.string() + " --replicas 2 --token not-the-token"));
@@ -115,7 +103,7 @@ TEST_CASE("scale-down to 2 and back up to 4 while training: each step once and t
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("cannot be split over 3") != std::string::npos);
 
-  const auto before_down = read_metrics(metrics_file).by_step.rbegin()->first;
+  const auto before_down = read_step_losses(metrics_file).by_step.rbegin()->first;
   r = run_command(cli("scale-down --run-dir " + run_dir.string() + " --replicas 2 --grace-period 60s"));
   CAPTURE(r.output);
   REQUIRE(r.exit_code == 0);
@@ -132,13 +120,13 @@ TEST_CASE("scale-down to 2 and back up to 4 while training: each step once and t
   for (const auto& rank : status.at("departed")) left = left || rank.value("state", "") == "left";
   CHECK(left);
 
-  const auto before_up = read_metrics(metrics_file).by_step.rbegin()->first;
+  const auto before_up = read_step_losses(metrics_file).by_step.rbegin()->first;
   r = run_command(cli("scale-up --run-dir " + run_dir.string() + " --replicas 4"));
   CAPTURE(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(job.wait(180s) == 0);
 
-  const auto elastic = read_metrics(metrics_file);
+  const auto elastic = read_step_losses(metrics_file);
   CAPTURE(read_file(run_dir / "events.jsonl"));
   const auto events = msomni::testing::read_json_lines(run_dir / "events.jsonl");
   for (const char* e : {"scale_down", "scale_down_done", "scale_up", "scale_up_join", "scale_up_done", "job_finished"})
@@ -160,7 +148,7 @@ TEST_CASE("scale-down to 2 and back up to 4 while training: each step once and t
   // The same config without changes.
   const auto s = run_command(std::string(MSOMNI_RUN_BINARY) + " " + cfg + " --run-dir " + static_dir.string());
   REQUIRE(s.exit_code == 0);
-  const auto reference = read_metrics(static_dir / "metrics.jsonl");
+  const auto reference = read_step_losses(static_dir / "metrics.jsonl");
   REQUIRE(reference.by_step.size() == static_cast<size_t>(steps));
   // The two runs sum gradients in another order while the world is 2 (grad_accum 2 instead of
   // 1), and that rounding gap compounds over the steps after the resize, which land at a step
@@ -185,13 +173,13 @@ TEST_CASE("stop saves a final checkpoint and the next msomni-run resumes from it
   const auto cfg = dir.write("elastic.toml", elastic_config(dir, 100000, 2, 2));
   const auto run_dir = dir.path() / "run";
   msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--run-dir", run_dir.string()});
-  REQUIRE(wait_for([&] { return read_metrics(run_dir / "metrics.jsonl").by_step.size() >= 10; }, 120s));
+  REQUIRE(wait_for([&] { return read_step_losses(run_dir / "metrics.jsonl").by_step.size() >= 10; }, 120s));
   auto r = run_command(cli("stop --run-dir " + run_dir.string()));
   CAPTURE(r.output);
   CHECK(r.exit_code == 0);
   CHECK(job.wait(60s) == 5);  // stopped, resumable
   CHECK(has_reason_containing(msomni::testing::read_json_lines(run_dir / "events.jsonl"), "stopped at step"));
-  const auto stopped_at = read_metrics(run_dir / "metrics.jsonl").by_step.rbegin()->first;
+  const auto stopped_at = read_step_losses(run_dir / "metrics.jsonl").by_step.rbegin()->first;
   const auto latest = read_file(run_dir / "checkpoints" / "latest");
   CHECK(latest.find(std::to_string(stopped_at)) != std::string::npos);
   // The CLI on a job that has ended answers from its summary.
@@ -203,7 +191,7 @@ TEST_CASE("stop saves a final checkpoint and the next msomni-run resumes from it
                                    " --set training.steps=" + std::to_string(stopped_at + 5));
   CAPTURE(resumed.output);
   CHECK(resumed.exit_code == 0);
-  const auto after = read_metrics(run_dir / "metrics.jsonl");
+  const auto after = read_step_losses(run_dir / "metrics.jsonl");
   CHECK(after.by_step.rbegin()->first == stopped_at + 5);
   CHECK(after.lines == stopped_at + 5);
 }
@@ -236,7 +224,7 @@ TEST_CASE("two msomni-agent nodes on loopback with different racks run one job")
   CHECK(has_event(events, "job_finished"));
   // Each node ran one of the two ranks, with its log on that node.
   CHECK(fs::exists(dir.path() / "node-a" / "rank-0.log") != fs::exists(dir.path() / "node-b" / "rank-0.log"));
-  CHECK(read_metrics(run_dir / "metrics.jsonl").by_step.size() == 60);
+  CHECK(read_step_losses(run_dir / "metrics.jsonl").by_step.size() == 60);
 }
 
 TEST_CASE("a leaving rank that freezes during a scale-down: the others roll back and finish at the new size") {
@@ -260,7 +248,7 @@ TEST_CASE("a leaving rank that freezes during a scale-down: the others roll back
   CHECK(has_event(events, "recovery"));
   CHECK(has_event(events, "recovered"));
   CHECK(has_event(events, "job_finished"));
-  const auto m = read_metrics(metrics_file);
+  const auto m = read_step_losses(metrics_file);
   CHECK(m.by_step.rbegin()->first == 400);
   CHECK(m.by_step.rbegin()->second.second == 2);
 }
@@ -284,8 +272,8 @@ TEST_CASE("a frozen rank: the survivor joins the plan without it as soon as the 
   // the first while rank-0 still waits for it.
   const auto events_file = run_dir / "events.jsonl";
   REQUIRE(wait_for([&] { return has_event(msomni::testing::read_json_lines(events_file), "rank_down", "rank-1"); }, 60s));
-  const uint64_t steps_before = read_metrics(run_dir / "metrics.jsonl").lines;
-  REQUIRE(wait_for([&] { return read_metrics(run_dir / "metrics.jsonl").lines > steps_before + 2; }, 60s));
+  const uint64_t steps_before = read_step_losses(run_dir / "metrics.jsonl").lines;
+  REQUIRE(wait_for([&] { return read_step_losses(run_dir / "metrics.jsonl").lines > steps_before + 2; }, 60s));
   const auto resumed_after = std::chrono::steady_clock::now() - frozen_at;
   ::kill(frozen, SIGCONT);
   CAPTURE(read_file(run_dir / "events.jsonl"));

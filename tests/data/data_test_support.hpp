@@ -1,5 +1,5 @@
-// Helpers for the data-pipeline tests: a temporary directory that cleans up after itself,
-// a small generated dataset, and job configs pointing at it. Nothing is committed as data:
+// Helpers for the data-pipeline tests: a small generated dataset (in a temp_dir of
+// support/process_runner.hpp), and job configs pointing at it. Nothing is committed as data:
 // every test renders its shards with the generator.
 #pragma once
 
@@ -7,6 +7,7 @@
 #include "data_pipeline.hpp"
 #include "dataset_writer.hpp"
 #include "media_encode.hpp"
+#include "support/process_runner.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -14,25 +15,6 @@
 #include <string>
 
 namespace msomni::testing {
-
-class temp_dir {
- public:
-  temp_dir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "msomni-data-XXXXXX").string();
-    if (!::mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = templ;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline gen::dataset_options tiny_dataset(const std::filesystem::path& out) {
   gen::quiet_ffmpeg_logs();

@@ -5,13 +5,13 @@
 // reads an s3:// uri; a store that cannot be reached is refused before anything starts.
 #include "remote_io.hpp"
 #include "remote_servers.hpp"
+#include "support/process_runner.hpp"
 #include "support/test_skip.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <doctest/doctest.h>
 
-#include <cstdio>
 #include <fstream>
 #include <future>
 #include <thread>
@@ -21,21 +21,24 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct shell_result {
-  int code = -1;
-  std::string output;
-};
+using testing::run_command;
 
-shell_result shell(const std::string& cmd) {
-  shell_result r;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int st = ::pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
+// The shards of root/images and root/text in bucket "jobs" of `s3`, and a credentials file for
+// it (the ranks read the key from there, never from the command line). Returns that file.
+fs::path staged_on_s3(const fs::path& dir, const testing::s3rver_server& s3) {
+  const fs::path cred = dir / "s3-credentials";
+  std::ofstream(cred) << "[default]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n";
+  fs::permissions(cred, fs::perms::owner_read | fs::perms::owner_write);
+  data::remote_io_settings s;
+  s.s3_endpoint = s3.url();
+  s.s3_credentials_file = cred.string();
+  data::set_remote_io(s);
+  for (const auto* sub : {"images", "text"})
+    for (const auto& e : fs::directory_iterator(dir / "data" / sub))
+      REQUIRE(testing::put_object(s3.url() + "/jobs/" + sub + "/" + e.path().filename().string(), e.path()).status ==
+              200);
+  data::set_remote_io({});
+  return cred;
 }
 
 std::string job_text(const std::string& images, const std::string& text, const std::string& io) {
@@ -61,10 +64,10 @@ std::vector<std::string> steps_of(const fs::path& run) {
   return out;
 }
 
-shell_result run_job(const fs::path& dir, const std::string& name, const std::string& text) {
+testing::command_result run_job(const fs::path& dir, const std::string& name, const std::string& text) {
   const fs::path cfg = dir / (name + ".toml");
   std::ofstream(cfg) << text;
-  return shell("cd / && timeout 300 " + std::string(MSOMNI_RUN_BINARY) + " " + cfg.string() + " --run-dir " +
+  return run_command("cd / && timeout 300 " + std::string(MSOMNI_RUN_BINARY) + " " + cfg.string() + " --run-dir " +
                (dir / name).string());
 }
 
@@ -77,30 +80,11 @@ TEST_CASE("a job trains on s3:// sources, directly and through a faulty proxy, o
   o.videos = 0;
   gen::write_dataset(o);
   testing::s3rver_server s3("jobs");
-  // The ranks read the key from a credentials file, never from the command line.
-  const fs::path cred = dir.path() / "s3-credentials";
-  std::ofstream(cred) << "[default]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n";
-  fs::permissions(cred, fs::perms::owner_read | fs::perms::owner_write);
-  {
-    data::remote_io_settings s;
-    s.s3_endpoint = s3.url();
-    s.s3_credentials_file = cred.string();
-    data::set_remote_io(s);
-    for (const auto* sub : {"images", "text"})
-      for (const auto& e : fs::directory_iterator(dir.path() / "data" / sub)) {
-        data::http_request put;
-        put.method = "PUT";
-        put.url = s3.url() + "/jobs/" + sub + "/" + e.path().filename().string();
-        put.body = testing::slurp(e.path());
-        put.sign_s3 = true;
-        REQUIRE(data::http_fetch(put).status == 200);
-      }
-    data::set_remote_io({});
-  }
+  const fs::path cred = staged_on_s3(dir.path(), s3);
   const auto local = run_job(dir.path(), "local",
                              job_text((dir.path() / "data" / "images").string(), (dir.path() / "data" / "text").string(), ""));
   CAPTURE(local.output);
-  REQUIRE(local.code == 0);
+  REQUIRE(local.exit_code == 0);
   const auto expected = steps_of(dir.path() / "local");
   REQUIRE(expected.size() == 6);
 
@@ -108,7 +92,7 @@ TEST_CASE("a job trains on s3:// sources, directly and through a faulty proxy, o
                          "\"\ncache_dir = \"" + (dir.path() / "cache").string() + "\"\ncache_bytes = 100_000_000\n";
   const auto remote = run_job(dir.path(), "s3", job_text("s3://jobs/images", "s3://jobs/text", io));
   CAPTURE(remote.output);
-  REQUIRE(remote.code == 0);
+  REQUIRE(remote.exit_code == 0);
   CHECK(steps_of(dir.path() / "s3") == expected);
   CHECK(remote.output.find("S3RVER") == std::string::npos);
 
@@ -121,7 +105,7 @@ TEST_CASE("a job trains on s3:// sources, directly and through a faulty proxy, o
   const auto faulty = run_job(dir.path(), "faulty", job_text("s3://jobs/images", "s3://jobs/text", faulty_io));
   CAPTURE(faulty.output);
   MESSAGE("injected through the proxy: " << proxy.stats());
-  REQUIRE(faulty.code == 0);
+  REQUIRE(faulty.exit_code == 0);
   CHECK(steps_of(dir.path() / "faulty") == expected);
   const auto stats = nlohmann::json::parse(proxy.stats());
   CHECK(stats["faults"].size() == 5);  // every kind was injected at least once
@@ -129,18 +113,18 @@ TEST_CASE("a job trains on s3:// sources, directly and through a faulty proxy, o
   // msomni dataset check reads an s3:// uri with the AWS_* environment.
   ::setenv("AWS_ACCESS_KEY_ID", "S3RVER", 1);  // the test's environment, inherited: not on a command line
   ::setenv("AWS_SECRET_ACCESS_KEY", "S3RVER", 1);
-  const auto check = shell("AWS_ENDPOINT_URL=" + s3.url() + " " + std::string(MSOMNI_CLI_BINARY) + " dataset check s3://jobs/images");
+  const auto check = run_command("AWS_ENDPOINT_URL=" + s3.url() + " " + std::string(MSOMNI_CLI_BINARY) + " dataset check s3://jobs/images");
   ::unsetenv("AWS_ACCESS_KEY_ID");
   ::unsetenv("AWS_SECRET_ACCESS_KEY");
   CAPTURE(check.output);
-  CHECK(check.code == 0);
+  CHECK(check.exit_code == 0);
 
   // A store nobody answers on: refused before anything starts, with the key and the reason.
   const std::string gone_io = "[io]\ns3_endpoint = \"http://127.0.0.1:" + std::to_string(testing::free_loopback_port()) +
                               "\"\ns3_credentials_file = \"" + cred.string() + "\"\nremote_give_up_s = 2\n";
   const auto refused = run_job(dir.path(), "gone", job_text("s3://jobs/images", "s3://jobs/text", gone_io));
   CAPTURE(refused.output);
-  CHECK(refused.code != 0);
+  CHECK(refused.exit_code != 0);
   CHECK(refused.output.find("data.sources[0].uri") != std::string::npos);
   CHECK(refused.output.find("io.remote_give_up_s") != std::string::npos);
   CHECK_FALSE(fs::exists(dir.path() / "gone" / "metrics.jsonl"));
@@ -153,25 +137,7 @@ TEST_CASE("a job whose store goes away while it trains ends with the reason afte
   o.videos = 0;
   gen::write_dataset(o);
   testing::s3rver_server s3("jobs");
-  const fs::path cred = dir.path() / "s3-credentials";
-  std::ofstream(cred) << "[default]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n";
-  fs::permissions(cred, fs::perms::owner_read | fs::perms::owner_write);
-  {
-    data::remote_io_settings s;
-    s.s3_endpoint = s3.url();
-    s.s3_credentials_file = cred.string();
-    data::set_remote_io(s);
-    for (const auto* sub : {"images", "text"})
-      for (const auto& e : fs::directory_iterator(dir.path() / "data" / sub)) {
-        data::http_request put;
-        put.method = "PUT";
-        put.url = s3.url() + "/jobs/" + sub + "/" + e.path().filename().string();
-        put.body = testing::slurp(e.path());
-        put.sign_s3 = true;
-        REQUIRE(data::http_fetch(put).status == 200);
-      }
-    data::set_remote_io({});
-  }
+  const fs::path cred = staged_on_s3(dir.path(), s3);
   testing::fault_server proxy(s3.url(), true);
   const std::string io = "[io]\ns3_endpoint = \"" + proxy.url() + "\"\ns3_credentials_file = \"" + cred.string() +
                          "\"\nremote_give_up_s = 3\nremote_backoff_max_ms = 200\n";
@@ -188,7 +154,7 @@ TEST_CASE("a job whose store goes away while it trains ends with the reason afte
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CAPTURE(r.output);
   MESSAGE("the job ended " << took << " s after its store went away");
-  CHECK(r.code != 0);
+  CHECK(r.exit_code != 0);
   CHECK(r.output.find("io.remote_give_up_s 3") != std::string::npos);
   CHECK(took < 120);
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "data_test_support.hpp"
+#include "remote_io.hpp"
 #include "support/free_port.hpp"
 
 #include "core/process.hpp"
@@ -35,6 +36,17 @@ inline const std::string s3rver_binary = source_root + "/tools/node_modules/.bin
 inline std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Puts `file` at `url` (an object of a local S3-compatible server) with a SigV4-signed PUT,
+// signed with the process's remote io settings. Returns the HTTP status and the answer.
+inline data::http_response put_object(const std::string& url, const std::filesystem::path& file) {
+  data::http_request put;
+  put.method = "PUT";
+  put.url = url;
+  put.body = slurp(file);
+  put.sign_s3 = true;
+  return data::http_fetch(put);
 }
 
 inline bool port_open(uint16_t port) {

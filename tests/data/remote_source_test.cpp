@@ -123,12 +123,8 @@ void upload(const fs::path& root, const std::string& endpoint, const std::string
   for (const auto& sub : subs)
     for (const auto& e : fs::directory_iterator(root / sub)) {
       if (e.path().extension() != ".tar") continue;
-      data::http_request put;
-      put.method = "PUT";
-      put.url = endpoint + "/" + bucket + "/data/" + sub + "/" + e.path().filename().string();
-      put.body = testing::slurp(e.path());
-      put.sign_s3 = true;
-      const auto r = data::http_fetch(put);
+      const auto r = testing::put_object(endpoint + "/" + bucket + "/data/" + sub + "/" + e.path().filename().string(),
+                                         e.path());
       REQUIRE_MESSAGE(r.status == 200, r.body);
     }
 }

@@ -6,7 +6,6 @@
 // whose interpreter has no torch fails the job with that reason.
 // Skipped when /usr/bin/python3 cannot import torch.
 #include "core/child_process.hpp"
-#include "core/json_number.hpp"
 #include "models/torch_python.hpp"
 #include "support/job_probe.hpp"
 #include "support/json_lines.hpp"
@@ -28,6 +27,7 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using msomni::testing::has_event;
 using msomni::testing::read_json_lines;
+using msomni::testing::read_step_losses;
 using msomni::testing::run_command;
 using msomni::testing::wait_for;
 
@@ -67,20 +67,6 @@ std::string slow_job(int64_t steps, int64_t delay_ms) {
          "heartbeat_interval_s = 0.2\nheartbeat_misses = 5\n[checkpoint]\ninterval_steps = 10\n";
 }
 
-// step -> (loss, world size), from metrics.jsonl; `lines` counts the records.
-struct step_log {
-  std::map<uint64_t, std::pair<double, int>> by_step;
-  size_t lines = 0;
-};
-step_log read_steps(const fs::path& run_dir) {
-  step_log s;
-  if (!fs::exists(run_dir / "metrics.jsonl")) return s;
-  for (const auto& r : read_json_lines(run_dir / "metrics.jsonl")) {
-    ++s.lines;
-    s.by_step[r.at("step").get<uint64_t>()] = {msomni::get_number(r, "loss").value(), r.at("world_size").get<int>()};
-  }
-  return s;
-}
 
 // The parameter checksum a rank logged when it finished: "RESULT ok finished step=N checksum=X".
 std::string final_checksum(const fs::path& run_dir, const std::string& rank) {
@@ -139,14 +125,14 @@ TEST_CASE("a torch job of N steps equals N/2 steps, a stop and a resume to N, lo
   r = run_command(run + resumed.string() + " --set training.steps=" + std::to_string(steps / 2));
   CAPTURE(r.output);
   REQUIRE(r.exit_code == 0);
-  REQUIRE(read_steps(resumed).lines == static_cast<size_t>(steps / 2));
+  REQUIRE(read_step_losses(resumed / "metrics.jsonl").lines == static_cast<size_t>(steps / 2));
   // The second start resumes from the checkpoint of step N/2 (no --fresh).
   r = run_command(std::string(MSOMNI_RUN_BINARY) + " " + cfg + " --run-dir " + resumed.string());
   CAPTURE(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(has_event(read_json_lines(resumed / "events.jsonl"), "resume"));
 
-  const auto a = read_steps(straight), b = read_steps(resumed);
+  const auto a = read_step_losses(straight / "metrics.jsonl"), b = read_step_losses(resumed / "metrics.jsonl");
   REQUIRE(a.by_step.size() == static_cast<size_t>(steps));
   REQUIRE(b.by_step.size() == static_cast<size_t>(steps));
   CHECK(b.lines == static_cast<size_t>(steps));
@@ -172,10 +158,10 @@ TEST_CASE("a torch job scaled from 2 ranks to 1 and back to 2 runs every step on
   const auto cfg = dir.write("job.toml", slow_job(100000, 15));
   const auto run_dir = dir.path() / "run";
   msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--fresh", "--run-dir", run_dir.string()});
-  REQUIRE(wait_for([&] { return read_steps(run_dir).by_step.size() >= 10; }, 120s));
-  const auto last_step = [&] { return read_steps(run_dir).by_step.rbegin()->first; };
+  REQUIRE(wait_for([&] { return read_step_losses(run_dir / "metrics.jsonl").by_step.size() >= 10; }, 120s));
+  const auto last_step = [&] { return read_step_losses(run_dir / "metrics.jsonl").by_step.rbegin()->first; };
   const auto world_after = [&](int world, uint64_t after) {
-    for (const auto& [step, v] : read_steps(run_dir).by_step)
+    for (const auto& [step, v] : read_step_losses(run_dir / "metrics.jsonl").by_step)
       if (step > after && v.second == world) return true;
     return false;
   };
@@ -199,7 +185,7 @@ TEST_CASE("a torch job scaled from 2 ranks to 1 and back to 2 runs every step on
   for (const char* e : {"scale_down", "scale_down_done", "scale_up", "scale_up_done"}) CHECK_MESSAGE(has_event(events, e), e);
   CHECK_FALSE(has_event(events, "rank_down"));
   // Every step once, none missing, in metrics.jsonl and in rank 0's own log.
-  const auto steps = read_steps(run_dir);
+  const auto steps = read_step_losses(run_dir / "metrics.jsonl");
   CHECK(steps.lines == steps.by_step.size());
   CHECK(steps.by_step.begin()->first == 1);
   CHECK(steps.by_step.rbegin()->first == steps.by_step.size());
@@ -242,7 +228,7 @@ TEST_CASE("a torch job's rank killed with SIGKILL takes its worker with it, and 
   const auto events = read_json_lines(run_dir / "events.jsonl");
   for (const char* e : {"rank_down", "recovery", "recovered", "job_finished"}) CHECK_MESSAGE(has_event(events, e), e);
   CHECK(has_event(events, "rank_down", "rank-1"));
-  const auto s = read_steps(run_dir);
+  const auto s = read_step_losses(run_dir / "metrics.jsonl");
   CHECK(s.by_step.count(steps) == 1);
   CHECK(s.by_step.size() == static_cast<size_t>(steps));
 }

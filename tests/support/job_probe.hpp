@@ -1,8 +1,11 @@
 // Watching a running msomni job from a test: poll a condition, wait for its first
-// checkpoint, and find a rank's pid through `msomni status --json`.
+// checkpoint, find a rank's pid through `msomni status --json`, read its steps' losses.
 #pragma once
 
+#include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
+
+#include "core/json_number.hpp"
 
 #include <sys/types.h>
 
@@ -11,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -37,6 +41,21 @@ inline pid_t rank_pid(const std::string& cli, const std::filesystem::path& run_d
   for (const auto& rank : status["ranks"])
     if (rank.value("name", "") == name) return static_cast<pid_t>(rank.value("pid", int64_t{0}));
   return 0;
+}
+
+// step -> (loss, world size) from a run's metrics.jsonl; `lines` counts every record (a step
+// recorded twice counts twice). Empty while the file is not there.
+struct step_losses {
+  std::map<uint64_t, std::pair<double, int>> by_step;
+  size_t lines = 0;
+};
+inline step_losses read_step_losses(const std::filesystem::path& metrics_jsonl) {
+  step_losses s;
+  for (const auto& r : read_json_lines(metrics_jsonl)) {
+    ++s.lines;
+    s.by_step[r.at("step").get<uint64_t>()] = {msomni::get_number(r, "loss").value(), r.at("world_size").get<int>()};
+  }
+  return s;
 }
 
 }  // namespace msomni::testing

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 
 namespace msomni::testing {
@@ -38,7 +39,8 @@ class temp_dir {
  public:
   temp_dir() {
     std::string tmpl = (std::filesystem::temp_directory_path() / "msomni-test-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
   }
   ~temp_dir() {
     std::error_code ec;
