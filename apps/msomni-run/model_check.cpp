@@ -88,7 +88,8 @@ std::string render_model_summary(const model_summary& s, const config::job_confi
   if (!s.torch_module.empty()) {
     os << "  model check:  torch module " << s.torch_module << "\n";
     os << "                " << s.parameters << " parameters; memory per rank " << mib(s.memory.total())
-       << " (parameters, gradients, AdamW state and the shared micro-batch; the module's activations, in its worker, are not counted)\n";
+       << " (parameters, gradients, AdamW state, and " << mib(s.memory.activation_bytes)
+       << " for the probe micro-batch: its shared memory and the activations autograd saved for it)\n";
     return os.str();
   }
   if (s.plugin_path.empty()) {

@@ -1,13 +1,16 @@
 // A torch model through the embedding API, with its real Python worker: the module's
 // parameters and gradients are msomni's buffers, gradients accumulate with the grad scale,
 // msomni's AdamW trains it, its state (weights, moments, step, buffers) saves and loads
-// exactly, a checkpoint of another module is refused, tied weights appear once, and a worker
-// that dies is reported. Skipped when /usr/bin/python3 cannot import torch.
+// exactly, a checkpoint of another module is refused, tied weights appear once, a worker
+// that dies is reported, the parameters and gradients still lie in msomni's buffers after
+// training steps, and the buffers and each micro-batch's activations count in the memory
+// account. Skipped when /usr/bin/python3 cannot import torch.
 #include "models/torch_python.hpp"
 #include "square_batches.hpp"
 #include "support/test_skip.hpp"
 #include "torch_module/torch_module_error.hpp"
 #include "torch_module/torch_module_model.hpp"
+#include "memory/memory_account.hpp"
 
 #include <signal.h>
 
@@ -16,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -199,4 +203,51 @@ TEST_CASE("a torch model refuses a GPU, and a worker that dies is reported with 
     CHECK(e.key == "model.torch_python");
     CHECK(std::string(e.what()).find("ended during 'forward': killed by signal 9") != std::string::npos);
   }
+}
+
+TEST_CASE("after training steps every parameter and its gradient still lie in msomni's buffers, at their layout offsets") {
+  if (const auto why = testing::torch_missing_reason(); !why.empty()) MSOMNI_SKIP_TEST(why);
+  auto m = make(R"({"dropout": 0.1})");
+  const auto data = batches(2);
+  for (int i = 0; i < 8; ++i) train_step(m, data);
+  const auto where = m.placements();
+  REQUIRE(where.size() == m.parameters().size());
+  for (size_t i = 0; i < where.size(); ++i) {
+    const auto& p = m.parameters()[i];
+    CAPTURE(p.name);
+    CHECK(where[i].name == p.name);
+    CHECK(where[i].value_offset == p.offset * static_cast<int64_t>(sizeof(float)));
+    CHECK(where[i].grad_offset == p.offset * static_cast<int64_t>(sizeof(float)));
+  }
+}
+
+TEST_CASE("a torch model's buffers and each micro-batch's activations count in the process's memory account") {
+  if (const auto why = testing::torch_missing_reason(); !why.empty()) MSOMNI_SKIP_TEST(why);
+  const auto& account = kernels::process_memory_account();
+  const uint64_t before = account->in_use();
+  std::optional<models::torch_module_model> m;
+  m.emplace(make());
+  const uint64_t flat = sizeof(float) * static_cast<uint64_t>(m->parameter_count());
+  // Parameters, gradients and AdamW's two moments.
+  CHECK(account->in_use() - before == 4 * flat);
+  const auto mb = batches(1)[0];
+  m->zero_gradients();
+  account->take_peak();
+  m->forward_backward(mb, 1.0f);
+  const uint64_t activations = m->last_activation_bytes();
+  // At least the output layer's logits, which cross-entropy keeps for backward.
+  CHECK(activations >= sizeof(float) * 260 * static_cast<uint64_t>(mb.target_tokens()));
+  const uint64_t held = account->in_use();  // now with the shared micro-batch
+  CHECK(held > before + 4 * flat);
+  CHECK(account->take_peak() >= held + activations);
+  // An evaluation saves nothing for backward.
+  m->evaluate(mb);
+  CHECK(m->last_activation_bytes() == activations);
+  // A budget the activations do not fit in fails the micro-batch as out of memory.
+  const uint64_t budget = account->budget();
+  account->set_budget(held + activations / 2);
+  CHECK_THROWS_AS(m->forward_backward(mb, 1.0f), kernels::out_of_memory);
+  account->set_budget(budget);
+  m.reset();
+  CHECK(account->in_use() == before);
 }

@@ -26,6 +26,9 @@ std::vector<config::config_error> check_torch_module(const config::job_config& c
     out.tensors = m.parameters().size();
     out.parameters = m.parameter_count();
     out.memory = m.estimate_memory(cfg.training.micro_batch, cfg.model.max_seq_len);
+    // The probe batch has the job's largest shape: what autograd saved for it is the module's
+    // activations at their largest.
+    out.memory.activation_bytes += static_cast<int64_t>(m.last_activation_bytes());
     std::ostringstream os;
     os << "micro-batch " << probe.batch << " x (" << probe.max_patches << " patches + " << probe.text_len
        << " tokens), loss " << loss;

@@ -20,7 +20,9 @@ struct torch_module_summary {
   std::string description;  // "CLASS (FILE:LINE), Python X, torch Y"
   size_t tensors = 0;
   int64_t parameters = 0;
-  model::memory_estimate memory;  // training.micro_batch x model.max_seq_len positions
+  // training.micro_batch x model.max_seq_len positions, with the activations the probe's
+  // training forward saved for backward
+  model::memory_estimate memory;
   std::string probe;              // "micro-batch B x (P patches + T tokens), loss L"
 };
 

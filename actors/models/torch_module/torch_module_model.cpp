@@ -40,6 +40,7 @@ std::string signature_of(const std::string& cls, const nlohmann::json& built) {
 
 torch_module_model::torch_module_model(const model::model_context& context)
     : context_(context),
+      account_(kernels::process_memory_account()),
       threads_(context.cpu_threads > 0 ? context.cpu_threads
                                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {
   const auto& m = context.config;
@@ -68,6 +69,10 @@ torch_module_model::torch_module_model(const model::model_context& context)
   grads_ = shared_region("msomni-torch-gradients", bytes);
   adam_m_.assign(total(), 0.0f);
   adam_v_.assign(total(), 0.0f);
+  params_charge_ = charged_memory(account_, params_.data(), bytes, "cpu (torch parameters)");
+  grads_charge_ = charged_memory(account_, grads_.data(), bytes, "cpu (torch gradients)");
+  adam_m_charge_ = charged_memory(account_, adam_m_.data(), bytes, "cpu (AdamW moments)");
+  adam_v_charge_ = charged_memory(account_, adam_v_.data(), bytes, "cpu (AdamW moments)");
   const int fds[] = {params_.fd(), grads_.fd()};
   worker_->request({{"op", "attach"}}, {}, fds);  // the module's initial values into params_
 }
@@ -104,7 +109,9 @@ double torch_module_model::run(const model::micro_batch& mb, bool train, float g
   std::vector<int> fds;
   if (static_cast<int64_t>(batch_.size()) < layout.bytes) {
     // A larger batch than any before: new memory, sent along (the worker maps it instead).
+    batch_charge_ = {};
     batch_ = shared_region("msomni-torch-batch", static_cast<size_t>(layout.bytes + layout.bytes / 2));
+    batch_charge_ = charged_memory(account_, batch_.data(), batch_.size(), "cpu (torch micro-batch)");
     request["batch_bytes"] = batch_.size();
     fds.push_back(batch_.fd());
   }
@@ -115,7 +122,23 @@ double torch_module_model::run(const model::micro_batch& mb, bool train, float g
                                                      std::to_string(reply.tail.size()) + " bytes, not the loss");
   double loss = 0;
   std::memcpy(&loss, reply.tail.data(), sizeof loss);
+  if (train) {
+    // The activations existed in the worker between its forward and backward: counted for that
+    // span, so the step's peak holds them and a budget they exceed fails the step as out of
+    // memory (after the fact: the worker has no budget of its own).
+    last_activation_bytes_ = reply.body.value("activation_bytes", uint64_t{0});
+    account_->charge(last_activation_bytes_, "cpu (torch activations)");
+    account_->refund(last_activation_bytes_);
+  }
   return loss;
+}
+
+std::vector<torch_module_model::placement> torch_module_model::placements() const {
+  std::vector<placement> out;
+  const auto reply = worker_->request({{"op", "placement"}});  // held: the loop reads into it
+  for (const auto& p : reply.body.at("parameters"))
+    out.push_back({p.at("name").get<std::string>(), p.at("value").get<int64_t>(), p.at("grad").get<int64_t>()});
+  return out;
 }
 
 model::loss_report torch_module_model::forward_backward(const model::micro_batch& mb, float grad_scale) {
@@ -171,8 +194,9 @@ void torch_module_model::load_state(const model::model_state& st) {
     }
   }
   std::memcpy(params_.data(), s.parameters.data(), sizeof(float) * total());
-  adam_m_ = std::move(s.adam_m);
-  adam_v_ = std::move(s.adam_v);
+  // Copied into the moments' own memory: its address is what the account counts it under.
+  std::copy(s.adam_m.begin(), s.adam_m.end(), adam_m_.begin());
+  std::copy(s.adam_v.begin(), s.adam_v.end(), adam_v_.begin());
   step_ = s.step;
 }
 
@@ -182,8 +206,9 @@ model::memory_estimate torch_module_model::estimate_memory(int64_t micro_batch, 
   e.parameter_bytes = bytes;
   e.gradient_bytes = bytes;
   e.optimizer_bytes = 2 * bytes;
-  // The module's activations live in the worker, where msomni cannot see them: only the
-  // shared micro-batch is counted (patches of at most seq_len positions, tokens and mask).
+  // The module's activations are measured only as it trains (the worker counts what autograd
+  // saves); before that only the shared micro-batch is estimated (patches of at most seq_len
+  // positions, tokens and mask).
   const auto& c = context_.config;
   const int64_t patch_dim = c.patch_size * c.patch_size * 3;
   e.activation_bytes = micro_batch * seq_len * (patch_dim * 4 + 4 + 1);

@@ -5,14 +5,21 @@
 // (model/adamw.hpp) updates the weights the module computes with, with no copy per step. Each
 // micro-batch is written into shared memory too and wrapped as tensors there.
 //
+// Memory: the flat buffers, AdamW's moments and the shared micro-batch count in the process's
+// memory account (kernels/memory), and so does each training micro-batch's activations, as
+// the worker measured them (the bytes autograd saved for backward), for that micro-batch: the
+// rank's samples and peak see them, and its budget refuses them as out of memory.
+//
 // The checkpoint state is model/flat_state.hpp's (param/, adam_m/, adam_v/ under the module's
 // own parameter names, optimizer/step, model/signature) plus the rest of the module's
 // state_dict: "torch/buffers" and, when it ties parameters, "model/torch_aliases"
 // (torch_state_dict.hpp).
 #pragma once
 
+#include "memory/memory_account.hpp"
 #include "model/model.hpp"
 #include "model/parameter_layout.hpp"
+#include "torch_module/charged_memory.hpp"
 #include "torch_module/python_worker.hpp"
 #include "torch_module/shared_region.hpp"
 #include "torch_module/torch_state_dict.hpp"
@@ -54,16 +61,31 @@ class torch_module_model final : public model::trainable_model {
   std::string description() const;
   // The worker process (diagnostics, tests).
   pid_t worker_pid() const { return worker_->pid(); }
+  // The activations of the last training micro-batch, in bytes (saved_activations.py).
+  uint64_t last_activation_bytes() const { return last_activation_bytes_; }
+
+  // Where the module's parameters and their .grad lie now, as the worker sees them: bytes into
+  // the shared parameter and gradient buffers, -1 where one lies outside them.
+  struct placement {
+    std::string name;
+    int64_t value_offset = -1;
+    int64_t grad_offset = -1;
+  };
+  std::vector<placement> placements() const;
 
  private:
   size_t total() const { return static_cast<size_t>(layout_.total); }
   double run(const model::micro_batch& batch, bool train, float grad_scale, bool require_finite);
 
   model::model_context context_;
+  std::shared_ptr<kernels::memory_account> account_;
   std::unique_ptr<python_worker> worker_;
   model::parameter_layout layout_;
   shared_region params_, grads_, batch_;
   std::vector<float> adam_m_, adam_v_;
+  // Declared after what they count, so they leave the account first.
+  charged_memory params_charge_, grads_charge_, adam_m_charge_, adam_v_charge_, batch_charge_;
+  uint64_t last_activation_bytes_ = 0;
   int64_t step_ = 0;         // optimizer steps taken
   int64_t micro_index_ = 0;  // micro-batches since zero_gradients
   int threads_ = 1;

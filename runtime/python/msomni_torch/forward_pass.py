@@ -5,6 +5,7 @@ import random
 
 import torch
 
+from .saved_activations import SavedActivations
 from .user_errors import WorkerError, definition_of, describe
 
 try:
@@ -51,14 +52,17 @@ def checked_loss(loss, module, training, require_finite):
     return value
 
 
-def run(module, shared, batch, request, user_dir):
-    """Runs one micro-batch; returns the loss. request: train (bool), grad_scale, seed,
-    require_finite."""
+def run(module, shared, batch, request, user_dir, shared_ranges=()):
+    """Runs one micro-batch; returns (the loss, the bytes autograd saved for backward: 0 in
+    evaluation). request: train (bool), grad_scale, seed, require_finite. shared_ranges: the
+    address ranges of msomni's shared memory, whose tensors are not counted as activations."""
     training = bool(request["train"])
     seed_generators(int(request["seed"]))
+    saved = SavedActivations(shared_ranges)
     try:
         if training:
-            loss = module(batch)
+            with saved.counting():
+                loss = module(batch)
             value = checked_loss(loss, module, True, bool(request.get("require_finite", False)))
             (loss.reshape(()) * float(request["grad_scale"])).backward()
             problem = shared.replaced()
@@ -78,4 +82,4 @@ def run(module, shared, batch, request, user_dir):
         phase = "forward or backward" if training else "forward (evaluation)"
         raise WorkerError("torch_class", f"{phase} failed: " +
                           describe(e, user_dir, definition_of(type(module).forward))) from None
-    return value
+    return value, saved.bytes

@@ -84,3 +84,21 @@ class SharedParameters:
                 return (f"parameter '{name}'.grad was replaced; msomni owns the gradients "
                         "(do not call zero_grad() or set .grad)")
         return None
+
+    def ranges(self):
+        """The address ranges of the two shared buffers: [(first, end), (first, end)]."""
+        return [(t.data_ptr(), t.data_ptr() + t.numel() * 4) for t in (self.params, self.grads)]
+
+    def placement(self):
+        """Where each parameter's storage and its .grad start now, in bytes from the start of
+        the parameter and gradient buffers; -1 where one lies outside them."""
+        def offset(tensor, buffer):
+            if tensor is None:
+                return -1
+            first, size = buffer.data_ptr(), buffer.numel() * 4
+            at = tensor.data_ptr() - first
+            return at if 0 <= at and at + tensor.numel() * 4 <= size else -1
+
+        return [{"name": name, "value": offset(p.data, self.params), "grad": offset(p.grad, self.grads)}
+                for name, p in self.table]
+

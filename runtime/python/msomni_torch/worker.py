@@ -8,7 +8,11 @@ the socket (descriptor 0 at start). Requests and replies are channel.py frames; 
                                                    "buffers": [names], "where": FILE:LINE}
   attach  fds [parameters, gradients]          copies the initial values into the shared buffers
   forward {train, grad_scale, seed, require_finite, dims, offsets[, batch_bytes + fd]}
-                                               -> tail: the loss, float64 little-endian
+                                               -> {"activation_bytes"} (saved_activations.py),
+                                                  tail: the loss, float64 little-endian
+  placement                                    -> {"parameters": [{name, value, grad}]}: where
+                                                  each parameter's storage and .grad start, in
+                                                  bytes into the shared buffers (-1: outside)
   save                                         -> tail: the buffers blob (module_buffers.py)
   load    tail: a buffers blob                 checked, then copied in
 """
@@ -65,13 +69,18 @@ class Worker:
     def forward(self, request, _tail, fds):
         from . import batch as batch_view
         from . import forward_pass
+        from .saved_activations import memory_range
 
         if fds:
             self.batch_memory = mmap.mmap(fds[0], int(request["batch_bytes"]), mmap.MAP_SHARED,
                                           mmap.PROT_READ | mmap.PROT_WRITE)
         batch = batch_view.batch_from_memory(self.batch_memory, request)
-        loss = forward_pass.run(self.module, self.shared, batch, request, self.user_dir)
-        return {}, struct.pack("<d", loss)
+        shared_ranges = self.shared.ranges() + [memory_range(self.batch_memory)]
+        loss, activation_bytes = forward_pass.run(self.module, self.shared, batch, request, self.user_dir, shared_ranges)
+        return {"activation_bytes": activation_bytes}, struct.pack("<d", loss)
+
+    def placement(self, _request, _tail, _fds):
+        return {"parameters": self.shared.placement()}, b""
 
     def save(self, _request, _tail, _fds):
         from .module_buffers import save_buffers
@@ -90,7 +99,7 @@ def serve(channel):
 
     worker = Worker()
     handlers = {"build": worker.build, "attach": worker.attach, "forward": worker.forward,
-                "save": worker.save, "load": worker.load}
+                "save": worker.save, "load": worker.load, "placement": worker.placement}
     while True:
         try:
             request, tail, fds = channel.receive()
