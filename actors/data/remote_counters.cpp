@@ -62,8 +62,11 @@ void watch_remote_io(const std::shared_ptr<metrics::metrics_registry>& registry)
     add("msomni_data_remote_prefetch_total", {{"result", "issued"}}, c.prefetch_issued);
     add("msomni_data_remote_prefetch_total", {{"result", "used"}}, c.prefetch_used);
     add("msomni_data_remote_prefetch_total", {{"result", "dropped"}}, c.prefetch_dropped);
+    add("msomni_data_remote_prefetch_reads_total", {}, c.prefetch_samples);
     r->gauge("msomni_data_remote_cache_bytes").Set(double(c.cache_bytes.load()));
     r->gauge("msomni_data_remote_cache_capacity_bytes").Set(double(c.cache_capacity.load()));
+    r->gauge("msomni_data_remote_prefetch_bytes").Set(double(c.prefetch_held.load()));
+    r->gauge("msomni_data_remote_prefetch_capacity_bytes").Set(double(c.prefetch_capacity.load()));
   };
   watches.push_back({registry, r, std::make_unique<metrics::metrics_registry::refresher_handle>(registry->add_refresher(refresh))});
 }

@@ -40,8 +40,9 @@ struct remote_io_settings {
   double backoff_base_ms = 100;           // first retry waits up to this (full jitter), doubling
   double backoff_max_ms = 5000;           // io.remote_backoff_max_ms: the cap on one wait
   uint64_t index_window_bytes = 64 << 10; // bytes read per ranged GET while walking tar headers
-  uint64_t prefetch_samples = 16;         // io.remote_prefetch: samples per source read ahead
-  uint64_t prefetch_bytes = 256 << 20;    // the most bytes read ahead and not yet used
+  uint64_t prefetch_samples = 1024;       // io.remote_prefetch: a source's draws hinted ahead
+  uint64_t prefetch_bytes = 256 << 20;    // the most bytes read ahead and not yet used (half of
+                                          // it, split over the sources, bounds their windows)
 };
 
 // The process-wide settings remote storage uses (set from the job config before sources are
@@ -69,9 +70,12 @@ struct remote_io_counters {
   std::atomic<uint64_t> cache_write_failed{0};  // writes the cache disk refused (full): served uncached
   std::atomic<uint64_t> cache_bytes{0};     // bytes the cache holds now
   std::atomic<uint64_t> cache_capacity{0};  // its bound
-  std::atomic<uint64_t> prefetch_issued{0};   // reads started ahead of use
+  std::atomic<uint64_t> prefetch_issued{0};   // GETs started ahead of use (each one run of samples)
+  std::atomic<uint64_t> prefetch_samples{0};  // the reads those GETs serve (samples, or members)
   std::atomic<uint64_t> prefetch_used{0};     // reads served by a read started ahead
-  std::atomic<uint64_t> prefetch_dropped{0};  // hints dropped or reads discarded unused (bounds)
+  std::atomic<uint64_t> prefetch_dropped{0};  // runs dropped unhinted or discarded unused (bounds)
+  std::atomic<uint64_t> prefetch_held{0};     // bytes of runs held now (queued, in flight, not all taken)
+  std::atomic<uint64_t> prefetch_capacity{0}; // their bound
 };
 remote_io_counters& remote_counters();
 // Keeps the counters exported in `registry` while it lives (no-op for null).

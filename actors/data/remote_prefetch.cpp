@@ -9,76 +9,129 @@
 
 namespace msomni::data {
 
-void prefetcher::hint(const std::string& uri, uint64_t offset, uint64_t length) {
+void prefetcher::hint(const std::string& uri, const byte_range& span, const std::vector<byte_range>& reads) {
   const auto s = remote_io();
   auto& c = remote_counters();
-  if (s.prefetch_samples == 0 || length == 0) return;
+  if (s.prefetch_samples == 0 || span.length == 0 || reads.empty()) return;
   std::lock_guard lock(m_);
-  const key k{uri, offset, length};
-  if (slots_.count(k)) return;
-  const size_t max_slots = size_t(std::max<uint64_t>(1, s.prefetch_samples)) * 64;
-  while (held_ + length > s.prefetch_bytes || slots_.size() >= max_slots) {
-    auto oldest = slots_.end();
-    for (auto it = slots_.begin(); it != slots_.end(); ++it)
-      if (it->second.st == state::done && !it->second.claimed &&
-          (oldest == slots_.end() || it->second.seq < oldest->second.seq))
-        oldest = it;
-    if (oldest == slots_.end()) {
+  if (auto it = by_uri_.find(uri); it != by_uri_.end())
+    for (auto [a, b] = it->second.equal_range(span.offset); a != b; ++a)
+      if (a->second->span.length == span.length) return;  // hinted already
+  while (held_ + span.length > s.prefetch_bytes) {
+    run_ptr oldest;
+    for (const auto& [seq, r] : by_seq_)
+      if (r->st == state::done && r->waiters == 0) {
+        oldest = r;
+        break;
+      }
+    if (!oldest) {
       ++c.prefetch_dropped;
       return;
     }
-    held_ -= std::get<2>(oldest->first);
-    slots_.erase(oldest);
+    forget(oldest);
     ++c.prefetch_dropped;
   }
-  slots_[k].seq = ++seq_;
-  held_ += length;
-  queue_.push_back(k);
+  auto r = std::make_shared<run>();
+  r->uri = uri;
+  r->span = span;
+  r->reads = reads;
+  r->seq = ++seq_;
+  by_uri_[uri].emplace(span.offset, r);
+  by_seq_.emplace(r->seq, r);
+  held_ += span.length;
+  queue_.push_back(r);
   ++c.prefetch_issued;
+  c.prefetch_samples += reads.size();
+  c.prefetch_capacity = s.prefetch_bytes;
+  publish();
   const size_t want = size_t(std::min<uint64_t>(s.prefetch_samples, 16));
   for (; threads_ < want; ++threads_) std::thread([this] { work(); }).detach();
   cv_.notify_one();
 }
 
+prefetcher::run_ptr prefetcher::find(const std::string& uri, uint64_t offset, uint64_t n) const {
+  const auto it = by_uri_.find(uri);
+  if (it == by_uri_.end()) return nullptr;
+  // The runs starting at or before `offset`, nearest first (runs of one shard rarely overlap).
+  auto r = it->second.upper_bound(offset);
+  for (int looked = 0; r != it->second.begin() && looked < 8; ++looked) {
+    --r;
+    const byte_range& sp = r->second->span;
+    if (offset + n <= sp.offset + sp.length) return r->second;
+  }
+  return nullptr;
+}
+
+void prefetcher::forget(const run_ptr& r) {
+  auto it = by_uri_.find(r->uri);
+  if (it != by_uri_.end()) {
+    for (auto [a, b] = it->second.equal_range(r->span.offset); a != b; ++a)
+      if (a->second == r) {
+        it->second.erase(a);
+        break;
+      }
+    if (it->second.empty()) by_uri_.erase(it);
+  }
+  if (by_seq_.erase(r->seq)) held_ -= r->span.length;
+  if (r->st == state::queued) std::erase(queue_, r);
+  publish();
+}
+
 bool prefetcher::take(const std::string& uri, uint64_t offset, void* dst, size_t n) {
   std::unique_lock lock(m_);
-  const key k{uri, offset, n};
-  auto it = slots_.find(k);
-  if (it == slots_.end()) return false;
-  if (it->second.st == state::queued) {
-    queue_.erase(std::find(queue_.begin(), queue_.end(), k));
-    held_ -= n;
-    slots_.erase(it);
-    return false;
+  const run_ptr r = find(uri, offset, n);
+  if (!r) return false;
+  if (r->st == state::queued) {
+    // Nobody has started it: this reader makes the run's GET itself.
+    std::erase(queue_, r);
+    r->st = state::running;
+    lock.unlock();
+    fill(*r);
+    lock.lock();
+    r->st = state::done;
+    done_.notify_all();
   }
-  it->second.claimed = true;
-  done_.wait(lock, [&] { return it->second.st == state::done; });
-  const bool ok = it->second.ok && it->second.bytes.size() == n;
-  if (ok) std::memcpy(dst, it->second.bytes.data(), n);
-  held_ -= n;
-  slots_.erase(it);
+  ++r->waiters;
+  done_.wait(lock, [&] { return r->st == state::done; });
+  --r->waiters;
+  const bool ok = r->ok && r->bytes.size() == r->span.length;
+  if (ok) std::memcpy(dst, r->bytes.data() + (offset - r->span.offset), n);
+  auto& reads = r->reads;
+  if (auto it = std::find_if(reads.begin(), reads.end(), [&](const byte_range& b) { return b.offset == offset && b.length == n; });
+      it != reads.end())
+    reads.erase(it);
+  if (reads.empty() || !ok) forget(r);  // all taken, or failed: its readers read themselves
   return ok;
+}
+
+void prefetcher::fill(run& r) {
+  std::string bytes(size_t(r.span.length), '\0');
+  r.ok = read_(r.uri, r.span.offset, bytes);
+  r.bytes = std::move(bytes);
 }
 
 void prefetcher::work() {
   for (;;) {
-    key k;
+    run_ptr r;
     {
       std::unique_lock lock(m_);
       cv_.wait(lock, [&] { return !queue_.empty(); });
-      k = queue_.front();
+      r = queue_.front();
       queue_.pop_front();
-      slots_[k].st = state::running;
+      r->st = state::running;
     }
-    std::string bytes(size_t(std::get<2>(k)), '\0');
-    const bool ok = read_(std::get<0>(k), std::get<1>(k), bytes);
+    fill(*r);
     std::lock_guard lock(m_);
-    auto& sl = slots_[k];
-    sl.st = state::done;
-    sl.ok = ok;
-    sl.bytes = std::move(bytes);
+    r->st = state::done;
     done_.notify_all();
   }
 }
+
+uint64_t prefetcher::held_bytes() const {
+  std::lock_guard lock(m_);
+  return held_;
+}
+
+void prefetcher::publish() const { remote_counters().prefetch_held = held_; }
 
 }  // namespace msomni::data

@@ -51,9 +51,14 @@ class remote_storage final : public storage {
     return std::make_unique<remote_source>(indexes_, *k, cache());
   }
 
-  size_t read_ahead(const std::string&) const override { return size_t(remote_io().prefetch_samples); }
-  void prefetch(const std::string& path, uint64_t offset, uint64_t length) const override {
-    read_ahead_pool().hint(path, offset, length);
+  // The reader's window: io.remote_prefetch draws, and half the pool's bound on bytes (the
+  // rest is room for the gaps inside runs and for runs not all read yet).
+  read_ahead_window read_ahead(const std::string&) const override {
+    const auto s = remote_io();
+    return {s.prefetch_samples, s.prefetch_bytes / 2};
+  }
+  void prefetch(const std::string& path, const byte_range& span, const std::vector<byte_range>& reads) const override {
+    read_ahead_pool().hint(path, span, reads);
   }
 
   std::shared_ptr<shard_cache> cache() const {
@@ -141,11 +146,11 @@ class routing_storage final : public storage {
   std::unique_ptr<byte_source> open(const std::string& path) const override {
     return is_remote_uri(path) ? process_remote()->open(path) : local_->open(path);
   }
-  size_t read_ahead(const std::string& uri) const override {
+  read_ahead_window read_ahead(const std::string& uri) const override {
     return is_remote_uri(uri) ? process_remote()->read_ahead(uri) : local_->read_ahead(uri);
   }
-  void prefetch(const std::string& path, uint64_t offset, uint64_t length) const override {
-    if (is_remote_uri(path)) process_remote()->prefetch(path, offset, length);
+  void prefetch(const std::string& path, const byte_range& span, const std::vector<byte_range>& reads) const override {
+    if (is_remote_uri(path)) process_remote()->prefetch(path, span, reads);
   }
 
  private:

@@ -1,6 +1,8 @@
 // Source orders, random access to draws, and the own-draw reader (see source_reader.hpp).
 #include "source_reader.hpp"
 
+#include "sample_read_ahead.hpp"
+
 #include "core/log.hpp"
 #include "core/rng.hpp"
 
@@ -115,50 +117,15 @@ struct sample_fetcher::open_shard {
   std::vector<uint8_t> span;  // one sample's members read at once
 };
 
-// Listings of shards opened before, so a shard opened again in a later epoch costs no header
-// walk (a pread per member header). Bounded by samples held; a hit is used only while the
-// file still has the size it had when listed, else the shard is listed again.
-struct sample_fetcher::listing_cache {
-  static constexpr size_t max_samples = 65536;
-  struct entry {
-    uint64_t file_size = 0;
-    std::shared_ptr<const shard_listing> samples;
-  };
-  std::map<std::pair<uint32_t, size_t>, entry> by_shard;  // (source, shard index)
-  size_t held = 0;
-};
-
 sample_fetcher::sample_fetcher(std::shared_ptr<const source_list> sources, std::shared_ptr<const storage> st)
     : sources_(std::move(sources)), storage_(std::move(st)) {
   open_.resize(sources_->size());
   for (auto& o : open_) o = std::make_unique<open_shard>();
   listings_ = std::make_unique<listing_cache>();
-  hinted_.assign(sources_->size(), 0);
+  ahead_ = std::make_unique<read_ahead_state>();
+  ahead_->sources.resize(sources_->size());
 }
 
-size_t sample_fetcher::read_ahead(uint32_t source) const { return storage_->read_ahead(sources_->at(source).spec().uri); }
-
-void sample_fetcher::prefetch(uint32_t source, uint64_t draw) {
-  if (draw < hinted_.at(source)) return;
-  hinted_[source] = draw + 1;
-  const source_index& src = sources_->at(source);
-  const open_shard& o = *open_[source];
-  const uint64_t epoch = draw / src.samples_per_epoch(), pos = draw % src.samples_per_epoch();
-  if (o.epoch != epoch || !o.file || o.layout.epoch != epoch) return;
-  const auto& start = o.layout.start;
-  const size_t p = size_t(std::upper_bound(start.begin(), start.end() - 1, pos) - start.begin()) - 1;
-  if (o.layout.order[p] != o.shard || o.samples->size() != src.shards()[o.shard].samples) return;
-  const shard_sample& e = (*o.samples)[o.perm[pos - start[p]]];
-  // The same reads read() makes: one span of the used members, or each member alone.
-  const sample_reads plan = plan_reads(e, src.spec().kind, src.spec().max_sample_bytes);
-  if (plan.too_large) return;
-  const std::string& path = src.shards()[o.shard].path;
-  if (plan.span_bytes > 0) {
-    storage_->prefetch(path, plan.span_offset, plan.span_bytes);
-  } else {
-    for (const auto& r : plan.reads) storage_->prefetch(path, r.member->data_offset, r.member->size);
-  }
-}
 sample_fetcher::sample_fetcher(sample_fetcher&&) noexcept = default;
 sample_fetcher::~sample_fetcher() = default;
 
@@ -195,6 +162,7 @@ void sample_fetcher::open_shard_of(uint32_t source, size_t shard, uint64_t epoch
 raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
   const source_index& src = sources_->at(source);
   open_shard& o = *open_[source];
+  ahead_->sources[source].read(draw);
   const uint64_t epoch = draw / src.samples_per_epoch(), pos = draw % src.samples_per_epoch();
   if (o.layout.epoch != epoch) o.layout = src.layout(epoch);
   const auto& start = o.layout.start;
@@ -268,19 +236,20 @@ bool own_reader::ready(uint32_t source) {
 raw_sample own_reader::next(uint32_t source) {
   if (!ready(source)) throw std::logic_error("own_reader: no planned draw of source " + std::to_string(source));
   auto& q = planned_[source];
-  const uint64_t draw = q.front();
-  q.pop_front();
-  --planned_total_;
-  raw_sample s = fetcher_.read(source, draw, true);
-  // A remote source's next own draws are read ahead (the storage bounds what it holds).
-  if (const size_t ahead = fetcher_.read_ahead(source); ahead > 0) {
-    while (q.size() < ahead && planned_total_ < max_planned) {
+  // A remote source's next own draws (this one first) are hinted ahead: planned past the
+  // window so that its last shard is seen whole (the storage bounds what it holds).
+  if (const read_ahead_window w = fetcher_.read_ahead(source); w.samples > 0) {
+    while (q.size() <= w.samples && planned_total_ < max_planned) {
       const order_entry e = plan_.next();
       planned_.at(e.source).push_back(e.draw);
       ++planned_total_;
     }
-    for (size_t i = 0; i < std::min(ahead, q.size()); ++i) fetcher_.prefetch(source, q[i]);
+    fetcher_.hint_ahead(source, q);
   }
+  const uint64_t draw = q.front();
+  q.pop_front();
+  --planned_total_;
+  raw_sample s = fetcher_.read(source, draw, true);
   s.pos.seq = seq_[source]++;
   return s;
 }

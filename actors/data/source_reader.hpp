@@ -112,11 +112,13 @@ class sample_fetcher {
   // for its own slot, so the shard damage riding on its position comes along.
   raw_sample read(uint32_t source, uint64_t draw, bool primary);
   const source_list& sources() const noexcept { return *sources_; }
-  // Samples of `source` the storage reads ahead of use (remote sources; 0 for local ones).
-  size_t read_ahead(uint32_t source) const;
-  // Asks the storage to start reading the bytes read(source, draw) will read, when the draw is
-  // in the shard open now for that source (a hint: nothing happens otherwise).
-  void prefetch(uint32_t source, uint64_t draw);
+  // How far the reader of `source` hints ahead (remote sources; samples 0 for local ones).
+  read_ahead_window read_ahead(uint32_t source);
+  // Remote sources (sample_read_ahead.cpp): once the draws hinted and not read yet have fallen
+  // to half the window, hints the storage with the next chunk of `upcoming` (this source's
+  // next own draws, in the order they are read, any shard, any epoch), each shard's draws
+  // grouped into runs that one GET serves (read_ahead_window.hpp, read_runs.hpp).
+  void hint_ahead(uint32_t source, const std::deque<uint64_t>& upcoming);
 
  private:
   struct open_shard;
@@ -127,8 +129,12 @@ class sample_fetcher {
   std::shared_ptr<const source_list> sources_;
   std::shared_ptr<const storage> storage_;
   std::vector<std::unique_ptr<open_shard>> open_;  // per source
+  // The samples of `shard` of `source`: the index's listing, one listed before, or the
+  // storage's (null when it cannot be opened); kept in listings_ while there is room.
+  std::shared_ptr<const shard_listing> listing_of(uint32_t source, size_t shard);
+  struct read_ahead_state;
   std::unique_ptr<listing_cache> listings_;        // shards listed before, by (source, shard)
-  std::vector<uint64_t> hinted_;                   // per source: draws below it were hinted
+  std::unique_ptr<read_ahead_state> ahead_;        // per source: what was hinted ahead
 };
 
 // This rank's draws, source by source, in the global order's consumption order. The reader

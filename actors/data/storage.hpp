@@ -2,6 +2,7 @@
 // remote_storage.hpp) behind the same two calls, so the reader never touches either directly.
 #pragma once
 
+#include "read_ahead_window.hpp"
 #include "tar_format.hpp"
 
 #include <memory>
@@ -9,6 +10,12 @@
 #include <vector>
 
 namespace msomni::data {
+
+// [offset, offset + length) of a shard.
+struct byte_range {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
 
 class storage {
  public:
@@ -20,11 +27,14 @@ class storage {
   virtual std::vector<std::string> list_shards(const std::string& uri) const = 0;
   // Opens one shard; nullptr when it cannot be opened (the caller counts it, never crashes).
   virtual std::unique_ptr<byte_source> open(const std::string& path) const = 0;
-  // How many samples of the source at `uri` the reader hints ahead of use (0: none, local).
-  virtual size_t read_ahead(const std::string& /*uri*/) const { return 0; }
-  // A hint that [offset, offset + length) of shard `path` will be read soon: remote storage
-  // starts that read in the background, within its bounds; local storage ignores it.
-  virtual void prefetch(const std::string& /*path*/, uint64_t /*offset*/, uint64_t /*length*/) const {}
+  // How far the reader of the source at `uri` hints ahead of its reads (read_ahead_window.hpp;
+  // samples 0: none, local storage).
+  virtual read_ahead_window read_ahead(const std::string& /*uri*/) const { return {}; }
+  // A hint that `reads` of shard `path` (ranges inside `span`, each read once) will be read
+  // soon: remote storage reads `span` with one GET in the background, within its bounds, and
+  // serves the reads from it; local storage ignores it.
+  virtual void prefetch(const std::string& /*path*/, const byte_range& /*span*/,
+                        const std::vector<byte_range>& /*reads*/) const {}
 };
 
 // POSIX files read with pread (one descriptor per open shard); s3:// and http(s):// uris and

@@ -88,7 +88,7 @@ inline constexpr range<int64_t> cache_bytes{0, int64_t{1} << 50};
 inline constexpr range<double> remote_request_timeout_ms{100.0, 3.6e6};
 inline constexpr range<double> remote_give_up_s{1.0, 7 * 86400.0};
 inline constexpr range<double> remote_backoff_max_ms{1.0, 600000.0};
-inline constexpr range<int64_t> remote_prefetch{0, 1024};
+inline constexpr range<int64_t> remote_prefetch{0, 65536};
 }  // namespace io
 
 namespace scheduler {

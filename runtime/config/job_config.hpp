@@ -151,7 +151,7 @@ struct io_section {
   double remote_request_timeout_ms = 30000.0;  // one request's deadline
   double remote_give_up_s = 120.0;             // a request failing this long ends the job
   double remote_backoff_max_ms = 5000.0;       // the cap on one wait between retries
-  int64_t remote_prefetch = 16;                // samples of a remote source read ahead, in parallel GETs
+  int64_t remote_prefetch = 1024;              // own draws of a remote source hinted ahead (runs, one GET each)
 };
 
 // [health]: msomni-run's pre-flight check before a start (docs/health_check.md).
