@@ -117,15 +117,29 @@ std::optional<dispatch> decode_pool_core::next_dispatch(std::vector<msg::credit_
       ++busy_[m];
       ++busy_total_;
     }
-    if (needs_worker && d.sample.kind == modality::video && saturated_ && limits_.downgrade_video) {
+    if (needs_worker && d.sample.kind == modality::video && limits_.downgrade_video && downgrade_next_video()) {
       d.keyframe_only = true;
       ++downgrades_;
-      MSOMNI_LOG(info, "data.decode") << "downgrade " << d.sample.key << " to keyframe-only: tensor stage saturated ("
+      MSOMNI_LOG(info, "data.decode") << "downgrade " << d.sample.key << " to keyframe-only: the tensor stage needs "
+                                      << std::lround(share_ * 100) << "% of videos downgraded to keep up ("
                                       << downgrades_ << " so far)";
     }
     return d;
   }
   return std::nullopt;
+}
+
+void decode_pool_core::on_pressure(const msg::stage_pressure& p) {
+  share_ = std::clamp(p.downgrade_share, 0.0, 1.0);
+  if (share_ == 0) debt_ = 0;  // a later need starts afresh, not with an old remainder
+}
+
+bool decode_pool_core::downgrade_next_video() {
+  if (share_ <= 0) return false;
+  debt_ += share_;
+  if (debt_ < 1.0 - 1e-9) return false;
+  debt_ -= 1.0;
+  return true;
 }
 
 void decode_pool_core::on_done(modality kind, double decode_ms) {
@@ -164,6 +178,13 @@ void tensor_core::on_decoded(decoded_sample s) {
     const size_t m = size_t(s.kind);
     full_decode_ms_[m] += (decode_seen_[m] ? 0.2 : 1.0) * (s.decode_ms - full_decode_ms_[m]);
     decode_seen_[m] = true;
+  } else if (s.decode_ms > 0 && s.downgraded && !s.bad) {
+    keyframe_decode_ms_ += (keyframe_seen_ ? 0.2 : 1.0) * (s.decode_ms - keyframe_decode_ms_);
+    keyframe_seen_ = true;
+  }
+  if (s.kind == modality::video && !s.downgraded && !s.bad && s.unique_frames > 0) {
+    video_frames_ += (video_frames_seen_ ? 0.2 : 1.0) * (double(s.unique_frames) - video_frames_);
+    video_frames_seen_ = true;
   }
   buffers_[src].emplace(s.pos.seq, std::move(s));
   ++backlog_;
@@ -218,8 +239,12 @@ std::optional<std::vector<decoded_sample>> tensor_core::take_batch() {
   ++ready_batches_;
   double decode_ms = 0;
   bool known = false;
-  for (const auto& x : slots_)
+  uint32_t videos = 0;
+  for (const auto& x : slots_) {
+    videos += x.kind == modality::video;
     if (decode_seen_[size_t(x.kind)]) decode_ms += full_decode_ms_[size_t(x.kind)], known = true;
+  }
+  videos_per_batch_ += (decode_timed_ ? 0.2 : 1.0) * (double(videos) - videos_per_batch_);
   if (known) {
     decode_ms /= decode_workers_;
     batch_decode_ms_ += (decode_timed_ ? 0.2 : 1.0) * (decode_ms - batch_decode_ms_);
@@ -240,7 +265,7 @@ void tensor_core::restore(const pipeline_position& p) {
   pending_.reset();
   ready_batches_ = 0;
   backlog_ = 0;
-  saturated_ = false;
+  share_ = 0;
 }
 
 void tensor_core::on_batch_timing(double pack_ms, uint32_t unique_frames, uint32_t full_frames, double pull_interval_ms) {
@@ -254,12 +279,30 @@ void tensor_core::on_batch_timing(double pack_ms, uint32_t unique_frames, uint32
 }
 
 msg::stage_pressure tensor_core::pressure(uint64_t epoch, uint32_t packed_waiting) {
-  if (timed_) {
-    const double full_batch_ms = std::max(ms_per_frame_ * full_frames_, decode_timed_ ? batch_decode_ms_ : 0.0);
-    if (full_batch_ms > pull_interval_ms_) saturated_ = true;
-    else if (full_batch_ms < 0.8 * pull_interval_ms_) saturated_ = false;
+  if (timed_) share_ = downgrade_share_needed();
+  return {epoch, backlog_, capacity_, packed_waiting, share_ > 0, share_};
+}
+
+// What each downgraded video saves, against how far each full-quality estimate exceeds its
+// part of the step; a saving not yet known counts as all of a video's cost (decoding) or all
+// but one of its frames (packing), until downgraded videos have been measured.
+double tensor_core::downgrade_share_needed() const {
+  const double budget = pull_interval_ms_;
+  if (videos_per_batch_ <= 0) return 0;
+  double share = 0;
+  const double pack_ms = ms_per_frame_ * full_frames_;
+  if (pack_ms > budget) {
+    const double frames_saved = video_frames_seen_ ? std::max(0.0, video_frames_ - 1) : 0;
+    const double saving = videos_per_batch_ * frames_saved * ms_per_frame_;
+    share = saving > 0 ? (pack_ms - budget) / saving : 1.0;
   }
-  return {epoch, backlog_, capacity_, packed_waiting, saturated_};
+  const size_t v = size_t(modality::video);
+  if (decode_timed_ && decode_seen_[v] && batch_decode_ms_ > budget) {
+    const double per_video = full_decode_ms_[v] - (keyframe_seen_ ? keyframe_decode_ms_ : 0.0);
+    const double saving = videos_per_batch_ * std::max(0.0, per_video) / decode_workers_;
+    share = std::max(share, saving > 0 ? (batch_decode_ms_ - budget) / saving : 1.0);
+  }
+  return std::clamp(share, 0.0, 1.0);
 }
 
 }  // namespace msomni::data

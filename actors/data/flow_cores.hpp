@@ -103,7 +103,8 @@ class decode_pool_core {
   std::vector<msg::credit_grant> initial_reader_credits() const;
   void on_raw(raw_sample s);                    // throws std::logic_error past the credit bound
   void on_tensor_credit(const msg::credit_grant& g);
-  void on_pressure(const msg::stage_pressure& p) { saturated_ = p.saturated; }
+  // The tensor stage's latest pressure: the share of videos to decode keyframe-only.
+  void on_pressure(const msg::stage_pressure& p);
   // The next sample to decode, if a worker, a quota slot and a tensor credit allow one.
   // Grants for the reader are appended to `upstream`.
   std::optional<dispatch> next_dispatch(std::vector<msg::credit_grant>& upstream);
@@ -115,10 +116,14 @@ class decode_pool_core {
   uint32_t queued() const;
   uint32_t tensor_credits_total() const;  // decodes the tensor stage still allows, all sources
   uint64_t downgrades() const noexcept { return downgrades_; }
-  bool saturated() const noexcept { return saturated_; }
+  bool saturated() const noexcept { return share_ > 0; }
+  double downgrade_share() const noexcept { return share_; }
 
  private:
   void recompute_quotas();
+  // Whether the next video dispatched is decoded keyframe-only: spread evenly at the share
+  // (each video adds the share to a debt; one whole unit of debt downgrades the video).
+  bool downgrade_next_video();
   uint32_t slots() const { return limits_.workers * limits_.per_worker; }
 
   pool_limits limits_;
@@ -130,7 +135,8 @@ class decode_pool_core {
   std::array<bool, modality_count> present_{};
   uint32_t busy_total_ = 0;
   size_t rr_ = 0;
-  bool saturated_ = false;
+  double share_ = 0;  // of videos decoded keyframe-only, from the tensor stage's pressure
+  double debt_ = 0;
   uint64_t downgrades_ = 0;
 };
 
@@ -188,13 +194,16 @@ class tensor_core {
   // distinct frames it converted, how many it would have converted with no video downgraded,
   // and the consumer's step (from taking a batch to asking for the next, waiting excluded).
   void on_batch_timing(double pack_ms, uint32_t unique_frames, uint32_t full_frames, double consumer_step_ms);
-  // Saturated = packing a batch at full quality, or decoding one at full quality on the
-  // decode workers, would take longer than the consumer's step. Both are estimated at full
-  // quality (packing per converted frame; decoding per sample of each modality, learnt only
-  // from samples decoded in full), so the estimates do not move when downgrades make the
-  // actual batches cheaper: deciding on actual batch times flaps, because decodes run several
-  // batches ahead. Enter above the step, leave below 0.8 of it.
+  // The downgrade share: the least share of a batch's videos decoded keyframe-only with which
+  // packing the batch and decoding it on the decode workers each fit in the consumer's step
+  // (the batches queued ahead absorb the jitter of decode times and of the step).
+  // Estimated at full quality (packing per converted frame; decoding per
+  // sample of each modality, learnt from samples decoded in full; a keyframe-only decode from
+  // downgraded ones) and by what one downgraded video saves, so the estimates do not move when
+  // downgrades make the actual batches cheaper (deciding on actual batch times flaps, because
+  // decodes run several batches ahead). Saturated: the share is above 0.
   msg::stage_pressure pressure(uint64_t epoch, uint32_t packed_waiting);
+  double downgrade_share() const noexcept { return share_; }
   // Decode workers sharing the decodes of a batch (the decode estimate divides by them).
   void set_decode_workers(uint32_t n) { decode_workers_ = std::max<uint32_t>(1, n); }
   double full_batch_decode_ms() const noexcept { return batch_decode_ms_; }
@@ -217,11 +226,17 @@ class tensor_core {
   uint32_t ready_batches_ = 0;
   uint32_t backlog_ = 0;
   uint32_t capacity_ = 0;
-  bool saturated_ = false;
+  double downgrade_share_needed() const;
+  double share_ = 0;
   double ms_per_frame_ = 0, full_frames_ = 0, pull_interval_ms_ = 0;  // moving averages
   bool timed_ = false;
   std::array<double, modality_count> full_decode_ms_{};  // per sample, from full-quality decodes
   std::array<bool, modality_count> decode_seen_{};
+  double keyframe_decode_ms_ = 0;  // per video, from keyframe-only decodes
+  bool keyframe_seen_ = false;
+  double videos_per_batch_ = 0;    // moving average
+  double video_frames_ = 0;        // frames of a video decoded in full, moving average
+  bool video_frames_seen_ = false;
   uint32_t decode_workers_ = 1;
   double batch_decode_ms_ = 0;  // moving average of a batch's full-quality decode time / workers
   bool decode_timed_ = false;
