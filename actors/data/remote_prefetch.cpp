@@ -16,7 +16,14 @@ void prefetcher::hint(const std::string& uri, const byte_range& span, const std:
   std::lock_guard lock(m_);
   if (auto it = by_uri_.find(uri); it != by_uri_.end())
     for (auto [a, b] = it->second.equal_range(span.offset); a != b; ++a)
-      if (a->second->span.length == span.length) return;  // hinted already
+      if (a->second->span.length == span.length) {
+        // The same span hinted again (the shard's draws of a later epoch): its GET serves these
+        // reads too, and it is held until they are taken as well.
+        auto& held = a->second->reads;
+        held.insert(held.end(), reads.begin(), reads.end());
+        c.prefetch_samples += reads.size();
+        return;
+      }
   while (held_ + span.length > s.prefetch_bytes) {
     run_ptr oldest;
     for (const auto& [seq, r] : by_seq_)
@@ -52,14 +59,19 @@ void prefetcher::hint(const std::string& uri, const byte_range& span, const std:
 prefetcher::run_ptr prefetcher::find(const std::string& uri, uint64_t offset, uint64_t n) const {
   const auto it = by_uri_.find(uri);
   if (it == by_uri_.end()) return nullptr;
-  // The runs starting at or before `offset`, nearest first (runs of one shard rarely overlap).
+  // The runs starting at or before `offset`, nearest first (runs of one shard rarely overlap):
+  // one hinted with this very read, else any holding its bytes.
+  run_ptr any;
   auto r = it->second.upper_bound(offset);
   for (int looked = 0; r != it->second.begin() && looked < 8; ++looked) {
     --r;
-    const byte_range& sp = r->second->span;
-    if (offset + n <= sp.offset + sp.length) return r->second;
+    const run& x = *r->second;
+    if (offset + n > x.span.offset + x.span.length) continue;
+    if (std::any_of(x.reads.begin(), x.reads.end(), [&](const byte_range& b) { return b.offset == offset && b.length == n; }))
+      return r->second;
+    if (!any) any = r->second;
   }
-  return nullptr;
+  return any;
 }
 
 void prefetcher::forget(const run_ptr& r) {

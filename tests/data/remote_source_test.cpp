@@ -160,9 +160,9 @@ uint64_t record_bytes(const data::storage& st, const std::string& local) {
   return records;
 }
 
-// Every draw of the first epoch of source 0, read the way own_reader reads: the upcoming
-// draws hinted ahead before each read.
-std::vector<data::raw_sample> read_epoch_ahead(data::sample_fetcher& f, uint64_t n) {
+// The first `n` draws of source 0, read the way own_reader reads: the upcoming draws hinted
+// ahead before each read.
+std::vector<data::raw_sample> read_ahead(data::sample_fetcher& f, uint64_t n) {
   std::deque<uint64_t> upcoming;
   for (uint64_t d = 0; d < n; ++d) upcoming.push_back(d);
   std::vector<data::raw_sample> out;
@@ -491,7 +491,7 @@ TEST_CASE("read ahead, a shard read start to end costs one GET per run of its sa
   const auto before = snap();
   const uint64_t issued0 = c.prefetch_issued, reads0 = c.prefetch_samples, used0 = c.prefetch_used;
   data::sample_fetcher f(remote, st), g(local, st);
-  const auto got = read_epoch_ahead(f, n);
+  const auto got = read_ahead(f, n);
   const auto after = snap();
   const uint64_t issued = c.prefetch_issued - issued0, records = record_bytes(*st, images.string());
   MESSAGE(n << " samples: " << after.requests - before.requests << " requests, " << issued << " runs, "
@@ -515,6 +515,20 @@ TEST_CASE("read ahead, a shard read start to end costs one GET per run of its sa
     keys.insert(got[d].key);
   }
   CHECK(keys.size() == n);
+
+  // Two epochs: the window reaches into the second while the first's runs are held; a run
+  // hinted again for the same span serves both epochs' reads, and nothing is read alone.
+  const auto before2 = snap();
+  const uint64_t used2 = c.prefetch_used;
+  data::sample_fetcher f2(remote, st);
+  const auto twice = read_ahead(f2, 2 * n);
+  const auto after2 = snap();
+  CHECK(after2.requests - before2.requests <= 8);
+  CHECK(c.prefetch_used - used2 == 2 * n);
+  for (uint64_t d = 0; d < 2 * n; d += 7) {
+    CAPTURE(d);
+    CHECK(twice[d].key == g.read(0, d, true).key);
+  }
   data::set_remote_io({});
 }
 
@@ -540,7 +554,7 @@ TEST_CASE("read ahead through cut bodies, resets and 503s, every sample of a run
   auto& c = data::remote_counters();
   const uint64_t issued0 = c.prefetch_issued, used0 = c.prefetch_used;
   data::sample_fetcher f(remote, st), g(local, st);
-  const auto got = read_epoch_ahead(f, n);
+  const auto got = read_ahead(f, n);
   const auto after = snap();
   MESSAGE("injected: " << faulty.stats());
   CHECK(after.short_body > before.short_body);

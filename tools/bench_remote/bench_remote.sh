@@ -17,7 +17,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${MSOMNI_BUILD_DIR:-$root/build}"
 bench="$build/tools/bench_remote/msomni-bench-remote"
 gen="$build/tools/dataset_gen/msomni-gen-dataset"
-images=2000 image_size=128 per_shard=200 samples=400 batches=100
+images=2000 image_size=128 per_shard=200 samples=400 batches=500
 while [ $# -gt 0 ]; do
   case "$1" in
     --images) images="$2"; shift 2 ;;
@@ -109,6 +109,16 @@ for r in rows[1:]:
           f"({r['fetch_samples_per_s']:.0f} vs {base['fetch_samples_per_s']:.0f} samples/s), "
           f"pipeline {r['pipeline_samples_per_s'] / base['pipeline_samples_per_s']:.3f}x local "
           f"({r['pipeline_samples_per_s']:.0f} vs {base['pipeline_samples_per_s']:.0f} samples/s), "
+          f"after its first batch {r['pipeline_steady_samples_per_s'] / base['pipeline_steady_samples_per_s']:.3f}x "
+          f"({r['pipeline_steady_samples_per_s']:.0f} vs {base['pipeline_steady_samples_per_s']:.0f}; first batch "
+          f"{r['pipeline_first_batch_s'] * 1000:.0f} vs {base['pipeline_first_batch_s'] * 1000:.0f} ms), "
           f"index {r['index_s']:.2f} s vs {base['index_s']:.2f} s, "
-          f"bytes/payload {r['fetch_bytes'] / max(1, r['payload_bytes']):.3f}, bad {r['bad']}")
+          f"bytes/payload {r['fetch_bytes'] / max(1, r['payload_bytes']):.3f}, bad {r['bad']}; "
+          f"read ahead {r['ahead_samples_per_s'] / base['ahead_samples_per_s']:.3f}x local "
+          f"({r['ahead_samples_per_s']:.0f} samples/s): {r['ahead_requests']} requests, {r['ahead_runs']} runs "
+          f"({r['ahead_run_reads'] / max(1, r['ahead_runs']):.1f} samples per run), "
+          f"bytes/shard bytes {r['ahead_bytes'] / max(1, r['shard_bytes']):.3f}, "
+          f"bytes/payload {r['ahead_bytes'] / max(1, r['ahead_payload_bytes']):.3f}; "
+          f"pipeline {r['pipeline_requests']} requests, "
+          f"{r['pipeline_run_reads'] / max(1, r['pipeline_runs']):.1f} samples per run")
 EOF
