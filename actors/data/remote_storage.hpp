@@ -13,8 +13,11 @@
 //
 // How a shard is read: its member index (the tar header walk, list_tar) is built on first
 // open by ranged GETs of io-window size along the headers, kept in memory and in the cache
-// (io.cache_dir), and then every read is one ranged GET of exactly the bytes asked for (the
-// reader asks for one sample's span of members), served from the cache when held there.
+// (io.cache_dir). The reader hints its upcoming draws in runs (storage::prefetch; see
+// sample_read_ahead.cpp): one ranged GET reads a run of samples lying together in the shard
+// ahead of use, and the reads it was hinted with are served from it. A read not hinted is one
+// ranged GET of exactly the bytes asked for (one sample's span of members). Either is served
+// from the cache when held there.
 #pragma once
 
 #include "storage.hpp"
