@@ -60,22 +60,9 @@ std::string elastic_config(const msomni::testing::temp_dir& dir, int64_t steps, 
 }
 
 
-// STEP lines of one rank's log: how many times each step ran there.
-std::map<uint64_t, int> step_counts(const fs::path& log) {
-  std::map<uint64_t, int> n;
-  std::ifstream in(log);
-  for (std::string line; std::getline(in, line);)
-    if (const auto step = msomni::testing::step_line_record(line); step.is_object()) ++n[step.at("step").get<uint64_t>()];
-  return n;
-}
-
+using msomni::testing::has_world;
+using msomni::testing::step_counts;
 using msomni::testing::wait_for;
-
-bool has_world(const fs::path& metrics_file, int world, uint64_t after_step) {
-  for (const auto& [step, v] : read_step_losses(metrics_file).by_step)
-    if (step > after_step && v.second == world) return true;
-  return false;
-}
 
 std::string cli(const std::string& args) { return std::string(MSOMNI_CLI_BINARY) + " " + args; }
 
@@ -157,16 +144,10 @@ TEST_CASE("scale-down to 2 and back up to 4 while training: each step once and t
   // tighter than 1e-3 absolute: near the end the loss is small and a relative bound would
   // grow with how early the resize came (seen on a loaded machine: 0.0013-0.0027 relative at
   // step 240). A lost, repeated or misweighted step moves the loss by far more.
-  double worst = 0;
-  uint64_t worst_step = 0;
-  for (const auto& [step, v] : reference.by_step) {
-    const double other = elastic.by_step.at(step).first;
-    const double gap = std::abs(other - v.first) / std::max(1.0, std::abs(v.first));
-    if (gap > worst) worst = gap, worst_step = step;
-  }
-  MESSAGE("largest loss difference to the static run (relative above 1, absolute below): " << worst << " at step "
-                                                                                          << worst_step);
-  CHECK(worst < 1e-3);
+  const auto gap = msomni::testing::largest_loss_gap(reference, elastic);
+  MESSAGE("largest loss difference to the static run (relative above 1, absolute below): " << gap.worst << " at step "
+                                                                                          << gap.step);
+  CHECK(gap.worst < 1e-3);
 }
 
 TEST_CASE("stop saves a final checkpoint and the next msomni-run resumes from it") {

@@ -8,6 +8,7 @@
 #include "core/child_process.hpp"
 #include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
+#include "support/sched_service.hpp"
 
 #include <signal.h>
 
@@ -23,6 +24,8 @@ using msomni::child_process;
 using msomni::testing::parse_json;
 using msomni::testing::read_text;
 using msomni::testing::run_command;
+using msomni::testing::start_scheduler;
+using msomni::testing::stop_scheduler;
 using msomni::testing::temp_dir;
 
 using msomni::testing::count_of;
@@ -41,20 +44,6 @@ bool appears_within_20s(const std::filesystem::path& path) {
 }
 
 pid_t pid_in(const std::filesystem::path& file) { return static_cast<pid_t>(std::stol(read_text(file))); }
-
-std::unique_ptr<child_process> start_scheduler(const temp_dir& dir, uint32_t gpus, std::vector<std::string> more) {
-  std::vector<std::string> args{"--gpus", std::to_string(gpus), "--info-file", (dir.path() / "info").string()};
-  args.insert(args.end(), more.begin(), more.end());
-  auto sched = std::make_unique<child_process>(MSOMNI_SCHED_BINARY, args);
-  REQUIRE_MESSAGE(sched->read_until("msomni-sched: " + std::to_string(gpus) + " GPUs", 20s),
-                  "msomni-sched did not start: " << sched->log);
-  return sched;
-}
-
-void stop_scheduler(child_process& sched) {
-  ::kill(sched.pid(), SIGTERM);
-  sched.read_until("msomni-sched: stopped", 10s);
-}
 
 std::unique_ptr<child_process> start_job(const temp_dir& dir, const std::string& id, const std::string& klass,
                                          uint32_t gpus, std::vector<std::string> command,

@@ -9,6 +9,7 @@
 #include "support/http_get.hpp"
 #include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
+#include "support/sched_service.hpp"
 
 #include <doctest/doctest.h>
 
@@ -34,14 +35,10 @@ struct endpoint {
   uint16_t port = 0;
 };
 
-// msomni-sched on 8 GPUs with `extra` flags; waits until it listens.
+// msomni-sched on 8 GPUs with a 1 s reservation window and `extra` flags; waits until it listens.
 std::unique_ptr<child_process> start_scheduler(const temp_dir& dir, std::vector<std::string> extra) {
-  std::vector<std::string> args{"--gpus", "8", "--info-file", (dir.path() / "info").string(),
-                                "--reservation-window-s", "1"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  auto sched = std::make_unique<child_process>(MSOMNI_SCHED_BINARY, args);
-  REQUIRE_MESSAGE(sched->read_until("msomni-sched: 8 GPUs", 20s), "msomni-sched did not start: " << sched->log);
-  return sched;
+  extra.insert(extra.begin(), {"--reservation-window-s", "1"});
+  return msomni::testing::start_scheduler(dir, 8, extra);
 }
 
 // The address in msomni-sched's "msomni-sched: metrics http://HOST:PORT/metrics" line.

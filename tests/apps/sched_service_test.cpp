@@ -8,6 +8,7 @@
 #include "core/child_process.hpp"
 #include "support/json_lines.hpp"
 #include "support/process_runner.hpp"
+#include "support/sched_service.hpp"
 
 #include <sys/stat.h>
 
@@ -27,6 +28,7 @@ using msomni::testing::parse_json;
 using msomni::testing::read_json_lines;
 using msomni::testing::read_text;
 using msomni::testing::run_command;
+using msomni::testing::stop_scheduler;
 using msomni::testing::temp_dir;
 
 using msomni::testing::count_of;
@@ -38,17 +40,7 @@ namespace {
 std::unique_ptr<child_process> start_scheduler(const temp_dir& dir,
                                                std::vector<std::string> policy = {"--min-run-window-s", "0",
                                                                                   "--drain-s", "20"}) {
-  std::vector<std::string> args{"--gpus", "8", "--info-file", (dir.path() / "info").string()};
-  args.insert(args.end(), policy.begin(), policy.end());
-  auto sched = std::make_unique<child_process>(MSOMNI_SCHED_BINARY, args);
-  REQUIRE_MESSAGE(sched->read_until("msomni-sched: 8 GPUs", 20s), "msomni-sched did not start: " << sched->log);
-  return sched;
-}
-
-// Stops msomni-sched (SIGTERM) and waits until it says so; its log then holds every decision.
-void stop_scheduler(child_process& sched) {
-  ::kill(sched.pid(), SIGTERM);
-  sched.read_until("msomni-sched: stopped", 10s);
+  return msomni::testing::start_scheduler(dir, 8, policy);
 }
 
 // `steps` lines of msomni-run's metrics.jsonl from step `first`: steps of `step_ms`, `wait_ms`

@@ -3,9 +3,12 @@
 // checksum, with dropout on; a 2 -> 1 -> 2 scale through the msomni CLI runs every step once;
 // a rank killed with SIGKILL takes its worker with it, and the job recovers and completes;
 // `msomni ckpt export` writes the module's whole state_dict, which load_state_dict takes; a rank
-// whose interpreter has no torch fails the job with that reason.
+// whose interpreter has no torch fails the job with that reason. The jobs are in
+// torch_jobs.hpp; what a native job guarantees (a 4 -> 2 -> 4 scale, a preemption under
+// msomni-sched, autoscaling, inspect and the metrics keys) is in torch_job_guarantees_test.cpp.
 // Skipped when /usr/bin/python3 cannot import torch.
 #include "core/child_process.hpp"
+#include "models/torch_jobs.hpp"
 #include "models/torch_python.hpp"
 #include "support/job_probe.hpp"
 #include "support/json_lines.hpp"
@@ -26,41 +29,25 @@
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using msomni::testing::has_event;
+using msomni::testing::has_world;
 using msomni::testing::read_json_lines;
 using msomni::testing::read_step_losses;
 using msomni::testing::run_command;
+using msomni::testing::step_counts;
 using msomni::testing::wait_for;
 
 namespace {
 
 const std::string modules_dir = std::string(MSOMNI_SOURCE_DIR) + "/tests/models/torch_modules";
 
-// Synthetic images, videos and text (no files), with no video downgrade (it follows live
-// timing, and would change the data between two runs).
-std::string data_and_io() {
-  return "[[data.sources]]\nname = \"shapes\"\nuri = \"synthetic://shapes\"\nmodality = \"image\"\nweight = 2.0\n"
-         "[[data.sources]]\nname = \"moving\"\nuri = \"synthetic://shapes\"\nmodality = \"video\"\nweight = 1.0\n"
-         "[[data.sources]]\nname = \"text\"\nuri = \"synthetic://text\"\nmodality = \"text\"\nweight = 1.0\n"
-         "[io]\ndowngrade_video = false\n";
-}
-
-// The reference module (configs/torch_fuyu_tiny.py), small, with dropout.
-std::string fuyu_job(int64_t steps) {
-  return "[job]\nname = \"torch-fuyu\"\n[model]\nname = \"torch\"\ntorch_file = \"" + std::string(MSOMNI_SOURCE_DIR) +
-         "/configs/torch_fuyu_tiny.py\"\ntorch_class = \"FuyuTiny\"\n"
-         "torch_args = { d_model = 32, n_layers = 2, n_heads = 2, d_ff = 64, patch_dim = 192, max_seq_len = 64, "
-         "dropout = 0.1 }\n"
-         "image_size = 16\npatch_size = 8\nvideo_frames = 2\nmax_seq_len = 64\n" +
-         data_and_io() + "[training]\nglobal_batch = 8\nmicro_batch = 2\nsteps = " + std::to_string(steps) +
-         "\nlr = 3e-3\nseed = 17\ndevice = \"cpu\"\n"
-         "[elasticity]\nreplicas = 2\nmin_replicas = 1\nmax_replicas = 2\n[checkpoint]\ninterval_steps = 10\n";
-}
+using msomni::testing::fuyu_job;
+using msomni::testing::torch_data_and_io;
 
 // A slower module (each forward sleeps `delay_ms`), with dropout, for acting on a running job.
 std::string slow_job(int64_t steps, int64_t delay_ms) {
   return "[job]\nname = \"torch-slow\"\n[model]\nname = \"torch\"\ntorch_file = \"" + modules_dir +
          "/tiny_lm.py\"\ntorch_class = \"TinyLM\"\ntorch_args = { dropout = 0.1, delay_ms = " + std::to_string(delay_ms) +
-         " }\nimage_size = 16\npatch_size = 8\nvideo_frames = 2\nmax_seq_len = 64\n" + data_and_io() +
+         " }\nimage_size = 16\npatch_size = 8\nvideo_frames = 2\nmax_seq_len = 64\n" + torch_data_and_io() +
          "[training]\nglobal_batch = 4\nmicro_batch = 2\nsteps = " + std::to_string(steps) +
          "\nlr = 3e-3\nseed = 5\ndevice = \"cpu\"\n"
          "[elasticity]\nreplicas = 2\nmin_replicas = 1\nmax_replicas = 2\ngrace_period_s = 30\n"
@@ -116,7 +103,7 @@ TEST_CASE("a torch job of N steps equals N/2 steps, a stop and a resume to N, lo
   if (const auto why = msomni::testing::torch_missing_reason(); !why.empty()) MSOMNI_SKIP_TEST(why);
   msomni::testing::temp_dir dir;
   const int64_t steps = 40;
-  const auto cfg = dir.write("job.toml", fuyu_job(steps));
+  const auto cfg = dir.write("job.toml", fuyu_job({.steps = steps}));
   const auto straight = dir.path() / "straight", resumed = dir.path() / "resumed";
   const std::string run = std::string(MSOMNI_RUN_BINARY) + " " + cfg + " --fresh --run-dir ";
   auto r = run_command(run + straight.string());
@@ -160,11 +147,7 @@ TEST_CASE("a torch job scaled from 2 ranks to 1 and back to 2 runs every step on
   msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--fresh", "--run-dir", run_dir.string()});
   REQUIRE(wait_for([&] { return read_step_losses(run_dir / "metrics.jsonl").by_step.size() >= 10; }, 120s));
   const auto last_step = [&] { return read_step_losses(run_dir / "metrics.jsonl").by_step.rbegin()->first; };
-  const auto world_after = [&](int world, uint64_t after) {
-    for (const auto& [step, v] : read_step_losses(run_dir / "metrics.jsonl").by_step)
-      if (step > after && v.second == world) return true;
-    return false;
-  };
+  const auto world_after = [&](int world, uint64_t after) { return has_world(run_dir / "metrics.jsonl", world, after); };
   const auto before_down = last_step();
   auto r = run_command(cli("scale-down --run-dir " + run_dir.string() + " --replicas 1 --grace-period 30s"));
   CAPTURE(r.output);
@@ -189,10 +172,7 @@ TEST_CASE("a torch job scaled from 2 ranks to 1 and back to 2 runs every step on
   CHECK(steps.lines == steps.by_step.size());
   CHECK(steps.by_step.begin()->first == 1);
   CHECK(steps.by_step.rbegin()->first == steps.by_step.size());
-  std::map<uint64_t, int> ran;
-  std::ifstream log(run_dir / "logs" / "rank-0.log");
-  for (std::string line; std::getline(log, line);)
-    if (const auto s = msomni::testing::step_line_record(line); s.is_object()) ++ran[s.at("step").get<uint64_t>()];
+  const auto ran = step_counts(run_dir / "logs" / "rank-0.log");
   CHECK(ran.size() == steps.by_step.size());
   int repeated = 0;
   for (const auto& [step, n] : ran) repeated += n != 1;
@@ -265,7 +245,7 @@ TEST_CASE("msomni ckpt export writes a torch module's whole state_dict, which lo
 
   // The reference module: parameters only (its causal mask is not persistent).
   const auto fuyu_run = dir.path() / "fuyu";
-  r = run_command(std::string(MSOMNI_RUN_BINARY) + " " + dir.write("fuyu.toml", fuyu_job(10)) + " --fresh --run-dir " +
+  r = run_command(std::string(MSOMNI_RUN_BINARY) + " " + dir.write("fuyu.toml", fuyu_job({.steps = 10})) + " --fresh --run-dir " +
                   fuyu_run.string());
   REQUIRE(r.exit_code == 0);
   const auto fuyu_file = (dir.path() / "fuyu.safetensors").string();

@@ -9,10 +9,14 @@ msomni_add_test(torch_model_tests
 target_compile_definitions(torch_model_tests PRIVATE MSOMNI_RUN_BINARY="$<TARGET_FILE:msomni-run>")
 add_dependencies(torch_model_tests msomni-run msomni-rank)
 
-# Torch models as real jobs: a resume equal to a straight run, a 2 -> 1 -> 2 scale, a killed rank.
+# Torch models as real jobs: a resume equal to a straight run, a 2 -> 1 -> 2 scale, a killed rank,
+# the export, a rank without torch (torch_job_test.cpp); and what a native job guarantees
+# (torch_job_guarantees_test.cpp): a 4 -> 2 -> 4 scale within the native bound of a static run,
+# a preemption under msomni-sched and msomni job resumed loss for loss, autoscaling from 1 to 2
+# replicas with msomni inspect and a native job's metrics keys.
 msomni_add_test(torch_job_tests
-  SOURCES torch_job_test.cpp
+  SOURCES torch_job_test.cpp torch_job_guarantees_test.cpp
   LIBS msomni_runtime)
 target_compile_definitions(torch_job_tests PRIVATE MSOMNI_RUN_BINARY="$<TARGET_FILE:msomni-run>"
-  MSOMNI_CLI_BINARY="$<TARGET_FILE:msomni>")
-add_dependencies(torch_job_tests msomni-run msomni-rank msomni msomni-agent)
+  MSOMNI_CLI_BINARY="$<TARGET_FILE:msomni>" MSOMNI_SCHED_BINARY="$<TARGET_FILE:msomni-sched>")
+add_dependencies(torch_job_tests msomni-run msomni-rank msomni msomni-agent msomni-sched)

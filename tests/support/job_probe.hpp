@@ -1,5 +1,7 @@
 // Watching a running msomni job from a test: poll a condition, wait for its first
-// checkpoint, find a rank's pid through `msomni status --json`, read its steps' losses.
+// checkpoint, find a rank's pid through `msomni status --json`, read its steps' losses and
+// world sizes, count how often a rank's log ran each step, and the largest loss gap between
+// two runs of one config.
 #pragma once
 
 #include "support/json_lines.hpp"
@@ -13,7 +15,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <algorithm>
+#include <cmath>
+#include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
@@ -56,6 +62,40 @@ inline step_losses read_step_losses(const std::filesystem::path& metrics_jsonl) 
     s.by_step[r.at("step").get<uint64_t>()] = {msomni::get_number(r, "loss").value(), r.at("world_size").get<int>()};
   }
   return s;
+}
+
+// True when a step after `after_step` ran at world size `world`.
+inline bool has_world(const std::filesystem::path& metrics_jsonl, int world, uint64_t after_step) {
+  for (const auto& [step, v] : read_step_losses(metrics_jsonl).by_step)
+    if (step > after_step && v.second == world) return true;
+  return false;
+}
+
+// STEP lines of one rank's log: how many times each step ran there.
+inline std::map<uint64_t, int> step_counts(const std::filesystem::path& log) {
+  std::map<uint64_t, int> n;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (const auto step = step_line_record(line); step.is_object()) ++n[step.at("step").get<uint64_t>()];
+  return n;
+}
+
+// The largest loss difference of `other` to `reference` over the reference's steps: relative
+// to the loss where it is above 1, absolute below (a relative bound would grow as the loss
+// nears 0); infinite when `other` lacks one of the steps.
+struct loss_gap {
+  double worst = 0;
+  uint64_t step = 0;
+};
+inline loss_gap largest_loss_gap(const step_losses& reference, const step_losses& other) {
+  loss_gap g;
+  for (const auto& [step, v] : reference.by_step) {
+    const auto it = other.by_step.find(step);
+    const double gap = it == other.by_step.end() ? std::numeric_limits<double>::infinity()
+                                                 : std::abs(it->second.first - v.first) / std::max(1.0, std::abs(v.first));
+    if (gap > g.worst) g = {gap, step};
+  }
+  return g;
 }
 
 }  // namespace msomni::testing
