@@ -19,8 +19,8 @@ void put(std::span<std::byte> memory, int64_t at, const T* data, size_t count) {
   if (count) std::memcpy(memory.data() + at, data, count * sizeof(T));
 }
 
-template <class T>
-std::string_view bytes_of(const std::vector<T>& v) {
+template <class T, class Allocator>
+std::string_view bytes_of(const std::vector<T, Allocator>& v) {
   return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)};
 }
 
@@ -66,12 +66,13 @@ nlohmann::json describe_batch(const model::micro_batch& mb, const batch_layout& 
             {"modalities", l.modalities}}}};
 }
 
-uint64_t micro_batch_seed(uint64_t job_seed, int64_t optimizer_step, int64_t micro_index, const model::micro_batch& mb) {
-  // The tokens and patch counts tell batches apart; the patches would cost a pass over the
-  // largest field for no more distinction.
-  std::string key = "model.torch.forward/" + std::to_string(optimizer_step) + "/" + std::to_string(micro_index) + "/";
+uint64_t micro_batch_seed(uint64_t job_seed, int64_t optimizer_step, const model::micro_batch& mb) {
+  // Not the micro-batch's place on its rank: a resize changes that while the micro-batches of
+  // a step stay the same. The patches tell apart batches whose captions are the same.
+  std::string key = "model.torch.forward/" + std::to_string(optimizer_step) + "/";
   key += bytes_of(mb.tokens);
   key += bytes_of(mb.patch_counts);
+  key += bytes_of(mb.patches);
   auto stream = rng_stream::derive(job_seed, key);
   return stream.next() >> 1;
 }

@@ -31,9 +31,9 @@ void write_batch(const model::micro_batch& mb, const batch_layout& layout, std::
 nlohmann::json describe_batch(const model::micro_batch& mb, const batch_layout& layout);
 
 // The seed the worker gives every generator before the module's forward on `mb` (dropout): a
-// function of the job seed, the optimizer step, the micro-batch's place in the step and its
-// contents, so the same batch at the same step draws the same numbers whichever rank runs it,
-// in any world size and after any resume. Below 2^63.
-uint64_t micro_batch_seed(uint64_t job_seed, int64_t optimizer_step, int64_t micro_index, const model::micro_batch& mb);
+// function of the job seed, the optimizer step and the micro-batch's contents (tokens, patch
+// counts, patches), so the same batch at the same step draws the same numbers whichever rank
+// runs it, at whichever place in its step, in any world size and after any resume. Below 2^63.
+uint64_t micro_batch_seed(uint64_t job_seed, int64_t optimizer_step, const model::micro_batch& mb);
 
 }  // namespace msomni::models

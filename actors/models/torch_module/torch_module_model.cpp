@@ -95,7 +95,6 @@ void torch_module_model::copy_from_host(model::buffer_role which, std::span<cons
 
 void torch_module_model::zero_gradients() {
   std::memset(grads_.data(), 0, sizeof(float) * total());
-  micro_index_ = 0;
 }
 
 double torch_module_model::run(const model::micro_batch& mb, bool train, float grad_scale, bool require_finite) {
@@ -105,7 +104,7 @@ double torch_module_model::run(const model::micro_batch& mb, bool train, float g
   request["train"] = train;
   request["grad_scale"] = grad_scale;
   request["require_finite"] = require_finite;
-  request["seed"] = micro_batch_seed(context_.seed, step_, micro_index_, mb);
+  request["seed"] = micro_batch_seed(context_.seed, step_, mb);
   std::vector<int> fds;
   if (static_cast<int64_t>(batch_.size()) < layout.bytes) {
     // A larger batch than any before: new memory, sent along (the worker maps it instead).
@@ -146,7 +145,6 @@ model::loss_report torch_module_model::forward_backward(const model::micro_batch
   model::loss_report r{0.0, mb.target_tokens(), mb.input_tokens()};
   if (r.target_tokens == 0) return r;  // nothing to learn from; gradients unchanged
   r.loss = run(mb, true, grad_scale, false);
-  ++micro_index_;
   return r;
 }
 

@@ -87,7 +87,6 @@ class torch_module_model final : public model::trainable_model {
   charged_memory params_charge_, grads_charge_, adam_m_charge_, adam_v_charge_, batch_charge_;
   uint64_t last_activation_bytes_ = 0;
   int64_t step_ = 0;         // optimizer steps taken
-  int64_t micro_index_ = 0;  // micro-batches since zero_gradients
   int threads_ = 1;
   std::string class_where_;  // where the module's class is defined
   std::string signature_;
