@@ -148,6 +148,7 @@ void on_taken(tensor_actor_ptr self, batch_ptr& done, double consumer_step_ms, d
   st.metrics.data_wait_ms_total += wait_ms;
   st.metrics.data_wait_ms_max = std::max(st.metrics.data_wait_ms_max, wait_ms);
   st.core->on_batch_taken();
+  st.core->on_consumer_wait(consumer_step_ms, wait_ms);
   pack(self);  // a taken batch frees a queue slot: assemble what the buffers already hold
 }
 

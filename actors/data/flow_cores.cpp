@@ -266,6 +266,7 @@ void tensor_core::restore(const pipeline_position& p) {
   ready_batches_ = 0;
   backlog_ = 0;
   share_ = 0;
+  margin_ = 0;
 }
 
 void tensor_core::on_batch_timing(double pack_ms, uint32_t unique_frames, uint32_t full_frames, double pull_interval_ms) {
@@ -279,8 +280,23 @@ void tensor_core::on_batch_timing(double pack_ms, uint32_t unique_frames, uint32
 }
 
 msg::stage_pressure tensor_core::pressure(uint64_t epoch, uint32_t packed_waiting) {
-  if (timed_) share_ = downgrade_share_needed();
+  if (timed_) {
+    const double needed = downgrade_share_needed();
+    if (needed <= 0) margin_ = 0;
+    share_ = needed > 0 ? std::min(1.0, needed + margin_) : 0.0;
+  }
   return {epoch, backlog_, capacity_, packed_waiting, share_ > 0, share_};
+}
+
+void tensor_core::on_consumer_wait(double step_ms, double wait_ms) {
+  if (step_ms < 0 || wait_ms < 0 || step_ms + wait_ms <= 0) return;
+  const double cycle = step_ms + wait_ms;
+  cycle_ms_ += (cycle_seen_ ? 0.1 : 1.0) * (cycle - cycle_ms_);
+  cycle_seen_ = true;
+  if (share_ <= 0) return;
+  // Weighed by time: one long wait counts for what it costs, not as one batch of many.
+  const double excess = (wait_ms - target_wait_share * cycle) / cycle_ms_;
+  margin_ = std::clamp(margin_ + margin_gain * excess, 0.0, 1.0);
 }
 
 // What each downgraded video saves, against how far each full-quality estimate exceeds its

@@ -195,14 +195,22 @@ class tensor_core {
   // and the consumer's step (from taking a batch to asking for the next, waiting excluded).
   void on_batch_timing(double pack_ms, uint32_t unique_frames, uint32_t full_frames, double consumer_step_ms);
   // The downgrade share: the least share of a batch's videos decoded keyframe-only with which
-  // packing the batch and decoding it on the decode workers each fit in the consumer's step
-  // (the batches queued ahead absorb the jitter of decode times and of the step).
-  // Estimated at full quality (packing per converted frame; decoding per
+  // packing the batch and decoding it on the decode workers each fit in the consumer's step,
+  // plus the margin the consumer's waits add (on_consumer_wait). Estimated at full quality (packing per converted frame; decoding per
   // sample of each modality, learnt from samples decoded in full; a keyframe-only decode from
   // downgraded ones) and by what one downgraded video saves, so the estimates do not move when
   // downgrades make the actual batches cheaper (deciding on actual batch times flaps, because
   // decodes run several batches ahead). Saturated: the share is above 0.
   msg::stage_pressure pressure(uint64_t epoch, uint32_t packed_waiting);
+  // The consumer took a batch after `wait_ms` of waiting, `step_ms` after it took the one
+  // before. What the estimates miss (cores shared with training, the stages' own overheads)
+  // shows as waiting: while the share is above 0, a margin added to it moves by margin_gain x
+  // (wait - target_wait_share x (step + wait)) / the moving average of step + wait, per
+  // batch, within [0, 1]: the waits' share of the time is held near the target.
+  void on_consumer_wait(double step_ms, double wait_ms);
+  static constexpr double target_wait_share = 0.02;
+  static constexpr double margin_gain = 0.25;
+  double downgrade_margin() const noexcept { return margin_; }
   double downgrade_share() const noexcept { return share_; }
   // Decode workers sharing the decodes of a batch (the decode estimate divides by them).
   void set_decode_workers(uint32_t n) { decode_workers_ = std::max<uint32_t>(1, n); }
@@ -228,6 +236,9 @@ class tensor_core {
   uint32_t capacity_ = 0;
   double downgrade_share_needed() const;
   double share_ = 0;
+  double margin_ = 0;
+  double cycle_ms_ = 0;  // the consumer's step plus its wait, moving average
+  bool cycle_seen_ = false;
   double ms_per_frame_ = 0, full_frames_ = 0, pull_interval_ms_ = 0;  // moving averages
   bool timed_ = false;
   std::array<double, modality_count> full_decode_ms_{};  // per sample, from full-quality decodes

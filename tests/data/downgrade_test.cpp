@@ -144,6 +144,7 @@ sim_result simulate(bool downgrade, int batches_wanted, const sim_costs& c = {},
       }
       packed.pop_front();
       tensor.on_batch_taken();
+      tensor.on_consumer_wait(last_interval_ms, wait);
       last_pull = clock.now();
       ++r.batches;
       if (int(r.batches) < batches_wanted)
