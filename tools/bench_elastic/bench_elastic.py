@@ -67,8 +67,9 @@ keep = 2
 """
 
 
-def metrics(run_dir):
-    path = os.path.join(run_dir, "metrics.jsonl")
+def jsonl(path):
+    """The JSON lines of a file msomni or a peer writes while the bench reads it: none while it
+    does not exist yet, and a line still being written is left out."""
     if not os.path.exists(path):
         return []
     out = []
@@ -79,6 +80,10 @@ def metrics(run_dir):
             except ValueError:
                 pass
     return out
+
+
+def metrics(run_dir):
+    return jsonl(os.path.join(run_dir, "metrics.jsonl"))
 
 
 def wait_steps(run_dir, world, count, after_step=0, timeout=600):

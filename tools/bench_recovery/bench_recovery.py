@@ -55,16 +55,8 @@ keep = 2
 """
 
 
-def jsonl(path):
-    out = []
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-    return out
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench_elastic"))
+from bench_elastic import jsonl  # noqa: E402
 
 
 def wait_for(pred, timeout, what):

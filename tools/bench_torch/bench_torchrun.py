@@ -57,7 +57,7 @@ GLOBAL_BATCH, MICRO_BATCH, LR, SEED = 8, 2, 1e-3, 1234  # its [training]
 BETAS, EPS, WEIGHT_DECAY, GRAD_CLIP = (0.9, 0.95), 1e-8, 0.01, 1.0
 
 sys.path.insert(0, os.path.join(ROOT, "tools", "bench_elastic"))
-from bench_elastic import cli, metrics, wait_steps  # noqa: E402  (msomni's control CLI and metrics.jsonl)
+from bench_elastic import cli, jsonl, metrics, wait_steps  # noqa: E402  (msomni's control CLI and metrics.jsonl)
 
 CAPTURE_MODULE = '''import os, pickle, sys
 import torch
@@ -81,18 +81,6 @@ class RecordingFuyuTiny(FuyuTiny):
 
 
 # ---------------------------------------------------------------- helpers of both sides
-
-def jsonl(path):
-    out = []
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-    return out
-
 
 def free_port():
     with socket.socket() as s:
