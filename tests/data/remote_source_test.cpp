@@ -174,6 +174,22 @@ std::vector<data::raw_sample> read_ahead(data::sample_fetcher& f, uint64_t n) {
   return out;
 }
 
+// `got` holds the first draws of source 0 as `local` reads them: in order, each sample once,
+// the same bytes.
+void check_same_samples(const std::vector<data::raw_sample>& got, data::sample_fetcher& local) {
+  std::set<std::string> keys;
+  for (uint64_t d = 0; d < got.size(); ++d) {
+    const auto want = local.read(0, d, true);
+    CAPTURE(d);
+    CHECK_FALSE(got[d].bad);
+    CHECK(got[d].key == want.key);
+    CHECK(got[d].media == want.media);
+    CHECK(got[d].caption == want.caption);
+    keys.insert(got[d].key);
+  }
+  CHECK(keys.size() == got.size());
+}
+
 std::shared_ptr<data::source_list> image_source(const data::storage& st, const std::string& uri) {
   auto sources = std::make_shared<data::source_list>();
   sources->emplace_back(0, data::source_spec{"images", uri, modality::image}, 3, true, st);
@@ -504,17 +520,7 @@ TEST_CASE("read ahead, a shard read start to end costs one GET per run of its sa
   CHECK(double(after.bytes - before.bytes) <= 1.1 * double(records));
   CHECK(c.prefetch_held <= c.prefetch_capacity);
   // In order, each sample once, the bytes of the shards on disk.
-  std::set<std::string> keys;
-  for (uint64_t d = 0; d < n; ++d) {
-    const auto want = g.read(0, d, true);
-    CAPTURE(d);
-    CHECK_FALSE(got[d].bad);
-    CHECK(got[d].key == want.key);
-    CHECK(got[d].media == want.media);
-    CHECK(got[d].caption == want.caption);
-    keys.insert(got[d].key);
-  }
-  CHECK(keys.size() == n);
+  check_same_samples(got, g);
 
   // Two epochs: the window reaches into the second while the first's runs are held; a run
   // hinted again for the same span serves both epochs' reads, and nothing is read alone.
@@ -562,16 +568,6 @@ TEST_CASE("read ahead through cut bodies, resets and 503s, every sample of a run
   CHECK(after.reset > before.reset);
   CHECK(c.prefetch_issued - issued0 == 4);
   CHECK(c.prefetch_used - used0 == n);  // every read served by its run, none read again alone
-  std::set<std::string> keys;
-  for (uint64_t d = 0; d < n; ++d) {
-    const auto want = g.read(0, d, true);
-    CAPTURE(d);
-    CHECK_FALSE(got[d].bad);
-    CHECK(got[d].key == want.key);
-    CHECK(got[d].media == want.media);
-    CHECK(got[d].caption == want.caption);
-    keys.insert(got[d].key);
-  }
-  CHECK(keys.size() == n);
+  check_same_samples(got, g);
   data::set_remote_io({});
 }
