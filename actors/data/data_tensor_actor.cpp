@@ -24,7 +24,7 @@ struct tensor_state {
   caf::actor pool;
   std::shared_ptr<batch_handoff> handoff;       // packed batches to the consumer
   std::unique_ptr<credit_batcher> pool_grants;  // half a depth per message to the pool
-  std::optional<bool> saturated_sent;           // the pool acts on the flag only
+  std::optional<double> share_sent;             // the pool acts on the downgrade share only
   std::vector<batch_ptr> spare;  // buffers handed back by the consumer, reused by pack
   batch_ptr filling;              // the batch whose slots are being packed
   double filling_pack_ms = 0;     // time spent packing its slots so far
@@ -129,12 +129,12 @@ void pack(tensor_actor_ptr self) {
   if (st.bad.total() != bad_before) st.handoff->publish_bad(st.bad);  // before a failure is seen
   if (st.live) publish(st, bad_counts_before);
   if (!st.failure.empty()) st.handoff->fail(st.failure);
-  // Saturation follows batch timings, so it can change only when a batch was packed; the
-  // pool acts on nothing else in the message (one per decoded sample before).
+  // Sent when a batch was packed or the downgrade share moved (the pool acts on nothing else
+  // in the message; one per decoded sample before).
   const msg::stage_pressure p = st.core->pressure(0, uint32_t(st.handoff->waiting()));
-  if (packed_one || st.saturated_sent != p.saturated) {
+  if (packed_one || st.share_sent != p.downgrade_share) {
     self->send(st.pool, p);
-    st.saturated_sent = p.saturated;
+    st.share_sent = p.downgrade_share;
   }
 }
 

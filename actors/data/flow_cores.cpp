@@ -285,7 +285,7 @@ msg::stage_pressure tensor_core::pressure(uint64_t epoch, uint32_t packed_waitin
     if (needed <= 0) margin_ = 0;
     share_ = needed > 0 ? std::min(1.0, needed + margin_) : 0.0;
   }
-  return {epoch, backlog_, capacity_, packed_waiting, share_ > 0, share_};
+  return {epoch, backlog_, capacity_, packed_waiting, share_};
 }
 
 void tensor_core::on_consumer_wait(double step_ms, double wait_ms) {

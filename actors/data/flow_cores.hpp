@@ -116,8 +116,6 @@ class decode_pool_core {
   uint32_t queued() const;
   uint32_t tensor_credits_total() const;  // decodes the tensor stage still allows, all sources
   uint64_t downgrades() const noexcept { return downgrades_; }
-  bool saturated() const noexcept { return share_ > 0; }
-  double downgrade_share() const noexcept { return share_; }
 
  private:
   void recompute_quotas();
@@ -196,11 +194,11 @@ class tensor_core {
   void on_batch_timing(double pack_ms, uint32_t unique_frames, uint32_t full_frames, double consumer_step_ms);
   // The downgrade share: the least share of a batch's videos decoded keyframe-only with which
   // packing the batch and decoding it on the decode workers each fit in the consumer's step,
-  // plus the margin the consumer's waits add (on_consumer_wait). Estimated at full quality (packing per converted frame; decoding per
-  // sample of each modality, learnt from samples decoded in full; a keyframe-only decode from
-  // downgraded ones) and by what one downgraded video saves, so the estimates do not move when
-  // downgrades make the actual batches cheaper (deciding on actual batch times flaps, because
-  // decodes run several batches ahead). Saturated: the share is above 0.
+  // plus the margin the consumer's waits add (on_consumer_wait). Estimated at full quality
+  // (packing per converted frame; decoding per sample of each modality, learnt from samples
+  // decoded in full; a keyframe-only decode from downgraded ones) and by what one downgraded
+  // video saves, so the estimates do not move when downgrades make the actual batches cheaper
+  // (deciding on actual batch times flaps, because decodes run several batches ahead).
   msg::stage_pressure pressure(uint64_t epoch, uint32_t packed_waiting);
   // The consumer took a batch after `wait_ms` of waiting, `step_ms` after it took the one
   // before. What the estimates miss (cores shared with training, the stages' own overheads)
@@ -210,8 +208,6 @@ class tensor_core {
   void on_consumer_wait(double step_ms, double wait_ms);
   static constexpr double target_wait_share = 0.02;
   static constexpr double margin_gain = 0.25;
-  double downgrade_margin() const noexcept { return margin_; }
-  double downgrade_share() const noexcept { return share_; }
   // Decode workers sharing the decodes of a batch (the decode estimate divides by them).
   void set_decode_workers(uint32_t n) { decode_workers_ = std::max<uint32_t>(1, n); }
   double full_batch_decode_ms() const noexcept { return batch_decode_ms_; }
@@ -219,6 +215,8 @@ class tensor_core {
   uint32_t capacity() const noexcept { return capacity_; }
 
  private:
+  // The share the full-quality estimates call for, before the margin.
+  double downgrade_share_needed() const;
   std::vector<std::string> names_;
   std::vector<modality> kinds_;
   std::vector<uint32_t> depth_;
@@ -234,7 +232,6 @@ class tensor_core {
   uint32_t ready_batches_ = 0;
   uint32_t backlog_ = 0;
   uint32_t capacity_ = 0;
-  double downgrade_share_needed() const;
   double share_ = 0;
   double margin_ = 0;
   double cycle_ms_ = 0;  // the consumer's step plus its wait, moving average

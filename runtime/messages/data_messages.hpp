@@ -23,14 +23,13 @@ struct credit_grant {
 
 // tensor stage -> decoder pool: how far behind the tensor stage is. `downgrade_share` is the
 // share of videos the pool decodes keyframe-only: the least that lets decoding and packing
-// keep up with the consumer's step, by the tensor core's estimates at full quality
-// (`saturated`: it is above 0). Idempotent: the latest notice of the current epoch wins.
+// keep up with the consumer's step, by the tensor core's estimates at full quality (the stage
+// is saturated while it is above 0). Idempotent: the latest notice of the current epoch wins.
 struct stage_pressure {
   uint64_t epoch = 0;
   uint32_t backlog = 0;      // decoded samples waiting to be packed
   uint32_t capacity = 0;     // slots the tensor stage grants in total
   uint32_t ready_batches = 0;
-  bool saturated = false;
   double downgrade_share = 0;  // 0..1
   bool operator==(const stage_pressure&) const = default;
 };

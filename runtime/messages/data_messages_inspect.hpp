@@ -17,7 +17,7 @@ typename Inspector::result_type inspect(Inspector& f, credit_grant& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_pressure& x) {
   return f(caf::meta::type_name("stage_pressure"), x.epoch, x.backlog, x.capacity, x.ready_batches,
-           x.saturated, x.downgrade_share);
+           x.downgrade_share);
 }
 
 template <class Inspector>

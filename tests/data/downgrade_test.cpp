@@ -11,7 +11,6 @@
 
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <deque>
 #include <optional>
 
@@ -132,8 +131,6 @@ sim_result simulate(bool downgrade, int batches_wanted, const sim_costs& c = {},
     if (consumer_waiting && !packed.empty()) {
       consumer_waiting = false;
       const double wait = std::chrono::duration<double, std::milli>(clock.now() - wait_started).count();
-      if (std::getenv("MSOMNI_DOWNGRADE_TRACE"))
-        MESSAGE("batch " << r.batches << " wait " << wait << " share " << tensor.downgrade_share());
       if (r.batches >= warm_up_batches) {
         r.max_wait_ms = std::max(r.max_wait_ms, wait);
         r.total_wait_ms += wait;

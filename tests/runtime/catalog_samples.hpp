@@ -50,7 +50,7 @@ inline msg::memory_fit sample(tag<msg::memory_fit>) {
 inline msg::memory_fit_done sample(tag<msg::memory_fit_done>) {
   return {sample(tag<msg::memory_fit>{}), 3, 1, 2, 1, false, 10'500'000, "2 parts (2+1 samples)"};
 }
-inline msg::stage_pressure sample(tag<msg::stage_pressure>) { return {2, 14, 16, 1, true, 0.375}; }
+inline msg::stage_pressure sample(tag<msg::stage_pressure>) { return {2, 14, 16, 1, 0.375}; }
 inline msg::agent_hello sample(tag<msg::agent_hello>) { return {"node-b", "rack2", "switch1", 4, 999}; }
 inline msg::agent_signalled sample(tag<msg::agent_signalled>) { return {"node-b", 15, "slurm"}; }
 inline msg::rank_rejoin sample(tag<msg::rank_rejoin>) {
