@@ -41,7 +41,7 @@ class SavedActivations:
 
 def memory_range(memory):
     """(first address, end address) of an mmap."""
-    if memory is None or len(memory) == 0:
+    if len(memory) == 0:
         return (0, 0)
     first = torch.frombuffer(memory, dtype=torch.uint8, count=1).data_ptr()
     return (first, first + len(memory))

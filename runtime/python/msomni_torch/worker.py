@@ -36,6 +36,7 @@ class Worker:
         self.table = None
         self.user_dir = ""
         self.batch_memory = None
+        self.shared_ranges = []  # address ranges of the shared buffers and the batch memory
 
     def build(self, request, _tail, _fds):
         import torch
@@ -64,6 +65,7 @@ class Worker:
         from .shared_parameters import SharedParameters
 
         self.shared = SharedParameters(self.table, fds[0], fds[1])
+        self.shared_ranges = self.shared.ranges()
         return {}, b""
 
     def forward(self, request, _tail, fds):
@@ -74,9 +76,10 @@ class Worker:
         if fds:
             self.batch_memory = mmap.mmap(fds[0], int(request["batch_bytes"]), mmap.MAP_SHARED,
                                           mmap.PROT_READ | mmap.PROT_WRITE)
+            self.shared_ranges = self.shared.ranges() + [memory_range(self.batch_memory)]
         batch = batch_view.batch_from_memory(self.batch_memory, request)
-        shared_ranges = self.shared.ranges() + [memory_range(self.batch_memory)]
-        loss, activation_bytes = forward_pass.run(self.module, self.shared, batch, request, self.user_dir, shared_ranges)
+        loss, activation_bytes = forward_pass.run(self.module, self.shared, batch, request, self.user_dir,
+                                                  self.shared_ranges)
         return {"activation_bytes": activation_bytes}, struct.pack("<d", loss)
 
     def placement(self, _request, _tail, _fds):
