@@ -29,6 +29,7 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using msomni::testing::has_event;
 using msomni::testing::has_reason_containing;
+using msomni::testing::last_step;
 using msomni::testing::read_json_lines;
 
 namespace {
@@ -44,15 +45,6 @@ std::string job_text(int64_t steps, int64_t interval, const std::string& checkpo
          "[elasticity]\nreplicas = 2\nmin_replicas = 1\nmax_replicas = 2\nheartbeat_interval_s = 0.2\n"
          "heartbeat_misses = 5\n"
          "[checkpoint]\ninterval_steps = " + std::to_string(interval) + "\n" + checkpoint_extra;
-}
-
-// The last step msomni-run recorded in metrics.jsonl (0 before the first).
-uint64_t last_step(const fs::path& run_dir) {
-  if (!fs::exists(run_dir / "metrics.jsonl")) return 0;
-  uint64_t step = 0;
-  for (const auto& r : read_json_lines(run_dir / "metrics.jsonl"))
-    step = std::max(step, r.at("step").get<uint64_t>());
-  return step;
 }
 
 // Live (not zombie) processes whose command line mentions `marker`.

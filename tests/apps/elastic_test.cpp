@@ -61,6 +61,7 @@ std::string elastic_config(const msomni::testing::temp_dir& dir, int64_t steps, 
 
 
 using msomni::testing::has_world;
+using msomni::testing::last_step;
 using msomni::testing::step_counts;
 using msomni::testing::wait_for;
 
@@ -91,7 +92,7 @@ TEST_CASE("scale-down to 2 and back up to 4 while training: each step once and t
   CHECK(r.exit_code == 1);
   CHECK(r.output.find("cannot be split over 3") != std::string::npos);
 
-  const auto before_down = read_step_losses(metrics_file).by_step.rbegin()->first;
+  const auto before_down = last_step(run_dir);
   r = run_command(cli("scale-down --run-dir " + run_dir.string() + " --replicas 2 --grace-period 60s"));
   CAPTURE(r.output);
   REQUIRE(r.exit_code == 0);
@@ -108,7 +109,7 @@ TEST_CASE("scale-down to 2 and back up to 4 while training: each step once and t
   for (const auto& rank : status.at("departed")) left = left || rank.value("state", "") == "left";
   CHECK(left);
 
-  const auto before_up = read_step_losses(metrics_file).by_step.rbegin()->first;
+  const auto before_up = last_step(run_dir);
   r = run_command(cli("scale-up --run-dir " + run_dir.string() + " --replicas 4"));
   CAPTURE(r.output);
   REQUIRE(r.exit_code == 0);
@@ -161,7 +162,7 @@ TEST_CASE("stop saves a final checkpoint and the next msomni-run resumes from it
   CHECK(r.exit_code == 0);
   CHECK(job.wait(60s) == 5);  // stopped, resumable
   CHECK(has_reason_containing(msomni::testing::read_json_lines(run_dir / "events.jsonl"), "stopped at step"));
-  const auto stopped_at = read_step_losses(run_dir / "metrics.jsonl").by_step.rbegin()->first;
+  const auto stopped_at = last_step(run_dir);
   const auto latest = read_file(run_dir / "checkpoints" / "latest");
   CHECK(latest.find(std::to_string(stopped_at)) != std::string::npos);
   // The CLI on a job that has ended answers from its summary.

@@ -33,11 +33,13 @@
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using msomni::child_process;
+using msomni::testing::cli;
 using msomni::testing::fuyu_job;
 using msomni::testing::has_event;
 using msomni::testing::has_reason_containing;
 using msomni::testing::has_world;
 using msomni::testing::json;
+using msomni::testing::last_step;
 using msomni::testing::parse_json;
 using msomni::testing::read_json_lines;
 using msomni::testing::read_step_losses;
@@ -47,13 +49,6 @@ using msomni::testing::temp_dir;
 using msomni::testing::wait_for;
 
 namespace {
-
-std::string cli(const std::string& args) { return std::string(MSOMNI_CLI_BINARY) + " " + args; }
-
-uint64_t last_step(const fs::path& run_dir) {
-  const auto s = read_step_losses(run_dir / "metrics.jsonl");
-  return s.by_step.empty() ? 0 : s.by_step.rbegin()->first;
-}
 
 // The key paths of a metrics.jsonl record ("step", "memory", "memory.in_use_bytes", ...), one
 // level into its objects; bad_samples is keyed by source name, so only its own key counts.

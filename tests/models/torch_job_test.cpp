@@ -28,6 +28,7 @@
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using msomni::testing::cli;
 using msomni::testing::has_event;
 using msomni::testing::has_world;
 using msomni::testing::read_json_lines;
@@ -66,7 +67,6 @@ std::string final_checksum(const fs::path& run_dir, const std::string& rank) {
   return last;
 }
 
-std::string cli(const std::string& args) { return std::string(MSOMNI_CLI_BINARY) + " " + args; }
 
 // The processes whose parent is `pid` (/proc/PID/stat's fourth field).
 std::set<pid_t> children_of(pid_t pid) {
@@ -146,14 +146,13 @@ TEST_CASE("a torch job scaled from 2 ranks to 1 and back to 2 runs every step on
   const auto run_dir = dir.path() / "run";
   msomni::child_process job(MSOMNI_RUN_BINARY, {cfg, "--fresh", "--run-dir", run_dir.string()});
   REQUIRE(wait_for([&] { return read_step_losses(run_dir / "metrics.jsonl").by_step.size() >= 10; }, 120s));
-  const auto last_step = [&] { return read_step_losses(run_dir / "metrics.jsonl").by_step.rbegin()->first; };
   const auto world_after = [&](int world, uint64_t after) { return has_world(run_dir / "metrics.jsonl", world, after); };
-  const auto before_down = last_step();
+  const auto before_down = msomni::testing::last_step(run_dir);
   auto r = run_command(cli("scale-down --run-dir " + run_dir.string() + " --replicas 1 --grace-period 30s"));
   CAPTURE(r.output);
   REQUIRE(r.exit_code == 0);
   REQUIRE(wait_for([&] { return world_after(1, before_down); }, 90s));
-  const auto before_up = last_step();
+  const auto before_up = msomni::testing::last_step(run_dir);
   r = run_command(cli("scale-up --run-dir " + run_dir.string() + " --replicas 2"));
   CAPTURE(r.output);
   REQUIRE(r.exit_code == 0);

@@ -8,6 +8,9 @@
 
 namespace msomni::testing {
 
+// A command line of the msomni CLI (MSOMNI_CLI_BINARY, the test target's definition).
+inline std::string cli(const std::string& args) { return std::string(MSOMNI_CLI_BINARY) + " " + args; }
+
 // Synthetic images, videos and text (no files), with no video downgrade (it follows live
 // timing, and would change the data between two runs).
 inline std::string torch_data_and_io() {

@@ -64,6 +64,12 @@ inline step_losses read_step_losses(const std::filesystem::path& metrics_jsonl) 
   return s;
 }
 
+// The last step a run recorded in its metrics.jsonl (0 before the first).
+inline uint64_t last_step(const std::filesystem::path& run_dir) {
+  const auto s = read_step_losses(run_dir / "metrics.jsonl");
+  return s.by_step.empty() ? 0 : s.by_step.rbegin()->first;
+}
+
 // True when a step after `after_step` ran at world size `world`.
 inline bool has_world(const std::filesystem::path& metrics_jsonl, int world, uint64_t after_step) {
   for (const auto& [step, v] : read_step_losses(metrics_jsonl).by_step)
