@@ -23,17 +23,10 @@ read_ahead_window sample_fetcher::read_ahead(uint32_t source) {
 std::shared_ptr<const shard_listing> sample_fetcher::listing_of(uint32_t source, size_t shard) {
   const source_index& src = sources_->at(source);
   if (auto l = src.listed(shard)) return l;
-  auto& cache = *listings_;
-  if (auto it = cache.by_shard.find({source, shard}); it != cache.by_shard.end()) return it->second.samples;
+  if (auto it = listings_->by_shard.find({source, shard}); it != listings_->by_shard.end()) return it->second.samples;
   try {
     const auto file = storage_->open(src.shards()[shard].path);
-    if (!file) return nullptr;
-    auto l = std::make_shared<const shard_listing>(group_samples(list_tar(*file)));
-    if (cache.held + l->size() <= listing_cache::max_samples) {
-      cache.by_shard[{source, shard}] = {file->size(), l};
-      cache.held += l->size();
-    }
-    return l;
+    return file ? list_and_keep(source, shard, *file) : nullptr;
   } catch (const std::exception& e) {
     // A hint only: the read meets the same failure with its reason.
     MSOMNI_LOG(debug, "data.reader") << "no read-ahead for " << src.shards()[shard].path << ": " << e.what();

@@ -145,18 +145,25 @@ void sample_fetcher::open_shard_of(uint32_t source, size_t shard, uint64_t epoch
     } else if (auto listed = src.listing(shard, size)) {
       o.samples = std::move(listed);  // walked by the index at start; the index keeps it
     } else {
-      o.samples = std::make_shared<const shard_listing>(group_samples(list_tar(*o.file)));
-      if (it != cache.by_shard.end()) {
-        cache.held -= it->second.samples->size();
-        cache.by_shard.erase(it);
-      }
-      if (cache.held + o.samples->size() <= listing_cache::max_samples) {
-        cache.by_shard[{source, shard}] = {size, o.samples};
-        cache.held += o.samples->size();
-      }
+      o.samples = list_and_keep(source, shard, *o.file);
     }
   }
   o.perm = src.sample_order(epoch, shard, o.samples->size());
+}
+
+std::shared_ptr<const shard_listing> sample_fetcher::list_and_keep(uint32_t source, size_t shard,
+                                                                   const byte_source& file) {
+  auto listing = std::make_shared<const shard_listing>(group_samples(list_tar(file)));
+  auto& cache = *listings_;
+  if (const auto it = cache.by_shard.find({source, shard}); it != cache.by_shard.end()) {
+    cache.held -= it->second.samples->size();
+    cache.by_shard.erase(it);
+  }
+  if (cache.held + listing->size() <= listing_cache::max_samples) {
+    cache.by_shard[{source, shard}] = {file.size(), listing};
+    cache.held += listing->size();
+  }
+  return listing;
 }
 
 raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {

@@ -132,6 +132,9 @@ class sample_fetcher {
   // The samples of `shard` of `source`: the index's listing, one listed before, or the
   // storage's (null when it cannot be opened); kept in listings_ while there is room.
   std::shared_ptr<const shard_listing> listing_of(uint32_t source, size_t shard);
+  // Walks the headers of `file` (shard `shard` of `source`) and keeps the listing in
+  // listings_ in place of any kept before, while there is room.
+  std::shared_ptr<const shard_listing> list_and_keep(uint32_t source, size_t shard, const byte_source& file);
   struct read_ahead_state;
   std::unique_ptr<listing_cache> listings_;        // shards listed before, by (source, shard)
   std::unique_ptr<read_ahead_state> ahead_;        // per source: what was hinted ahead
