@@ -21,7 +21,7 @@ sample_shape draw_costs::shape_of_draw(uint32_t source, uint64_t draw) const {
       c.order.clear();
     }
     const auto& start = c.layout.start;
-    const size_t p = size_t(std::upper_bound(start.begin(), start.end() - 1, pos) - start.begin()) - 1;
+    const size_t p = c.layout.slot_of(pos);
     const size_t shard = c.layout.order[p];
     if (const auto listing = src.listed(shard); listing && !listing->empty()) {
       auto it = c.order.find(shard);

@@ -66,7 +66,7 @@ void sample_fetcher::hint_ahead(uint32_t source, const std::deque<uint64_t>& upc
     const uint64_t draw = *it, epoch = draw / n, pos = draw % n;
     if (a.layout.epoch != epoch) a.layout = src.layout(epoch);
     const auto& start = a.layout.start;
-    const size_t p = size_t(std::upper_bound(start.begin(), start.end() - 1, pos) - start.begin()) - 1;
+    const size_t p = a.layout.slot_of(pos);
     const size_t shard = a.layout.order[p];
     const uint64_t g = epoch * (a.layout.order.size() + 1) + p;
     if (g != group) {

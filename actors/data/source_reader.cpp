@@ -103,7 +103,7 @@ std::vector<size_t> source_index::sample_order(uint64_t epoch, size_t shard, siz
 msg::source_cursor source_index::cursor_at(uint64_t draws) const {
   const uint64_t epoch = draws / samples_, pos = draws % samples_;
   const epoch_layout l = layout(epoch);
-  const size_t p = size_t(std::upper_bound(l.start.begin(), l.start.end() - 1, pos) - l.start.begin()) - 1;
+  const size_t p = l.slot_of(pos);
   return {spec_.name, epoch, p, pos - l.start[p], draws};
 }
 
@@ -173,8 +173,7 @@ raw_sample sample_fetcher::read(uint32_t source, uint64_t draw, bool primary) {
   const uint64_t epoch = draw / src.samples_per_epoch(), pos = draw % src.samples_per_epoch();
   if (o.layout.epoch != epoch) o.layout = src.layout(epoch);
   const auto& start = o.layout.start;
-  // The shard holding `pos`: the last start <= pos among shards that hold samples.
-  const size_t p = size_t(std::upper_bound(start.begin(), start.end() - 1, pos) - start.begin()) - 1;
+  const size_t p = o.layout.slot_of(pos);
   const size_t shard = o.layout.order[p];
   const shard_info& info = src.shards()[shard];
 

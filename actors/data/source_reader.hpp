@@ -22,6 +22,7 @@
 #include "storage.hpp"
 #include "tar_sample_assembler.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <memory>
@@ -52,6 +53,12 @@ struct epoch_layout {
   std::vector<size_t> order;     // indices into shards()
   std::vector<uint64_t> start;   // start[p] = first position of order[p]; start.back() = N
   std::map<uint64_t, std::vector<shard_problem>> problems;  // position -> damage riding on it
+
+  // The index into order of the shard holding position `pos`: the last start <= pos among
+  // shards that hold samples.
+  size_t slot_of(uint64_t pos) const {
+    return size_t(std::upper_bound(start.begin(), start.end() - 1, pos) - start.begin()) - 1;
+  }
 };
 
 // Immutable after construction, so every reader and decode worker shares one.
