@@ -139,11 +139,6 @@ void prefetcher::work() {
   }
 }
 
-uint64_t prefetcher::held_bytes() const {
-  std::lock_guard lock(m_);
-  return held_;
-}
-
 void prefetcher::publish() const { remote_counters().prefetch_held = held_; }
 
 }  // namespace msomni::data

@@ -34,7 +34,6 @@ class prefetcher {
   // The bytes [offset, offset + n) from a run hinted before that holds them: waits while its
   // GET runs; false when none holds them or its GET failed (the caller reads them itself).
   bool take(const std::string& uri, uint64_t offset, void* dst, size_t n);
-  uint64_t held_bytes() const;
 
  private:
   enum class state { queued, running, done };
